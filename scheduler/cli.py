@@ -1,0 +1,60 @@
+"""The ``campaign`` command: a thin Typer front over the packages.
+
+Every module of :mod:`scheduler.commands` with a ``register(app)`` function adds its
+commands. A :class:`~scheduler.errors.SchedulerError` is printed as one line on stderr with
+exit code 1, never as a traceback; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+from rich.console import Console
+
+from scheduler import commands
+from scheduler.errors import SchedulerError
+
+app = typer.Typer(
+    name="campaign",
+    help="Plan, pace, send, track and report bulk campaigns through the Messaging Session Service.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register_commands() -> None:
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+
+
+_register_commands()
+
+
+def main() -> None:
+    """Console-script entry point: run the app, print user errors without a traceback."""
+    try:
+        app(standalone_mode=False)
+    except SchedulerError as exc:
+        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        sys.exit(1)
+    except typer.Abort:
+        Console(stderr=True).print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

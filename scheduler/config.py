@@ -1,0 +1,117 @@
+"""Settings: ``config.toml`` first, then ``CAMPAIGN_*`` environment variables (environment wins).
+
+Settings are built by :func:`load_settings`, never at import time. The API key only ever
+comes from the environment (``CAMPAIGN_API_KEY``) or from a key file outside the repository
+(``api_key_file``); it is held as a :class:`pydantic.SecretStr` and is never printed.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from scheduler.errors import ConfigError
+
+DEFAULT_CONFIG_FILE = "config.toml"
+DEFAULT_OPT_OUT_WORDS = (
+    "SAIR",
+    "PARAR",
+    "CANCELAR",
+    "DESCADASTRAR",
+    "STOP",
+    "UNSUBSCRIBE",
+    "CANCEL",
+    "QUIT",
+)
+
+
+class Settings(BaseSettings):
+    """Every setting of the program; see ``config.example.toml`` for what each one means."""
+
+    model_config = SettingsConfigDict(env_prefix="CAMPAIGN_", extra="forbid")
+
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    api_key_file: Path | None = None
+    database_url: str | None = None
+    state_dir: Path = Path("state")
+    reports_dir: Path = Path("reports")
+
+    http_timeout_s: float = Field(default=15.0, gt=0)
+    http_concurrency: int = Field(default=64, ge=1, le=1024)
+
+    webhook_url: str | None = None
+    webhook_token: SecretStr | None = None
+    webhook_secret: SecretStr | None = None
+    receiver_host: str = "127.0.0.1"
+    receiver_port: int = Field(default=8788, ge=0, le=65535)
+    max_event_bytes: int = Field(default=1_000_000, ge=1024)
+
+    opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
+    reject_calls_reply: str | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _strip_slash(cls, value: str | None) -> str | None:
+        return value.rstrip("/") if value else value
+
+    def resolved_api_key(self) -> str | None:
+        """The API key from the environment, else from ``api_key_file``; ``None`` when unset."""
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        if self.api_key_file is not None:
+            try:
+                return self.api_key_file.expanduser().read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(
+                    f"api_key_file {self.api_key_file}: cannot be read ({exc.strerror})"
+                ) from None
+        return None
+
+    def resolved_database_url(self) -> str:
+        """The SQLAlchemy URL of the ledger: the setting, else SQLite in ``state_dir``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.state_dir / 'campaign.db').as_posix()}"
+
+
+def _read_config_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+    if "api_key" in data:
+        raise ConfigError(
+            f"{path}: api_key must not be written in the settings file; set CAMPAIGN_API_KEY "
+            "or point api_key_file at a file outside the repository"
+        )
+    return data
+
+
+def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
+    """Build the settings: the TOML file (``CAMPAIGN_CONFIG`` or ./config.toml), then the
+    environment, then explicit ``overrides`` (used by tests and the embedded sandbox)."""
+    path = Path(config_file or os.environ.get("CAMPAIGN_CONFIG", DEFAULT_CONFIG_FILE))
+    file_values = _read_config_file(path) if path.is_file() else {}
+    env_names = {f"CAMPAIGN_{name.upper()}" for name in Settings.model_fields}
+    from_env = {k for k in env_names if k in os.environ}
+    # Environment wins over the file: drop file keys the environment also sets.
+    values = {
+        k: v for k, v in file_values.items() if f"CAMPAIGN_{k.upper()}" not in from_env
+    }
+    values.update(overrides)
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise ConfigError(f"settings ({path} and CAMPAIGN_* environment): {problems}") from None
