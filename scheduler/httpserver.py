@@ -1,0 +1,81 @@
+"""Run an ASGI app (sandbox, webhook receiver) on a real loopback port in a background thread.
+
+Used by the demo, by ``campaign run`` for its receiver, and by the tests: a real uvicorn
+server on a real socket, never a mocked transport. Port 0 picks a free port.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import uvicorn
+
+from scheduler.errors import SchedulerError
+
+
+@dataclass
+class BackgroundServer:
+    """A uvicorn server on ``host:port`` in a daemon thread; use as a context manager."""
+
+    app: Any
+    host: str = "127.0.0.1"
+    port: int = 0
+    log_level: str = "warning"
+    _server: uvicorn.Server | None = field(default=None, init=False, repr=False)
+    _thread: threading.Thread | None = field(default=None, init=False, repr=False)
+    _socket: socket.socket | None = field(default=None, init=False, repr=False)
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` of the running server."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self, timeout_s: float = 10.0) -> BackgroundServer:
+        """Bind the socket, start serving, and return once the server accepts requests."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise SchedulerError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
+        self.port = sock.getsockname()[1]
+        self._socket = sock
+        config = uvicorn.Config(
+            self.app,
+            log_level=self.log_level,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=2,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
+            name=f"uvicorn:{self.port}",
+        )
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise SchedulerError(f"server on {self.base_url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Ask the server to finish and wait for its thread."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._socket is not None:
+            self._socket.close()
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
