@@ -1,0 +1,105 @@
+"""Open the ledger database: engine, SQLite tuning, and Alembic migrations to the latest schema.
+
+SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit survives a killed process
+(``kill -9``), which is the crash the dispatcher guards against, and costs no fsync.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from scheduler.ledger.exceptions import DatabaseUnavailable
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA temp_store=MEMORY")
+    cursor.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; for SQLite, creates the folder and applies the pragmas."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise DatabaseUnavailable(f"database URL is not valid: {_redact(url)}") from None
+    kwargs: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:":
+            try:
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise DatabaseUnavailable(
+                    f"cannot create the folder of {database}: {exc.strerror}"
+                ) from None
+        kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
+    try:
+        engine = create_engine(url, **kwargs)
+    except (SQLAlchemyError, ImportError) as exc:
+        raise DatabaseUnavailable(f"cannot open {_redact(url)}: {exc}") from None
+    if parsed.get_backend_name() == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _redact(url: str) -> str:
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "<unparseable URL>"
+
+
+def alembic_config(engine: Engine) -> Config:
+    """An Alembic configuration pointing at the packaged migrations and at ``engine``."""
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
+    config.attributes["engine"] = engine
+    return config
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the latest revision (creates it on a new database)."""
+    try:
+        command.upgrade(alembic_config(engine), "head")
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailable(
+            f"cannot migrate {_redact(str(engine.url))}: {exc.__class__.__name__}: "
+            f"{getattr(exc, 'orig', exc)}"
+        ) from None
+
+
+def open_ledger(url: str) -> Engine:
+    """Open (and create or migrate) the ledger at ``url``."""
+    engine = make_engine(url)
+    migrate(engine)
+    return engine
+
+
+@contextmanager
+def session_scope(engine: Engine) -> Iterator[Session]:
+    """A session that commits on success and rolls back on error."""
+    with Session(engine, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise

@@ -1,0 +1,171 @@
+"""SQLModel tables of the ledger.
+
+Times are aware datetimes (stored by SQLModel's ``UTCDateTime``, read back in UTC).
+JSON columns (``payload``, ``variables``, ``definition``) are text
+written by our own ``json.dumps`` so that bulk inserts skip per-row type processing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class Campaign(SQLModel, table=True):
+    """A campaign definition seen by the ledger, by its unique name."""
+
+    __tablename__ = "campaigns"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True, index=True)
+    channel: str
+    definition_path: str
+    created_at: datetime
+    updated_at: datetime
+
+
+class Run(SQLModel, table=True):
+    """One execution of a campaign; ``definition`` is a snapshot taken when it was planned."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("campaign_id", "fire_time", name="uq_run_fire"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_id: int = Field(foreign_key="campaigns.id", index=True)
+    campaign_name: str = Field(index=True)
+    channel: str
+    status: str = Field(index=True)
+    delivery_mode: str = "at-most-once"
+    timezone: str = "UTC"
+    fire_time: datetime | None = None
+    definition_path: str = ""
+    definition: str = Field(default="{}", sa_type=Text)
+    planned_count: int = 0
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    # Cross-process control: another process writes "pause"/"cancel"; the owner obeys.
+    control: str | None = None
+    stop_reason: str | None = Field(default=None, sa_type=Text)
+    owner_pid: int | None = None
+    owner_host: str | None = None
+    heartbeat_at: datetime | None = None
+
+
+class Delivery(SQLModel, table=True):
+    """One message step for one recipient in one run: the ledger's row."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (
+        # The claim query: due planned rows of a run in plan order.
+        Index("ix_deliveries_claim", "run_id", "state", "seq"),
+        Index("ix_deliveries_msgid", "message_id_norm"),
+        Index("ix_deliveries_to", "to", "run_id"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="runs.id")
+    seq: int
+    row: int
+    step: int = 0
+    kind: str
+    path: str
+    to: str
+    region: str | None = None
+    payload: str = Field(default="{}", sa_type=Text)
+    variables: str = Field(default="{}", sa_type=Text)
+    state: str
+    reason: str | None = Field(default=None, sa_type=Text)
+    sender: str | None = None
+    attempts: int = 0
+    last_error: str | None = Field(default=None, sa_type=Text)
+    message_id: str | None = None
+    message_id_norm: str | None = None
+    due_at: datetime | None = None
+    dispatched_at: datetime | None = None
+    accepted_at: datetime | None = None
+    sent_at: datetime | None = None
+    delivered_at: datetime | None = None
+    read_at: datetime | None = None
+    replied_at: datetime | None = None
+    failed_at: datetime | None = None
+    reply_text: str | None = Field(default=None, sa_type=Text)
+    details: str | None = Field(default=None, sa_type=Text)
+    updated_at: datetime | None = None
+
+
+class Event(SQLModel, table=True):
+    """A raw webhook event, stored before it is applied; ``dedupe_key`` makes repeats no-ops."""
+
+    __tablename__ = "events"
+
+    id: int | None = Field(default=None, primary_key=True)
+    dedupe_key: str = Field(unique=True)
+    event: str = Field(index=True)
+    channel: str | None = None
+    session_id: str | None = None
+    number: str | None = Field(default=None, index=True)
+    message_id_norm: str | None = Field(default=None, index=True)
+    occurred_at: datetime | None = None
+    received_at: datetime
+    applied_at: datetime | None = None
+    result: str | None = None
+    payload: str = Field(sa_type=Text)
+
+
+class Reply(SQLModel, table=True):
+    """A message a recipient sent back, tied to that recipient's latest delivery."""
+
+    __tablename__ = "replies"
+
+    id: int | None = Field(default=None, primary_key=True)
+    event_id: int | None = Field(default=None, index=True)
+    delivery_id: int | None = Field(default=None, index=True)
+    run_id: int | None = Field(default=None, index=True)
+    number: str = Field(index=True)
+    session_id: str | None = None
+    kind: str
+    text: str | None = Field(default=None, sa_type=Text)
+    opt_out: bool = False
+    received_at: datetime
+
+
+class Suppression(SQLModel, table=True):
+    """A number that must never be sent anything, on any channel or campaign."""
+
+    __tablename__ = "suppressions"
+
+    number: str = Field(primary_key=True)
+    source: str
+    reason: str | None = None
+    created_at: datetime
+
+
+class Fire(SQLModel, table=True):
+    """A due run recorded by the trigger process, unique on (campaign, fire time)."""
+
+    __tablename__ = "fires"
+    __table_args__ = (UniqueConstraint("campaign_name", "fire_time", name="uq_fire"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    campaign_name: str = Field(index=True)
+    definition_path: str
+    fire_time: datetime
+    recorded_at: datetime
+    status: str = "due"
+    run_id: int | None = None
+    reason: str | None = None
+
+
+class Schedule(SQLModel, table=True):
+    """A campaign registered with ``campaign schedule``."""
+
+    __tablename__ = "schedules"
+
+    name: str = Field(primary_key=True)
+    definition_path: str
+    trigger: str
+    timezone: str
+    created_at: datetime

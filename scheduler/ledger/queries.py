@@ -1,0 +1,334 @@
+"""The hot SQL of the ledger, in one place: bulk insert, claim, outcomes, counts.
+
+Why these are hand-written Core statements rather than ORM objects: a plan can hold a
+million rows and a run dispatches thousands of rows per second, so every statement here is
+one round trip for many rows (``executemany``), touches only the columns it needs, and is
+guarded by the row's current state (``WHERE state = 'planned'``) so a repeated or late call
+can never move a row backwards. Each function takes a Connection inside the caller's
+transaction; the caller decides when to commit (the dispatcher commits a claim *before*
+its HTTP call).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, func, insert, select, update
+
+from scheduler.ledger.models import Delivery, Event, Suppression
+from scheduler.ledger.states import DeliveryState as S
+
+deliveries = Delivery.__table__  # type: ignore[attr-defined]
+events = Event.__table__  # type: ignore[attr-defined]
+suppressions = Suppression.__table__  # type: ignore[attr-defined]
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+@dataclass(frozen=True, slots=True)
+class DueDelivery:
+    """What the dispatcher needs of a row it is about to send."""
+
+    id: int
+    seq: int
+    step: int
+    to: str
+    path: str
+    payload: str
+    sender: str | None
+    region: str | None
+    attempts: int
+
+
+def insert_deliveries(
+    conn: Connection, run_id: int, rows: Iterable[dict[str, Any]], *, first_seq: int,
+    start_at: datetime,
+) -> int:
+    """Bulk-insert plan rows of one chunk; returns how many were written.
+
+    Step 0 rows are due at ``start_at``; later steps get ``due_at`` NULL and become due only
+    when the previous step of the same recipient is accepted (see :func:`release_next_steps`).
+    """
+    batch: list[dict[str, Any]] = []
+    seq = first_seq
+    for row in rows:
+        planned = row["state"] == S.PLANNED
+        batch.append(
+            {
+                "run_id": run_id,
+                "seq": seq,
+                "row": row["row"],
+                "step": row["step"],
+                "kind": row["kind"],
+                "path": row["path"],
+                "to": row["to"],
+                "region": row.get("region"),
+                "payload": _dumps(row["payload"]),
+                "variables": _dumps(row.get("variables") or {}),
+                "state": row["state"],
+                "reason": row.get("reason"),
+                "due_at": start_at if planned and row["step"] == 0 else None,
+                "attempts": 0,
+            }
+        )
+        seq += 1
+    if batch:
+        conn.execute(insert(deliveries), batch)
+    return len(batch)
+
+
+def due_deliveries(
+    conn: Connection, run_id: int, now: datetime, *, limit: int, after_seq: int = -1
+) -> list[DueDelivery]:
+    """Planned rows of ``run_id`` whose time has come, in plan order, after ``after_seq``.
+
+    Served by ``ix_deliveries_claim`` (run_id, state, seq).
+    """
+    stmt = (
+        select(
+            deliveries.c.id, deliveries.c.seq, deliveries.c.step, deliveries.c.to,
+            deliveries.c.path, deliveries.c.payload, deliveries.c.sender,
+            deliveries.c.region, deliveries.c.attempts,
+        )
+        .where(
+            deliveries.c.run_id == run_id,
+            deliveries.c.state == S.PLANNED,
+            deliveries.c.seq > after_seq,
+            deliveries.c.due_at.is_not(None),
+            deliveries.c.due_at <= now,
+        )
+        .order_by(deliveries.c.seq)
+        .limit(limit)
+    )
+    return [DueDelivery(*r) for r in conn.execute(stmt)]
+
+
+def next_due_time(conn: Connection, run_id: int) -> datetime | None:
+    """The earliest ``due_at`` of the run's planned rows (None when nothing is waiting)."""
+    stmt = select(func.min(deliveries.c.due_at)).where(
+        deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED
+    )
+    return conn.execute(stmt).scalar()
+
+
+def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) -> int:
+    """Mark rows ``dispatching`` with their sender; only rows still ``planned`` move.
+
+    The caller commits this *before* the HTTP call: after a crash, a ``dispatching`` row
+    means "maybe sent" and is reconciled from events, never blindly re-sent.
+    """
+    if not claims:
+        return 0
+    stmt = (
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.PLANNED)
+        .values(
+            state=S.DISPATCHING,
+            sender=bindparam("b_sender"),
+            dispatched_at=bindparam("b_now"),
+            attempts=deliveries.c.attempts + 1,
+            updated_at=bindparam("b_now"),
+        )
+    )
+    result = conn.execute(
+        stmt, [{"b_id": i, "b_sender": s, "b_now": now} for i, s in claims]
+    )
+    return result.rowcount or 0
+
+
+def record_accepted(
+    conn: Connection, accepted: Sequence[tuple[int, str | None]], now: datetime
+) -> None:
+    """Rows the service took: store ``messageId`` and move ``dispatching`` → ``accepted``.
+
+    A ``messages.sent`` event may already have moved the row to ``sent`` (reconciliation):
+    then only a missing message id is filled in.
+    """
+    if not accepted:
+        return
+    params = [
+        {"b_id": i, "b_mid": m, "b_norm": m.lower() if m else None, "b_now": now}
+        for i, m in accepted
+    ]
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"),
+               deliveries.c.state.in_([S.DISPATCHING, S.UNKNOWN]))
+        .values(state=S.ACCEPTED, message_id=bindparam("b_mid"),
+                message_id_norm=bindparam("b_norm"), accepted_at=bindparam("b_now"),
+                last_error=None, updated_at=bindparam("b_now")),
+        params,
+    )
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.message_id.is_(None))
+        .values(message_id=bindparam("b_mid"), message_id_norm=bindparam("b_norm"),
+                accepted_at=func.coalesce(deliveries.c.accepted_at, bindparam("b_now"))),
+        params,
+    )
+
+
+def record_retry(
+    conn: Connection, retries: Sequence[tuple[int, datetime, str]], now: datetime
+) -> None:
+    """Rows to try again later: back to ``planned`` with a new ``due_at`` and the error."""
+    if not retries:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.DISPATCHING)
+        .values(state=S.PLANNED, due_at=bindparam("b_due"), last_error=bindparam("b_err"),
+                updated_at=bindparam("b_now")),
+        [{"b_id": i, "b_due": d, "b_err": e, "b_now": now} for i, d, e in retries],
+    )
+
+
+def record_final(
+    conn: Connection, rows: Sequence[tuple[int, str, str | None]], state: str, now: datetime,
+    *, from_states: Sequence[str] = (S.DISPATCHING,),
+) -> None:
+    """Move rows to a final ``state`` (failed, expired, skipped, unknown) with a reason."""
+    if not rows:
+        return
+    values: dict[str, Any] = {"state": state, "updated_at": bindparam("b_now")}
+    if state == S.FAILED:
+        values.update(last_error=bindparam("b_why"), failed_at=bindparam("b_now"))
+    else:
+        values["reason"] = bindparam("b_why")
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state.in_(list(from_states)))
+        .values(**values),
+        [{"b_id": i, "b_why": why, "b_now": now} for i, _s, why in rows],
+    )
+
+
+def release_next_steps(
+    conn: Connection, run_id: int, released: Sequence[tuple[str, int, str | None]],
+    delays_s: Sequence[float], now: datetime,
+) -> None:
+    """After step *k* of a recipient was accepted, make step *k+1* due (same sender)."""
+    from datetime import timedelta
+
+    params = []
+    for to, step, sender in released:
+        nxt = step + 1
+        if nxt >= len(delays_s):
+            continue
+        params.append({"b_to": to, "b_step": nxt, "b_sender": sender,
+                       "b_due": now + timedelta(seconds=delays_s[nxt])})
+    if not params:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+               deliveries.c.step == bindparam("b_step"), deliveries.c.state == S.PLANNED,
+               deliveries.c.due_at.is_(None))
+        .values(due_at=bindparam("b_due"), sender=bindparam("b_sender")),
+        params,
+    )
+
+
+def skip_later_steps(
+    conn: Connection, run_id: int, stopped: Sequence[tuple[str, int]], reason: str,
+    now: datetime,
+) -> None:
+    """A step failed, expired or was skipped: the recipient's later steps are skipped too."""
+    if not stopped:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+               deliveries.c.step > bindparam("b_step"), deliveries.c.state == S.PLANNED)
+        .values(state=S.SKIPPED, reason=reason, updated_at=now),
+        [{"b_to": to, "b_step": step} for to, step in stopped],
+    )
+
+
+def counts_by_state(conn: Connection, run_id: int) -> dict[str, int]:
+    """Number of deliveries of the run in each state."""
+    stmt = (
+        select(deliveries.c.state, func.count())
+        .where(deliveries.c.run_id == run_id)
+        .group_by(deliveries.c.state)
+    )
+    return {state: n for state, n in conn.execute(stmt)}
+
+
+def pending_count(conn: Connection, run_id: int) -> int:
+    """Rows of the run the dispatcher still has to deal with (planned or dispatching)."""
+    stmt = select(func.count()).where(
+        deliveries.c.run_id == run_id,
+        deliveries.c.state.in_([S.PLANNED, S.DISPATCHING]),
+    )
+    return int(conn.execute(stmt).scalar() or 0)
+
+
+def sent_today_by_sender(conn: Connection, since: datetime) -> dict[str, int]:
+    """Sends per sender since ``since`` (the start of the local day), across all runs."""
+    stmt = (
+        select(deliveries.c.sender, func.count())
+        .where(deliveries.c.sender.is_not(None), deliveries.c.dispatched_at >= since,
+               deliveries.c.state.not_in([S.PLANNED]))
+        .group_by(deliveries.c.sender)
+    )
+    return {sender: n for sender, n in conn.execute(stmt)}
+
+
+def suppressed_numbers(conn: Connection, numbers: Iterable[str]) -> set[str]:
+    """Which of ``numbers`` are on the suppression list."""
+    wanted = list(set(numbers))
+    found: set[str] = set()
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i : i + 500]
+        found.update(
+            conn.execute(select(suppressions.c.number).where(
+                suppressions.c.number.in_(chunk))).scalars()
+        )
+    return found
+
+
+def skip_pending_for_number(conn: Connection, number: str, reason: str, now: datetime) -> int:
+    """An opted-out number: every pending (planned) delivery to it, in any run, is skipped."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.to == number, deliveries.c.state == S.PLANNED)
+        .values(state=S.SKIPPED, reason=reason, updated_at=now)
+    )
+    return result.rowcount or 0
+
+
+def dispatching_rows(conn: Connection, run_id: int) -> list[tuple[int, str, str | None,
+                                                                   datetime | None]]:
+    """Rows left ``dispatching`` (by a crash): id, to, sender, dispatched_at."""
+    stmt = select(
+        deliveries.c.id, deliveries.c.to, deliveries.c.sender, deliveries.c.dispatched_at
+    ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING).order_by(
+        deliveries.c.seq
+    )
+    return [tuple(r) for r in conn.execute(stmt)]  # type: ignore[misc]
+
+
+def sent_events_for(conn: Connection, number: str, session_id: str | None,
+                    since: datetime | None) -> list[tuple[str, datetime | None]]:
+    """``messages.sent`` events to ``number`` (from ``session_id``) at or after ``since``,
+    whose message id no delivery holds yet: (message id, when), oldest first."""
+    conds = [events.c.event == "messages.sent", events.c.number == number,
+             events.c.message_id_norm.is_not(None)]
+    if session_id is not None:
+        conds.append(events.c.session_id == session_id)
+    if since is not None:
+        conds.append(events.c.received_at >= since)
+    taken = select(deliveries.c.message_id_norm).where(
+        deliveries.c.message_id_norm == events.c.message_id_norm
+    ).exists()
+    stmt = (
+        select(events.c.message_id_norm, events.c.occurred_at)
+        .where(and_(*conds), ~taken)
+        .order_by(events.c.id)
+    )
+    return [(m, t) for m, t in conn.execute(stmt)]

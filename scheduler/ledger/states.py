@@ -1,0 +1,90 @@
+"""Delivery and run states, their order, and which transitions an event may make.
+
+Tracking transitions only move forward (``accepted → sent → delivered → read``), so the
+final state never depends on the order events arrive in.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class DeliveryState(StrEnum):
+    """State of one delivery (one step for one recipient in one run)."""
+
+    PLANNED = "planned"
+    DISPATCHING = "dispatching"
+    ACCEPTED = "accepted"
+    SENT = "sent"
+    DELIVERED = "delivered"
+    READ = "read"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    EXPIRED = "expired"
+    UNKNOWN = "unknown"
+    # calls
+    ANSWERED = "answered"
+    NOT_ANSWERED = "not_answered"
+    # SMS
+    UNDELIVERED = "undelivered"
+
+
+class RunStatus(StrEnum):
+    """Status of a run."""
+
+    PLANNED = "planned"
+    RUNNING = "running"
+    PAUSED = "paused"
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    MISSED = "missed"
+
+
+#: Forward order of the tracking states: an event may only raise a delivery's rank.
+TRACKING_RANK: dict[str, int] = {
+    DeliveryState.DISPATCHING: 0,
+    DeliveryState.UNKNOWN: 0,
+    DeliveryState.ACCEPTED: 1,
+    DeliveryState.SENT: 2,
+    DeliveryState.DELIVERED: 3,
+    DeliveryState.UNDELIVERED: 3,
+    DeliveryState.NOT_ANSWERED: 3,
+    DeliveryState.ANSWERED: 4,
+    DeliveryState.READ: 4,
+}
+
+#: States a delivery waits in before it is sent.
+PENDING_STATES = frozenset({DeliveryState.PLANNED})
+#: States after which the dispatcher has nothing more to do for a delivery.
+DONE_STATES = frozenset(
+    {
+        DeliveryState.ACCEPTED,
+        DeliveryState.SENT,
+        DeliveryState.DELIVERED,
+        DeliveryState.READ,
+        DeliveryState.FAILED,
+        DeliveryState.SKIPPED,
+        DeliveryState.EXPIRED,
+        DeliveryState.UNKNOWN,
+        DeliveryState.ANSWERED,
+        DeliveryState.NOT_ANSWERED,
+        DeliveryState.UNDELIVERED,
+    }
+)
+#: States that count as "the service took it".
+SENT_STATES = frozenset(
+    {
+        DeliveryState.ACCEPTED,
+        DeliveryState.SENT,
+        DeliveryState.DELIVERED,
+        DeliveryState.READ,
+        DeliveryState.ANSWERED,
+        DeliveryState.NOT_ANSWERED,
+        DeliveryState.UNDELIVERED,
+    }
+)
+#: Run statuses in which no more work will happen.
+FINISHED_RUN_STATUSES = frozenset(
+    {RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED}
+)
