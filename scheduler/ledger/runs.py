@@ -1,0 +1,287 @@
+"""Runs and campaigns in the ledger: create, store a plan, control, lease, finish.
+
+A run is dispatched by at most one live process at a time: the owner writes its pid, host
+and a heartbeat; another process may take the run over only when the owner's heartbeat is
+stale or its pid is gone. Pause and cancel requests from other processes are written to
+``runs.control`` and obeyed by the owner within its polling interval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlmodel import Session
+from sqlmodel import select as model_select
+
+from scheduler.ledger import queries
+from scheduler.ledger.exceptions import LedgerError, RunLocked, RunNotFound, RunStateError
+from scheduler.ledger.models import Campaign, Run, Suppression
+from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
+from scheduler.timeutil import Clock, utcnow
+
+#: A heartbeat older than this means the owner is gone.
+LEASE_STALE_AFTER = timedelta(seconds=10)
+
+runs_table = Run.__table__  # type: ignore[attr-defined]
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Ledger:
+    """The ledger's operations on runs and campaigns, over one engine and one clock."""
+
+    def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    # ------------------------------------------------------------------ campaigns and runs
+
+    def ensure_campaign(self, name: str, channel: str, definition_path: str) -> int:
+        """The id of campaign ``name``, created or updated."""
+        now = self.clock()
+        with Session(self.engine) as session:
+            campaign = session.exec(
+                model_select(Campaign).where(Campaign.name == name)
+            ).first()
+            if campaign is None:
+                campaign = Campaign(name=name, channel=channel, definition_path=definition_path,
+                                    created_at=now, updated_at=now)
+            else:
+                campaign.channel, campaign.definition_path = channel, definition_path
+                campaign.updated_at = now
+            session.add(campaign)
+            session.commit()
+            assert campaign.id is not None
+            return campaign.id
+
+    def create_run(
+        self, *, campaign_name: str, channel: str, definition_path: str,
+        definition: dict[str, Any], delivery_mode: str, timezone: str,
+        fire_time: datetime | None = None,
+    ) -> int:
+        """A new run in status ``planned``; unique per (campaign, fire time)."""
+        campaign_id = self.ensure_campaign(campaign_name, channel, definition_path)
+        run = Run(
+            campaign_id=campaign_id, campaign_name=campaign_name, channel=channel,
+            status=RunStatus.PLANNED, delivery_mode=delivery_mode, timezone=timezone,
+            fire_time=fire_time, definition_path=definition_path,
+            definition=json.dumps(definition, ensure_ascii=False, default=str),
+            created_at=self.clock(),
+        )
+        try:
+            with Session(self.engine) as session:
+                session.add(run)
+                session.commit()
+                assert run.id is not None
+                return run.id
+        except IntegrityError:
+            raise RunStateError(
+                f"campaign {campaign_name!r} already has a run for {fire_time}"
+            ) from None
+
+    def store_plan(
+        self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Bulk-insert every chunk of a plan in ONE transaction (all or nothing).
+
+        Numbers on the suppression list become ``skipped`` (reason ``suppressed``) here, so a
+        number that opted out after the CSV was written is never sent anything.
+        """
+        total = 0
+        try:
+            with self.engine.begin() as conn:
+                for chunk in chunks:
+                    suppressed = queries.suppressed_numbers(
+                        conn, (r["to"] for r in chunk if r["state"] == DeliveryState.PLANNED)
+                    )
+                    if suppressed:
+                        for r in chunk:
+                            if r["state"] == DeliveryState.PLANNED and r["to"] in suppressed:
+                                r["state"], r["reason"] = DeliveryState.SKIPPED, "suppressed"
+                    total += queries.insert_deliveries(
+                        conn, run_id, chunk, first_seq=total, start_at=start_at
+                    )
+                    if on_progress is not None:
+                        on_progress(total)
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
+                             .values(planned_count=total))
+        except SQLAlchemyError as exc:
+            raise LedgerError(f"could not store the plan of run {run_id}: {exc}") from None
+        return total
+
+    def get_run(self, run_id: int) -> Run:
+        """The run with that id, or :class:`RunNotFound`."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            run = session.get(Run, run_id)
+            if run is None:
+                raise RunNotFound(run_id)
+            return run
+
+    def list_runs(self, *, campaign_name: str | None = None) -> list[Run]:
+        """Every run, newest first."""
+        stmt = model_select(Run).order_by(Run.id.desc())  # type: ignore[union-attr]
+        if campaign_name:
+            stmt = stmt.where(Run.campaign_name == campaign_name)
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.exec(stmt).all())
+
+    def unfinished_runs(self, *, campaign_name: str | None = None) -> list[Run]:
+        """Runs that still have work: planned, running or paused, oldest first."""
+        runs = [r for r in self.list_runs(campaign_name=campaign_name)
+                if r.status not in FINISHED_RUN_STATUSES]
+        return sorted(runs, key=lambda r: r.id or 0)
+
+    def definition(self, run: Run) -> dict[str, Any]:
+        """The definition snapshot stored with the run."""
+        return json.loads(run.definition or "{}")
+
+    def counts(self, run_id: int) -> dict[str, int]:
+        """Deliveries of the run by state."""
+        with self.engine.connect() as conn:
+            return queries.counts_by_state(conn, run_id)
+
+    # ------------------------------------------------------------------ status and control
+
+    def set_status(self, run_id: int, status: str, *, reason: str | None = None) -> None:
+        """Set the run's status (and its start or finish time)."""
+        now = self.clock()
+        values: dict[str, Any] = {"status": status}
+        if reason is not None:
+            values["stop_reason"] = reason
+        if status == RunStatus.RUNNING:
+            values["control"] = None
+        if status in FINISHED_RUN_STATUSES:
+            values["finished_at"] = now
+        with self.engine.begin() as conn:
+            if status == RunStatus.RUNNING:
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id,
+                                                      runs_table.c.started_at.is_(None))
+                             .values(started_at=now))
+            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(**values))
+
+    def request(self, run_id: int, action: str) -> Run:
+        """Ask the run to ``pause``, ``resume`` or ``cancel``; survives restarts."""
+        run = self.get_run(run_id)
+        if run.status in FINISHED_RUN_STATUSES:
+            raise RunStateError(f"run {run_id} is already {run.status}")
+        now = self.clock()
+        with self.engine.begin() as conn:
+            if action == "pause":
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
+                             .values(control="pause", status=RunStatus.PAUSED))
+            elif action == "resume":
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
+                             .values(control=None, status=RunStatus.RUNNING
+                                     if self._owner_alive(run) else RunStatus.PAUSED))
+            elif action == "cancel":
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
+                             .values(control="cancel"))
+                if not self._owner_alive(run):
+                    self._cancel_now(conn, run_id, now)
+            else:
+                raise RunStateError(f"unknown action {action!r}")
+        return self.get_run(run_id)
+
+    def _cancel_now(self, conn: Any, run_id: int, now: datetime) -> None:
+        queries.record_final(
+            conn, [(i, "", "cancelled") for i in self._planned_ids(conn, run_id)],
+            DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
+        )
+        conn.execute(update(runs_table).where(runs_table.c.id == run_id)
+                     .values(status=RunStatus.CANCELLED, finished_at=now, control=None,
+                             stop_reason="cancelled by the operator"))
+
+    def cancel_pending(self, run_id: int) -> None:
+        """Owner side of a cancel: skip every planned row, mark the run cancelled."""
+        with self.engine.begin() as conn:
+            self._cancel_now(conn, run_id, self.clock())
+
+    @staticmethod
+    def _planned_ids(conn: Any, run_id: int) -> list[int]:
+        d = queries.deliveries
+        return list(conn.execute(select(d.c.id).where(
+            d.c.run_id == run_id, d.c.state == DeliveryState.PLANNED)).scalars())
+
+    def control(self, run_id: int) -> str | None:
+        """The pending control request of the run (``pause``, ``cancel`` or None)."""
+        with self.engine.connect() as conn:
+            return conn.execute(select(runs_table.c.control)
+                                .where(runs_table.c.id == run_id)).scalar()
+
+    # ------------------------------------------------------------------ lease
+
+    def _owner_alive(self, run: Run) -> bool:
+        if run.owner_pid is None or run.heartbeat_at is None:
+            return False
+        if run.owner_host == socket.gethostname() and not _pid_alive(run.owner_pid):
+            return False
+        heartbeat = run.heartbeat_at
+        return self.clock() - heartbeat < LEASE_STALE_AFTER or (
+            run.owner_host == socket.gethostname() and run.owner_pid == os.getpid()
+        )
+
+    def acquire(self, run_id: int) -> Run:
+        """Take the run for this process, or :class:`RunLocked` if a live process holds it."""
+        run = self.get_run(run_id)
+        if run.owner_pid not in (None, os.getpid()) and self._owner_alive(run):
+            raise RunLocked(
+                f"run {run_id} is being dispatched by process {run.owner_pid} on "
+                f"{run.owner_host}; use `campaign pause|cancel {run_id}` to control it"
+            )
+        with self.engine.begin() as conn:
+            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
+                owner_pid=os.getpid(), owner_host=socket.gethostname(),
+                heartbeat_at=self.clock()))
+        return self.get_run(run_id)
+
+    def heartbeat(self, run_id: int) -> None:
+        """Tell other processes the owner is alive."""
+        with self.engine.begin() as conn:
+            conn.execute(update(runs_table).where(runs_table.c.id == run_id,
+                                                  runs_table.c.owner_pid == os.getpid())
+                         .values(heartbeat_at=self.clock()))
+
+    def release(self, run_id: int) -> None:
+        """Give the run up (end of dispatch, pause, or Ctrl-C)."""
+        with self.engine.begin() as conn:
+            conn.execute(update(runs_table).where(runs_table.c.id == run_id,
+                                                  runs_table.c.owner_pid == os.getpid())
+                         .values(owner_pid=None, owner_host=None, heartbeat_at=None))
+
+    # ------------------------------------------------------------------ suppression
+
+    def suppress(self, number: str, *, source: str, reason: str | None = None) -> bool:
+        """Add ``number`` to the suppression list and skip its pending deliveries.
+
+        Returns False when it was already there (idempotent).
+        """
+        now = self.clock()
+        with self.engine.begin() as conn:
+            exists = conn.execute(select(queries.suppressions.c.number).where(
+                queries.suppressions.c.number == number)).first()
+            if exists is None:
+                conn.execute(queries.suppressions.insert().values(
+                    number=number, source=source, reason=reason, created_at=now))
+            queries.skip_pending_for_number(conn, number, "opted_out", now)
+        return exists is None
+
+    def suppressions(self) -> list[Suppression]:
+        """The whole suppression list."""
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.exec(model_select(Suppression)).all())

@@ -1,0 +1,37 @@
+"""Fixtures for ledger tests: a real SQLite file per test and a fixed clock."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.runs import Ledger
+
+T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Ledger:
+    """A migrated ledger in a real SQLite file, on a clock fixed at T0."""
+    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+    yield Ledger(engine, clock=lambda: T0)
+    engine.dispose()
+
+
+def plan_rows(n: int, *, steps: int = 1, skip: set[int] | None = None) -> list[dict]:
+    """Plan rows for ``n`` recipients with ``steps`` steps each."""
+    rows = []
+    for i in range(n):
+        for step in range(steps):
+            skipped = skip is not None and i in skip
+            rows.append({
+                "row": i + 1, "to": f"55119{i:08d}", "step": step, "kind": "text",
+                "path": "/api/v1/messages/send/text", "payload": {"text": f"olá {i}"},
+                "variables": {"nome": f"Ana {i}"}, "region": "BR",
+                "state": "skipped" if skipped else "planned",
+                "reason": "duplicate" if skipped else None,
+            })
+    return rows
