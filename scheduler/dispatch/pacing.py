@@ -1,0 +1,311 @@
+"""Pacing maths: rates, jitter, per-sender pacing, daily caps and finish-time estimates.
+
+Pure functions of their arguments: the clock (``now``) and randomness (a
+:class:`random.Random`) are always passed in, so tests use fixed datetimes and seeds.
+
+Semantics, shared by the dispatcher and ``campaign plan``:
+
+- **rate** (``"30/min"``) is a ceiling per sender, a token bucket of ``burst`` tokens
+  (default 1: sends are at least ``1/rate`` apart, never a burst).
+- **jitter** (``"2s-8s"``) is a random pause drawn after each send, uniform between the two
+  bounds; the next send waits for both the bucket and the pause. The mean interval between
+  two sends is therefore ``E[max(1/rate, U(lo, hi))]`` (:func:`mean_interval`).
+- **daily cap** counts sends per local day of the campaign's time zone.
+- **plan limit** (the service's quota from ``GET /api/v1/limits/{sessionId}``) counts sends
+  until ``resets_at`` and then per period of a day.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, tzinfo
+
+from scheduler.dispatch.windows import SendWindow, next_local_midnight
+
+_UNITS = {
+    "ms": 0.001, "msec": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
+    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
+    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
+    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
+    "d": 86400.0, "day": 86400.0, "days": 86400.0,
+}  # fmt: skip
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/|per\s+)\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds of ``"500ms"``, ``"2s"``, ``"30m"``, ``"1h30m"``, ``"2d"`` (``"0"`` is 0)."""
+    spec = text.strip().lower()
+    if spec in {"0", "none", ""}:
+        return 0.0
+    pos, total = 0, 0.0
+    for match in _DURATION_PART.finditer(spec):
+        if spec[pos : match.start()].strip() or match.group(2) not in _UNITS:
+            break
+        total += float(match.group(1)) * _UNITS[match.group(2)]
+        pos = match.end()
+    else:
+        if pos and not spec[pos:].strip():
+            return total
+    raise ValueError(f"duration {text!r}: expected e.g. 500ms, 2s, 5m, 1h30m, 1d")
+
+
+def parse_rate(text: str) -> float:
+    """Events per second of ``"30/min"``, ``"2/s"``, ``"1000/h"``, ``"500/day"``, ``"10/5min"``."""
+    match = _RATE.match(text.lower())
+    if not match or match.group(3) not in _UNITS:
+        raise ValueError(f"rate {text!r}: expected COUNT/UNIT, e.g. 30/min, 2/s, 1000/h, 500/day")
+    count = float(match.group(1))
+    per = float(match.group(2) or 1) * _UNITS[match.group(3)]
+    if count <= 0 or per <= 0:
+        raise ValueError(f"rate {text!r}: must be more than zero")
+    return count / per
+
+
+def parse_jitter(text: str) -> tuple[float, float]:
+    """(min, max) seconds of ``"2s-8s"``, ``"500ms-1s"``, ``"3s"`` (fixed) or ``"0"`` (none)."""
+    parts = text.split("-")
+    if len(parts) > 2:
+        raise ValueError(f"jitter {text!r}: expected MIN-MAX, e.g. 2s-8s")
+    try:
+        low, high = parse_duration(parts[0]), parse_duration(parts[-1])
+    except ValueError:
+        raise ValueError(f"jitter {text!r}: expected MIN-MAX, e.g. 2s-8s or 500ms-1s") from None
+    if low > high:
+        raise ValueError(f"jitter {text!r}: the minimum is above the maximum")
+    return low, high
+
+
+def mean_interval(rate: float, jitter: tuple[float, float] = (0.0, 0.0)) -> float:
+    """Mean seconds between two sends of one sender: ``E[max(1/rate, U(lo, hi))]``."""
+    floor = 1.0 / rate
+    low, high = jitter
+    if high <= floor:
+        return floor
+    if low >= floor or high == low:
+        return max(floor, (low + high) / 2)
+    # P(U < floor) * floor + integral of u over [floor, high] / (high - low)
+    return (floor * (floor - low) + (high * high - floor * floor) / 2) / (high - low)
+
+
+def _ts(dt: datetime) -> float:
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"{dt!r} is naive: pass a time-zone-aware datetime")
+    return dt.timestamp()
+
+
+@dataclass
+class DailyCounter:
+    """Sends counted per local day of ``tz``; ``cap`` None means unlimited."""
+
+    cap: int | None
+    tz: tzinfo = UTC
+    _counts: dict[date, int] = field(default_factory=dict, repr=False)
+
+    def _day(self, at: datetime) -> date:
+        _ts(at)
+        return at.astimezone(self.tz).date()
+
+    def count(self, at: datetime) -> int:
+        """Sends recorded on ``at``'s local day."""
+        return self._counts.get(self._day(at), 0)
+
+    def remaining(self, at: datetime) -> float:
+        """Sends still allowed on ``at``'s local day (``inf`` without a cap)."""
+        return math.inf if self.cap is None else max(0, self.cap - self.count(at))
+
+    def record(self, at: datetime, n: int = 1) -> None:
+        """Count ``n`` sends at ``at``; days older than a week are forgotten."""
+        day = self._day(at)
+        self._counts[day] = self._counts.get(day, 0) + n
+        for old in [d for d in self._counts if (day - d).days > 7]:
+            del self._counts[old]
+
+    def next_reset(self, at: datetime) -> datetime:
+        """The first instant of the next local day (UTC)."""
+        return next_local_midnight(at, self.tz)
+
+
+class SenderPace:
+    """One sender's pace: token bucket, jitter pause and daily cap; no clock of its own."""
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        rng: random.Random,
+        jitter: tuple[float, float] = (0.0, 0.0),
+        burst: int = 1,
+        daily_cap: int | None = None,
+        tz: tzinfo = UTC,
+    ) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be > 0 and burst >= 1")
+        self.rate = rate
+        self.jitter = jitter
+        self.burst = burst
+        self.rng = rng
+        self.daily = DailyCounter(daily_cap, tz)
+        self._tokens = float(burst)
+        self._stamp: float | None = None  # when _tokens was last brought up to date
+        self._last_send: float | None = None
+        self._pause = 0.0
+
+    def _tokens_at(self, ts: float) -> float:
+        if self._stamp is None:
+            return self._tokens
+        return min(float(self.burst), self._tokens + (ts - self._stamp) * self.rate)
+
+    def next_allowed(self, now: datetime) -> datetime:
+        """The earliest instant at or after ``now`` when this sender may send again."""
+        ts = _ts(now)
+        tokens = self._tokens_at(ts)
+        if tokens < 1.0:
+            ts += (1.0 - tokens) / self.rate
+        if self._last_send is not None:
+            ts = max(ts, self._last_send + self._pause)
+        at = datetime.fromtimestamp(ts, UTC)
+        while self.daily.remaining(at) <= 0:
+            at = self.daily.next_reset(at)
+        return at.astimezone(now.tzinfo) if at != now else now
+
+    def record_send(self, at: datetime) -> None:
+        """Count a send made at ``at``: take a token, draw the next pause, count the day."""
+        ts = _ts(at)
+        self._tokens = self._tokens_at(ts) - 1.0
+        self._stamp = ts
+        self._last_send = ts
+        low, high = self.jitter
+        self._pause = self.rng.uniform(low, high) if high > 0 else 0.0
+        self.daily.record(at)
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A service plan limit for one sender: ``limit`` per period, ``used`` until ``resets_at``."""
+
+    limit: int | None = None
+    used: int = 0
+    resets_at: datetime | None = None
+
+
+@dataclass
+class _Budget:
+    limit: float
+    used: int
+    reset_at: datetime
+    period: timedelta | None  # None: the next local midnight of tz
+    tz: tzinfo
+
+    def roll(self, at: datetime) -> None:
+        while at >= self.reset_at:
+            self.used = 0
+            if self.period is None:
+                self.reset_at = next_local_midnight(self.reset_at, self.tz)
+            else:
+                self.reset_at += self.period
+
+    def left(self) -> float:
+        return self.limit - self.used
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Estimated finish of a set of deliveries: overall and per sender (``None``: no work)."""
+
+    start: datetime
+    finish: datetime
+    per_sender: tuple[datetime | None, ...]
+    interval_s: float
+
+    @property
+    def duration(self) -> timedelta:
+        """Finish minus start."""
+        return self.finish - self.start
+
+
+def sender_finish(
+    count: int,
+    *,
+    start: datetime,
+    interval_s: float,
+    window: SendWindow | None = None,
+    daily_cap: int | None = None,
+    quota: Quota | None = None,
+    tz: tzinfo = UTC,
+    max_days: int = 3660,
+) -> datetime:
+    """When one sender's ``count``-th send happens, sending every ``interval_s`` seconds."""
+    if count <= 0:
+        return start
+    at = start.astimezone(UTC)
+    budgets = [_Budget(math.inf if daily_cap is None else daily_cap, 0,
+                       next_local_midnight(at, tz), None, tz)]  # fmt: skip
+    if quota is not None and quota.limit is not None:
+        reset = quota.resets_at.astimezone(UTC) if quota.resets_at else next_local_midnight(at, tz)
+        budgets.append(_Budget(quota.limit, quota.used, reset, timedelta(days=1), tz))
+    remaining, step = count, timedelta(seconds=interval_s)
+    deadline = at + timedelta(days=max_days)
+    while at < deadline:
+        if window is not None:
+            at = window.next_open(at).astimezone(UTC)
+        for budget in budgets:
+            budget.roll(at)
+        exhausted = [b for b in budgets if b.left() <= 0]
+        if exhausted:
+            at = min(b.reset_at for b in exhausted)
+            continue
+        end = min(b.reset_at for b in budgets)
+        if window is not None:
+            closes = window.closes_at(at)
+            end = min(end, closes.astimezone(UTC)) if closes else end
+        fits = math.floor((end - at) / step) + 1 if interval_s > 0 else remaining
+        while at + step * (fits - 1) >= end and fits > 1:  # float edge: last send before end
+            fits -= 1
+        batch = int(min(remaining, fits, *(b.left() for b in budgets)))
+        remaining -= batch
+        for budget in budgets:
+            budget.used += batch
+        if remaining == 0:
+            return (at + step * (batch - 1)).astimezone(start.tzinfo)
+        at = max(at + step * batch, at + timedelta(microseconds=1))
+    raise ValueError(f"{count} sends do not finish within {max_days} days")
+
+
+def estimate_finish(
+    counts: Sequence[int],
+    *,
+    start: datetime,
+    rate: float,
+    jitter: tuple[float, float] = (0.0, 0.0),
+    window: SendWindow | None = None,
+    daily_cap: int | None = None,
+    quotas: Sequence[Quota | None] | None = None,
+    tz: tzinfo = UTC,
+    extra_delay_s: float = 0.0,
+) -> Estimate:
+    """Estimated finish of ``counts[i]`` deliveries on sender ``i``, senders in parallel.
+
+    Uses the mean interval (rate and jitter mean), the window, the daily cap and each
+    sender's plan quota; ``extra_delay_s`` (the steps' delays) is added to the last finish.
+    """
+    _ts(start)
+    interval = mean_interval(rate, jitter)
+    per_sender: list[datetime | None] = []
+    for index, count in enumerate(counts):
+        quota = quotas[index] if quotas and index < len(quotas) else None
+        per_sender.append(
+            sender_finish(count, start=start, interval_s=interval, window=window,
+                          daily_cap=daily_cap, quota=quota, tz=tz) if count else None
+        )  # fmt: skip
+    finishes = [f for f in per_sender if f is not None]
+    finish = max(finishes) if finishes else start
+    if extra_delay_s and finishes:
+        finish = finish + timedelta(seconds=extra_delay_s)
+        if window is not None:
+            finish = window.next_open(finish)
+    return Estimate(start, finish, tuple(per_sender), interval)
