@@ -145,6 +145,7 @@ def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) ->
             state=S.DISPATCHING,
             sender=bindparam("b_sender"),
             dispatched_at=bindparam("b_now"),
+            due_at=None,
             attempts=deliveries.c.attempts + 1,
             updated_at=bindparam("b_now"),
         )
@@ -317,11 +318,11 @@ def skip_pending_for_number(conn: Connection, number: str, reason: str, now: dat
     return result.rowcount or 0
 
 
-def dispatching_rows(conn: Connection, run_id: int) -> list[tuple[int, str, str | None,
-                                                                   datetime | None]]:
-    """Rows left ``dispatching`` (by a crash): id, to, sender, dispatched_at."""
+def dispatching_rows(conn: Connection, run_id: int) -> list[tuple[Any, ...]]:
+    """Rows left ``dispatching``: id, to, sender, dispatched_at, step, due_at."""
     stmt = select(
-        deliveries.c.id, deliveries.c.to, deliveries.c.sender, deliveries.c.dispatched_at
+        deliveries.c.id, deliveries.c.to, deliveries.c.sender, deliveries.c.dispatched_at,
+        deliveries.c.step, deliveries.c.due_at,
     ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING).order_by(
         deliveries.c.seq
     )
@@ -347,3 +348,65 @@ def sent_events_for(conn: Connection, number: str, session_id: str | None,
         .order_by(events.c.id)
     )
     return [(m, t) for m, t in conn.execute(stmt)]
+
+
+def defer(conn: Connection, rows: Sequence[tuple[int, datetime]]) -> None:
+    """Planned rows that may not go yet (the recipient's window is closed): new ``due_at``."""
+    if rows:
+        conn.execute(
+            update(deliveries)
+            .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.PLANNED)
+            .values(due_at=bindparam("b_due")),
+            [{"b_id": i, "b_due": d} for i, d in rows],
+        )
+
+
+def mark_verifying(conn: Connection, rows: Sequence[tuple[int, datetime, str]],
+                   now: datetime) -> None:
+    """A send that timed out stays ``dispatching`` with ``due_at`` = end of its grace.
+
+    ``dispatching`` with a ``due_at`` means "maybe sent, waiting for ``messages.sent``";
+    ``reconcile.settle_verifying`` decides it when the grace ends.
+    """
+    if rows:
+        conn.execute(
+            update(deliveries)
+            .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.DISPATCHING)
+            .values(due_at=bindparam("b_due"), last_error=bindparam("b_err"),
+                    updated_at=bindparam("b_now")),
+            [{"b_id": i, "b_due": d, "b_err": e, "b_now": now} for i, d, e in rows],
+        )
+
+
+def verifying_due(conn: Connection, run_id: int, now: datetime) -> list[tuple[int, str, int,
+                                                                              str | None,
+                                                                              datetime | None]]:
+    """Rows whose verification grace is over: id, to, step, sender, dispatched_at."""
+    stmt = select(deliveries.c.id, deliveries.c.to, deliveries.c.step, deliveries.c.sender,
+                  deliveries.c.dispatched_at).where(
+        deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING,
+        deliveries.c.due_at.is_not(None), deliveries.c.due_at <= now,
+    )
+    return [tuple(r) for r in conn.execute(stmt)]  # type: ignore[misc]
+
+
+def mark_sent_from_event(conn: Connection, delivery_id: int, message_id_norm: str,
+                         at: datetime | None, now: datetime) -> bool:
+    """An ambiguous row (``dispatching`` / ``unknown``) proven sent by a ``messages.sent``."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == delivery_id, _state_in(S.DISPATCHING, S.UNKNOWN))
+        .values(state=S.SENT, message_id=message_id_norm, message_id_norm=message_id_norm,
+                sent_at=at or now, due_at=None, updated_at=now)
+    )
+    return bool(result.rowcount)
+
+
+def expire_pending(conn: Connection, run_id: int, now: datetime) -> int:
+    """The run's latest send time has passed: every planned row becomes ``expired``."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED)
+        .values(state=S.EXPIRED, reason="past the latest send time", updated_at=now)
+    )
+    return result.rowcount or 0

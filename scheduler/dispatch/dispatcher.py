@@ -1,0 +1,417 @@
+"""The dispatcher: claims due deliveries, paces them across senders, sends, records outcomes.
+
+Order of events for one delivery, and why:
+
+1. pick a sender that the pace allows now;
+2. mark the row ``dispatching`` and **commit** (``queries.claim``), then
+3. call the service; 4. queue the outcome; 5. commit outcomes in small batches.
+
+A crash between 2 and 5 leaves the row ``dispatching``: ambiguous, reconciled from events at
+the next start (``reconcile``), never re-sent blindly in the default at-most-once mode.
+Everything that depends on time goes through the injected ``clock`` and ``sleep``, so a
+rehearsal runs a whole campaign on a simulated clock in seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from scheduler.dispatch import reconcile
+from scheduler.dispatch.exceptions import RunStopped
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.retry import Verdict, classify, retry_delay
+from scheduler.dispatch.senders import SenderPool, SenderState
+from scheduler.dispatch.windows import load_zone, zone_for_region
+from scheduler.ledger import queries
+from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import DeliveryState as S
+from scheduler.ledger.states import RunStatus
+from scheduler.service.exceptions import RateLimited, ServiceError
+from scheduler.timeutil import Clock, utcnow
+
+#: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
+CONTROL_EVERY_S = 0.5
+#: Outcomes are committed when this many are waiting, or at the next loop turn.
+FLUSH_BATCH = 256
+#: Rows read from the ledger per refill.
+REFILL = 512
+
+
+class SendsMessages(Protocol):
+    """The part of the service client the dispatcher uses."""
+
+    async def send_prepared(self, path: str, body: dict[str, Any]) -> Any:
+        """Send an already validated body; returns an object with ``messageId``."""
+        ...
+
+
+@dataclass
+class TimelineEntry:
+    """Something a user would want to see on the run's timeline."""
+
+    at: datetime
+    what: str
+
+
+@dataclass
+class RunResult:
+    """How a dispatch ended."""
+
+    run_id: int
+    status: str
+    counts: dict[str, int]
+    reason: str | None = None
+    timeline: list[TimelineEntry] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Outcome:
+    row: DueDelivery
+    sender: SenderState
+    message_id: str | None = None
+    error: ServiceError | None = None
+
+
+async def _real_sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+class Dispatcher:
+    """Dispatches one run until it is done, paused, cancelled or stopped."""
+
+    def __init__(
+        self, ledger: Ledger, client: SendsMessages, run_id: int, options: DispatchOptions, *,
+        clock: Clock = utcnow, sleep: Callable[[float], Awaitable[None]] = _real_sleep,
+        rng: random.Random | None = None, events_received: bool = False,
+        on_progress: Callable[[dict[str, int]], None] | None = None,
+        stop_event: asyncio.Event | None = None,
+    ) -> None:
+        self.ledger = ledger
+        self.client = client
+        self.run_id = run_id
+        self.options = options
+        self.clock = clock
+        self.sleep = sleep
+        self.rng = rng or random.Random()
+        self.events_received = events_received
+        self.on_progress = on_progress
+        self.stop_event = stop_event or asyncio.Event()
+        self.timeline: list[TimelineEntry] = []
+        self._outcomes: list[_Outcome] = []
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._buffer: deque[DueDelivery] = deque()
+        self._last_seq = -1
+        self._stop_reason: str | None = None
+        self._stop_status: str | None = None
+        self._next_control = 0.0
+        self._zone = load_zone(options.timezone)
+        self.pool: SenderPool | None = None
+
+    # ------------------------------------------------------------------ public
+
+    async def run(self) -> RunResult:
+        """Dispatch until nothing is left (or a stop); always leaves the ledger consistent."""
+        now = self.clock()
+        self.ledger.acquire(self.run_id)
+        try:
+            self.ledger.set_status(self.run_id, RunStatus.RUNNING)
+            self._note(now, "dispatch started")
+            recovered = reconcile.recover_after_crash(
+                self.ledger, self.run_id, now, at_least_once=self.options.at_least_once,
+                grace_s=self.options.verify_grace_s if self.events_received else 0.0,
+                step_delays_s=self.options.step_delays_s,
+            )
+            if any(recovered.values()):
+                self._note(now, f"recovered after a crash: {recovered}")
+            self.pool = self._make_pool(now)
+            await self._loop()
+        finally:
+            await self._drain()
+            self.ledger.release(self.run_id)
+        return self._finish()
+
+    # ------------------------------------------------------------------ set-up
+
+    def _make_pool(self, now: datetime) -> SenderPool:
+        day_start = now.astimezone(self._zone).replace(hour=0, minute=0, second=0,
+                                                        microsecond=0)
+        with self.ledger.engine.connect() as conn:
+            sent_today = queries.sent_today_by_sender(conn, day_start)
+        pool = SenderPool(
+            list(self.options.senders), rate=self.options.rate, rng=self.rng,
+            jitter=self.options.jitter, daily_cap=self.options.daily_cap, tz=self._zone,
+            rotation=self.options.rotation, cooloff_s=self.options.sender_cooloff_s,
+            failure_threshold=self.options.failure_threshold, sent_today=sent_today, now=now,
+        )
+        if self.options.plan_limit is not None:
+            for name in self.options.senders:
+                left = self.options.plan_limit - sent_today.get(name, 0)
+                pool.set_quota(name, left, day_start + timedelta(days=1))
+        return pool
+
+    def apply_limits(self, name: str, left: float, resets_at: datetime | None) -> None:
+        """Apply a plan limit the service reported for a sender (``GET /limits``)."""
+        assert self.pool is not None
+        self.pool.set_quota(name, left, resets_at)
+
+    # ------------------------------------------------------------------ main loop
+
+    async def _loop(self) -> None:
+        assert self.pool is not None
+        window = self.options.window
+        while True:
+            now = self.clock()
+            self._control()
+            if self._stop_status is not None:
+                return
+            self._flush()
+            if self.options.latest is not None and now >= self.options.latest:
+                self._expire_rest(now)
+                return
+            if window is not None and not self.options.recipient_timezone \
+                    and not window.is_open(now):
+                await self._wait_for_window(now)
+                continue
+            self._verify_timeouts(now)
+            if not self._buffer and not self._refill(now):
+                if not self._inflight and not self._outcomes:
+                    with self.ledger.engine.connect() as conn:
+                        if queries.pending_count(conn, self.run_id) == 0:
+                            return
+                        next_due = queries.next_due_time(conn, self.run_id)
+                    await self._idle(now, next_due)
+                else:
+                    await self._wait_inflight(0.05)
+                continue
+            claimed, wake = self._claim_ready(now)
+            if claimed:
+                continue
+            await self._idle(now, wake)
+
+    def _refill(self, now: datetime) -> bool:
+        with self.ledger.engine.connect() as conn:
+            rows = queries.due_deliveries(conn, self.run_id, now, limit=REFILL,
+                                          after_seq=self._last_seq)
+            if not rows and self._last_seq >= 0:
+                self._last_seq = -1  # retried rows may sit behind the cursor
+                rows = queries.due_deliveries(conn, self.run_id, now, limit=REFILL)
+        if rows:
+            self._last_seq = rows[-1].seq
+            self._buffer.extend(rows)
+        return bool(rows)
+
+    def _claim_ready(self, now: datetime) -> tuple[int, datetime | None]:
+        """Claim (and commit) every buffered row a sender may send now; launch the sends."""
+        assert self.pool is not None
+        picked: list[tuple[DueDelivery, SenderState]] = []
+        deferred: list[tuple[int, datetime]] = []
+        wake: datetime | None = None
+        room = self.options.concurrency - len(self._inflight)
+        while self._buffer and len(picked) < room:
+            row = self._buffer[0]
+            if self.options.recipient_timezone and self.options.window is not None:
+                local = self.options.window.in_zone(zone_for_region(row.region or "",
+                                                                    self.options.timezone))
+                if not local.is_open(now):
+                    deferred.append((row.id, local.next_open(now)))
+                    self._buffer.popleft()
+                    continue
+            sender, ready = self.pool.pick(now, row.sender)
+            if sender is None:
+                wake = ready
+                break
+            assert ready is not None
+            self.pool.on_claim(sender, ready, now)
+            picked.append((row, sender))
+            self._buffer.popleft()
+        if deferred:
+            with self.ledger.engine.begin() as conn:
+                queries.defer(conn, deferred)
+        if picked:
+            with self.ledger.engine.begin() as conn:
+                queries.claim(conn, [(r.id, s.name) for r, s in picked], now)
+            for row, sender in picked:
+                task = asyncio.ensure_future(self._send(row, sender))
+                self._inflight.add(task)
+                task.add_done_callback(self._inflight.discard)
+        return len(picked), wake
+
+    async def _send(self, row: DueDelivery, sender: SenderState) -> None:
+        body = {"sessionId": sender.name, "to": row.to, **json.loads(row.payload)}
+        outcome = _Outcome(row, sender)
+        try:
+            result = await self.client.send_prepared(row.path, body)
+            outcome.message_id = getattr(result, "messageId", None)
+        except ServiceError as exc:
+            outcome.error = exc
+        self._outcomes.append(outcome)
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _flush(self) -> None:
+        """Commit every queued outcome in one transaction."""
+        if not self._outcomes:
+            return
+        assert self.pool is not None
+        outcomes, self._outcomes = self._outcomes, []
+        now = self.clock()
+        accepted: list[tuple[int, str | None]] = []
+        released: list[tuple[str, int, str | None]] = []
+        retries: list[tuple[int, datetime, str]] = []
+        failed: list[tuple[int, str, str | None]] = []
+        stopped: list[tuple[str, int]] = []
+        verifying: list[tuple[int, datetime, str]] = []
+        unknown: list[tuple[int, str, str | None]] = []
+        for o in outcomes:
+            if o.error is None:
+                accepted.append((o.row.id, o.message_id))
+                released.append((o.row.to, o.row.step, o.sender.name))
+                self.pool.on_accepted(o.sender)
+                continue
+            verdict = classify(o.error)
+            why = str(o.error)
+            if verdict is Verdict.FAIL:
+                failed.append((o.row.id, "", why))
+                stopped.append((o.row.to, o.row.step))
+            elif verdict is Verdict.STOP_RUN:
+                retries.append((o.row.id, now, why))
+                self._stop(RunStatus.PAUSED, f"the service refused the API key: {why}")
+            elif verdict is Verdict.SENDER_DOWN:
+                self.pool.on_down(o.sender, now, why)
+                retries.append((o.row.id, now, why))
+                self._note(now, f"sender {o.sender.name} paused: {why}")
+            elif verdict is Verdict.AMBIGUOUS:
+                if self.events_received:
+                    due = now + timedelta(seconds=self.options.verify_grace_s)
+                    verifying.append((o.row.id, due, f"{why}; verifying against events"))
+                elif self.options.at_least_once:
+                    retries.append((o.row.id, now, why))
+                else:
+                    unknown.append((o.row.id, "", f"ambiguous: {why}"))
+                    stopped.append((o.row.to, o.row.step))
+            else:  # RETRY or THROTTLED
+                retry_after = o.error.retry_after if isinstance(o.error, RateLimited) else None
+                if verdict is Verdict.THROTTLED:
+                    self.pool.on_throttled(o.sender, now, retry_after)
+                elif self.pool.on_failure(o.sender, now, why):
+                    self._note(now, f"sender {o.sender.name} paused: kept failing ({why})")
+                if o.row.attempts + 1 >= self.options.max_attempts:
+                    failed.append((o.row.id, "", f"gave up after {o.row.attempts + 1} "
+                                   f"attempts: {why}"))
+                    stopped.append((o.row.to, o.row.step))
+                else:
+                    delay = retry_delay(verdict, o.row.attempts + 1, self.rng,
+                                        retry_after=retry_after,
+                                        base_s=self.options.backoff_base_s,
+                                        cap_s=self.options.backoff_cap_s)
+                    retries.append((o.row.id, now + timedelta(seconds=delay), why))
+        with self.ledger.engine.begin() as conn:
+            queries.record_accepted(conn, accepted, now)
+            queries.release_next_steps(conn, self.run_id, released,
+                                       self.options.step_delays_s, now)
+            queries.record_retry(conn, retries, now)
+            queries.record_final(conn, failed, S.FAILED, now)
+            queries.record_final(conn, unknown, S.UNKNOWN, now)
+            queries.mark_verifying(conn, verifying, now)
+            queries.skip_later_steps(conn, self.run_id, stopped, "previous step not sent", now)
+        if self.on_progress is not None:
+            self.on_progress(self.ledger.counts(self.run_id))
+
+    def _verify_timeouts(self, now: datetime) -> None:
+        """Rows whose send timed out: settle them from ``messages.sent`` once the grace ends."""
+        with self.ledger.engine.begin() as conn:
+            settled = reconcile.settle_verifying(
+                conn, self.run_id, now, at_least_once=self.options.at_least_once,
+                step_delays_s=self.options.step_delays_s)
+        if settled:
+            self._buffer.clear()
+            self._last_seq = -1
+
+    def _expire_rest(self, now: datetime) -> None:
+        with self.ledger.engine.begin() as conn:
+            n = queries.expire_pending(conn, self.run_id, now)
+        self._note(now, f"latest send time reached: {n} deliveries expired")
+
+    # ------------------------------------------------------------------ waiting and control
+
+    async def _wait_for_window(self, now: datetime) -> None:
+        assert self.options.window is not None
+        opens = self.options.window.next_open(now)
+        await self._drain()
+        local = opens.astimezone(self._zone)
+        self._note(now, f"window closed; paused until {local:%Y-%m-%d %H:%M %Z}")
+        while self.clock() < opens:
+            self._control()
+            if self._stop_status is not None:
+                return
+            await self.sleep(min(CONTROL_EVERY_S, (opens - self.clock()).total_seconds()))
+        self._note(self.clock(), "window open; resumed")
+
+    async def _idle(self, now: datetime, until: datetime | None) -> None:
+        """Wait until ``until`` (or a short while), waking early when a send finishes."""
+        wait = CONTROL_EVERY_S if until is None else max(0.0, (until - now).total_seconds())
+        wait = min(wait, CONTROL_EVERY_S)
+        if self._inflight:
+            await self._wait_inflight(wait)
+        else:
+            await self.sleep(wait)
+
+    async def _wait_inflight(self, timeout: float) -> None:
+        if self._inflight:
+            await asyncio.wait(set(self._inflight), timeout=max(timeout, 0.001),
+                               return_when=asyncio.FIRST_COMPLETED)
+
+    async def _drain(self) -> None:
+        """Let in-flight sends finish and commit their outcomes."""
+        if self._inflight:
+            await asyncio.wait(set(self._inflight))
+        self._flush()
+
+    def _control(self) -> None:
+        mono = time.monotonic()
+        if self.stop_event.is_set() and self._stop_status is None:
+            self._stop(RunStatus.PAUSED, "interrupted by the operator (Ctrl-C)")
+        if mono < self._next_control:
+            return
+        self._next_control = mono + CONTROL_EVERY_S
+        self.ledger.heartbeat(self.run_id)
+        request = self.ledger.control(self.run_id)
+        if request == "pause":
+            self._stop(RunStatus.PAUSED, "paused by the operator")
+        elif request == "cancel":
+            self._stop(RunStatus.CANCELLED, "cancelled by the operator")
+
+    def _stop(self, status: str, reason: str) -> None:
+        if self._stop_status is None:
+            self._stop_status, self._stop_reason = status, reason
+            self._note(self.clock(), reason)
+
+    def _note(self, at: datetime, what: str) -> None:
+        self.timeline.append(TimelineEntry(at, what))
+
+    def _finish(self) -> RunResult:
+        now = self.clock()
+        if self._stop_status == RunStatus.CANCELLED:
+            self.ledger.cancel_pending(self.run_id)
+            status = RunStatus.CANCELLED
+        elif self._stop_status is not None:
+            status = RunStatus.PAUSED
+            self.ledger.set_status(self.run_id, status, reason=self._stop_reason)
+        else:
+            status = RunStatus.COMPLETED
+            self.ledger.set_status(self.run_id, status, reason="every delivery is settled")
+            self._note(now, "run completed")
+        result = RunResult(self.run_id, status, self.ledger.counts(self.run_id),
+                           self._stop_reason, self.timeline)
+        if status == RunStatus.PAUSED and self._stop_reason and "API key" in self._stop_reason:
+            raise RunStopped(f"run {self.run_id} paused: {self._stop_reason}")
+        return result

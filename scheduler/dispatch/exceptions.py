@@ -1,0 +1,25 @@
+"""Errors of the dispatcher.
+
+Tree::
+
+    SchedulerError                  (scheduler/errors.py)
+    └── DispatchError               a run cannot go on
+        ├── RunStopped              the service refused the key (401/403): the run is paused
+        └── NoSenderAvailable       every sender of the run is down
+"""
+
+from __future__ import annotations
+
+from scheduler.errors import SchedulerError
+
+
+class DispatchError(SchedulerError):
+    """A run cannot go on."""
+
+
+class RunStopped(DispatchError):
+    """The service refused our key; the run was paused and says why."""
+
+
+class NoSenderAvailable(DispatchError):
+    """Every sender of the run is disconnected, unknown or failing."""

@@ -1,0 +1,80 @@
+"""What to do with a failed send, and how long to wait before the next try (pure).
+
+Verdicts:
+
+- ``retry``: 5xx or no connection: try again after exponential back-off with jitter.
+- ``throttled``: 429: the sender slows down; retry after ``Retry-After`` (or back-off).
+- ``ambiguous``: a time-out: the service may have taken the message. Never retried blindly:
+  verified against ``messages.sent`` events first (see ``reconcile``).
+- ``sender_down``: the session is unknown or not connected: the row goes to another sender.
+- ``stop_run``: 401/403: every further send would fail the same way.
+- ``fail``: any other 4xx: the message itself is wrong; the service's text is kept.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from enum import StrEnum
+
+from scheduler.service.exceptions import (
+    AuthenticationError,
+    NoAnswer,
+    RateLimited,
+    RequestRejected,
+    ServerError,
+    ServiceError,
+    ServiceTimeout,
+    SessionNotFound,
+)
+
+_SENDER_DOWN = re.compile(
+    r"not connected|disconnected|logged.?out|not ready|session not found", re.I
+)
+
+
+class Verdict(StrEnum):
+    """What the dispatcher does with the outcome of one send."""
+
+    RETRY = "retry"
+    THROTTLED = "throttled"
+    AMBIGUOUS = "ambiguous"
+    SENDER_DOWN = "sender_down"
+    STOP_RUN = "stop_run"
+    FAIL = "fail"
+
+
+def classify(error: ServiceError) -> Verdict:
+    """The verdict for a send that raised ``error``."""
+    if isinstance(error, AuthenticationError):
+        return Verdict.STOP_RUN
+    if isinstance(error, RateLimited):
+        return Verdict.THROTTLED
+    if isinstance(error, ServiceTimeout):
+        return Verdict.AMBIGUOUS
+    if isinstance(error, NoAnswer | ServerError):
+        return Verdict.RETRY
+    if isinstance(error, SessionNotFound):
+        return Verdict.SENDER_DOWN
+    if isinstance(error, RequestRejected):
+        if error.status == 409 or _SENDER_DOWN.search(error.error):
+            return Verdict.SENDER_DOWN
+        return Verdict.FAIL
+    return Verdict.FAIL
+
+
+def backoff_delay(attempt: int, rng: random.Random, *, base_s: float = 1.0,
+                  cap_s: float = 300.0) -> float:
+    """Seconds to wait before try ``attempt + 1``: exponential, capped, with equal jitter."""
+    ceiling = min(cap_s, base_s * (2 ** max(0, attempt - 1)))
+    return ceiling / 2 + rng.uniform(0, ceiling / 2)
+
+
+def retry_delay(verdict: Verdict, attempt: int, rng: random.Random, *,
+                retry_after: float | None = None, base_s: float = 1.0,
+                cap_s: float = 300.0) -> float:
+    """The wait before the next try; ``Retry-After`` wins when the service gave one."""
+    delay = backoff_delay(attempt, rng, base_s=base_s, cap_s=cap_s)
+    if verdict is Verdict.THROTTLED and retry_after is not None:
+        return max(retry_after, 0.0)
+    return delay

@@ -1,0 +1,160 @@
+"""The senders of a run: who may send next, and how each one reacts to trouble.
+
+Each sender has its own :class:`~scheduler.dispatch.pacing.SenderPace` (rate, jitter, daily
+cap) plus what the run learned: a plan quota from the service, a slow-down factor after a
+429 that recovers gradually, and a cool-off when it is disconnected or keeps failing, during
+which its work goes to the other senders.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
+
+from scheduler.dispatch.pacing import SenderPace
+
+#: A 429 doubles a sender's interval, up to this factor.
+MAX_SLOWDOWN = 16.0
+#: Each accepted send brings the slow-down factor this much closer to 1.
+RECOVERY = 0.9
+
+
+@dataclass
+class SenderState:
+    """One sender's pace and health during a run."""
+
+    name: str
+    pace: SenderPace
+    base_rate: float
+    slowdown: float = 1.0
+    blocked_until: datetime | None = None
+    down_reason: str | None = None
+    failures: int = 0
+    claimed: int = 0
+    accepted: int = 0
+    quota_left: float = math.inf
+    quota_resets_at: datetime | None = None
+    last_scheduled: datetime | None = field(default=None, repr=False)
+
+    def ready_at(self, now: datetime) -> datetime:
+        """The earliest instant this sender may send."""
+        at = self.pace.next_allowed(now)
+        if self.blocked_until is not None and self.blocked_until > at:
+            at = self.blocked_until
+        if self.quota_left <= 0 and self.quota_resets_at is not None:
+            at = max(at, self.quota_resets_at)
+        return at
+
+
+class SenderPool:
+    """Rotation across the senders of a run (round-robin or least-used)."""
+
+    def __init__(
+        self, names: list[str], *, rate: float, rng: random.Random,
+        jitter: tuple[float, float] = (0.0, 0.0), daily_cap: int | None = None,
+        tz: tzinfo, rotation: str = "round-robin", cooloff_s: float = 60.0,
+        failure_threshold: int = 5, sent_today: dict[str, int] | None = None,
+        now: datetime,
+    ) -> None:
+        self.rotation = rotation
+        self.cooloff = timedelta(seconds=cooloff_s)
+        self.failure_threshold = failure_threshold
+        self.senders: dict[str, SenderState] = {}
+        for name in names:
+            pace = SenderPace(rate, rng=rng, jitter=jitter, daily_cap=daily_cap, tz=tz)
+            already = (sent_today or {}).get(name, 0)
+            if already:
+                pace.daily.record(now, already)
+            self.senders[name] = SenderState(name, pace, rate)
+        self._order = list(self.senders)
+        self._cursor = 0
+
+    def set_quota(self, name: str, left: float, resets_at: datetime | None) -> None:
+        """Apply the service's plan limit for a sender."""
+        state = self.senders[name]
+        state.quota_left, state.quota_resets_at = left, resets_at
+
+    def pick(self, now: datetime, sticky: str | None = None) -> tuple[SenderState | None,
+                                                                      datetime | None]:
+        """A sender that may send at ``now``, else (None, the earliest time one may).
+
+        ``sticky`` (a later step of a recipient) prefers the sender of the earlier steps,
+        unless that sender is down, then any other.
+        """
+        if sticky is not None and sticky in self.senders:
+            state = self.senders[sticky]
+            if state.down_reason is None or len(self.senders) == 1:
+                ready = state.ready_at(now)
+                return (state, ready) if ready <= now else (None, ready)
+        candidates = self._candidates()
+        earliest: datetime | None = None
+        for state in candidates:
+            ready = state.ready_at(now)
+            if ready <= now:
+                self._advance(state)
+                return state, ready
+            earliest = ready if earliest is None or ready < earliest else earliest
+        return None, earliest
+
+    def _candidates(self) -> list[SenderState]:
+        if self.rotation == "least-used":
+            return sorted(self.senders.values(), key=lambda s: (s.claimed, s.name))
+        n = len(self._order)
+        return [self.senders[self._order[(self._cursor + i) % n]] for i in range(n)]
+
+    def _advance(self, state: SenderState) -> None:
+        if self.rotation != "least-used":
+            self._cursor = (self._order.index(state.name) + 1) % len(self._order)
+
+    def on_claim(self, state: SenderState, ready: datetime, now: datetime) -> None:
+        """A send is about to go out on ``state``: spend a token.
+
+        The send is counted at its *scheduled* instant when we are only slightly late, so
+        event-loop lateness does not accumulate into a slower rate.
+        """
+        interval = 1.0 / state.pace.rate
+        at = ready if (now - ready).total_seconds() < interval else now
+        state.pace.record_send(at)
+        state.claimed += 1
+        state.quota_left -= 1
+
+    def on_accepted(self, state: SenderState) -> None:
+        """The service took a message: the sender is healthy, slow-down recovers."""
+        state.accepted += 1
+        state.failures = 0
+        state.down_reason = None
+        if state.slowdown > 1.0:
+            state.slowdown = max(1.0, state.slowdown * RECOVERY)
+            state.pace.rate = state.base_rate / state.slowdown
+
+    def on_throttled(self, state: SenderState, now: datetime, retry_after: float | None) -> None:
+        """429: slow the sender down and honour ``Retry-After``."""
+        state.slowdown = min(MAX_SLOWDOWN, state.slowdown * 2)
+        state.pace.rate = state.base_rate / state.slowdown
+        if retry_after:
+            until = now + timedelta(seconds=retry_after)
+            if state.blocked_until is None or until > state.blocked_until:
+                state.blocked_until = until
+
+    def on_failure(self, state: SenderState, now: datetime, why: str) -> bool:
+        """A retryable failure; after ``failure_threshold`` in a row the sender cools off.
+
+        Returns True when the sender was just paused.
+        """
+        state.failures += 1
+        if state.failures >= self.failure_threshold:
+            self.on_down(state, now, f"kept failing ({why})")
+            return True
+        return False
+
+    def on_down(self, state: SenderState, now: datetime, why: str) -> None:
+        """The sender is disconnected or failing: pause it; its work goes to the others."""
+        state.failures = 0
+        state.down_reason = why
+        state.blocked_until = now + self.cooloff
+
+    def all_down(self) -> bool:
+        """Whether every sender is currently paused for a fault."""
+        return all(s.down_reason is not None for s in self.senders.values())
