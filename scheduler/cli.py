@@ -54,7 +54,9 @@ def main() -> None:
     except Exception as exc:  # click usage errors arrive here in non-standalone mode
         import click
 
-        if isinstance(exc, click.ClickException):
+        # Typer >= 0.20 vendors click: its usage errors are not ``click.ClickException``.
+        usage_error = isinstance(exc, typer.TyperException) and hasattr(exc, "show")
+        if isinstance(exc, click.ClickException) or usage_error:
             exc.show()
             sys.exit(exc.exit_code)
         raise
