@@ -1,0 +1,78 @@
+"""``create_app(config)``: the sandbox as a FastAPI app (routes, key check, error envelope)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
+
+from scheduler.sandbox import routes_inspect, routes_messages, routes_sessions
+from scheduler.sandbox.auth import ApiKeyMiddleware
+from scheduler.sandbox.common import ApiError, envelope
+from scheduler.sandbox.config import SandboxConfig
+from scheduler.sandbox.world import Sandbox
+
+log = logging.getLogger(__name__)
+
+
+async def _api_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    return JSONResponse(
+        envelope(exc.status_code, str(exc.detail)), status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+    )
+    return JSONResponse(envelope(400, f"Invalid request: {problems}"), status_code=400)
+
+
+async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("sandbox bug while serving %s %s", request.method, request.url.path)
+    return JSONResponse(envelope(500, "Internal server error"), status_code=500)
+
+
+def create_app(config: SandboxConfig | None = None) -> FastAPI:
+    """A new sandbox app with its own in-memory world (``app.state.sandbox``)."""
+    sandbox = Sandbox(config or SandboxConfig())
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await sandbox.start()
+        try:
+            yield
+        finally:
+            await sandbox.aclose()
+
+    app = FastAPI(
+        title="Messaging Session Service sandbox",
+        version="1.2.1",
+        lifespan=lifespan,
+        docs_url="/sandbox/docs",
+        redoc_url=None,
+        openapi_url="/sandbox/openapi.json",
+    )
+    app.state.sandbox = sandbox
+    app.include_router(routes_sessions.router)
+    app.include_router(routes_messages.router)
+    app.include_router(routes_inspect.router)
+    app.add_exception_handler(ApiError, _api_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected)
+    app.add_middleware(ApiKeyMiddleware, sandbox=sandbox)
+    return app

@@ -1,0 +1,112 @@
+"""Simulated recipients: receipts, replies, opt-out words and poll votes, after a delay.
+
+Decisions come from one seeded stream in the order sends are accepted. Each event is
+emitted after ``recipient_delay_ms`` (per step: delivered, then read, then vote or reply),
+with the sandbox clock read when it fires. ``delivered_rate`` and ``read_rate`` (of the
+delivered) drive ``message.delivered`` / ``message.read``; ``reply_rate`` drives a
+``messages.received`` text, an opt-out word with probability ``opt_out_rate``; a poll gets a
+``poll_update`` vote with ``poll_vote_rate``; a list reply is a ``list_response``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from scheduler.config import DEFAULT_OPT_OUT_WORDS
+from scheduler.sandbox import payloads
+from scheduler.sandbox.common import seeded, user_jid
+from scheduler.sandbox.config import SandboxConfig
+
+if TYPE_CHECKING:
+    from scheduler.sandbox.world import Sandbox
+
+REPLIES = (
+    "Obrigado!",
+    "Quem é?",
+    "ok",
+    "Vou ver e te respondo",
+    "Tenho interesse, me conta mais",
+    "👍",
+    "Pode me ligar amanhã?",
+    "Não entendi",
+)
+
+
+class Recipients:
+    """The people behind the numbers the sandbox sends to."""
+
+    def __init__(self, sandbox: Sandbox, seed: int | None) -> None:
+        self._sandbox = sandbox
+        self._rng = seeded(seed, "recipients")
+        self.replies: list[dict[str, Any]] = []
+
+    def _delay(self, cfg: SandboxConfig) -> float:
+        low, high = cfg.recipient_delay_ms
+        return (self._rng.uniform(low, high) if high > 0 else 0.0) / 1000
+
+    def after_send(self, session_id: str, kind: str, to: str, event_id: str, body: Any) -> None:
+        """Decide and schedule what the recipient of one accepted send does."""
+        cfg = self._sandbox.config
+        if not (cfg.delivered_rate or cfg.reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
+            return
+        rng = self._rng
+        jid = user_jid(to)
+        at = 0.0
+        if rng.random() < cfg.delivered_rate:
+            at += self._delay(cfg)
+            self._receipt(at, session_id, "message.delivered", event_id, jid)
+            if rng.random() < cfg.read_rate:
+                at += self._delay(cfg)
+                self._receipt(at, session_id, "message.read", event_id, jid)
+        if kind == "reaction":
+            return
+        if kind == "poll" and rng.random() < cfg.poll_vote_rate:
+            at += self._delay(cfg)
+            options = list(body.options)
+            count = rng.randint(1, len(options)) if body.multipleAnswers else 1
+            chosen = sorted(rng.sample(range(len(options)), count))
+            selected = [options[i] for i in chosen]
+            self._inbound(at, session_id, to, lambda ctx: payloads.received_poll_update(
+                ctx, event_id, selected))
+        if rng.random() < cfg.reply_rate:
+            at += self._delay(cfg)
+            if rng.random() < cfg.opt_out_rate:
+                word = rng.choice(DEFAULT_OPT_OUT_WORDS)
+                text = rng.choice((word, word.lower(), word.capitalize()))
+                self._text_reply(at, session_id, to, text, opt_out=True)
+            elif kind == "list":
+                rows = [row for section in body.sections for row in section.rows]
+                row = rng.choice(rows)
+                picked = {"row_id": row.rowId, "title": row.title,
+                          "description": row.description or ""}
+                self._inbound(at, session_id, to, lambda ctx: payloads.received_list_response(
+                    ctx, event_id, picked))
+            else:
+                self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False)
+
+    def _receipt(self, at: float, session_id: str, event: str, message_id: str, jid: str) -> None:
+        sandbox = self._sandbox
+
+        def build() -> dict[str, Any]:
+            return {"message_id": message_id, "remote_jid": jid, "timestamp": sandbox.now_ms()}
+
+        sandbox.emit_later(at, session_id, event, build)
+
+    def _text_reply(self, at: float, session_id: str, to: str, text: str, *, opt_out: bool) -> None:
+        self.replies.append({"sessionId": session_id, "from": to, "text": text, "optOut": opt_out})
+        self._inbound(at, session_id, to, lambda ctx: payloads.received_text(ctx, text))
+
+    def _inbound(
+        self,
+        at: float,
+        session_id: str,
+        number: str,
+        make: Callable[[payloads.Context], dict[str, Any]],
+    ) -> None:
+        sandbox = self._sandbox
+
+        def build() -> dict[str, Any]:
+            return make(sandbox.inbound_context(session_id, number))
+
+        sandbox.emit_later(at, session_id, "messages.received", build)

@@ -1,0 +1,75 @@
+"""Send endpoints of every message type, call rejection, limits and asynchronous commands."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from fastapi import APIRouter, Request
+from starlette.responses import JSONResponse, Response
+
+from scheduler.sandbox.bodies import parse_body
+from scheduler.sandbox.common import ApiError
+from scheduler.sandbox.faults import Outcome, hang
+from scheduler.sandbox.routes_sessions import sandbox_of
+from scheduler.service.requests import API, SEND_KINDS, RejectCallBody, SendKind
+
+router = APIRouter()
+
+
+def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of one send endpoint: validate, check session and limits, inject faults."""
+
+    async def send(request: Request) -> Response:
+        sandbox = sandbox_of(request)
+        body, received = await parse_body(request, kind.model)
+        session = sandbox.sending_session(body.sessionId)
+        sandbox.check_limit(session)
+        cfg = sandbox.config
+        outcome = sandbox.faults.outcome(cfg)
+        if outcome is Outcome.OK:
+            return JSONResponse(sandbox.accept_send(kind, body, received, str(request.base_url)))
+        if outcome is Outcome.THROTTLE:
+            raise ApiError(
+                429, "Too many requests, slow down (sandbox fault)",
+                headers={"Retry-After": str(cfg.throttle_retry_after_s)},
+            )
+        if outcome is Outcome.FAIL:
+            raise ApiError(500, "Internal server error (sandbox fault)")
+        if outcome is Outcome.TIMEOUT_ACCEPTED:
+            sandbox.accept_send(kind, body, received, str(request.base_url))
+        await hang(request, cfg.timeout_hang_s)
+        raise ApiError(504, "Gateway time-out (sandbox fault)")
+
+    send.__name__ = f"send_{kind.name}"
+    send.__doc__ = f"``POST {kind.path}``: send a {kind.name} message."
+    return send
+
+
+for _kind in SEND_KINDS.values():
+    router.add_api_route(
+        _kind.path, send_endpoint(_kind), methods=["POST"], name=f"send_{_kind.name}"
+    )
+
+
+@router.post(f"{API}/calls/reject")
+async def reject_call(request: Request) -> JSONResponse:
+    """Reject an incoming call; ``call.rejected`` follows asynchronously."""
+    body, received = await parse_body(request, RejectCallBody)
+    return JSONResponse(sandbox_of(request).reject_call(body, received))
+
+
+@router.get(f"{API}/limits/{{session_id}}")
+async def limits(request: Request, session_id: str) -> JSONResponse:
+    """Plan limits and today's usage of one session (sandbox clock, UTC day)."""
+    sandbox = sandbox_of(request)
+    session = sandbox.session(session_id)
+    return JSONResponse({"success": True, "sessionId": session_id, "data": sandbox.limits(session)})
+
+
+@router.get(f"{API}/commands/{{command_id}}")
+async def command(request: Request, command_id: str) -> JSONResponse:
+    """State of an asynchronous command (ours: queued sends complete at once)."""
+    record = sandbox_of(request).world.commands.get(command_id)
+    if record is None:
+        raise ApiError(404, "Command not found")
+    return JSONResponse({"success": True, "data": record})

@@ -1,0 +1,348 @@
+"""The sandbox itself: sessions, accepted sends, events and calls, behind the HTTP routes.
+
+``app.state.sandbox`` is a :class:`Sandbox`; in-process tests may read :attr:`Sandbox.world`
+(sessions, the sends log), :attr:`Sandbox.webhooks.log` and :attr:`Sandbox.recipients.replies`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from scheduler.sandbox.common import (
+    ApiError,
+    IdFactory,
+    epoch_ms,
+    iso_ms,
+    seeded,
+    session_not_found,
+    user_jid,
+)
+from scheduler.sandbox.config import SandboxConfig, updated_config
+from scheduler.sandbox.faults import FaultInjector
+from scheduler.sandbox.payloads import Context, sent_payloads
+from scheduler.sandbox.recipients import Recipients
+from scheduler.sandbox.state import (
+    SentRef,
+    Session,
+    World,
+    next_midnight,
+    person_name,
+    roll_usage,
+)
+from scheduler.sandbox.webhooks import WebhookDispatcher
+from scheduler.service.requests import API, CreateSessionBody, RejectCallBody, SendBody, SendKind
+
+REJECT_PATH = f"{API}/calls/reject"
+_TRACED = ("messages.", "message.", "call.offer")
+
+
+def webhook_target(session: Session, event: str) -> str | None:
+    """Where ``event`` of ``session`` goes: ``webhookConfig`` may disable or redirect it."""
+    config = session.webhook_config
+    if config is not None:
+        if not config.get("enabled", True):
+            return None
+        setting = (config.get("events") or {}).get(event)
+        if setting is not None:
+            if not setting.get("enabled", True):
+                return None
+            return setting.get("webhookUrl") or session.webhook_url
+    return session.webhook_url
+
+
+class Sandbox:
+    """The emulated service: all state and behaviour, independent of HTTP."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        seed = config.seed
+        self.world = World()
+        self.ids = IdFactory(seed)
+        self.faults = FaultInjector(seed)
+        self.webhooks = WebhookDispatcher(lambda: self.config, self.now, seed)
+        self.recipients = Recipients(self, seed)
+        self._callers = seeded(seed, "callers")
+
+    # ------------------------------------------------------------------ basics
+
+    def now(self) -> datetime:
+        """The sandbox clock (``config.clock``)."""
+        return self.config.clock()
+
+    def now_ms(self) -> int:
+        """The sandbox clock in epoch milliseconds."""
+        return epoch_ms(self.config.clock())
+
+    def update_knobs(self, update: dict[str, Any]) -> SandboxConfig:
+        """Apply a partial update of the run-time settings; ``ApiError`` 400 when invalid."""
+        try:
+            self.config = updated_config(self.config, update)
+        except ValueError as exc:
+            raise ApiError(400, f"Invalid sandbox settings: {exc}") from None
+        return self.config
+
+    async def start(self) -> None:
+        """Start background work (webhook workers); called by the app's lifespan."""
+        self.webhooks.start()
+
+    async def aclose(self) -> None:
+        """Stop background work and close connections."""
+        await self.webhooks.aclose()
+
+    # ------------------------------------------------------------------ sessions
+
+    def phone_for(self, session_id: str) -> str:
+        """The stable phone number (digits) of a session's own account."""
+        number = seeded(self.config.seed, f"phone:{session_id}").randrange(10**8)
+        return f"55119{number:08d}"
+
+    def create_session(self, body: CreateSessionBody) -> Session:
+        """Create a session: ``connecting`` with a QR code (or ``connected`` with auto_connect)."""
+        if body.sessionId in self.world.sessions:
+            raise ApiError(409, f"Session {body.sessionId} already exists")
+        now = self.now()
+        session = Session(
+            session_id=body.sessionId,
+            phone=self.phone_for(body.sessionId),
+            created_at=now,
+            provider=body.provider or "whatsmeow",
+            webhook_url=body.webhookUrl,
+            webhook_config=(
+                body.webhookConfig.model_dump(exclude_none=True) if body.webhookConfig else None
+            ),
+            metadata=body.metadata,
+        )
+        if self.config.auto_connect:
+            session.status = "connected"
+        else:
+            session.new_qr(self.config.seed, now)
+        self.world.sessions[session.session_id] = session
+        return session
+
+    def session(self, session_id: str) -> Session:
+        """The session, or 404 ``Session not found``."""
+        session = self.world.sessions.get(session_id)
+        if session is None:
+            raise session_not_found()
+        return session
+
+    def connect(self, session_id: str) -> Session:
+        """The QR code was scanned (or a passkey accepted): the session is ``connected``."""
+        session = self.session(session_id)
+        session.status = "connected"
+        session.updated_at = self.now()
+        return session
+
+    def disconnect(self, session_id: str) -> Session:
+        """The phone dropped the session: ``disconnected``, a new QR code to scan."""
+        session = self.session(session_id)
+        now = self.now()
+        session.status = "disconnected"
+        session.new_qr(self.config.seed, now)
+        session.updated_at = now
+        return session
+
+    def delete_session(self, session_id: str) -> None:
+        """Log out and forget a session."""
+        self.session(session_id)
+        del self.world.sessions[session_id]
+
+    # ------------------------------------------------------------------ limits
+
+    def limits(self, session: Session) -> dict[str, Any]:
+        """The limits document of one session."""
+        cfg = self.config
+        now = self.now()
+        roll_usage(session, now)
+        return {
+            "plan": cfg.plan,
+            "period": "day",
+            "limits": {
+                "messages": cfg.daily_message_limit,
+                "sms": cfg.daily_sms_limit,
+                "voice": cfg.daily_voice_limit,
+            },
+            "used": dict(session.used),
+            "resetsAt": iso_ms(next_midnight(now)),
+        }
+
+    def check_limit(self, session: Session, counter: str = "messages") -> None:
+        """429 with ``Retry-After`` (seconds to the reset) when the daily limit is used up."""
+        cfg = self.config
+        now = self.now()
+        roll_usage(session, now)
+        limit = {
+            "messages": cfg.daily_message_limit,
+            "sms": cfg.daily_sms_limit,
+            "voice": cfg.daily_voice_limit,
+        }[counter]
+        if session.used[counter] >= limit:
+            reset = next_midnight(now)
+            wait = max(1, math.ceil((reset - now).total_seconds()))
+            raise ApiError(
+                429,
+                f"Daily {counter} limit of {limit} reached for session {session.session_id}; "
+                f"resets at {iso_ms(reset)}",
+                headers={"Retry-After": str(wait)},
+            )
+
+    # ------------------------------------------------------------------ sends
+
+    def sending_session(self, session_id: str) -> Session:
+        """The session a send goes out on: 404 when unknown, 409 when not connected."""
+        session = self.session(session_id)
+        if session.status != "connected":
+            raise ApiError(
+                409, f"Session {session_id} is not connected (status: {session.status})"
+            )
+        return session
+
+    def accept_send(
+        self, kind: SendKind, body: SendBody, received: dict[str, Any], base_url: str
+    ) -> dict[str, Any]:
+        """Record an accepted send, emit its ``messages.sent`` events, wake the recipient."""
+        cfg = self.config
+        session = self.world.sessions[body.sessionId]
+        now = cfg.clock()
+        roll_usage(session, now)
+        session.used["messages"] += 1
+        event_id = self.ids.message()
+        message_id = event_id.lower() if cfg.message_id_case_mismatch else event_id
+        world = self.world
+        world.record_send(
+            path=kind.path, session_id=session.session_id, to=body.to, body=received,
+            message_id=message_id, at=now,
+        )
+        world.messages[event_id.lower()] = SentRef(session.session_id, body.to, kind.name, event_id)
+        timestamp = epoch_ms(now)
+        target = ""
+        if kind.name == "reaction":
+            original = world.messages.get(body.messageId.lower())  # type: ignore[attr-defined]
+            target = session.jid if original is not None else user_jid(body.to)
+        ctx = Context(
+            message_id=event_id,
+            timestamp=timestamp,
+            sender={"jid": session.jid, "name": session.name},
+            recipient={"jid": user_jid(body.to), "name": person_name(body.to)},
+            media_base=f"{base_url.rstrip('/')}/sandbox/media",
+            next_id=self.ids.message,
+            reaction_target=target,
+        )
+        for data in sent_payloads(kind.name, body, ctx):
+            media = data.get("media_data")
+            if media is not None:
+                world.media[data["id"].lower()] = media["pending_media_url"]
+            self.emit(session, "messages.sent", data, now)
+        self.recipients.after_send(session.session_id, kind.name, body.to, event_id, body)
+        response: dict[str, Any] = {
+            "success": True, "messageId": message_id, "timestamp": timestamp}
+        if getattr(body, "async_", None) == "true":
+            command_id = self.ids.command()
+            world.commands[command_id] = {
+                "commandId": command_id,
+                "status": "done",
+                "result": {"messageId": message_id, "timestamp": timestamp},
+            }
+            response["commandId"] = command_id
+        return response
+
+    def inbound_context(self, session_id: str, number: str) -> Context:
+        """Payload context of a message the person at ``number`` sends to the session."""
+        session = self.world.sessions.get(session_id)
+        own = {"jid": session.jid, "name": session.name} if session else {"jid": "", "name": ""}
+        return Context(
+            message_id=self.ids.inbound(),
+            timestamp=self.now_ms(),
+            sender={"jid": user_jid(number), "name": person_name(number)},
+            recipient=own,
+            media_base="",
+            from_me=False,
+        )
+
+    # ------------------------------------------------------------------ events
+
+    def emit(
+        self, session: Session, event: str, data: dict[str, Any], at: datetime | None = None
+    ) -> None:
+        """Post one event to the session's webhook (if it has one for ``event``)."""
+        url = webhook_target(session, event)
+        if url is None:
+            return
+        envelope: dict[str, Any] = {
+            "event": event,
+            "sessionId": session.session_id,
+            "data": data,
+            "timestamp": iso_ms(at or self.now()),
+        }
+        if event.startswith(_TRACED):
+            envelope["traceId"] = self.ids.trace()
+        self.webhooks.post(url, session.session_id, envelope)
+
+    def emit_later(
+        self, delay_s: float, session_id: str, event: str, build: Callable[[], dict[str, Any]]
+    ) -> None:
+        """Emit ``build()`` after ``delay_s``; skipped if the session is gone by then."""
+
+        def fire() -> None:
+            session = self.world.sessions.get(session_id)
+            if session is not None:
+                self.emit(session, event, build())
+
+        self.webhooks.call_later(delay_s, fire)
+
+    # ------------------------------------------------------------------ calls
+
+    def incoming_call(self, session_id: str, caller: str | None) -> dict[str, Any]:
+        """Someone calls the session's number: ``call.offer``, auto-rejected when set so."""
+        session = self.session(session_id)
+        if caller is None:
+            caller = f"55219{self._callers.randrange(10**8):08d}"
+        caller_jid = caller if "@" in caller else user_jid(caller)
+        call_id = self.ids.call()
+        call = {"callId": call_id, "sessionId": session_id, "from": caller_jid, "status": "offered"}
+        self.world.calls[call_id] = call
+        self.emit(session, "call.offer", {
+            "callId": call_id,
+            "from": caller_jid,
+            "callCreator": caller_jid,
+            "isGroup": False,
+            "timestamp": self.now_ms(),
+        })
+        if session.reject_calls:
+            self._rejected(call)
+        return {"success": True, "sessionId": session_id, "callId": call_id, "from": caller_jid}
+
+    def reject_call(self, body: RejectCallBody, received: dict[str, Any]) -> dict[str, Any]:
+        """``POST /api/v1/calls/reject``: the caller's ``from`` must match the offer exactly."""
+        session_id = body.sessionId
+        session = self.world.sessions.get(session_id)
+        if session is None:
+            raise ApiError(404, "Session not found", body={
+                "success": False, "error": "Session not found", "sessionId": session_id})
+        call = self.world.calls.get(body.callId)
+        if (
+            call is None
+            or call["sessionId"] != session_id
+            or call["from"] != body.from_
+            or call["status"] != "offered"
+            or session.status != "connected"
+        ):
+            raise ApiError(400, "Failed to reject call", body={
+                "success": False, "error": "Failed to reject call", "sessionId": session_id})
+        self.world.record_send(
+            path=REJECT_PATH, session_id=session_id, to=None, body=received, message_id=None,
+            at=self.now(),
+        )
+        self._rejected(call)
+        return {"success": True, "sessionId": session_id, "data": {"callId": body.callId}}
+
+    def _rejected(self, call: dict[str, Any]) -> None:
+        call["status"] = "rejected"
+
+        def build() -> dict[str, Any]:
+            return {"callId": call["callId"], "from": call["from"], "timestamp": self.now_ms()}
+
+        self.emit_later(0.01, call["sessionId"], "call.rejected", build)
