@@ -1,0 +1,385 @@
+"""The ``data`` payloads of the service's webhook events, one model per shape.
+
+Messages (``messages.sent`` / ``messages.received``, with ``media_data`` and ``data`` typed
+by message type), receipts, calls (incoming, outgoing, audio), labels, and the account
+webhook's SMS and voice payloads, all from ``service-interface.md`` and ``service-facts.md``.
+Models ignore fields they do not know; their envelopes live in
+:mod:`scheduler.service.events`. Message ids may differ in letter case: compare their
+``message_key`` properties.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+)
+
+from scheduler.service.responses import normalise_message_id
+
+Number = int | float
+#: Epoch milliseconds, or an ISO 8601 string where the service sends one.
+Stamp = int | float | str
+LabelId = str | int
+
+
+class EventModel(BaseModel):
+    """Base of every event model: unknown fields ignored, wire names kept."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
+# --------------------------------------------------------------------------- message payloads
+
+
+class Party(EventModel):
+    """Sender or recipient of a message: its JID and display name."""
+
+    jid: str | None = None
+    name: str | None = None
+
+
+class MediaData(EventModel):
+    """``media_data`` common to every media type; ``pending_media_url`` for external URLs."""
+
+    url: str | None = None
+    mimetype: str | None = None
+    file_length: int | str | None = None
+    pending_media_url: str | None = None
+
+
+class ImageMedia(MediaData):
+    """``media_data`` of an image."""
+
+    width: int | None = None
+    height: int | None = None
+    caption: str | None = None
+
+
+class VideoMedia(ImageMedia):
+    """``media_data`` of a video."""
+
+    duration: Number | None = None
+
+
+class AudioMedia(MediaData):
+    """``media_data`` of an audio; ``is_ptt`` for a voice note."""
+
+    is_ptt: bool | None = None
+    duration: Number | None = None
+
+
+class DocumentMedia(MediaData):
+    """``media_data`` of a document."""
+
+    caption: str | None = None
+    filename: str | None = None
+
+
+class StickerMedia(MediaData):
+    """``media_data`` of a sticker."""
+
+    width: int | None = None
+    height: int | None = None
+    is_animated: bool | None = None
+
+
+class TypeData(EventModel):
+    """Base of the type-specific ``data`` of a message."""
+
+
+class LocationData(TypeData):
+    """``data`` of a location message."""
+
+    degrees_latitude: Number | None = None
+    degrees_longitude: Number | None = None
+    name: str | None = None
+    address: str | None = None
+    thumbnail: str | None = None
+
+
+class ContactData(TypeData):
+    """``data`` of a contact message."""
+
+    contact_name: str | None = None
+    contact_phone: str | None = None
+    display_name: str | None = None
+    vcard: str | None = None
+
+
+class ReactionData(TypeData):
+    """``data`` of a reaction: which message it reacts to."""
+
+    original_message_id: str | None = None
+    reaction_text: str | None = None
+    reaction_timestamp: Number | None = None
+    target_participant: str | None = None
+
+    @property
+    def original_message_key(self) -> str | None:
+        """The reacted-to message id in normalised letter case."""
+        return normalise_message_id(self.original_message_id)
+
+
+class ListRowData(EventModel):
+    """A row of a list message."""
+
+    row_id: str | None = None
+    title: str | None = None
+    description: str | None = None
+
+
+class ListSectionData(EventModel):
+    """A section of a list message."""
+
+    title: str | None = None
+    rows: list[ListRowData] = []
+
+
+class ListData(TypeData):
+    """``data`` of a list message."""
+
+    title: str | None = None
+    description: str | None = None
+    button_text: str | None = None
+    footer_text: str | None = None
+    list_type: int | None = None
+    sections: list[ListSectionData] = []
+
+
+class CarouselCardData(EventModel):
+    """A card of a carousel message."""
+
+    header_title: str | None = None
+    body: str | None = None
+
+
+class CarouselData(TypeData):
+    """``data`` of a carousel message."""
+
+    type: str | None = None
+    cards: list[CarouselCardData] = []
+
+
+MEDIA_DATA: dict[str, type[MediaData]] = {
+    "image": ImageMedia, "video": VideoMedia, "audio": AudioMedia,
+    "document": DocumentMedia, "sticker": StickerMedia,
+}
+TYPE_DATA: dict[str, type[TypeData]] = {
+    "location": LocationData, "contact": ContactData, "reaction": ReactionData,
+    "list": ListData, "carousel": CarouselData,
+}
+
+
+class MessageData(EventModel):
+    """``data`` of ``messages.sent`` / ``messages.received``; other types keep ``data`` raw."""
+
+    id: str
+    type: str
+    message: str | None = None
+    timestamp: Number | None = None
+    fromMe: bool | None = None
+    is_group: bool | None = None
+    group_name: str | None = None
+    from_: Party | None = Field(default=None, alias="from")
+    from_name: str | None = None
+    to: Party | None = None
+    media_url: str | None = None
+    media_data: MediaData | None = None
+    body: str | None = None
+    data: TypeData | dict[str, Any] | None = None
+
+    @field_validator("from_", "to", mode="before")
+    @classmethod
+    def _party(cls, value: Any) -> Any:
+        return {"jid": value} if isinstance(value, str) else value
+
+    @field_validator("media_data", mode="before")
+    @classmethod
+    def _media_by_type(cls, value: Any, info: ValidationInfo) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return MEDIA_DATA.get(info.data.get("type", ""), MediaData).model_validate(value)
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _data_by_type(cls, value: Any, info: ValidationInfo) -> Any:
+        model = TYPE_DATA.get(info.data.get("type", ""))
+        if model is None or not isinstance(value, dict):
+            return value
+        return model.model_validate(value)
+
+    @property
+    def message_key(self) -> str | None:
+        """The message id in normalised letter case (matches ``SendResult.message_key``)."""
+        return normalise_message_id(self.id)
+
+
+class Receipt(EventModel):
+    """``data`` of ``message.delivered`` / ``message.read``."""
+
+    message_id: str
+    remote_jid: str
+    participant: str | None = None
+    timestamp: Stamp | None = None
+
+    @property
+    def message_key(self) -> str | None:
+        """The message id in normalised letter case."""
+        return normalise_message_id(self.message_id)
+
+
+# --------------------------------------------------------------------------- call payloads
+
+
+class CallOffer(EventModel):
+    """``data`` of ``call.offer``: an incoming call; ``from_`` is what ``reject_call`` needs."""
+
+    callId: str
+    from_: str = Field(alias="from")
+    callCreator: str | None = None
+    isGroup: bool
+    groupJid: str | None = None
+    timestamp: Number
+
+
+class CallRelay(EventModel):
+    """``data`` of ``call.accepted`` / ``call.rejected``, relayed as received (extras kept)."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
+
+    callId: str
+    from_: str = Field(alias="from")
+
+
+class CallState(EventModel):
+    """``data`` of an outgoing call state: ringing, connected, ended, not answered."""
+
+    callId: str
+    state: str | None = None
+    reason: str | None = None
+    peerLid: str | None = None
+    peerPn: str | None = None
+
+
+class AudioChunk(EventModel):
+    """``call.audio`` variant A: about one second of live PCM."""
+
+    callId: str
+    seq: int
+    sampleRate: int | None = None
+    channels: int | None = None
+    encoding: str | None = None
+    data: str
+    final: bool = False
+
+
+class RecordingFiles(EventModel):
+    """The tracks of a finished recording: full mix, own side, peer side."""
+
+    full: str | None = None
+    sender: str | None = None
+    recipient: str | None = None
+
+
+class Recording(EventModel):
+    """``call.audio`` variant B: the finished recording of a stream-mode call."""
+
+    callId: str
+    files: RecordingFiles | None = None
+    url: str | None = None
+    durationMs: Number | None = None
+    sizeBytes: int | None = None
+    mimetype: str | None = None
+    phone: str | None = None
+
+    @property
+    def full_url(self) -> str | None:
+        """``files.full``, else the deprecated ``url`` alias."""
+        return (self.files.full if self.files else None) or self.url
+
+
+def _audio_variant(value: Any) -> str:
+    has_seq = "seq" in value if isinstance(value, dict) else hasattr(value, "seq")
+    return "chunk" if has_seq else "recording"
+
+
+CallAudio = Annotated[
+    Annotated[AudioChunk, Tag("chunk")] | Annotated[Recording, Tag("recording")],
+    Discriminator(_audio_variant),
+]
+
+
+# --------------------------------------------------------------------------- label payloads
+
+
+class LabelEdit(EventModel):
+    """``data`` of ``labels.edit`` / ``appstate.label.edit``."""
+
+    label_id: LabelId
+    name: str | None = None
+    color: Number | None = None
+    deleted: bool | None = None
+    from_full_sync: bool | None = None
+    ts: Number | None = None
+
+
+class LabelChat(EventModel):
+    """``data`` of ``labels.association.chat`` (and its ``appstate`` twin)."""
+
+    label_id: LabelId
+    chat: str
+    labeled: bool
+    from_full_sync: bool | None = None
+    ts: Number | None = None
+
+
+class LabelMessage(LabelChat):
+    """``data`` of ``labels.association.message`` (and its ``appstate`` twin)."""
+
+    message_id: str
+
+    @property
+    def message_key(self) -> str | None:
+        """The message id in normalised letter case."""
+        return normalise_message_id(self.message_id)
+
+
+# --------------------------------------------------------------------------- account payloads
+
+SMS_ERROR_CODES = frozenset({
+    "NETWORK_ERROR", "INVALID_NUMBER", "LANDLINE", "BLACKLIST", "CANCELED", "NO_WHATSAPP",
+    "CONTENT_BLOCKED", "NO_COVERAGE", "REJECTED", "NOT_RECEIVED",
+})
+
+
+class SmsStatus(EventModel):
+    """``data`` of ``sms.delivered|undelivered|failed|expired``."""
+
+    messageId: str
+    to: str | None = None
+    status: str | None = None
+    errorCode: str | None = None
+    segments: int | None = None
+    timestamp: Stamp | None = None
+
+
+class VoiceCall(EventModel):
+    """``data`` of automated voice call events (``call.started|answered|dtmf|ended``)."""
+
+    callId: str
+    bulkCallId: str | None = None
+    to: str | None = None
+    answered: bool | None = None
+    talkSeconds: Number | None = None
+    digits: str | None = None
+    cause: int | None = None
+    causeDescription: str | None = None
+    timestamp: Stamp | None = None
