@@ -1,0 +1,141 @@
+"""What a step may be on each channel: its type name, endpoint path and body model.
+
+WhatsApp steps are the service's sends (:data:`scheduler.service.requests.SEND_KINDS`);
+SMS and voice steps have their own per-recipient body models here, because their wire
+shapes (``sms/send``; a recipient of ``voice/bulk``) differ from the message sends:
+
+- ``sms``: ``{text, route?, sender?}`` → ``POST /api/v1/sms/send`` (with ``to``); the
+  dispatcher may group equal texts into ``/sms/bulk``.
+- ``voice``: ``{audioUrl | flowId, variables?, trunk?, from?, audioSecs?, maxAttempts?,
+  name?}`` → one recipient of ``POST /api/v1/voice/bulk`` (``{phone: to, variables}``),
+  the only voice endpoint that takes per-recipient variables.
+
+Each plan row's ``payload`` is the model's wire body without ``sessionId`` and ``to``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
+
+from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, WireModel
+
+#: Keys of a step table that are not body fields.
+RESERVED_KEYS = frozenset({"type", "delay"})
+#: Body keys the dispatcher sets; a step must not.
+DISPATCHER_KEYS = frozenset({"sessionId", "to"})
+PLACEHOLDER_TO = "5511999999999"
+PLACEHOLDER_SESSION = "preview"
+
+VariableValue = str | int | float | bool
+
+
+class SmsBody(WireModel):
+    """``POST /api/v1/sms/send``: one recipient."""
+
+    to: PhoneDigits
+    text: NonEmpty
+    route: Literal["otp", "marketing"] | None = None
+    sender: str | None = None
+
+
+class VoiceRecipientBody(WireModel):
+    """One recipient of ``POST /api/v1/voice/bulk``, with the call's shared settings."""
+
+    to: PhoneDigits
+    audioUrl: NonEmpty | None = None
+    flowId: NonEmpty | None = None
+    variables: dict[str, VariableValue] | None = None
+    trunk: str | None = None
+    from_: str | None = Field(default=None, alias="from")
+    audioSecs: int | None = Field(default=None, ge=1)
+    maxAttempts: int | None = Field(default=None, ge=1, le=10)
+    name: Annotated[str, StringConstraints(max_length=200)] | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VoiceRecipientBody:
+        """Exactly one of ``audioUrl`` and ``flowId``."""
+        if (self.audioUrl is None) == (self.flowId is None):
+            raise ValueError("give exactly one of audioUrl and flowId")
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class StepKind:
+    """A step's type: name, endpoint path, body model, whether the body has ``sessionId``."""
+
+    name: str
+    path: str
+    model: type[BaseModel]
+    has_session: bool
+
+
+SMS_KIND = StepKind("sms", f"{API}/sms/send", SmsBody, False)
+VOICE_KIND = StepKind("voice", f"{API}/voice/bulk", VoiceRecipientBody, False)
+WHATSAPP_KINDS = {
+    name: StepKind(name, kind.path, kind.model, True) for name, kind in SEND_KINDS.items()
+}
+
+
+def step_kind(channel: str, type_name: str | None) -> StepKind:
+    """The kind of a step of ``channel``; ``ValueError`` with the allowed names otherwise."""
+    if channel == "sms":
+        if type_name not in (None, "sms", "text"):
+            raise ValueError(f"an SMS step has type 'sms' (or none), not {type_name!r}")
+        return SMS_KIND
+    if channel == "voice":
+        if type_name not in (None, "voice", "call"):
+            raise ValueError(f"a voice step has type 'voice' (or none), not {type_name!r}")
+        return VOICE_KIND
+    if type_name is None:
+        raise ValueError(f"type is required: one of {', '.join(WHATSAPP_KINDS)}")
+    if type_name not in WHATSAPP_KINDS:
+        raise ValueError(f"unknown type {type_name!r}: one of {', '.join(WHATSAPP_KINDS)}")
+    return WHATSAPP_KINDS[type_name]
+
+
+def full_body(kind: StepKind, fields: dict[str, Any], to: str, session: str) -> dict[str, Any]:
+    """The body the model validates: the step's fields plus ``to`` (and ``sessionId``)."""
+    body = dict(fields)
+    body["to"] = to
+    if kind.has_session:
+        body["sessionId"] = session
+    return body
+
+
+def loc_path(loc: tuple[int | str, ...]) -> str:
+    """``("cards", 0, "buttons")`` → ``cards[0].buttons``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def model_problems(kind: StepKind, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(key path, message) of every way ``body`` fails ``kind``'s model; empty when valid."""
+    try:
+        kind.model.model_validate(body)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            path = loc_path(tuple(p for p in err["loc"] if p != "__root__"))
+            message = err["msg"]
+            if err["type"] == "extra_forbidden":
+                message = f"{kind.name} has no field {path!r}"
+            elif err["type"] == "missing":
+                message = f"required field {path!r} is missing"
+            elif "input" in err and isinstance(err["input"], str | int | float):
+                message += f" (got {err['input']!r})"
+            problems.append((path, message))
+        return problems
+    return []
+
+
+def dump_payload(model: BaseModel) -> dict[str, Any]:
+    """The wire body of a validated model without ``sessionId`` and ``to``."""
+    body = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body.pop("sessionId", None)
+    body.pop("to", None)
+    return body
