@@ -194,7 +194,7 @@ class MessageData(EventModel):
     media_url: str | None = None
     media_data: MediaData | None = None
     body: str | None = None
-    data: TypeData | dict[str, Any] | None = None
+    data: dict[str, Any] | TypeData | None = Field(default=None, union_mode="left_to_right")
 
     @field_validator("from_", "to", mode="before")
     @classmethod
