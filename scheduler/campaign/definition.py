@@ -73,7 +73,7 @@ class RecipientsSpec(Strict):
     """``[recipients]``: the CSV, its phone column, the default country, opt-out lists."""
 
     file: NonEmpty
-    phone_column: NonEmpty = "phone"
+    phone_column: NonEmpty | None = None  # None: the first of phone, telefone, celular, …
     default_country: str = "BR"
     suppression: list[NonEmpty] = Field(default_factory=list)
 

@@ -15,6 +15,7 @@ syntax. Rows are checked later, when the plan renders them.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
@@ -143,7 +144,8 @@ def _read_toml(path: Path, label: str) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise DefinitionError(Issue(label, "not UTF-8 text")) from None
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
+        found = re.search(r"line (\d+)", str(exc))
+        line = int(found.group(1)) if found else None
         raise DefinitionError(Issue(label, f"not valid TOML: {exc}", line=line)) from None
 
 

@@ -154,8 +154,22 @@ def read_layout(path: Path, *, label: str | None = None) -> CsvLayout:
     return CsvLayout(encoding, delimiter, header, slugs, has_rows=len(records) > 1 or not complete)
 
 
-def find_column(layout: CsvLayout, wanted: str, *, label: str, key: str) -> int:
-    """Index of the column whose name matches ``wanted`` ignoring case and accents."""
+PHONE_NAMES = ("phone", "telefone", "celular", "whatsapp", "numero", "number", "fone", "tel",
+               "mobile", "msisdn", "to", "contato")  # fmt: skip
+
+
+def find_column(layout: CsvLayout, wanted: str | None, *, label: str, key: str) -> int:
+    """Index of the column whose name matches ``wanted`` ignoring case and accents.
+
+    Without ``wanted``, the first column named like a phone (:data:`PHONE_NAMES`).
+    """
+    if wanted is None:
+        for name in PHONE_NAMES:
+            if name in layout.slugs:
+                return layout.slugs.index(name)
+        raise MissingColumnError(Issue(
+            label, f"no phone column found (columns: {', '.join(map(repr, layout.header))}); "
+            "set recipients.phone_column", key=key))  # fmt: skip
     target = slugify(wanted)
     for index, slug in enumerate(layout.slugs):
         if slug == target or slugify(layout.header[index]) == target:
@@ -244,8 +258,6 @@ def iter_phone_values(path: Path, *, label: str | None = None) -> Iterator[str]:
     """Numbers of a suppression list: one a line (``#`` comments) or a CSV's phone column."""
     label = label or str(path)
     layout = read_layout(path, label=label)
-    names = ("phone", "telefone", "celular", "numero", "number", "whatsapp", "fone", "tel",
-             "mobile", "msisdn", "to", "contato")  # fmt: skip
     with path.open("r", encoding=layout.encoding, newline="") as handle:
         lines = [line.strip() for line in handle]
     meaningful = [line for line in lines if line and not line.startswith("#")]
@@ -254,6 +266,6 @@ def iter_phone_values(path: Path, *, label: str | None = None) -> Iterator[str]:
     if path.suffix.lower() in {".txt", ".lst"} or not re.search(r"[A-Za-z]", meaningful[0]):
         yield from (line.split(layout.delimiter)[0].strip() for line in meaningful)
         return
-    index = next((i for i, s in enumerate(layout.slugs) if s in names), 0)
+    index = next((i for i, s in enumerate(layout.slugs) if s in PHONE_NAMES), 0)
     for chunk in read_chunks(path, layout, label=label):
         yield from (v for v in chunk.columns[layout.slugs[index]] if v)
