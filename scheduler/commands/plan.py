@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -38,6 +38,12 @@ _CHANNEL_QUOTA = {"whatsapp": "messages", "sms": "sms", "voice": "voice"}
 
 FileArg = typer.Argument(..., help="The campaign definition (TOML).", show_default=False)
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
+
+
+def _fail() -> NoReturn:
+    """Exit with status 1 (``SystemExit``: ``cli.main`` runs click non-standalone, where a
+    ``typer.Exit`` code would be returned and lost)."""
+    raise SystemExit(1)
 
 
 def _out() -> Console:
@@ -102,7 +108,7 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
         else:
             console.print("[bold green]✓ valid[/]", markup=True)
     if issues:
-        raise typer.Exit(1)
+        _fail()
 
 
 def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
@@ -256,7 +262,7 @@ def plan(
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False))
         if issues:
-            raise typer.Exit(1)
+            _fail()
         return
     console = _out()
     if "steps" in report:
@@ -287,7 +293,7 @@ def plan(
                           "the estimate uses the campaign's zone")  # fmt: skip
     _print_issues(console, issues)
     if issues:
-        raise typer.Exit(1)
+        _fail()
 
 
 def register(app: typer.Typer) -> None:

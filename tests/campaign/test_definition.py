@@ -134,7 +134,7 @@ def test_only_template_syntax_errors_raise_the_specific_class(project: Project) 
 
 def test_missing_template_file(project: Project) -> None:
     path = project.basic('[[steps]]\ntype = "text"\ntext_file = "nope.j2"\n')
-    with pytest.raises(TemplateNotFoundError, match="nope.j2"):
+    with pytest.raises(TemplateNotFoundError, match=r"nope\.j2"):
         load_campaign(path)
 
 

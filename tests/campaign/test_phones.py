@@ -1,4 +1,4 @@
-"""Phone normalisation: the issue's examples, reasons, and the fast path agrees with phonenumbers."""
+"""Phone normalisation: the examples, the reasons, and the fast path agrees with phonenumbers."""
 
 from __future__ import annotations
 

@@ -137,7 +137,7 @@ def test_missing_recipients_file_is_a_definition_error(project: Project) -> None
     (project.root / "data" / "r.csv").unlink()
     from scheduler.campaign.exceptions import DefinitionError
 
-    with pytest.raises(DefinitionError, match="r.csv"):
+    with pytest.raises(DefinitionError, match=r"r\.csv"):
         build_plan(path)
     with pytest.raises(RecipientsFileNotFound):
         read_layout(project.root / "data" / "r.csv")

@@ -38,7 +38,8 @@ def test_other_filters() -> None:
     assert filters.number_br("1234.567", 1) == "1.234,6"
     assert filters.amount("1.234,5") == "1234.50"
     assert filters.date_br("2025-03-10") == "10/03/2025"
-    assert filters.date_br("10/03/2025", "%d de %B de %Y (%A)") == "10 de março de 2025 (segunda-feira)"
+    long_form = filters.date_br("10/03/2025", "%d de %B de %Y (%A)")
+    assert long_form == "10 de março de 2025 (segunda-feira)"
     assert filters.date_br(date(2025, 12, 1), "%b/%y") == "dez/25"
     assert filters.first_name("  MARIA DA SILVA ") == "Maria"
     assert filters.first_name("") == ""
