@@ -169,6 +169,8 @@ class SenderPace:
         if self._last_send is not None:
             ts = max(ts, self._last_send + self._pause)
         at = datetime.fromtimestamp(ts, UTC)
+        if at.timestamp() < ts:  # never early: round up to the next microsecond
+            at += timedelta(microseconds=1)
         while self.daily.remaining(at) <= 0:
             at = self.daily.next_reset(at)
         return at.astimezone(now.tzinfo) if at != now else now
@@ -224,8 +226,8 @@ class Estimate:
 
     @property
     def duration(self) -> timedelta:
-        """Finish minus start."""
-        return self.finish - self.start
+        """Elapsed time from start to finish (computed in UTC, so DST changes count)."""
+        return self.finish.astimezone(UTC) - self.start.astimezone(UTC)
 
 
 def sender_finish(
@@ -305,7 +307,9 @@ def estimate_finish(
     finishes = [f for f in per_sender if f is not None]
     finish = max(finishes) if finishes else start
     if extra_delay_s and finishes:
-        finish = finish + timedelta(seconds=extra_delay_s)
+        finish = (finish.astimezone(UTC) + timedelta(seconds=extra_delay_s)).astimezone(
+            start.tzinfo
+        )
         if window is not None:
             finish = window.next_open(finish)
     return Estimate(start, finish, tuple(per_sender), interval)
