@@ -94,6 +94,7 @@ class Dispatcher:
         rng: random.Random | None = None, events_received: bool = False,
         on_progress: Callable[[dict[str, int]], None] | None = None,
         stop_event: asyncio.Event | None = None,
+        quotas: dict[str, tuple[float, datetime | None]] | None = None,
     ) -> None:
         self.ledger = ledger
         self.client = client
@@ -115,6 +116,7 @@ class Dispatcher:
         self._next_control = 0.0
         self._zone = load_zone(options.timezone)
         self.pool: SenderPool | None = None
+        self.quotas = quotas or {}
 
     # ------------------------------------------------------------------ public
 
@@ -156,12 +158,10 @@ class Dispatcher:
             for name in self.options.senders:
                 left = self.options.plan_limit - sent_today.get(name, 0)
                 pool.set_quota(name, left, day_start + timedelta(days=1))
+        for name, (left, resets_at) in self.quotas.items():
+            if name in pool.senders:
+                pool.set_quota(name, left, resets_at)
         return pool
-
-    def apply_limits(self, name: str, left: float, resets_at: datetime | None) -> None:
-        """Apply a plan limit the service reported for a sender (``GET /limits``)."""
-        assert self.pool is not None
-        self.pool.set_quota(name, left, resets_at)
 
     # ------------------------------------------------------------------ main loop
 
@@ -188,6 +188,9 @@ class Dispatcher:
                         if queries.pending_count(conn, self.run_id) == 0:
                             return
                         next_due = queries.next_due_time(conn, self.run_id)
+                    if next_due is None and not self._has_verifying():
+                        with self.ledger.engine.begin() as conn:
+                            queries.repair_waiting_steps(conn, self.run_id, now)
                     await self._idle(now, next_due)
                 else:
                     await self._wait_inflight(0.05)
@@ -335,6 +338,11 @@ class Dispatcher:
         if settled:
             self._buffer.clear()
             self._last_seq = -1
+
+    def _has_verifying(self) -> bool:
+        with self.ledger.engine.connect() as conn:
+            return any(due is not None for *_rest, due
+                       in queries.dispatching_rows(conn, self.run_id))
 
     def _expire_rest(self, now: datetime) -> None:
         with self.ledger.engine.begin() as conn:

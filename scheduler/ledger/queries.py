@@ -233,10 +233,9 @@ def release_next_steps(
     params = []
     for to, step, sender in released:
         nxt = step + 1
-        if nxt >= len(delays_s):
-            continue
+        delay = delays_s[nxt] if nxt < len(delays_s) else 0.0
         params.append({"b_to": to, "b_step": nxt, "b_sender": sender,
-                       "b_due": now + timedelta(seconds=delays_s[nxt])})
+                       "b_due": now + timedelta(seconds=delay)})
     if not params:
         return
     conn.execute(
@@ -410,3 +409,30 @@ def expire_pending(conn: Connection, run_id: int, now: datetime) -> int:
         .values(state=S.EXPIRED, reason="past the latest send time", updated_at=now)
     )
     return result.rowcount or 0
+
+
+def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
+    """Later steps left waiting (``due_at`` NULL) although their previous step is settled.
+
+    Normally a step is released in the same transaction that settles its predecessor; this
+    repairs a ledger written by an older version or edited by hand, so a run never hangs.
+    """
+    prev = deliveries.alias("prev")
+    waiting = select(deliveries.c.id, deliveries.c.to, deliveries.c.step, prev.c.state,
+                     prev.c.sender).join(
+        prev, and_(prev.c.run_id == deliveries.c.run_id, prev.c.to == deliveries.c.to,
+                   prev.c.step == deliveries.c.step - 1),
+    ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED,
+            deliveries.c.due_at.is_(None), deliveries.c.step > 0,
+            prev.c.state.not_in([S.PLANNED, S.DISPATCHING]))
+    rows = list(conn.execute(waiting))
+    sent = {S.ACCEPTED, S.SENT, S.DELIVERED, S.READ}
+    for delivery_id, _to, _step, prev_state, sender in rows:
+        if prev_state in sent:
+            conn.execute(update(deliveries).where(deliveries.c.id == delivery_id)
+                         .values(due_at=now, sender=sender))
+        else:
+            conn.execute(update(deliveries).where(deliveries.c.id == delivery_id)
+                         .values(state=S.SKIPPED, reason="previous step not sent",
+                                 updated_at=now))
+    return len(rows)
