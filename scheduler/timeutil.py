@@ -20,3 +20,21 @@ def utcnow() -> datetime:
 def iso_ms(moment: datetime) -> str:
     """ISO 8601 UTC with millisecond precision and a ``Z``."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class SimulatedClock:
+    """A clock that only moves when someone sleeps on it (rehearsals and tests)."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        """Advance simulated time by ``seconds`` and let other tasks run."""
+        import asyncio
+        from datetime import timedelta
+
+        self.now += timedelta(seconds=max(seconds, 0.0))
+        await asyncio.sleep(0)

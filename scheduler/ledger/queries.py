@@ -436,3 +436,31 @@ def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
                          .values(state=S.SKIPPED, reason="previous step not sent",
                                  updated_at=now))
     return len(rows)
+
+
+def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime) -> int:
+    """Rows of ``run_id`` in ``states`` go back to ``planned`` (due now); the later steps
+    that were skipped because of them wait again for their previous step."""
+    targets = list(conn.execute(
+        select(deliveries.c.id, deliveries.c.to, deliveries.c.step).where(
+            deliveries.c.run_id == run_id, deliveries.c.state.in_(list(states)))))
+    if not targets:
+        return 0
+    suppressed = suppressed_numbers(conn, (t.to for t in targets))
+    targets = [t for t in targets if t.to not in suppressed]
+    if not targets:
+        return 0
+    conn.execute(
+        update(deliveries).where(deliveries.c.id == bindparam("b_id")).values(
+            state=S.PLANNED, due_at=now, reason=None, updated_at=now),
+        [{"b_id": t.id} for t in targets],
+    )
+    conn.execute(
+        update(deliveries).where(
+            deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+            deliveries.c.step > bindparam("b_step"), deliveries.c.state == S.SKIPPED,
+            deliveries.c.reason == "previous step not sent",
+        ).values(state=S.PLANNED, due_at=None, reason=None, updated_at=now),
+        [{"b_to": t.to, "b_step": t.step} for t in targets],
+    )
+    return len(targets)

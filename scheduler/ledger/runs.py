@@ -264,6 +264,24 @@ class Ledger:
                                                   runs_table.c.owner_pid == os.getpid())
                          .values(owner_pid=None, owner_host=None, heartbeat_at=None))
 
+    def requeue(self, run_id: int, states: list[str]) -> int:
+        """Queue deliveries in ``states`` (failed, unknown) again, with their later steps.
+
+        The run becomes ``paused`` so ``campaign resume`` sends them; suppressed numbers stay
+        skipped.
+        """
+        run = self.get_run(run_id)
+        if run.status == RunStatus.RUNNING and self._owner_alive(run):
+            raise RunStateError(f"run {run_id} is being dispatched; pause it first")
+        now = self.clock()
+        with self.engine.begin() as conn:
+            n = queries.requeue(conn, run_id, states, now)
+            if n:
+                conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
+                    status=RunStatus.PAUSED, finished_at=None, control=None,
+                    stop_reason=f"{n} deliveries queued again"))
+        return n
+
     # ------------------------------------------------------------------ suppression
 
     def suppress(self, number: str, *, source: str, reason: str | None = None) -> bool:

@@ -1,0 +1,203 @@
+"""``campaign run / resume / pause / cancel / resend / status / runs``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scheduler.errors import SchedulerError
+
+console = Console()
+
+
+def _parse_start(start: str | None) -> datetime | None:
+    if start is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(start)
+    except ValueError:
+        raise SchedulerError(f"--start {start!r}: expected an ISO date-time such as "
+                             "2026-12-01T09:00-03:00") from None
+    if moment.tzinfo is None:
+        raise SchedulerError(f"--start {start!r}: add a UTC offset, e.g. 2026-12-01T09:00-03:00")
+    return moment
+
+
+def run_command(
+    file: Path = typer.Argument(..., help="Campaign definition (TOML)."),
+    rehearse: bool = typer.Option(False, "--rehearse", help="Run against the embedded sandbox "
+                                  "on a simulated clock and print the timeline; sends nothing."),
+    start: str | None = typer.Option(None, "--start", help="Rehearsal start (ISO, with offset)."),
+) -> None:
+    """Plan, store and dispatch a campaign now, with a progress bar (Ctrl-C pauses)."""
+    from scheduler.campaign.plan import load_campaign
+    from scheduler.config import load_settings
+    from scheduler.dispatch.foreground import describe, run_foreground
+    from scheduler.dispatch.runner import ledger_from_settings, plan_run, unfinished_run_for
+    from scheduler.timeutil import utcnow
+
+    if rehearse:
+        from scheduler.dispatch.rehearsal import print_rehearsal, rehearse_campaign
+
+        print_rehearsal(rehearse_campaign(file, start=_parse_start(start)), console)
+        return
+    settings = load_settings()
+    campaign = load_campaign(file)
+    if campaign.spec.channel != "whatsapp":
+        raise SchedulerError(f"{file}: dispatching {campaign.spec.channel} campaigns is not "
+                             "available yet; `campaign plan` estimates them")
+    ledger = ledger_from_settings(settings)
+    run = unfinished_run_for(ledger, campaign.spec.name)
+    if run is not None:
+        console.print(f"continuing unfinished run {run.id} of {campaign.spec.name!r} "
+                      f"({run.status})")
+    else:
+        with console.status("planning…") as status:
+            run_id = plan_run(ledger, file, start_at=utcnow(),
+                              on_progress=lambda n: status.update(f"planning… {n:,} rows"))
+        run = ledger.get_run(run_id)
+        console.print(f"run {run_id}: {run.planned_count:,} deliveries planned")
+    result = asyncio.run(run_foreground(settings, ledger, run, console))
+    describe(result, console)
+
+
+def _control(action: str, run_id: int) -> None:
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+
+    ledger = ledger_from_settings(load_settings())
+    run = ledger.request(run_id, action)
+    console.print(f"run {run_id}: {action} requested (status {run.status})")
+
+
+def pause_command(run_id: int = typer.Argument(..., help="Run id (see `campaign runs`).")) -> None:
+    """Pause a run; a process dispatching it stops within 2 s, in-flight sends finish."""
+    _control("pause", run_id)
+
+
+def cancel_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
+    """Cancel a run: nothing more is sent; pending deliveries become skipped."""
+    _control("cancel", run_id)
+
+
+def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
+    """Resume a paused or interrupted run; continues it here unless a process holds it."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.foreground import describe, run_foreground
+    from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.ledger.exceptions import RunLocked
+
+    settings = load_settings()
+    ledger = ledger_from_settings(settings)
+    run = ledger.request(run_id, "resume")
+    try:
+        ledger.acquire(run_id)
+    except RunLocked:
+        console.print(f"run {run_id} resumed in the process that holds it")
+        return
+    ledger.release(run_id)
+    result = asyncio.run(run_foreground(settings, ledger, ledger.get_run(run_id), console))
+    describe(result, console)
+    del run
+
+
+def resend_command(
+    run_id: int = typer.Argument(..., help="Run id."),
+    failed: bool = typer.Option(False, "--failed", help="Queue failed deliveries again."),
+    unknown: bool = typer.Option(False, "--unknown", help="Queue unknown (maybe sent) "
+                                 "deliveries again: they may reach someone twice."),
+) -> None:
+    """Queue failed and/or unknown deliveries of a run again, explicitly."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+
+    if not (failed or unknown):
+        raise SchedulerError("say which deliveries to send again: --failed, --unknown or both")
+    ledger = ledger_from_settings(load_settings())
+    states = [s for s, wanted in (("failed", failed), ("unknown", unknown)) if wanted]
+    n = ledger.requeue(run_id, states)
+    console.print(f"run {run_id}: {n} deliveries queued again; "
+                  f"send them with `campaign resume {run_id}`")
+
+
+def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
+    counts = ledger.counts(run.id)
+    row = {
+        "run": run.id, "campaign": run.campaign_name, "channel": run.channel,
+        "status": run.status, "delivery": run.delivery_mode,
+        "created_at": run.created_at.isoformat() if run.created_at else None,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "reason": run.stop_reason, "deliveries": sum(counts.values()), "counts": counts,
+    }
+    try:
+        from scheduler.tracking import tracking_counts
+    except ImportError:
+        return row
+    row["tracking"] = tracking_counts(ledger, run.id)
+    return row
+
+
+def status_command(
+    run_id: int | None = typer.Argument(None, help="Run id; the newest run when left out."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """A run's status: deliveries by state, and sent / delivered / read / replied / opted out."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+
+    ledger = ledger_from_settings(load_settings())
+    if run_id is None:
+        runs = ledger.list_runs()
+        if not runs:
+            raise SchedulerError("no runs yet: start one with `campaign run FILE`")
+        run = runs[0]
+    else:
+        run = ledger.get_run(run_id)
+    row = _run_row(ledger, run)
+    if as_json:
+        typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
+        return
+    console.print(f"run {row['run']} · {row['campaign']} · {row['channel']} · "
+                  f"[bold]{row['status']}[/]" + (f" ({row['reason']})" if row["reason"] else ""))
+    table = Table("state", "deliveries", show_edge=False)
+    for state, n in sorted(row["counts"].items()):
+        table.add_row(state, f"{n:,}")
+    console.print(table)
+    if "tracking" in row:
+        console.print("  " + " · ".join(f"{k} {v:,}" for k, v in row["tracking"].items()))
+
+
+def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Every run, newest first."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+
+    ledger = ledger_from_settings(load_settings())
+    rows = [_run_row(ledger, run) for run in ledger.list_runs()]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    table = Table("run", "campaign", "status", "deliveries", "created", show_edge=False)
+    for row in rows:
+        table.add_row(str(row["run"]), row["campaign"], row["status"], f"{row['deliveries']:,}",
+                      (row["created_at"] or "")[:19])
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the run commands."""
+    app.command("run")(run_command)
+    app.command("resume")(resume_command)
+    app.command("pause")(pause_command)
+    app.command("cancel")(cancel_command)
+    app.command("resend")(resend_command)
+    app.command("status")(status_command)
+    app.command("runs")(runs_command)

@@ -1,0 +1,155 @@
+"""Dispatch a run in the foreground: the service, the receiver, the progress bar, Ctrl-C.
+
+Shared by ``campaign run``, ``campaign resume`` and the demo. Ctrl-C lets in-flight sends
+finish and leaves the run paused; a second Ctrl-C is not needed and not harmful.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from scheduler.config import Settings
+from scheduler.dispatch.dispatcher import RunResult
+from scheduler.dispatch.runner import ServiceTarget, dispatch, ensure_senders, service_target
+from scheduler.ledger.models import Run
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import SENT_STATES, DeliveryState
+
+_SETTLED_BAD = {DeliveryState.FAILED, DeliveryState.EXPIRED, DeliveryState.UNKNOWN}
+
+
+def _receiver(settings: Settings, ledger: Ledger, client: Any) -> tuple[Any, str | None]:
+    """Start the webhook receiver when the tracking package is available."""
+    try:
+        from scheduler.tracking import session_webhook_url, start_receiver
+    except ImportError:
+        return None, None
+    server = start_receiver(settings, ledger, client)
+    return server, session_webhook_url(settings, server)
+
+
+@contextlib.contextmanager
+def _sigint_sets(event: asyncio.Event) -> Iterator[None]:
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, event.set)
+        loop.add_signal_handler(signal.SIGTERM, event.set)
+        installed = True
+    except (NotImplementedError, RuntimeError):
+        installed = False
+    try:
+        yield
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGTERM)
+
+
+class RunProgress:
+    """A rich progress bar of sent / failed / remaining / rate / ETA."""
+
+    def __init__(self, console: Console, total: int, done: int) -> None:
+        self.progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TextColumn("sent [green]{task.fields[sent]}[/]"),
+            TextColumn("failed [red]{task.fields[failed]}[/]"),
+            TextColumn("remaining {task.fields[remaining]}"),
+            TextColumn("{task.fields[rate]}/s"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        )
+        self.task = self.progress.add_task("dispatch", total=max(total, 1), completed=done,
+                                           sent=0, failed=0, remaining=total - done, rate="0")
+        self._first: tuple[float, int] | None = None
+
+    def update(self, counts: dict[str, int]) -> None:
+        """Refresh from the ledger's counts by state."""
+        import time
+
+        sent = sum(n for s, n in counts.items() if s in SENT_STATES)
+        failed = sum(n for s, n in counts.items() if s in _SETTLED_BAD)
+        remaining = counts.get(DeliveryState.PLANNED, 0) + counts.get(DeliveryState.DISPATCHING, 0)
+        now = time.monotonic()
+        if self._first is None:
+            self._first = (now, sent)
+        elapsed = now - self._first[0]
+        rate = (sent - self._first[1]) / elapsed if elapsed > 0.5 else 0.0
+        total = self.progress.tasks[0].total or 1
+        self.progress.update(self.task, completed=total - remaining, sent=sent, failed=failed,
+                             remaining=remaining, rate=f"{rate:.1f}")
+
+
+def progress_totals(counts: dict[str, int]) -> tuple[int, int]:
+    """(deliveries to dispatch, already settled) excluding rows skipped at plan time."""
+    total = sum(n for s, n in counts.items() if s != DeliveryState.SKIPPED)
+    pending = counts.get(DeliveryState.PLANNED, 0) + counts.get(DeliveryState.DISPATCHING, 0)
+    return total, total - pending
+
+
+async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: Console, *,
+                         target: ServiceTarget | None = None,
+                         option_overrides: dict[str, Any] | None = None,
+                         show_progress: bool = True) -> RunResult:
+    """Dispatch ``run`` against the configured service (or the embedded sandbox)."""
+    from scheduler.service.client import ServiceClient
+
+    senders = list(ledger.definition(run).get("senders") or [])
+    with contextlib.ExitStack() as stack:
+        if target is None:
+            target = stack.enter_context(service_target(settings))
+            if target.is_sandbox:
+                console.print("[yellow]No service configured (CAMPAIGN_BASE_URL and "
+                              "CAMPAIGN_API_KEY): sending to the embedded sandbox at "
+                              f"{target.base_url}[/]")
+        client = ServiceClient(target.base_url, target.api_key,
+                               timeout_s=settings.http_timeout_s,
+                               concurrency=settings.http_concurrency)
+        async with client:
+            server, webhook_url = _receiver(settings, ledger, client)
+            if server is not None:
+                stack.callback(server.stop)
+            await ensure_senders(client, target, senders, webhook_url)
+            stop = asyncio.Event()
+            counts = ledger.counts(run.id or 0)
+            total, done = progress_totals(counts)
+            bar = RunProgress(console, total, done)
+            with _sigint_sets(stop), (bar.progress if show_progress
+                                      else contextlib.nullcontext()):
+                bar.update(counts)
+                result = await dispatch(
+                    ledger, client, run, stop_event=stop, events_received=server is not None,
+                    on_progress=bar.update, option_overrides=option_overrides,
+                )
+                bar.update(result.counts)
+    return result
+
+
+def describe(result: RunResult, console: Console, started: datetime | None = None) -> None:
+    """Print how a dispatch ended."""
+    colour = {"completed": "green", "paused": "yellow", "cancelled": "red"}.get(
+        result.status, "white")
+    console.print(f"run {result.run_id}: [bold {colour}]{result.status}[/]"
+                  + (f" ({result.reason})" if result.reason else ""))
+    console.print("  " + ", ".join(f"{state} {n}" for state, n in sorted(result.counts.items())))
+    if result.status == "paused":
+        console.print(f"  continue with: campaign resume {result.run_id}")
