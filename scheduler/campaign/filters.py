@@ -30,6 +30,9 @@ WEEKDAYS = ("segunda-feira", "terça-feira", "quarta-feira", "quinta-feira", "se
             "sábado", "domingo")  # fmt: skip
 _PARTICLES = frozenset({"da", "das", "de", "do", "dos", "e", "di", "du", "del"})
 _THOUSANDS_ONLY = re.compile(r"^-?\d{1,3}(\.\d{3})+$")
+_PLAIN_AMOUNT = re.compile(r"^(-?)(\d{1,15})(?:[.,](\d{1,2}))?$")  # 1234 / 1234,5 / 12.34
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_BR_DATE = re.compile(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})")
 
 
 def to_decimal(value: Any) -> Decimal:
@@ -56,6 +59,14 @@ def to_decimal(value: Any) -> Decimal:
 
 def number_br(value: Any, decimals: int = 2) -> str:
     """``1234.5`` → ``1.234,50`` (Brazilian grouping and decimal comma)."""
+    if isinstance(value, str):  # fast path for plain amounts that need no rounding
+        plain = _PLAIN_AMOUNT.match(value.strip())
+        if plain and len(plain.group(3) or "") <= decimals and int(plain.group(2)) < 10**15:
+            sign, whole, cents = plain.groups()
+            grouped = f"{int(whole):,}".replace(",", ".")
+            if sign and (int(whole) or (cents and int(cents))):
+                grouped = "-" + grouped
+            return f"{grouped},{(cents or '').ljust(decimals, '0')}" if decimals else grouped
     amount = to_decimal(value)
     text = f"{amount:,.{decimals}f}"
     return text.replace(",", "\x00").replace(".", ",").replace("\x00", ".")
@@ -79,7 +90,13 @@ def to_date(value: Any) -> date:
     if isinstance(value, date):
         return value
     text = str(value).strip()
-    match = re.match(r"^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})", text)
+    iso = _ISO_DATE.match(text)
+    if iso:
+        try:
+            return date(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
+        except ValueError:
+            raise ValueError(f"{value!r} is not a date") from None
+    match = _BR_DATE.match(text)
     try:
         if match:
             return date(int(match.group(3)), int(match.group(2)), int(match.group(1)))
@@ -91,6 +108,8 @@ def to_date(value: Any) -> date:
 def date_br(value: Any, fmt: str = "%d/%m/%Y") -> str:
     """Format a date; ``%B``/``%b``/``%A``/``%a`` give Portuguese month and weekday names."""
     day = to_date(value)
+    if fmt == "%d/%m/%Y":
+        return f"{day.day:02d}/{day.month:02d}/{day.year:04d}"
     month, weekday = MONTHS[day.month - 1], WEEKDAYS[day.weekday()]
     fmt = (
         fmt.replace("%B", month)
@@ -112,8 +131,11 @@ def name_case(value: Any) -> str:
 
 def first_name(value: Any) -> str:
     """``"MARIA DA SILVA"`` → ``"Maria"`` (empty for an empty name)."""
-    words = str(value).split()
-    return name_case(words[0]) if words else ""
+    words = str(value).split(None, 1)
+    if not words:
+        return ""
+    word = words[0]
+    return word[:1].upper() + word[1:].lower()
 
 
 def phone_br(value: Any) -> str:

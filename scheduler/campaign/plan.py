@@ -26,39 +26,51 @@ seen (for duplicates) and the suppression set.
 
 from __future__ import annotations
 
-import json
-from collections import Counter
+import multiprocessing
+import os
+from collections import Counter, deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from scheduler.campaign.chunkwork import (
+    ChunkPlanner,
+    ChunkResult,
+    init_worker,
+    plan_chunk_in_worker,
+)
 from scheduler.campaign.exceptions import (
     CampaignError,
     EmptyRecipientsFile,
     InvalidRenderedBodyError,
     Issue,
+    SandboxViolationError,
+    TemplateError,
+    UndefinedVariableError,
 )
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
 from scheduler.campaign.recipients import (
     CsvLayout,
-    RowChunk,
     find_column,
     iter_phone_values,
     read_chunks,
     read_layout,
 )
-from scheduler.campaign.rendering import render_tree
-from scheduler.campaign.segments import sms_segments
-from scheduler.campaign.steps import dump_payload, full_body, model_problems
 
 __all__ = ["Plan", "PlanStats", "build_plan", "load_campaign"]
 
 MAX_INVALID_LISTED = 10_000
 MAX_SAME_ERROR = 20
+#: Recipients files from this size on are rendered by a pool of processes.
+PARALLEL_FROM_BYTES = 16 * 1024 * 1024
+_ERROR_PREFIXES: tuple[tuple[str, type[CampaignError]], ...] = (
+    ("undefined variable", UndefinedVariableError),
+    ("sandbox violation", SandboxViolationError),
+    ("rendered ", InvalidRenderedBodyError),
+)
 
 
 @dataclass
@@ -110,37 +122,6 @@ class PlanStats:
         self._same_error.clear()
 
 
-class _StepRenderer:
-    """Renders one step for a row and validates it with the endpoint's model."""
-
-    def __init__(self, step: CompiledStep, session: str) -> None:
-        self.step = step
-        self.kind = step.kind
-        self.session = session
-        self.same_as_rendered: bool | None = None  # does wire_body equal the rendered tree?
-
-    def payload(self, ctx: dict[str, Any], to: str) -> dict[str, Any]:
-        """The wire payload (no ``sessionId``/``to``); raises a ``TemplateError`` subclass."""
-        rendered = render_tree(self.step.tree, ctx)
-        body = full_body(self.kind, rendered, to, self.session)
-        try:
-            model = self.kind.model.model_validate(body)
-        except ValidationError:
-            problems = model_problems(self.kind, body)
-            raise InvalidRenderedBodyError([
-                Issue("", f"rendered {self.kind.name} is not valid: {message}",
-                      key=f"{self.step.key}.{path}" if path else self.step.key)
-                for path, message in problems
-            ]) from None  # fmt: skip
-        if self.same_as_rendered is None:
-            dumped = dump_payload(model)
-            self.same_as_rendered = json.dumps(dumped, sort_keys=True) == json.dumps(
-                rendered, sort_keys=True
-            )
-            return dumped
-        return rendered if self.same_as_rendered else dump_payload(model)
-
-
 class Plan:
     """A campaign's deliveries, streamed in chunks (see the module doc for the row keys)."""
 
@@ -153,6 +134,7 @@ class Plan:
         *,
         chunk_rows: int = 50_000,
         strict: bool = True,
+        workers: int = 1,
     ) -> None:
         self.campaign = campaign
         self.layout = layout
@@ -160,45 +142,52 @@ class Plan:
         self.suppressed = suppressed
         self.chunk_rows = chunk_rows
         self.strict = strict
+        self.workers = max(1, workers)
         self.stats = PlanStats()
         self.complete = False
         self.variable_slugs = [s for s in layout.slugs if s != phone_slug]
-        self._needs_to = any("to" in leaf_vars for leaf_vars in self._leaf_variables())
-
-    def _leaf_variables(self) -> Iterator[frozenset[str]]:
-        from scheduler.campaign.rendering import Leaf
-
-        def walk(node: Any) -> Iterator[frozenset[str]]:
-            if isinstance(node, Leaf):
-                yield node.variables
-            elif isinstance(node, dict):
-                for value in node.values():
-                    yield from walk(value)
-            elif isinstance(node, list):
-                for value in node:
-                    yield from walk(value)
-
-        for step in self.campaign.steps:
-            yield from walk(step.tree)
 
     @property
     def steps(self) -> list[CompiledStep]:
         """The campaign's compiled steps."""
         return self.campaign.steps
 
+    def _results(self) -> Iterator[ChunkResult]:
+        """Each chunk's work, in order: here, or in a bounded pool of worker processes."""
+        label = str(self.campaign.recipients_file)
+        reader = read_chunks(self.campaign.recipients_file, self.layout,
+                             chunk_rows=self.chunk_rows, label=label)  # fmt: skip
+        if self.workers == 1:
+            planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs)
+            for chunk in reader:
+                yield planner.plan(chunk.first_row, chunk.columns, chunk.blank)
+            return
+        context = multiprocessing.get_context("spawn")  # safe beside threads, on any OS
+        init = (str(self.campaign.path), self.phone_slug, self.variable_slugs)
+        with ProcessPoolExecutor(self.workers, mp_context=context, initializer=init_worker,
+                                 initargs=init) as pool:  # fmt: skip
+            pending: deque[Future[ChunkResult]] = deque()
+            try:
+                for chunk in reader:
+                    pending.append(pool.submit(plan_chunk_in_worker, chunk.first_row,
+                                               chunk.columns, chunk.blank))  # fmt: skip
+                    if len(pending) > 2 * self.workers:  # memory stays bounded
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:
+                for future in pending:
+                    future.cancel()
+
     def chunks(self) -> Iterator[list[dict[str, Any]]]:
         """Lists of plan rows, in CSV order then step order; resets :attr:`stats`."""
         self.stats = PlanStats()
         self.complete = False
-        normalizer = PhoneNormalizer(self.campaign.spec.recipients.default_country)
-        renderers = [_StepRenderer(s, self.campaign.preview_session) for s in self.steps]
         seen: set[str] = set()
-        label = str(self.campaign.recipients_file)
-        for chunk in read_chunks(self.campaign.recipients_file, self.layout,
-                                 chunk_rows=self.chunk_rows, label=label):  # fmt: skip
-            rows = self._rows(chunk, normalizer, renderers, seen, label)
-            if rows:
-                yield rows
+        for result in self._results():
+            self._settle(result, seen)
+            if result.rows:
+                yield result.rows
         self.stats.finish()
         self.complete = True
 
@@ -208,75 +197,58 @@ class Plan:
             pass
         return self.stats
 
-    def _rows(self, chunk: RowChunk, normalizer: PhoneNormalizer,
-              renderers: list[_StepRenderer], seen: set[str], label: str,
-              ) -> list[dict[str, Any]]:  # fmt: skip
-        stats, steps = self.stats, self.steps
-        senders = self.campaign.senders
-        phones = chunk.columns[self.phone_slug]
-        numbers = normalizer.normalize_many(phones)
-        slugs = self.variable_slugs
-        columns = [chunk.columns[s] for s in slugs]
-        sms = self.campaign.spec.channel == "sms"
-        out: list[dict[str, Any]] = []
-        for i, blank in enumerate(chunk.blank):
-            if blank:
-                continue
-            row = chunk.first_row + i
+    def _settle(self, result: ChunkResult, seen: set[str]) -> None:
+        """Decide duplicates and opt-outs in CSV order, count, and apply strictness."""
+        stats, rows, width = self.stats, result.rows, len(self.steps)
+        senders, suppressed = self.campaign.senders, self.suppressed
+        errors, sms_parts = result.errors, result.sms_parts
+        for row, first, digits, _region, why, raw in result.recipients:
             stats.read += 1
-            variables = dict(zip(slugs, [col[i] for col in columns], strict=True))
-            digits, region, why = numbers[i]
-            reason: str | None = None
+            mine = rows[first : first + width]
             if digits is None:
-                reason = f"invalid_number: {why}"
                 stats.invalid_total += 1
                 if len(stats.invalid) < MAX_INVALID_LISTED:
-                    stats.invalid.append({"row": row, "value": phones[i], "reason": why})
-            elif digits in self.suppressed:
-                reason = "suppressed"
-                stats.suppressed += 1
-            elif digits in seen:
-                reason = "duplicate"
-                stats.duplicates += 1
-            if reason is not None:
-                to = digits or phones[i]
-                for step in steps:
-                    stats.skipped_per_step[step.index] += 1
-                    out.append({"row": row, "to": to, "step": step.index,
-                                "kind": step.kind.name, "path": step.kind.path, "payload": {},
-                                "variables": variables, "state": "skipped", "reason": reason,
-                                "region": region})  # fmt: skip
+                    stats.invalid.append({"row": row, "value": raw, "reason": why})
+                for item in mine:
+                    stats.skipped_per_step[item["step"]] += 1
                 continue
-            seen.add(digits)  # type: ignore[arg-type]
+            reason = "suppressed" if digits in suppressed else (
+                "duplicate" if digits in seen else None)  # fmt: skip
+            if reason is not None:
+                if reason == "suppressed":
+                    stats.suppressed += 1
+                else:
+                    stats.duplicates += 1
+                for item in mine:
+                    item["state"], item["reason"], item["payload"] = "skipped", reason, {}
+                    stats.skipped_per_step[item["step"]] += 1
+                continue
+            seen.add(digits)
             stats.recipients_per_sender[senders[stats.valid % len(senders)]] += 1
             stats.valid += 1
-            ctx = {**variables, "to": digits} if self._needs_to else variables
-            for renderer in renderers:
-                step = renderer.step
-                state, reason, payload = "planned", None, {}
-                try:
-                    payload = renderer.payload(ctx, digits)  # type: ignore[arg-type]
-                except CampaignError as exc:
-                    issues = [Issue(issue.file or self.campaign.label, issue.message, key=issue.key,
-                                    row=row, line=issue.line) for issue in exc.issues]  # fmt: skip
-                    if self.strict:
-                        raise type(exc)(issues) from None
-                    for issue in issues:
-                        stats.add_error(issue)
-                    state, reason = "skipped", f"render_error: {issues[0].message}"
-                if state == "planned":
-                    stats.planned_per_step[step.index] += 1
-                    if sms:
-                        seg = sms_segments(payload["text"])
-                        stats.sms_segments_per_step[step.index] += seg.parts
-                        stats.sms_encodings[seg.encoding] += 1
+            issues = errors.get(row) if errors else None
+            if issues:
+                if self.strict:
+                    raise _error_class(issues)(issues)
+                for issue in issues:
+                    stats.add_error(issue)
+            for item in mine:
+                if item["state"] == "planned":
+                    stats.planned_per_step[item["step"]] += 1
                 else:
-                    stats.skipped_per_step[step.index] += 1
-                out.append({"row": row, "to": digits, "step": step.index,
-                            "kind": step.kind.name, "path": step.kind.path, "payload": payload,
-                            "variables": variables, "state": state, "reason": reason,
-                            "region": region})  # fmt: skip
-        return out
+                    stats.skipped_per_step[item["step"]] += 1
+            for step, parts, encoding in sms_parts.get(row, ()) if sms_parts else ():
+                stats.sms_segments_per_step[step] += parts
+                stats.sms_encodings[encoding] += 1
+
+
+def _error_class(issues: list[Issue]) -> type[CampaignError]:
+    """The exception class of a render failure, from its message (issues cross processes)."""
+    message = issues[0].message
+    for prefix, cls in _ERROR_PREFIXES:
+        if message.startswith(prefix):
+            return cls
+    return TemplateError
 
 
 def load_suppression(campaign: Campaign) -> set[str]:
@@ -292,8 +264,12 @@ def load_suppression(campaign: Campaign) -> set[str]:
 
 
 def build_plan(campaign: Campaign | Path | str, *, chunk_rows: int = 50_000,
-               strict: bool = True) -> Plan:  # fmt: skip
-    """Check the recipients file's layout and the suppression lists, and return the plan."""
+               strict: bool = True, workers: int | None = None) -> Plan:  # fmt: skip
+    """Check the recipients file's layout and the suppression lists, and return the plan.
+
+    ``workers``: processes that render chunks (the plan's order and results are the same);
+    default: 1 for files under :data:`PARALLEL_FROM_BYTES`, else up to 2 (the CPUs).
+    """
     if not isinstance(campaign, Campaign):
         campaign = load_campaign(campaign)
     label = str(campaign.recipients_file)
@@ -303,5 +279,8 @@ def build_plan(campaign: Campaign | Path | str, *, chunk_rows: int = 50_000,
     index = find_column(layout, campaign.spec.recipients.phone_column, label=label,
                         key="recipients.phone_column")  # fmt: skip
     suppressed = load_suppression(campaign)
+    if workers is None:
+        big = campaign.recipients_file.stat().st_size >= PARALLEL_FROM_BYTES
+        workers = min(2, os.cpu_count() or 1) if big else 1
     return Plan(campaign, layout, layout.slugs[index], suppressed,
-                chunk_rows=chunk_rows, strict=strict)  # fmt: skip
+                chunk_rows=chunk_rows, strict=strict, workers=workers)  # fmt: skip

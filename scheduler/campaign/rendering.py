@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +89,48 @@ def _fast_expr(node: nodes.Node, env: SandboxedEnvironment) -> Part | None:
     return None
 
 
-class FastTemplate:
-    """Constants and (variable, filter chain) pairs; same output as the Jinja template."""
+def _bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable:
+    """``fn`` with its constant arguments bound, memoised on the value (filters are pure, and
+    names, dates and amounts repeat a lot in a campaign). An unhashable value raises
+    ``TypeError``, which sends the row to Jinja."""
+    return lru_cache(maxsize=8192, typed=True)(lambda value: fn(value, *args, **kwargs))
 
-    __slots__ = ("parts",)
+
+class FastTemplate:
+    """Constants and (variable, filter chain) pairs; same output as the Jinja template.
+
+    The parts are compiled once into one Python function that concatenates constants
+    (``repr``-quoted) and filtered ``ctx[name]`` look-ups; a missing name raises
+    :class:`_Fallback` so Jinja renders that row instead.
+    """
+
+    __slots__ = ("parts", "render")
 
     def __init__(self, parts: list[Part]) -> None:
         self.parts = parts
+        namespace: dict[str, Any] = {"_Fallback": _Fallback}
+        exprs: list[str] = []
+        for i, part in enumerate(parts):
+            if isinstance(part, str):
+                exprs.append(repr(part))
+                continue
+            name, chain = part
+            expr = f"ctx[{name!r}]"
+            for j, (fn, args, kwargs) in enumerate(chain):
+                namespace[f"_f{i}_{j}"] = _bind(fn, args, kwargs)
+                expr = f"_f{i}_{j}({expr})"
+            exprs.append(f"str({expr})")
+        body = f"''.join(({', '.join(exprs)},))" if exprs else "''"
+        source = (
+            "def render(ctx):\n"
+            "    try:\n"
+            f"        return {body}\n"
+            "    except (KeyError, TypeError):\n"
+            "        raise _Fallback from None\n"
+        )
+        exec(compile(source, "<fast-template>", "exec"), namespace)
+        #: Render with ``ctx``; raises :class:`_Fallback` when a name is missing.
+        self.render: Callable[[dict[str, Any]], str] = namespace["render"]
 
     @classmethod
     def build(cls, ast: nodes.Template, env: SandboxedEnvironment) -> FastTemplate | None:
@@ -112,23 +148,6 @@ class FastTemplate:
                     return None
                 parts.append(part)
         return cls(parts)
-
-    def render(self, ctx: dict[str, Any]) -> str:
-        """Render with ``ctx``; raises :class:`_Fallback` when a name is missing."""
-        out = []
-        for part in self.parts:
-            if type(part) is str:
-                out.append(part)
-                continue
-            name, chain = part
-            try:
-                value = ctx[name]
-            except KeyError:
-                raise _Fallback from None
-            for fn, args, kwargs in chain:
-                value = fn(value, *args, **kwargs)
-            out.append(value if type(value) is str else str(value))
-        return "".join(out)
 
 
 @dataclass
@@ -208,6 +227,41 @@ def compile_file_leaf(
                 frozenset(meta.find_undeclared_variables(ast)))  # fmt: skip
 
 
+class EmptyRender(Exception):
+    """A required templated field rendered empty (see :func:`compile_tree`)."""
+
+
+def _non_empty(render: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    def call(ctx: dict[str, Any]) -> str:
+        value = render(ctx)
+        if not value:
+            raise EmptyRender
+        return value
+
+    return call
+
+
+def compile_tree(
+    node: Any, required: frozenset[int] = frozenset()
+) -> Callable[[dict[str, Any]], Any]:
+    """A function of ``ctx`` that builds a fresh copy of ``node`` with every leaf rendered.
+
+    Leaves whose ``id`` is in ``required`` raise :class:`EmptyRender` when they render empty.
+    """
+    if isinstance(node, Leaf):
+        return _non_empty(node.render) if id(node) in required else node.render
+    if isinstance(node, dict):
+        items = [(key, compile_tree(value, required)) for key, value in node.items()]
+        if len(items) == 1:
+            (key0, fn0), = items
+            return lambda ctx: {key0: fn0(ctx)}
+        return lambda ctx: {key: fn(ctx) for key, fn in items}
+    if isinstance(node, list):
+        fns = [compile_tree(value, required) for value in node]
+        return lambda ctx: [fn(ctx) for fn in fns]
+    return lambda _ctx: node
+
+
 def render_tree(node: Any, ctx: dict[str, Any]) -> Any:
     """A fresh copy of ``node`` with every :class:`Leaf` rendered with ``ctx``."""
     if isinstance(node, Leaf):
@@ -219,12 +273,20 @@ def render_tree(node: Any, ctx: dict[str, Any]) -> Any:
     return node
 
 
-def placeholder_tree(node: Any) -> Any:
-    """``node`` with every :class:`Leaf` replaced by ``"0"``, to check a step's shape early."""
+def placeholder_tree(node: Any, target: Leaf | None = None, value: str = "0") -> Any:
+    """``node`` with every :class:`Leaf` replaced by ``"0"`` (``target`` by ``value``)."""
     if isinstance(node, Leaf):
-        return "0"
+        return value if node is target else "0"
     if isinstance(node, dict):
-        return {key: placeholder_tree(value) for key, value in node.items()}
+        return {key: placeholder_tree(v, target, value) for key, v in node.items()}
     if isinstance(node, list):
-        return [placeholder_tree(value) for value in node]
+        return [placeholder_tree(v, target, value) for v in node]
     return node
+
+
+def leaves(node: Any) -> list[Leaf]:
+    """Every :class:`Leaf` of a tree, in order."""
+    if isinstance(node, Leaf):
+        return [node]
+    values = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    return [leaf for value in values for leaf in leaves(value)]

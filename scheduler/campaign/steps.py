@@ -133,6 +133,39 @@ def model_problems(kind: StepKind, body: dict[str, Any]) -> list[tuple[str, str]
     return []
 
 
+#: Strings a "free" templated field must accept unchanged (see :func:`free_leaves`).
+PROBES = ("x", "0", "-1.5", "true", "Olá, 😀 {{ }} <b>\n\t" * 300, "a" * 5000)
+
+
+def free_leaves(step: Any, session: str) -> frozenset[int] | None:
+    """Ids of the step's leaves that must not render empty, when every leaf is *free*.
+
+    A leaf is free when the model accepts each of :data:`PROBES` at its place and dumps it
+    back unchanged (a plain ``str`` field, optionally ``min_length=1``). Then the model's
+    verdict on a row depends only on which leaves rendered empty, so rows can skip the
+    model. ``None`` when some leaf is not free (a number, a literal, a length limit…) or
+    the constant parts do not dump back unchanged: every row is then fully validated.
+    """
+    from scheduler.campaign.rendering import leaves, placeholder_tree
+
+    kind = step.kind
+    required: set[int] = set()
+    for leaf in leaves(step.tree):
+        for probe in (*PROBES, ""):
+            fields = placeholder_tree(step.tree, leaf, probe)
+            body = full_body(kind, fields, PLACEHOLDER_TO, session)
+            try:
+                dumped = dump_payload(kind.model.model_validate(body))
+            except ValidationError:
+                if probe == "":
+                    required.add(id(leaf))
+                    continue
+                return None
+            if dumped != fields:
+                return None
+    return frozenset(required)
+
+
 def dump_payload(model: BaseModel) -> dict[str, Any]:
     """The wire body of a validated model without ``sessionId`` and ``to``."""
     body = model.model_dump(mode="json", by_alias=True, exclude_none=True)

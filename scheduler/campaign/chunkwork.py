@@ -1,0 +1,164 @@
+"""The per-chunk work of a plan: normalise numbers, render and validate every step.
+
+It does not know about other chunks: duplicates and suppressed numbers are decided by the
+plan (:mod:`scheduler.campaign.plan`), in CSV order, after this work. So a chunk can be
+planned in another process: :func:`plan_chunk_in_worker` runs in a process pool whose
+initializer loads the campaign once per worker. Render errors are returned as data (a
+:class:`ChunkResult`), never raised, so they cross process boundaries intact.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from scheduler.campaign.exceptions import CampaignError, Issue
+from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
+from scheduler.campaign.phones import PhoneNormalizer
+from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree
+from scheduler.campaign.segments import sms_segments
+from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
+
+#: One non-blank CSV row: (row, index of its first plan row, digits, region, invalid reason,
+#: raw phone value).
+Recipient = tuple[int, int, str | None, str | None, str | None, str]
+
+
+@dataclass
+class ChunkResult:
+    """Plan rows of a chunk (as if every valid number were new) and their recipients."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    recipients: list[Recipient] = field(default_factory=list)
+    errors: dict[int, list[Issue]] = field(default_factory=dict)  # by CSV row
+    sms_parts: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+
+
+class _StepRenderer:
+    """Renders one step for a row and validates it with the endpoint's model."""
+
+    def __init__(self, step: CompiledStep, session: str) -> None:
+        self.step = step
+        self.kind = step.kind
+        self.session = session
+        self.validate = step.kind.model.__pydantic_validator__.validate_python
+        self.render = compile_tree(step.tree)
+        self.same_as_rendered: bool | None = None  # does the wire body equal the rendered tree?
+        required = free_leaves(step, session)
+        #: When every templated field takes any non-empty string unchanged, rows only need
+        #: their required fields checked for emptiness: same verdict as the model, cheaper.
+        self.quick = None if required is None else compile_tree(step.tree, required)
+
+    def payload(self, ctx: dict[str, Any], to: str) -> dict[str, Any]:
+        """The wire payload (no ``sessionId``/``to``); raises a ``TemplateError`` subclass."""
+        if self.quick is not None:
+            try:
+                return self.quick(ctx)
+            except EmptyRender:
+                pass  # the model says why, below
+        rendered = self.render(ctx)
+        body = dict(rendered)
+        body["to"] = to
+        if self.kind.has_session:
+            body["sessionId"] = self.session
+        try:
+            model = self.validate(body)
+        except ValidationError:
+            from scheduler.campaign.exceptions import InvalidRenderedBodyError
+
+            raise InvalidRenderedBodyError([
+                Issue("", f"rendered {self.kind.name} is not valid: {message}",
+                      key=f"{self.step.key}.{path}" if path else self.step.key)
+                for path, message in model_problems(self.kind, body)
+            ]) from None  # fmt: skip
+        if self.same_as_rendered is None:
+            dumped = dump_payload(model)
+            self.same_as_rendered = json.dumps(dumped, sort_keys=True) == json.dumps(
+                rendered, sort_keys=True
+            )
+            return dumped
+        return rendered if self.same_as_rendered else dump_payload(model)
+
+
+def _leaf_variables(node: Any) -> set[str]:
+    if isinstance(node, Leaf):
+        return set(node.variables)
+    values = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+    return set().union(*(_leaf_variables(v) for v in values))
+
+
+class ChunkPlanner:
+    """Everything needed to plan one chunk, built once per process."""
+
+    def __init__(self, campaign: Campaign, phone_slug: str, variable_slugs: list[str]) -> None:
+        self.campaign = campaign
+        self.phone_slug = phone_slug
+        self.slugs = variable_slugs
+        self.normalizer = PhoneNormalizer(campaign.spec.recipients.default_country)
+        self.renderers = [_StepRenderer(s, campaign.preview_session) for s in campaign.steps]
+        self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
+        self.sms = campaign.spec.channel == "sms"
+
+    def plan(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]
+             ) -> ChunkResult:  # fmt: skip
+        """Rows of every non-blank line: skipped for invalid numbers, else rendered."""
+        result = ChunkResult()
+        rows, recipients = result.rows, result.recipients
+        phones = columns[self.phone_slug]
+        numbers = self.normalizer.normalize_many(phones)
+        slugs, values = self.slugs, [columns[s] for s in self.slugs]
+        steps = [(r, r.step.index, r.kind.name, r.kind.path) for r in self.renderers]
+        label = self.campaign.label
+        for i, is_blank in enumerate(blank):
+            if is_blank:
+                continue
+            row = first_row + i
+            variables = dict(zip(slugs, [col[i] for col in values], strict=True))
+            digits, region, why = numbers[i]
+            recipients.append((row, len(rows), digits, region, why, phones[i]))
+            if digits is None:
+                reason = f"invalid_number: {why}"
+                for _renderer, index, kind, path in steps:
+                    rows.append({"row": row, "to": phones[i], "step": index, "kind": kind,
+                                 "path": path, "payload": {}, "variables": variables,
+                                 "state": "skipped", "reason": reason, "region": region})
+                continue  # fmt: skip
+            ctx = {**variables, "to": digits} if self.needs_to else variables
+            for renderer, index, kind, path in steps:
+                state, reason, payload = "planned", None, {}
+                try:
+                    payload = renderer.payload(ctx, digits)
+                except CampaignError as exc:
+                    issues = [Issue(issue.file or label, issue.message, key=issue.key, row=row,
+                                    line=issue.line) for issue in exc.issues]  # fmt: skip
+                    result.errors.setdefault(row, []).extend(issues)
+                    state, reason = "skipped", f"render_error: {issues[0].message}"
+                if self.sms and state == "planned":
+                    seg = sms_segments(payload["text"])
+                    result.sms_parts.setdefault(row, []).append(
+                        (index, seg.parts, seg.encoding)
+                    )
+                rows.append({"row": row, "to": digits, "step": index, "kind": kind,
+                             "path": path, "payload": payload, "variables": variables,
+                             "state": state, "reason": reason, "region": region})  # fmt: skip
+        return result
+
+
+_WORKER: ChunkPlanner | None = None
+
+
+def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str]) -> None:
+    """Process-pool initializer: load and compile the campaign once in this worker."""
+    global _WORKER
+    _WORKER = ChunkPlanner(load_campaign(Path(campaign_path)), phone_slug, variable_slugs)
+
+
+def plan_chunk_in_worker(first_row: int, columns: dict[str, list[str]], blank: list[bool]
+                         ) -> ChunkResult:  # fmt: skip
+    """Process-pool task: plan one chunk with the worker's campaign."""
+    assert _WORKER is not None, "init_worker was not run"
+    return _WORKER.plan(first_row, columns, blank)
