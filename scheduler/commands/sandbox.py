@@ -26,13 +26,14 @@ def _latency(value: str) -> str:
 
 def _listen(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # so TCP_NODELAY is set
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
         raise SchedulerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)  # connections made before uvicorn starts wait instead of being refused
     return sock
 
 

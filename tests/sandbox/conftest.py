@@ -1,11 +1,23 @@
-"""Sandbox test fixtures: one valid body per message type and a connected, wired session."""
+"""Sandbox test fixtures: valid bodies per message type, and sessions on a shared sandbox.
+
+Most tests need no special settings: they get ``live``, their own connected session on a
+sandbox and webhook sink shared by the whole test module (starting and stopping uvicorn
+costs tenths of a second). Tests that change settings use ``make_sandbox`` instead.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import itertools
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
+
+from scheduler.sandbox import SandboxConfig
+from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink
 
 TO = "5511988887777"
 SESSION = "s1"
@@ -84,3 +96,64 @@ def wired(sandbox: Any, webhook_sink: Any) -> Wired:
     """The quiet sandbox with ``s1`` connected and posting to ``webhook_sink``."""
     sandbox.create_session(SESSION, webhook_url=webhook_sink.url)
     return Wired(sandbox, webhook_sink)
+
+
+_ids = itertools.count(1)
+
+
+def unique_id(prefix: str = "t") -> str:
+    """A session id no other test of the run uses."""
+    return f"{prefix}{next(_ids)}"
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[tuple[SandboxHandle, WebhookSink]]:
+    """A quiet sandbox and a webhook sink for the whole test module."""
+    box = SandboxHandle(SandboxConfig(**QUIET_SANDBOX))
+    sink = WebhookSink()
+    yield box, sink
+    closers = [threading.Thread(target=close) for close in (box.close, sink.close)]
+    for thread in closers:
+        thread.start()
+    for thread in closers:
+        thread.join(timeout=15)
+
+
+@dataclass
+class Live:
+    """A connected session of its own on the module's shared sandbox, wired to the sink."""
+
+    sandbox: SandboxHandle
+    sink: WebhookSink
+    session_id: str
+    start: int
+    bodies: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def send(self, kind: str, body: dict[str, Any] | None = None, **change: Any) -> httpx.Response:
+        """Send ``body`` (default: the sample of ``kind``) with ``change`` applied."""
+        return self.sandbox.send(kind, {**(body or self.bodies[kind]), **change})
+
+    def sends(self) -> list[dict[str, Any]]:
+        """What the sandbox accepted for this session during this test."""
+        return [e for e in self.sandbox.sends(self.start) if e["sessionId"] == self.session_id]
+
+    def events(self, name: str | None = None) -> list[dict[str, Any]]:
+        """Events of this session received so far (of one name, if given)."""
+        return [e for e in self.sink.snapshot() if e.get("sessionId") == self.session_id
+                and (name is None or e.get("event") == name)]
+
+    def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool] = lambda e: True, count: int = 1,
+    ) -> list[dict[str, Any]]:
+        """Wait for ``count`` events of this session that satisfy ``predicate``."""
+        return self.sink.wait_for(
+            lambda e: e.get("sessionId") == self.session_id and predicate(e), count=count)
+
+
+@pytest.fixture
+def live(shared: tuple[SandboxHandle, WebhookSink]) -> Live:
+    """A fresh connected session on the shared sandbox, with sample bodies addressed to it."""
+    box, sink = shared
+    session_id = unique_id("live")
+    box.create_session(session_id, webhook_url=sink.url)
+    return Live(box, sink, session_id, len(box.state.world.sends), sample_bodies(session_id))

@@ -20,20 +20,20 @@ ENDPOINTS = [
 ]
 
 
-@pytest.mark.parametrize(("method", "path"), ENDPOINTS)
-@pytest.mark.parametrize("key", [None, "wrong-key", "Bearer sandbox-key", ""])
-def test_missing_or_wrong_key_is_401_envelope(sandbox, method, path, key):
+@pytest.mark.parametrize("key", [None, "wrong-key", "Bearer sandbox-key", "", "sandbox-keyX"])
+def test_missing_or_wrong_key_is_401_envelope(shared, key):
+    box, _ = shared
     headers = {} if key is None else {"Authorization": key}
-    response = sandbox.http.request(method, path, headers=headers, json={"sessionId": "s1"})
-    assert response.status_code == 401
-    assert response.json() == ENVELOPE_401
+    for method, path in ENDPOINTS:
+        response = box.http.request(method, path, headers=headers, json={"sessionId": "s1"})
+        assert (method, path, response.status_code) == (method, path, 401)
+        assert response.json() == ENVELOPE_401
 
 
-def test_nothing_is_recorded_without_a_key(sandbox, bodies):
-    sandbox.create_session("s1")
-    response = sandbox.http.post("/api/v1/messages/send/text", json=bodies["text"])
+def test_nothing_is_recorded_without_a_key(live):
+    response = live.sandbox.http.post("/api/v1/messages/send/text", json=live.bodies["text"])
     assert response.status_code == 401
-    assert sandbox.sends() == []
+    assert live.sends() == []
 
 
 def test_right_key_passes_and_custom_key_works(make_sandbox):
@@ -44,7 +44,7 @@ def test_right_key_passes_and_custom_key_works(make_sandbox):
     assert "k-123" not in refused.text
 
 
-def test_inspection_endpoints_need_no_key(sandbox):
-    assert httpx.get(f"{sandbox.base_url}/sandbox/sends").status_code == 200
-    assert httpx.get(f"{sandbox.base_url}/sandbox/faults").status_code == 200
-    assert httpx.get(f"{sandbox.base_url}/sandbox/webhooks").status_code == 200
+def test_inspection_endpoints_need_no_key(shared):
+    box, _ = shared
+    for path in ("/sandbox/sends", "/sandbox/faults", "/sandbox/webhooks", "/sandbox/replies"):
+        assert httpx.get(f"{box.base_url}{path}").status_code == 200

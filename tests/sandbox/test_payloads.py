@@ -58,17 +58,21 @@ def expected_fields(kind: str) -> set[str]:
     return fields
 
 
-def sent_event(wired, kind, body):
-    answer = wired.sandbox.send(kind, body).json()
-    [event] = wired.sink.wait_for(lambda e: e["event"] == "messages.sent")
+def sent_event(live, kind):
+    """Send the sample of ``kind``; its answer and its ``messages.sent`` envelope."""
+    answer = live.send(kind).json()
+    message_id = answer["messageId"].lower()
+    [event] = live.wait_for(
+        lambda e: e["event"] == "messages.sent" and e["data"]["id"].lower() == message_id)
     return answer, event
 
 
 @pytest.mark.parametrize("kind", sorted(set(SEND_KINDS) - {"album"}))
-def test_messages_sent_payload_per_type(wired, bodies, kind):
-    answer, envelope = sent_event(wired, kind, bodies[kind])
+def test_messages_sent_payload_per_type(live, kind):
+    bodies = live.bodies
+    answer, envelope = sent_event(live, kind)
     assert set(envelope) == ENVELOPE
-    assert envelope["sessionId"] == "s1"
+    assert envelope["sessionId"] == live.session_id
     assert datetime.fromisoformat(envelope["timestamp"]).utcoffset().total_seconds() == 0
     data = envelope["data"]
     assert set(data) == expected_fields(kind)
@@ -81,7 +85,7 @@ def test_messages_sent_payload_per_type(wired, bodies, kind):
     assert data["fromMe"] is True
     assert data["is_group"] is False
     assert data["group_name"] == ""
-    own = wired.sandbox.api("GET", "/api/v1/sessions/s1").json()["data"]
+    own = live.sandbox.api("GET", f"/api/v1/sessions/{live.session_id}").json()["data"]
     assert data["from"] == {"jid": f"{own['phone']}@s.whatsapp.net", "name": data["from_name"]}
     assert set(data["to"]) == {"jid", "name"}
     assert data["to"]["jid"] == f"{TO}@s.whatsapp.net"
@@ -99,49 +103,46 @@ def test_messages_sent_payload_per_type(wired, bodies, kind):
         assert set(data["data"]) == DATA[kind]
 
 
-def test_text_payload_values(wired, bodies):
-    _, envelope = sent_event(wired, "text", bodies["text"])
+def test_text_payload_values(live):
+    _, envelope = sent_event(live, "text")
     assert envelope["data"]["message"] == "Olá!"
 
 
-def test_media_payload_values(wired, bodies):
-    _, image = sent_event(wired, "image", bodies["image"])
+def test_media_payload_values(live):
+    _, image = sent_event(live, "image")
     assert image["data"]["body"] == "Promo"
     assert image["data"]["media_data"]["caption"] == "Promo"
     assert image["data"]["media_data"]["mimetype"] == "image/jpeg"
     # The "stored copy" is served by the sandbox as a redirect to the original.
-    stored = wired.sandbox.http.get(image["data"]["media_url"], follow_redirects=False)
+    stored = live.sandbox.http.get(image["data"]["media_url"], follow_redirects=False)
     assert stored.status_code == 307
-    assert stored.headers["location"] == bodies["image"]["image"]
+    assert stored.headers["location"] == live.bodies["image"]["image"]
 
 
-def test_audio_and_document_values(wired, bodies):
-    _, audio = sent_event(wired, "audio", bodies["audio"])
+def test_audio_and_document_values(live):
+    _, audio = sent_event(live, "audio")
     assert audio["data"]["media_data"]["is_ptt"] is True
-    wired.sink.clear()
-    _, doc = sent_event(wired, "document", bodies["document"])
+    _, doc = sent_event(live, "document")
     assert doc["data"]["media_data"]["filename"] == "terms.pdf"
     assert doc["data"]["media_data"]["mimetype"] == "application/pdf"
 
 
-def test_location_contact_reaction_values(wired, bodies):
-    _, loc = sent_event(wired, "location", bodies["location"])
+def test_location_contact_reaction_values(live):
+    _, loc = sent_event(live, "location")
     assert loc["data"]["data"]["degrees_latitude"] == -23.55
     assert loc["data"]["data"]["degrees_longitude"] == -46.63
     base64.b64decode(loc["data"]["data"]["thumbnail"], validate=True)
-    wired.sink.clear()
-    _, contact = sent_event(wired, "contact", bodies["contact"])
+    _, contact = sent_event(live, "contact")
     assert contact["data"]["data"]["contact_name"] == "Suporte"
     assert contact["data"]["data"]["vcard"].startswith("BEGIN:VCARD")
-    wired.sink.clear()
-    _, reaction = sent_event(wired, "reaction", bodies["reaction"])
+    _, reaction = sent_event(live, "reaction")
     assert reaction["data"]["data"]["original_message_id"] == "3EB0ABCDEF"
     assert reaction["data"]["data"]["reaction_text"] == "👍"
     assert isinstance(reaction["data"]["data"]["reaction_timestamp"], int)
 
 
-def test_list_and_carousel_values(wired, bodies):
-    _, lst = sent_event(wired, "list", bodies["list"])
+def test_list_and_carousel_values(live):
+    _, lst = sent_event(live, "list")
     data = lst["data"]["data"]
     assert isinstance(data["list_type"], int)
     assert data["button_text"] == "Ver"
@@ -149,17 +150,16 @@ def test_list_and_carousel_values(wired, bodies):
     assert set(section) == {"title", "rows"}
     assert [set(row) for row in section["rows"]] == [{"row_id", "title", "description"}] * 2
     assert section["rows"][0]["row_id"] == "r1"
-    wired.sink.clear()
-    _, carousel = sent_event(wired, "carousel", bodies["carousel"])
+    _, carousel = sent_event(live, "carousel")
     data = carousel["data"]["data"]
     assert data["type"] == "carousel"
     assert [set(card) for card in data["cards"]] == [{"header_title", "body"}] * 2
     assert [card["body"] for card in data["cards"]] == ["Primeiro", "Segundo"]
 
 
-def test_album_posts_one_event_per_item(wired, bodies):
-    answer = wired.sandbox.send("album", bodies["album"]).json()
-    events = wired.sink.wait_for(lambda e: e["event"] == "messages.sent", count=3)
+def test_album_posts_one_event_per_item(live):
+    answer = live.send("album").json()
+    events = live.wait_for(lambda e: e["event"] == "messages.sent", count=3)
     events.sort(key=lambda e: e["data"]["media_data"]["pending_media_url"])
     assert [e["data"]["type"] for e in events] == ["image", "video", "image"]
     for event in events:
@@ -167,7 +167,7 @@ def test_album_posts_one_event_per_item(wired, bodies):
     ids = {e["data"]["id"].lower() for e in events}
     assert len(ids) == 3
     assert answer["messageId"].lower() in ids
-    assert len(wired.sandbox.sends()) == 1
+    assert len(live.sends()) == 1
 
 
 def test_same_case_ids_when_mismatch_is_off(make_sandbox, webhook_sink, bodies):

@@ -17,20 +17,19 @@ def test_samples_cover_every_send_kind():
 
 
 @pytest.mark.parametrize("kind", sorted(SEND_KINDS))
-def test_every_send_kind_is_accepted_and_recorded(wired, bodies, kind):
-    box = wired.sandbox
-    response = box.send(kind, bodies[kind])
+def test_every_send_kind_is_accepted_and_recorded(live, kind):
+    response = live.send(kind)
     assert response.status_code == 200, response.text
     answer = response.json()
     assert set(answer) == {"success", "messageId", "timestamp"}
     assert answer["success"] is True
     assert isinstance(answer["messageId"], str) and answer["messageId"]
     assert isinstance(answer["timestamp"], int)
-    [entry] = box.sends()
+    [entry] = live.sends()
     assert entry["path"] == SEND_KINDS[kind].path
-    assert entry["sessionId"] == "s1"
+    assert entry["sessionId"] == live.session_id
     assert entry["to"] == TO
-    assert entry["body"] == bodies[kind]
+    assert entry["body"] == live.bodies[kind]
     assert entry["messageId"] == answer["messageId"]
     at = datetime.fromisoformat(entry["at"])
     assert at.utcoffset().total_seconds() == 0
@@ -38,85 +37,86 @@ def test_every_send_kind_is_accepted_and_recorded(wired, bodies, kind):
     assert len(entry["at"].split(".")[1]) == len("123Z")  # millisecond precision
 
 
-def test_sends_log_is_in_order_and_polls_with_since(wired, bodies):
-    box = wired.sandbox
-    ids = [box.send("text", {**bodies["text"], "text": f"m{i}"}).json()["messageId"]
+def test_sends_log_is_in_order_and_polls_with_since(sandbox):
+    sandbox.create_session("s1")
+    ids = [sandbox.send("text", {"sessionId": "s1", "to": TO, "text": f"m{i}"}).json()["messageId"]
            for i in range(5)]
-    log = box.sends()
+    log = sandbox.sends()
     assert [entry["messageId"] for entry in log] == ids
     assert [entry["index"] for entry in log] == list(range(5))
-    assert [entry["messageId"] for entry in box.sends(since=3)] == ids[3:]
-    assert box.sends(since=5) == []
-    assert box.http.get("/sandbox/sends", params={"since": -1}).status_code == 400
+    assert [entry["messageId"] for entry in sandbox.sends(since=3)] == ids[3:]
+    assert sandbox.sends(since=5) == []
+    assert sandbox.http.get("/sandbox/sends", params={"since": -1}).status_code == 400
+    only = sandbox.http.get("/sandbox/sends", params={"session_id": "nobody"}).json()
+    assert only == []
 
 
-def test_async_send_returns_a_command(wired, bodies):
-    box = wired.sandbox
-    answer = box.send("text", {**bodies["text"], "async": "true"}).json()
+def test_async_send_returns_a_command(live):
+    box = live.sandbox
+    answer = live.send("text", **{"async": "true"}).json()
     command = box.api("GET", f"/api/v1/commands/{answer['commandId']}").json()
     assert command["data"]["status"] == "done"
     assert command["data"]["result"]["messageId"] == answer["messageId"]
     assert box.api("GET", "/api/v1/commands/nope").status_code == 404
 
 
-def test_multipart_body_is_accepted(wired, bodies):
-    box = wired.sandbox
+def test_multipart_body_is_accepted(live):
+    box, sid = live.sandbox, live.session_id
     text = box.api("POST", SEND_KINDS["text"].path,
-                   files={"sessionId": (None, "s1"), "to": (None, TO), "text": (None, "Olá")})
+                   files={"sessionId": (None, sid), "to": (None, TO), "text": (None, "Olá")})
     assert text.status_code == 200, text.text
-    album = bodies["album"]
-    form = {"sessionId": (None, "s1"), "to": (None, TO),
+    album = live.bodies["album"]
+    form = {"sessionId": (None, sid), "to": (None, TO),
             "media": (None, json.dumps(album["media"])), "caption": (None, "Álbum")}
     assert box.api("POST", SEND_KINDS["album"].path, files=form).status_code == 200
     location = box.api("POST", SEND_KINDS["location"].path, files={
-        "sessionId": (None, "s1"), "to": (None, TO),
+        "sessionId": (None, sid), "to": (None, TO),
         "latitude": (None, "-23.5"), "longitude": (None, "-46.6")})
     assert location.status_code == 200, location.text
-    assert [e["path"] for e in box.sends()] == [
+    assert [e["path"] for e in live.sends()] == [
         SEND_KINDS["text"].path, SEND_KINDS["album"].path, SEND_KINDS["location"].path]
 
 
-def test_form_urlencoded_with_repeated_keys_makes_a_list(wired):
-    box = wired.sandbox
-    response = box.api("POST", SEND_KINDS["poll"].path, data={
-        "sessionId": "s1", "to": TO, "question": "Q?", "options": ["a", "b", "c"]})
+def test_form_urlencoded_with_repeated_keys_makes_a_list(live):
+    response = live.sandbox.api("POST", SEND_KINDS["poll"].path, data={
+        "sessionId": live.session_id, "to": TO, "question": "Q?", "options": ["a", "b", "c"]})
     assert response.status_code == 200, response.text
-    assert box.sends()[0]["body"]["options"] == ["a", "b", "c"]
+    assert live.sends()[0]["body"]["options"] == ["a", "b", "c"]
 
 
-def test_text_plain_body_is_accepted(wired, bodies):
-    box = wired.sandbox
-    response = box.api("POST", SEND_KINDS["text"].path, content=json.dumps(bodies["text"]),
-                       headers={"content-type": "text/plain"})
+def test_text_plain_body_is_accepted(live):
+    body = live.bodies["text"]
+    response = live.sandbox.api("POST", SEND_KINDS["text"].path, content=json.dumps(body),
+                                headers={"content-type": "text/plain"})
     assert response.status_code == 200, response.text
-    assert box.sends()[0]["body"] == bodies["text"]
+    assert live.sends()[0]["body"] == body
 
 
-BAD_TEXT_BODIES = [
-    ({"sessionId": "s1", "to": "", "text": "x"}, "to"),
-    ({"sessionId": "s1", "to": "+5511988887777", "text": "x"}, "to"),
-    ({"sessionId": "s1", "to": "55119888abc77", "text": "x"}, "to"),
-    ({"sessionId": "s1", "to": "5511 98888 7777", "text": "x"}, "to"),
-    ({"sessionId": "s1", "to": TO, "text": ""}, "text"),
-    ({"sessionId": "s1", "to": TO}, "text"),
-    ({"sessionId": "s1", "to": TO, "text": "x", "priority": "high"}, "priority"),
-    ({"sessionId": "s1", "to": TO, "text": "x", "async": True}, "async"),
-    ({"to": TO, "text": "x"}, "sessionId"),
+BAD_TEXT_CHANGES = [
+    ({"to": ""}, "to"),
+    ({"to": "+5511988887777"}, "to"),
+    ({"to": "55119888abc77"}, "to"),
+    ({"to": "5511 98888 7777"}, "to"),
+    ({"text": ""}, "text"),
+    ({"text": None}, "text"),
+    ({"priority": "high"}, "priority"),
+    ({"async": True}, "async"),
+    ({"sessionId": None}, "sessionId"),
 ]
 
 
-@pytest.mark.parametrize(("body", "field"), BAD_TEXT_BODIES)
-def test_invalid_body_is_400_naming_the_field(wired, body, field):
-    box = wired.sandbox
-    response = box.send("text", body)
-    assert response.status_code == 400
-    answer = response.json()
-    assert answer["success"] is False and answer["statusCode"] == 400
-    assert field in answer["error"]
-    assert box.sends() == []
+def test_invalid_body_is_400_naming_the_field(live):
+    for change, field in BAD_TEXT_CHANGES:
+        body = {k: v for k, v in {**live.bodies["text"], **change}.items() if v is not None}
+        response = live.sandbox.send("text", body)
+        assert (field, response.status_code) == (field, 400)
+        answer = response.json()
+        assert answer["success"] is False and answer["statusCode"] == 400
+        assert field in answer["error"]
+    assert live.sends() == []
 
 
-@pytest.mark.parametrize(("kind", "change", "field"), [
+BAD_CHANGES = [
     ("poll", {"options": ["only one"]}, "options"),
     ("album", {"media": [{"type": "image", "url": "u"}]}, "media"),
     ("reaction", {"emoji": "x" * 11}, "emoji"),
@@ -124,33 +124,40 @@ def test_invalid_body_is_400_naming_the_field(wired, body, field):
     ("list", {"sections": []}, "sections"),
     ("nativeflow", {"buttons": [{"type": "copy", "title": "c", "colour": "red"}]}, "colour"),
     ("pix", {"pixAmount": -1}, "pixAmount"),
-])
-def test_invalid_bodies_of_other_types(wired, bodies, kind, change, field):
-    response = wired.sandbox.send(kind, {**bodies[kind], **change})
-    assert response.status_code == 400
-    assert field in response.json()["error"]
-    assert wired.sandbox.sends() == []
+]
 
 
-@pytest.mark.parametrize("content", [b"{not json", b"", b"[1, 2]", b'"text"', b"\xff\xfe"])
-def test_malformed_json_is_400(wired, content):
-    response = wired.sandbox.api("POST", SEND_KINDS["text"].path, content=content,
-                                 headers={"content-type": "application/json"})
-    assert response.status_code == 400
-    answer = response.json()
-    assert answer["success"] is False and answer["statusCode"] == 400
-    assert wired.sandbox.sends() == []
+def test_invalid_bodies_of_other_types(live):
+    for kind, change, field in BAD_CHANGES:
+        response = live.send(kind, **change)
+        assert (kind, response.status_code) == (kind, 400)
+        assert field in response.json()["error"]
+    assert live.sends() == []
 
 
-def test_unknown_session_is_404_and_records_nothing(wired, bodies):
-    response = wired.sandbox.send("text", {**bodies["text"], "sessionId": "ghost"})
+def test_malformed_json_is_400(live):
+    for content in (b"{not json", b"", b"[1, 2]", b'"text"', b"\xff\xfe", b"{"):
+        for content_type in ("application/json", "text/plain"):
+            response = live.sandbox.api("POST", SEND_KINDS["text"].path, content=content,
+                                        headers={"content-type": content_type})
+            assert (content, response.status_code) == (content, 400)
+            answer = response.json()
+            assert answer["success"] is False and answer["statusCode"] == 400
+    assert live.sends() == []
+
+
+def test_unknown_session_is_404_and_records_nothing(live):
+    start = len(live.sandbox.sends())
+    response = live.send("text", sessionId="ghost")
     assert response.status_code == 404
     assert response.json() == {"success": False, "error": "Session not found", "statusCode": 404}
-    assert wired.sandbox.sends() == []
+    assert live.sandbox.sends(start) == []
 
 
-def test_file_upload_is_refused(wired):
-    response = wired.sandbox.api("POST", SEND_KINDS["image"].path, files={
-        "sessionId": (None, "s1"), "to": (None, TO), "image": ("a.jpg", b"\xff\xd8", "image/jpeg")})
+def test_file_upload_is_refused(live):
+    response = live.sandbox.api("POST", SEND_KINDS["image"].path, files={
+        "sessionId": (None, live.session_id), "to": (None, TO),
+        "image": ("a.jpg", b"\xff\xd8", "image/jpeg")})
     assert response.status_code == 400
     assert "image" in response.json()["error"]
+    assert live.sends() == []
