@@ -1,0 +1,85 @@
+"""``campaign schedule / unschedule / serve``."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from scheduler.errors import SchedulerError
+
+console = Console()
+
+
+def schedule_command(file: Path = typer.Argument(..., help="Campaign definition (TOML).")) -> None:
+    """Register a campaign's schedule (its `at` or `cron`); `campaign serve` fires it."""
+    from scheduler.campaign.plan import load_campaign
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.dispatch.triggers import add_schedule, make_trigger, next_fire_times
+
+    campaign = load_campaign(file)
+    spec = campaign.spec.schedule
+    if spec.cron:
+        trigger = f"cron:{spec.cron}"
+    elif spec.at:
+        trigger = f"at:{spec.at.isoformat()}"
+    else:
+        raise SchedulerError(f"{file}: [schedule] has neither `at` nor `cron`; "
+                             "use `campaign run` to send it now")
+    kind, _, text = trigger.partition(":")
+    upcoming = next_fire_times(make_trigger(kind, text, spec.timezone))
+    ledger = ledger_from_settings(load_settings())
+    add_schedule(ledger, campaign.spec.name, str(file.resolve()), trigger, spec.timezone)
+    console.print(f"scheduled {campaign.spec.name!r} ({trigger}, {spec.timezone})")
+    if upcoming:
+        console.print("next: " + ", ".join(f"{t:%Y-%m-%d %H:%M %Z}" for t in upcoming))
+    else:
+        console.print("[yellow]its time has passed: `campaign serve` will record it as "
+                      "missed unless it is within the start grace[/]")
+
+
+def unschedule_command(name: str = typer.Argument(..., help="Campaign name.")) -> None:
+    """Forget a campaign's schedule (runs already made are kept)."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.dispatch.triggers import remove_schedule
+
+    ledger = ledger_from_settings(load_settings())
+    if not remove_schedule(ledger, name):
+        raise SchedulerError(f"no schedule named {name!r} (see `campaign schedule FILE`)")
+    console.print(f"unscheduled {name!r}")
+
+
+def serve_command(
+    start_grace: float = typer.Option(3600, "--start-grace", help="Seconds a due run may "
+                                      "start late; later it is recorded as missed."),
+) -> None:
+    """Fire scheduled campaigns, receive webhooks and dispatch every unfinished run."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.foreground import _sigint_sets
+    from scheduler.dispatch.runner import ledger_from_settings, service_target
+    from scheduler.dispatch.serve import Server
+
+    settings = load_settings()
+    ledger = ledger_from_settings(settings)
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        with service_target(settings) as target, _sigint_sets(stop):
+            if target.is_sandbox:
+                console.print(f"[yellow]No service configured: using the embedded sandbox at "
+                              f"{target.base_url}[/]")
+            await Server(settings, ledger, target, console,
+                         start_grace_s=start_grace).serve(stop)
+
+    asyncio.run(main())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the scheduling commands."""
+    app.command("schedule")(schedule_command)
+    app.command("unschedule")(unschedule_command)
+    app.command("serve")(serve_command)

@@ -1,0 +1,138 @@
+"""``campaign serve``: triggers, the webhook receiver, and a dispatcher for every live run.
+
+Every second the server turns due fires into runs (or records them as missed when they
+are later than the start grace), and starts a dispatcher for each unfinished run that no
+live process holds: after a crash, everything that was running simply continues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import timedelta
+from typing import Any
+
+from rich.console import Console
+from sqlalchemy import select, update
+from sqlmodel import Session
+
+from scheduler.config import Settings
+from scheduler.dispatch.exceptions import DispatchError
+from scheduler.dispatch.foreground import _receiver
+from scheduler.dispatch.runner import ServiceTarget, dispatch, ensure_senders, plan_run
+from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
+from scheduler.errors import SchedulerError
+from scheduler.ledger.exceptions import RunLocked
+from scheduler.ledger.models import Fire, Run
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import RunStatus
+
+fires_table = Fire.__table__  # type: ignore[attr-defined]
+
+
+class Server:
+    """Triggers + receiver + dispatchers, until stopped."""
+
+    def __init__(self, settings: Settings, ledger: Ledger, target: ServiceTarget,
+                 console: Console, *, start_grace_s: float = DEFAULT_START_GRACE_S,
+                 poll_s: float = 1.0) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.target = target
+        self.console = console
+        self.start_grace = timedelta(seconds=start_grace_s)
+        self.poll_s = poll_s
+        self.triggers = Triggers(ledger, start_grace_s=start_grace_s)
+        self.tasks: dict[int, asyncio.Task[Any]] = {}
+        self.stops: dict[int, asyncio.Event] = {}
+        self.webhook_url: str | None = None
+        self.events_received = False
+
+    def start_due_fires(self) -> list[int]:
+        """Turn recorded due fires into planned runs; late ones are recorded as missed."""
+        now = self.ledger.clock()
+        started: list[int] = []
+        with Session(self.ledger.engine) as session:
+            due = list(session.execute(select(Fire).where(Fire.status == "due")).scalars())
+        for fire in due:
+            fire_time = fire.fire_time
+            status, run_id, reason = "started", None, None
+            if now - fire_time > self.start_grace:
+                status, reason = "missed", (f"due at {fire_time.isoformat()}, noticed "
+                                            f"{now - fire_time} later: not started")
+            else:
+                try:
+                    run_id = plan_run(self.ledger, fire.definition_path, start_at=now,
+                                      fire_time=fire_time)
+                    started.append(run_id)
+                except SchedulerError as exc:
+                    status, reason = "failed", str(exc)
+            with self.ledger.engine.begin() as conn:
+                conn.execute(update(fires_table).where(fires_table.c.id == fire.id,
+                                                       fires_table.c.status == "due")
+                             .values(status=status, run_id=run_id, reason=reason))
+            self.console.print(f"{fire.campaign_name} due at {fire_time:%Y-%m-%d %H:%M} UTC: "
+                               f"{status}" + (f" (run {run_id})" if run_id else "")
+                               + (f": {reason}" if reason else ""))
+        return started
+
+    def runs_to_dispatch(self) -> list[Run]:
+        """Unfinished runs that are not paused and that no task of ours is dispatching."""
+        return [run for run in self.ledger.unfinished_runs()
+                if run.status in (RunStatus.PLANNED, RunStatus.RUNNING)
+                and run.id not in self.tasks and run.channel == "whatsapp"]
+
+    async def _dispatch_one(self, client: Any, run: Run) -> None:
+        assert run.id is not None
+        stop = self.stops[run.id]
+        try:
+            senders = list(self.ledger.definition(run).get("senders") or [])
+            await ensure_senders(client, self.target, senders, self.webhook_url)
+            result = await dispatch(self.ledger, client, run, stop_event=stop,
+                                    events_received=self.events_received)
+            if stop.is_set() and result.status == RunStatus.PAUSED:
+                # the server is stopping, not the operator: the next serve continues it
+                self.ledger.set_status(run.id, RunStatus.RUNNING,
+                                       reason="interrupted when serve stopped")
+            self.console.print(f"run {run.id} ({run.campaign_name}): {result.status}")
+        except RunLocked:
+            pass
+        except DispatchError as exc:
+            self.console.print(f"[red]run {run.id}: {exc}[/]")
+        finally:
+            self.tasks.pop(run.id, None)
+            self.stops.pop(run.id, None)
+
+    async def serve(self, stop: asyncio.Event) -> None:
+        """Run until ``stop`` is set; in-flight sends finish before returning."""
+        from scheduler.service.client import ServiceClient
+
+        client = ServiceClient(self.target.base_url, self.target.api_key,
+                               timeout_s=self.settings.http_timeout_s,
+                               concurrency=self.settings.http_concurrency)
+        async with client:
+            receiver, self.webhook_url = _receiver(self.settings, self.ledger, client)
+            self.events_received = receiver is not None
+            self.triggers.start()
+            try:
+                names = self.triggers.sync()
+                self.console.print(f"serving: {len(names)} scheduled campaign(s)"
+                                   + (f", receiver {self.webhook_url.split('?')[0]}"
+                                      if self.webhook_url else ""))
+                while not stop.is_set():
+                    self.start_due_fires()
+                    for run in self.runs_to_dispatch():
+                        assert run.id is not None
+                        self.stops[run.id] = asyncio.Event()
+                        self.tasks[run.id] = asyncio.create_task(self._dispatch_one(client, run))
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), timeout=self.poll_s)
+                    self.triggers.sync()
+            finally:
+                self.triggers.stop()
+                for event in self.stops.values():
+                    event.set()
+                if self.tasks:
+                    await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+                if receiver is not None:
+                    receiver.stop()

@@ -1,0 +1,191 @@
+"""Triggers: APScheduler 3 decides *when* a campaign is due; our ``fires`` table records it.
+
+APScheduler is used only as a trigger engine (DESIGN.md, Scheduling): its jobs live in the
+ledger's database (``apscheduler_jobs``), their only argument is the campaign name, and
+the job function does nothing by itself. What matters is the submission event, which
+carries the exact scheduled fire time: it is recorded in ``fires``, unique on (campaign,
+fire time), so two trigger processes or a restart can never create a run twice. Misfires
+are coalesced into one fire; a fire older than the start grace is recorded as ``missed``.
+The dispatcher, not APScheduler, paces the sends.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from apscheduler.events import (
+    EVENT_JOB_MISSED,
+    EVENT_JOB_SUBMITTED,
+    JobExecutionEvent,
+    JobSubmissionEvent,
+)
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.date import DateTrigger
+from sqlalchemy import delete, select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from scheduler.dispatch.windows import load_zone
+from scheduler.ledger.models import Fire, Schedule
+from scheduler.ledger.runs import Ledger
+from scheduler.timeutil import utcnow
+
+log = logging.getLogger(__name__)
+
+#: A fire may start this late; later, it is recorded as missed.
+DEFAULT_START_GRACE_S = 3600
+
+
+def campaign_due(campaign_name: str) -> None:
+    """The job function: a marker; the submission event records the fire (see module doc)."""
+    log.debug("campaign %s is due", campaign_name)
+
+
+def make_trigger(kind: str, spec: str, timezone: str) -> Any:
+    """An APScheduler trigger for ``cron`` (crontab line) or ``at`` (ISO time, local)."""
+    zone = load_zone(timezone)
+    if kind == "cron":
+        return CronTrigger.from_crontab(spec, timezone=zone)
+    moment = datetime.fromisoformat(spec)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=zone)
+    return DateTrigger(run_date=moment, timezone=zone)
+
+
+def record_fire(ledger: Ledger, name: str, fire_time: datetime, *, status: str = "due",
+                reason: str | None = None) -> bool:
+    """Record that ``name`` was due at ``fire_time``; False when it was already recorded."""
+    with Session(ledger.engine) as session:
+        schedule = session.get(Schedule, name)
+        if schedule is None:
+            return False
+        session.add(Fire(campaign_name=name, definition_path=schedule.definition_path,
+                         fire_time=fire_time, recorded_at=ledger.clock(), status=status,
+                         reason=reason))
+        try:
+            session.commit()
+        except IntegrityError:
+            return False
+    return True
+
+
+class Triggers:
+    """The trigger process: APScheduler with its job store in the ledger's database."""
+
+    def __init__(self, ledger: Ledger, *, start_grace_s: float = DEFAULT_START_GRACE_S) -> None:
+        self.ledger = ledger
+        self.start_grace_s = start_grace_s
+        self.scheduler = BackgroundScheduler(
+            jobstores={"default": SQLAlchemyJobStore(engine=ledger.engine)},
+            job_defaults={"coalesce": True, "misfire_grace_time": int(start_grace_s),
+                          "max_instances": 1},
+            timezone="UTC",
+        )
+        self.scheduler.add_listener(self._on_event, EVENT_JOB_SUBMITTED | EVENT_JOB_MISSED)
+        self._synced: dict[str, tuple[str, str]] = {}
+
+    def _on_event(self, event: Any) -> None:
+        # APScheduler announces a submission before its executor checks the misfire
+        # grace, so a too-late run time is filtered here, not left to EVENT_JOB_MISSED.
+        if isinstance(event, JobSubmissionEvent):
+            times = sorted(event.scheduled_run_times)
+            if not times:
+                return
+            latest = times[-1]  # coalesced misfires: one fire, at the latest due time
+            if (self.ledger.clock() - latest).total_seconds() > self.start_grace_s:
+                self._missed(event.job_id, latest)
+            else:
+                record_fire(self.ledger, event.job_id, latest)
+        elif isinstance(event, JobExecutionEvent) and event.code == EVENT_JOB_MISSED:
+            self._missed(event.job_id, event.scheduled_run_time)
+
+    def _missed(self, name: str, due: datetime) -> None:
+        record_fire(self.ledger, name, due, status="missed",
+                    reason=f"due at {due.isoformat()}, more than {self.start_grace_s:.0f} s "
+                           "ago: not started")
+
+    def sync(self) -> list[str]:
+        """Make APScheduler's jobs match the ``schedules`` table; returns the names."""
+        with Session(self.ledger.engine) as session:
+            schedules = list(session.execute(select(Schedule)).scalars())
+            fired = set(session.execute(select(Fire.campaign_name).distinct()).scalars())
+        wanted = {s.name for s in schedules}
+        for job in self.scheduler.get_jobs():
+            if job.id not in wanted:
+                job.remove()
+        for name in set(self._synced) - wanted:
+            del self._synced[name]
+        for schedule in schedules:
+            key = (schedule.trigger, schedule.timezone)
+            if self._synced.get(schedule.name) == key:
+                continue  # unchanged: leave APScheduler's own state alone
+            self._synced[schedule.name] = key
+            kind, _, spec = schedule.trigger.partition(":")
+            if kind == "at" and schedule.name in fired:
+                continue  # a one-off that already fired
+            self.scheduler.add_job(
+                campaign_due, make_trigger(kind, spec, schedule.timezone), args=[schedule.name],
+                id=schedule.name, name=schedule.name, replace_existing=True,
+            )
+        return sorted(wanted)
+
+    def start(self) -> None:
+        """Start firing in a background thread."""
+        self.scheduler.start()
+        self.sync()
+
+    def stop(self) -> None:
+        """Stop firing (jobs stay in the store)."""
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+
+
+def add_schedule(ledger: Ledger, name: str, definition_path: str, trigger: str,
+                 timezone: str) -> None:
+    """Register (or replace) a campaign's schedule; ``serve`` picks it up."""
+    with Session(ledger.engine) as session:
+        existing = session.get(Schedule, name)
+        if existing is None:
+            session.add(Schedule(name=name, definition_path=definition_path, trigger=trigger,
+                                 timezone=timezone, created_at=ledger.clock()))
+        else:
+            existing.definition_path, existing.trigger = definition_path, trigger
+            existing.timezone = timezone
+        session.commit()
+
+
+def remove_schedule(ledger: Ledger, name: str) -> bool:
+    """Forget a campaign's schedule (and its APScheduler job); False when unknown."""
+    with Session(ledger.engine) as session:
+        schedule = session.get(Schedule, name)
+        if schedule is None:
+            return False
+        session.delete(schedule)
+        session.commit()
+    with ledger.engine.begin() as conn:
+        from sqlalchemy import inspect as sa_inspect
+
+        if sa_inspect(conn).has_table("apscheduler_jobs"):
+            from sqlalchemy import column, table
+
+            jobs = table("apscheduler_jobs", column("id"))
+            conn.execute(delete(jobs).where(jobs.c.id == name))
+    return True
+
+
+def next_fire_times(trigger: Any, count: int = 3, now: datetime | None = None) -> list[datetime]:
+    """The next ``count`` fire times of a trigger."""
+    times: list[datetime] = []
+    previous = None
+    moment = now or utcnow()
+    for _ in range(count):
+        nxt = trigger.get_next_fire_time(previous, moment)
+        if nxt is None:
+            break
+        times.append(nxt)
+        previous, moment = nxt, nxt + timedelta(microseconds=1)
+    return times
