@@ -53,6 +53,7 @@ class Settings(BaseSettings):
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
+    reject_calls: bool = False
     reject_calls_reply: str | None = None
 
     @field_validator("base_url")

@@ -464,3 +464,279 @@ def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime)
         [{"b_to": t.to, "b_step": t.step} for t in targets],
     )
     return len(targets)
+
+
+# ---------------------------------------------------------------------------------------
+# Tracking (webhook events). Why hand-written here: the receiver stores and applies
+# thousands of events per second in group commits, so each batch is a handful of
+# ``executemany`` statements keyed by the indexed ``message_id_norm`` / ``dedupe_key``.
+# Every update is monotone (states only move up ``TRACKING_RANK``, timestamps keep the
+# earliest evidence), so repeats, late and reordered events all give the same final row.
+
+from sqlalchemy import case  # noqa: E402
+from sqlmodel.sql.sqltypes import UTCDateTime  # noqa: E402
+
+from scheduler.ledger.models import Reply  # noqa: E402
+from scheduler.ledger.states import TRACKING_RANK  # noqa: E402
+
+replies = Reply.__table__  # type: ignore[attr-defined]
+
+#: Rows an event may still move: the tracking states (never planned, failed, skipped ...).
+TRACKED_STATES: tuple[str, ...] = tuple(str(s) for s in TRACKING_RANK)
+
+
+def _earliest(column: Any, param: str) -> Any:
+    """``min(column, :param)`` where NULL means "not known yet" (keeps the earliest time)."""
+    value = bindparam(param, type_=UTCDateTime())
+    return case((or_(column.is_(None), column > value), value), else_=column)
+
+
+def _moves_from(target: str) -> tuple[str, ...]:
+    """Tracking states that ``target`` outranks (a delivered report also beats undelivered)."""
+    rank = TRACKING_RANK[target]
+    lower = [s for s, r in TRACKING_RANK.items() if r < rank]
+    if target == S.DELIVERED:
+        lower.append(S.UNDELIVERED)
+    return tuple(str(s) for s in lower)
+
+
+def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Store raw events; a ``dedupe_key`` already stored is skipped. Returns key → new id."""
+    if not rows:
+        return {}
+    if conn.dialect.name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    stmt = (
+        dialect_insert(events)
+        .on_conflict_do_nothing(index_elements=["dedupe_key"])
+        .returning(events.c.id, events.c.dedupe_key)
+    )
+    return {key: event_id for event_id, key in conn.execute(stmt, list(rows))}
+
+
+def mark_events_applied(conn: Connection, results: Sequence[tuple[int, str]],
+                        now: datetime) -> None:
+    """Record that events were applied, and what they did (``result``)."""
+    if results:
+        conn.execute(
+            update(events).where(events.c.id == bindparam("b_id"))
+            .values(applied_at=now, result=bindparam("b_result")),
+            [{"b_id": i, "b_result": r} for i, r in results],
+        )
+
+
+def note_event_result(conn: Connection, event_id: int, result: str) -> None:
+    """Replace the ``result`` of an applied event (e.g. after a call was rejected)."""
+    conn.execute(update(events).where(events.c.id == event_id).values(result=result))
+
+
+def unapplied_events(conn: Connection, *, after_id: int = 0,
+                     limit: int = 500) -> list[tuple[int, str]]:
+    """Stored events never applied (a crash or an error): (id, payload), oldest first."""
+    stmt = (select(events.c.id, events.c.payload)
+            .where(events.c.applied_at.is_(None), events.c.id > after_id)
+            .order_by(events.c.id).limit(limit))
+    return [(i, p) for i, p in conn.execute(stmt)]
+
+
+def recent_unmatched_events(conn: Connection, *, since_id: int,
+                            names: Sequence[str]) -> list[tuple[int, str]]:
+    """Events after ``since_id`` that matched no delivery yet: (id, message id)."""
+    stmt = select(events.c.id, events.c.message_id_norm).where(
+        events.c.id > since_id, events.c.result == "unmatched",
+        events.c.message_id_norm.is_not(None), events.c.event.in_(list(names)),
+    ).order_by(events.c.id)
+    return [(i, m) for i, m in conn.execute(stmt)]
+
+
+def max_event_id(conn: Connection) -> int:
+    """The newest stored event's id (0 when there is none)."""
+    return int(conn.execute(select(func.max(events.c.id))).scalar() or 0)
+
+
+def event_payloads(conn: Connection, ids: Sequence[int]) -> list[tuple[int, str]]:
+    """(id, payload) of the given events, oldest first."""
+    found: list[tuple[int, str]] = []
+    for i in range(0, len(ids), 500):
+        stmt = select(events.c.id, events.c.payload).where(
+            events.c.id.in_(list(ids[i:i + 500])))
+        found.extend((e, p) for e, p in conn.execute(stmt))
+    return sorted(found)
+
+
+def held_message_ids(conn: Connection, norms: Iterable[str]) -> set[str]:
+    """Which normalised message ids some delivery holds."""
+    wanted = list(set(norms))
+    found: set[str] = set()
+    for i in range(0, len(wanted), 500):
+        found.update(conn.execute(select(deliveries.c.message_id_norm).where(
+            deliveries.c.message_id_norm.in_(wanted[i:i + 500]))).scalars())
+    return found
+
+
+def track_progress(conn: Connection, target: str, params: Sequence[tuple[str, datetime]],
+                   now: datetime, *, stamps: Sequence[str]) -> None:
+    """Move deliveries holding each message id forward to ``target``; never backwards.
+
+    ``params`` are (message id, when); each column of ``stamps`` (``sent_at``,
+    ``delivered_at``, ``read_at``) keeps the earliest time any event gave it.
+    """
+    if not params:
+        return
+    lower = _moves_from(target)
+    values: dict[str, Any] = {
+        "state": case((_state_in(*lower), target), else_=deliveries.c.state),
+        "updated_at": bindparam("b_now"),
+    }
+    for column in stamps:
+        values[column] = _earliest(deliveries.c[column], "b_at")
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.message_id_norm == bindparam("b_mid"), _state_in(*TRACKED_STATES))
+        .values(**values),
+        [{"b_mid": m, "b_at": at, "b_now": now} for m, at in params],
+    )
+
+
+def ambiguous_row_for(conn: Connection, number: str, sender: str | None,
+                      latest_dispatch: datetime, *, kinds: Sequence[str] = (),
+                      strict_kinds: Sequence[str] = ()) -> int | None:
+    """The oldest row to ``number`` from ``sender`` that a ``messages.sent`` could prove sent.
+
+    Candidates: ``dispatching`` / ``unknown`` rows, and ``accepted`` rows whose answer had
+    no message id, dispatched no later than ``latest_dispatch`` (the event time + skew).
+    A row whose kind is in ``strict_kinds`` must also be one of ``kinds`` (an album's image
+    never proves a text sent).
+    """
+    conds = [
+        deliveries.c.to == number,
+        or_(_state_in(S.DISPATCHING, S.UNKNOWN),
+            and_(deliveries.c.state == S.ACCEPTED, deliveries.c.message_id.is_(None))),
+        or_(deliveries.c.dispatched_at.is_(None), deliveries.c.dispatched_at <= latest_dispatch),
+    ]
+    if sender is not None:
+        conds.append(deliveries.c.sender == sender)
+    if strict_kinds:
+        conds.append(or_(deliveries.c.kind.in_(list(kinds)),
+                         deliveries.c.kind.not_in(list(strict_kinds))))
+    stmt = (select(deliveries.c.id).where(*conds)
+            .order_by(deliveries.c.dispatched_at, deliveries.c.id).limit(1))
+    return conn.execute(stmt).scalar()
+
+
+def mark_proven_sent(conn: Connection, delivery_id: int, message_id_norm: str,
+                     at: datetime, now: datetime) -> bool:
+    """A row proven sent by a ``messages.sent`` no delivery held: ``sent``, with that id."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == delivery_id,
+               or_(_state_in(S.DISPATCHING, S.UNKNOWN),
+                   and_(deliveries.c.state == S.ACCEPTED, deliveries.c.message_id.is_(None))))
+        .values(state=S.SENT, message_id=message_id_norm, message_id_norm=message_id_norm,
+                sent_at=at, due_at=None, updated_at=now)
+    )
+    return bool(result.rowcount)
+
+
+def stored_event_payloads_for(conn: Connection, message_id_norm: str,
+                              names: Sequence[str]) -> list[tuple[int, str]]:
+    """Stored events of ``names`` about one message id: (id, payload), oldest first."""
+    stmt = select(events.c.id, events.c.payload).where(
+        events.c.message_id_norm == message_id_norm, events.c.event.in_(list(names)),
+    ).order_by(events.c.id)
+    return [(i, p) for i, p in conn.execute(stmt)]
+
+
+def latest_delivery_to(conn: Connection, number: str, session_id: str | None,
+                       before: datetime) -> tuple[int, int] | None:
+    """(delivery id, run id) of the last message dispatched to ``number`` up to ``before``.
+
+    A delivery from ``session_id`` is preferred (the reply went to that session); without
+    one dispatched by then, the latest dispatched at all.
+    """
+    base = [deliveries.c.to == number, deliveries.c.dispatched_at.is_not(None)]
+    order = (deliveries.c.dispatched_at.desc(), deliveries.c.id.desc())
+    attempts = []
+    if session_id is not None:
+        attempts.append([*base, deliveries.c.sender == session_id,
+                         deliveries.c.dispatched_at <= before])
+    attempts += [[*base, deliveries.c.dispatched_at <= before], base]
+    for conds in attempts:
+        row = conn.execute(select(deliveries.c.id, deliveries.c.run_id).where(*conds)
+                           .order_by(*order).limit(1)).first()
+        if row is not None:
+            return int(row[0]), int(row[1])
+    return None
+
+
+def record_reply(conn: Connection, reply: dict[str, Any], now: datetime) -> None:
+    """Store a reply and mark its delivery replied (the earliest reply's text is kept)."""
+    conn.execute(replies.insert().values(**reply))
+    delivery_id = reply.get("delivery_id")
+    if delivery_id is None:
+        return
+    at = reply["received_at"]
+    first = or_(deliveries.c.replied_at.is_(None),
+                deliveries.c.replied_at > bindparam("b_at", type_=UTCDateTime()))
+    conn.execute(
+        update(deliveries).where(deliveries.c.id == bindparam("b_id"))
+        .values(replied_at=_earliest(deliveries.c.replied_at, "b_at"),
+                reply_text=case((first, bindparam("b_text")), else_=deliveries.c.reply_text),
+                updated_at=bindparam("b_now")),
+        {"b_id": delivery_id, "b_at": at, "b_text": reply.get("text"), "b_now": now},
+    )
+
+
+def add_suppression(conn: Connection, number: str, *, source: str, reason: str | None,
+                    now: datetime) -> bool:
+    """``Ledger.suppress`` inside the caller's transaction: list it, skip its pending rows.
+
+    Returns False when the number was already listed.
+    """
+    exists = conn.execute(select(suppressions.c.number).where(
+        suppressions.c.number == number)).first()
+    if exists is None:
+        conn.execute(suppressions.insert().values(
+            number=number, source=source, reason=reason, created_at=now))
+    skip_pending_for_number(conn, number, "opted_out", now)
+    return exists is None
+
+
+def run_events(conn: Connection, *, run_id: int | None, after_id: int = 0,
+               last: int | None = None) -> list[dict[str, Any]]:
+    """Stored events (of one run when given: by message id or reply), oldest first.
+
+    ``last`` keeps only the newest ``last`` of them.
+    """
+    stmt = select(events).where(events.c.id > after_id)
+    if run_id is not None:
+        held = select(deliveries.c.message_id_norm).where(
+            deliveries.c.run_id == run_id, deliveries.c.message_id_norm.is_not(None))
+        replied = select(replies.c.event_id).where(replies.c.run_id == run_id)
+        stmt = stmt.where(or_(events.c.message_id_norm.in_(held), events.c.id.in_(replied)))
+    if last is not None:
+        stmt = stmt.order_by(events.c.id.desc()).limit(last)
+        return [dict(r) for r in reversed(list(conn.execute(stmt).mappings()))]
+    return [dict(r) for r in conn.execute(stmt.order_by(events.c.id)).mappings()]
+
+
+def tracking_counts(conn: Connection, run_id: int) -> dict[str, int]:
+    """Funnel of a run: sent, delivered, read, replied, opted out (each includes the next)."""
+    d = deliveries.c
+    sent_states = (S.SENT, S.DELIVERED, S.READ, S.UNDELIVERED, S.ANSWERED, S.NOT_ANSWERED)
+
+    def count(cond: Any) -> Any:
+        return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
+
+    row = conn.execute(select(
+        count(or_(d.sent_at.is_not(None), _state_in(*sent_states))),
+        count(or_(d.delivered_at.is_not(None), _state_in(S.DELIVERED, S.READ, S.ANSWERED))),
+        count(or_(d.read_at.is_not(None), d.state == S.READ)),
+        count(d.replied_at.is_not(None)),
+    ).where(d.run_id == run_id)).one()
+    opted = conn.execute(select(func.count(func.distinct(replies.c.number))).where(
+        replies.c.run_id == run_id, replies.c.opt_out.is_(True))).scalar()
+    return {"sent": int(row[0]), "delivered": int(row[1]), "read": int(row[2]),
+            "replied": int(row[3]), "opted_out": int(opted or 0)}

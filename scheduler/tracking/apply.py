@@ -1,0 +1,224 @@
+"""Apply stored events to the ledger: states, times, replies, opt-outs, calls to reject.
+
+Every change is monotone: a delivery's state only climbs ``TRACKING_RANK`` and each time
+column keeps the earliest time any event gave it, so repeats, late and reordered events
+give the same final ledger. A ``messages.sent`` whose id no delivery holds may prove an
+ambiguous row (``dispatching`` / ``unknown``, left by a crash or a time-out) of the same
+recipient and sender sent, as :mod:`scheduler.dispatch.reconcile` does at start-up; receipts
+stored earlier for that id are then applied too. Receipts whose message id no delivery holds
+yet are kept ``unmatched`` and retried when a delivery takes that id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import Connection
+
+from scheduler.ledger import queries
+from scheduler.ledger.states import DeliveryState as S
+from scheduler.service.event_data import CallOffer, MessageData
+from scheduler.service.events import CallOfferEvent, MessageEvent
+from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
+from scheduler.tracking.replies import OptOutWords, reply_text
+
+logger = logging.getLogger("scheduler.tracking")
+
+#: Clock skew tolerated between the dispatcher's clock and event times.
+SKEW = timedelta(seconds=5)
+UNMATCHED = "unmatched"
+SENT_STAMPS = ("sent_at",)
+#: (channel, event) → (state it proves, time columns it gives evidence for).
+PROGRESS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
+    ("whatsapp", "message.delivered"): (S.DELIVERED, ("sent_at", "delivered_at")),
+    ("whatsapp", "message.read"): (S.READ, ("sent_at", "delivered_at", "read_at")),
+    ("sms", "sms.delivered"): (S.DELIVERED, ("sent_at", "delivered_at")),
+    ("sms", "sms.undelivered"): (S.UNDELIVERED, ("sent_at",)),
+    ("sms", "sms.failed"): (S.UNDELIVERED, ("sent_at",)),
+    ("sms", "sms.expired"): (S.UNDELIVERED, ("sent_at",)),
+    ("voice", "call.started"): (S.SENT, ("sent_at",)),
+    ("voice", "call.answered"): (S.ANSWERED, ("sent_at",)),
+    ("voice", "call.dtmf"): (S.ANSWERED, ("sent_at",)),
+    ("voice", "call.ended"): (S.NOT_ANSWERED, ("sent_at",)),
+}
+#: Step kinds whose ``messages.sent`` type is known: only such an event proves such a row.
+STRICT_KINDS = ("text", "image", "video", "audio", "document", "sticker", "location",
+                "contact", "reaction", "list", "carousel", "album")
+#: Event names matched to a delivery by message id (or call id) alone.
+MATCHED_BY_ID = tuple(sorted({name for _, name in PROGRESS}))
+
+
+@dataclass(frozen=True)
+class ApplyContext:
+    """What applying needs besides the events: opt-out words, call rejection, skew."""
+
+    opt_out: OptOutWords
+    reject_calls: bool = False
+    skew: timedelta = SKEW
+
+
+@dataclass(frozen=True, slots=True)
+class CallToReject:
+    """An incoming call to reject after the batch is committed."""
+
+    event_id: int
+    session_id: str
+    call_id: str
+    from_jid: str
+    number: str | None
+
+
+@dataclass
+class Applied:
+    """What a batch did: a result per event, calls to reject, ids still unmatched."""
+
+    results: dict[int, str] = field(default_factory=dict)
+    calls: list[CallToReject] = field(default_factory=list)
+    unmatched: list[tuple[int, str]] = field(default_factory=list)
+
+    def merge(self, other: Applied) -> None:
+        """Add another batch's outcome to this one."""
+        self.results.update(other.results)
+        self.calls.extend(other.calls)
+        self.unmatched.extend(other.unmatched)
+
+
+def _progress(item: Incoming) -> tuple[str, tuple[str, ...]] | None:
+    rule = PROGRESS.get((item.channel or "", item.name))
+    if rule is not None and item.channel == "voice" and item.name == "call.ended":
+        answered = getattr(getattr(item.event, "data", None), "answered", None)
+        return (S.ANSWERED, rule[1]) if answered else rule
+    return rule
+
+
+def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
+                now: datetime) -> Applied:
+    """Apply stored events (``(event id, event)``, arrival order) inside ``conn``."""
+    out = Applied()
+    sent: list[tuple[int, Incoming]] = []
+    by_id: list[tuple[int, Incoming]] = []
+    for event_id, item in batch:
+        if item.name == "messages.sent" and isinstance(item.event, MessageEvent):
+            sent.append((event_id, item))
+        elif _progress(item) is not None and item.message_id_norm:
+            by_id.append((event_id, item))
+        elif item.name == "messages.received" and isinstance(item.event, MessageEvent):
+            out.results[event_id] = _apply_reply(conn, event_id, item, ctx, now)
+        elif isinstance(item.event, CallOfferEvent):
+            out.results[event_id] = _apply_offer(event_id, item, ctx, out)
+        else:
+            out.results[event_id] = "stored"
+    _apply_sent(conn, sent, ctx, now, out)
+    _apply_by_id(conn, by_id, now, out)
+    return out
+
+
+def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyContext,
+                now: datetime, out: Applied) -> None:
+    """``messages.sent``: ``sent`` by message id, else proof for an ambiguous row."""
+    if not items:
+        return
+    held = queries.held_message_ids(conn, (i.message_id_norm for _, i in items
+                                           if i.message_id_norm))
+    matched = [(i.message_id_norm, i.when) for _, i in items if i.message_id_norm in held]
+    queries.track_progress(conn, S.SENT, matched, now, stamps=SENT_STAMPS)  # type: ignore[arg-type]
+    for event_id, item in items:
+        norm = item.message_id_norm
+        if norm in held:
+            out.results[event_id] = "sent"
+            continue
+        data = item.event.data  # type: ignore[attr-defined]
+        assert isinstance(data, MessageData)
+        if norm is None or item.number is None or data.is_group:
+            out.results[event_id] = UNMATCHED
+            continue
+        kinds = (data.type, "album") if data.type in ("image", "video") else (data.type,)
+        row = queries.ambiguous_row_for(conn, item.number, item.session_id,
+                                        item.when + ctx.skew, kinds=kinds,
+                                        strict_kinds=STRICT_KINDS)
+        if row is None or not queries.mark_proven_sent(conn, row, norm, item.when, now):
+            out.results[event_id] = UNMATCHED
+            continue
+        held.add(norm)
+        out.results[event_id] = f"proved delivery {row} sent"
+        _reapply_stored(conn, norm, now, out)
+
+
+def _reapply_stored(conn: Connection, norm: str, now: datetime, out: Applied) -> None:
+    """Receipts stored before their delivery had a message id: apply them now."""
+    stored = queries.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
+    late: list[tuple[int, Incoming]] = []
+    for event_id, payload in stored:
+        try:
+            late.append((event_id, incoming_from_payload(payload, now)))
+        except Exception:  # a stored event that no longer parses: leave it as it is
+            logger.warning("stored event %s could not be parsed again", event_id)
+    _apply_by_id(conn, late, now, out)
+
+
+def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datetime,
+                 out: Applied) -> None:
+    """Receipts, SMS reports and voice events: move the delivery holding their id."""
+    if not items:
+        return
+    held = queries.held_message_ids(conn, (i.message_id_norm for _, i in items
+                                           if i.message_id_norm))
+    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, datetime]]] = defaultdict(list)
+    for event_id, item in items:
+        rule = _progress(item)
+        assert rule is not None and item.message_id_norm is not None
+        if item.message_id_norm in held:
+            groups[rule].append((item.message_id_norm, item.when))
+            out.results[event_id] = rule[0]
+        else:
+            out.results[event_id] = UNMATCHED
+            out.unmatched.append((event_id, item.message_id_norm))
+    for (target, stamps), params in groups.items():
+        queries.track_progress(conn, target, params, now, stamps=stamps)
+
+
+def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyContext,
+                 now: datetime) -> str:
+    """``messages.received``: a reply on the recipient's latest delivery; maybe an opt-out."""
+    data = item.event.data  # type: ignore[attr-defined]
+    assert isinstance(data, MessageData)
+    if data.fromMe:
+        return "ignored: written on the session's own phone"
+    if data.is_group:
+        return "ignored: group message"
+    number = item.number
+    if number is None:
+        return "ignored: the sender is not a phone number (@lid)"
+    text = reply_text(data)
+    latest = queries.latest_delivery_to(conn, number, item.session_id, item.when + ctx.skew)
+    opt_out = ctx.opt_out.matches(text)
+    queries.record_reply(conn, {
+        "event_id": event_id, "delivery_id": latest[0] if latest else None,
+        "run_id": latest[1] if latest else None, "number": number,
+        "session_id": item.session_id, "kind": data.type, "text": text, "opt_out": opt_out,
+        "received_at": item.when,
+    }, now)
+    result = f"reply to delivery {latest[0]}" if latest else "reply (no delivery to this number)"
+    if opt_out:
+        queries.add_suppression(conn, number, source="reply", reason="replied with an "
+                                "opt-out word", now=now)
+        result += "; opted out"
+    return result
+
+
+def _apply_offer(event_id: int, item: Incoming, ctx: ApplyContext, out: Applied) -> str:
+    """``call.offer``: queue the rejection (done after the commit) when it is on."""
+    data = item.event.data  # type: ignore[attr-defined]
+    assert isinstance(data, CallOffer)
+    if not ctx.reject_calls:
+        return "stored (reject_calls is off)"
+    if data.isGroup:
+        return "stored (group call: not rejected)"
+    if not item.session_id:
+        return "stored (no sessionId: cannot reject)"
+    number = jid_number(data.from_) or jid_number(data.callCreator)
+    out.calls.append(CallToReject(event_id, item.session_id, data.callId, data.from_, number))
+    return "reject requested"

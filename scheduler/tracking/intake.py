@@ -1,0 +1,245 @@
+"""From an HTTP request to an :class:`Incoming` event: authenticity, size, JSON, shape.
+
+Every refusal is a :class:`Rejected` with a 4xx status and a message meant for the sender
+of the webhook; nothing here touches the database. Secrets (the URL token, the HMAC secret)
+are compared in constant time and never put in a message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from starlette.requests import ClientDisconnect, Request
+
+from scheduler.service.event_data import MessageData, Receipt, SmsStatus, VoiceCall
+from scheduler.service.events import (
+    AccountEvent,
+    CallOfferEvent,
+    Event,
+    MessageEvent,
+    ReceiptEvent,
+    SessionEvent,
+    parse_event,
+)
+from scheduler.service.exceptions import EventParseError
+
+# ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
+_canonical = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode
+_decoder = json.JSONDecoder()
+
+
+class Rejected(Exception):
+    """A webhook request refused with a 4xx ``status`` and a clear ``message``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(slots=True)
+class Incoming:
+    """One parsed event, ready to be stored (its row) and applied (``event``)."""
+
+    dedupe_key: str
+    name: str
+    channel: str | None
+    session_id: str | None
+    number: str | None
+    message_id_norm: str | None
+    occurred_at: datetime | None
+    received_at: datetime
+    payload: str
+    event: Event
+
+    def row(self) -> dict[str, Any]:
+        """The ``events`` row of this event."""
+        return {
+            "dedupe_key": self.dedupe_key, "event": self.name, "channel": self.channel,
+            "session_id": self.session_id, "number": self.number,
+            "message_id_norm": self.message_id_norm, "occurred_at": self.occurred_at,
+            "received_at": self.received_at, "payload": self.payload,
+        }
+
+    @property
+    def when(self) -> datetime:
+        """When it happened: the event's own time, else when it was received."""
+        return self.occurred_at or self.received_at
+
+
+# --------------------------------------------------------------------------- request checks
+
+
+def check_content_type(request: Request) -> None:
+    """Only JSON bodies: ``application/json`` (or a ``+json`` type), else 415."""
+    value = request.headers.get("content-type", "")
+    media = value.split(";", 1)[0].strip().lower()
+    if media != "application/json" and not (media.startswith("application/")
+                                            and media.endswith("+json")):
+        shown = media or "none"
+        raise Rejected(415, f"content type must be application/json, got {shown}")
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refused with 413 past ``limit`` bytes (declared or actually sent)."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise Rejected(400, "Content-Length is not a number") from None
+        if size < 0:
+            raise Rejected(400, "Content-Length is negative")
+        if size > limit:
+            raise Rejected(413, f"event too large: {size} bytes (limit {limit})")
+    chunks: list[bytes] = []
+    total = 0
+    try:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > limit:
+                raise Rejected(413, f"event too large: more than {limit} bytes (limit {limit})")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise Rejected(400, "the client went away before the body was read") from None
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def check_token(given: str | None, expected: bytes) -> None:
+    """The session webhook's URL token, compared in constant time; 401 when wrong."""
+    if given is None:
+        raise Rejected(401, "missing token: the webhook URL must carry ?token=")
+    if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected):
+        raise Rejected(401, "wrong token")
+
+
+def check_signature(body: bytes, header: str | None, secret: bytes | None) -> None:
+    """``X-DAPI-Signature`` = hex HMAC-SHA256 of the raw body; 401 when missing or wrong."""
+    if secret is None:
+        raise Rejected(401, "account webhooks are refused: webhook_secret is not configured")
+    if not header:
+        raise Rejected(401, "missing X-DAPI-Signature header")
+    expected = hmac.new(secret, body, hashlib.sha256).hexdigest().encode()
+    if not hmac.compare_digest(header.strip().lower().encode("utf-8", "replace"), expected):
+        raise Rejected(401, "wrong X-DAPI-Signature")
+
+
+def sign(body: bytes, secret: str) -> str:
+    """The ``X-DAPI-Signature`` the service puts on ``body`` (for tests and benchmarks)."""
+    return hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def decode_json(body: bytes) -> Any:
+    """The JSON value of ``body``; 400 with the parser's reason when it is not JSON."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise Rejected(400, "malformed JSON: the body is not UTF-8") from None
+    try:
+        return _decoder.decode(text)
+    except json.JSONDecodeError as exc:
+        raise Rejected(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column "
+                       f"{exc.colno}") from None
+    except RecursionError:
+        raise Rejected(400, "malformed JSON: nested too deeply") from None
+
+
+def jid_number(jid: str | None) -> str | None:
+    """The phone number of a user JID (``5511…@s.whatsapp.net`` → ``5511…``); None for
+    ``@lid`` and group JIDs, which are not phone numbers."""
+    if not jid:
+        return None
+    user, _, server = jid.partition("@")
+    if server and server not in ("s.whatsapp.net", "c.us"):
+        return None
+    user = user.split(":", 1)[0]
+    return user if user.isdigit() else None
+
+
+def parse_stamp(value: Any) -> datetime | None:
+    """Epoch milliseconds (or seconds), or an ISO 8601 string, as an aware UTC datetime."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        if isinstance(value, str):
+            text = value.strip()
+            if not text.replace(".", "", 1).isdigit():
+                moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+                return moment.replace(tzinfo=UTC) if moment.tzinfo is None else \
+                    moment.astimezone(UTC)
+            value = float(text)
+        if isinstance(value, int | float):
+            seconds = value / 1000 if value > 1e11 else value
+            return datetime.fromtimestamp(seconds, UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def _lower(value: str | None) -> str | None:
+    return value.strip().lower() if value else None
+
+
+def _fields(event: Event) -> tuple[str | None, str | None, Any]:
+    """(number, normalised message id, event time) of a typed event."""
+    data = getattr(event, "data", None)
+    if isinstance(data, MessageData):
+        party = data.to if data.fromMe or event.event == "messages.sent" else data.from_
+        return jid_number(party.jid if party else None), _lower(data.id), data.timestamp
+    if isinstance(data, Receipt):
+        return jid_number(data.remote_jid), _lower(data.message_id), data.timestamp
+    if isinstance(data, SmsStatus):
+        return data.to, _lower(data.messageId), data.timestamp
+    if isinstance(data, VoiceCall):
+        return data.to, _lower(data.callId), data.timestamp
+    if isinstance(event, CallOfferEvent):
+        return jid_number(event.data.from_), None, event.data.timestamp
+    return None, None, None
+
+
+def incoming_from(raw: Any, payload: str, received_at: datetime, *,
+                  route: str | None = None) -> Incoming:
+    """Parse a decoded body into an :class:`Incoming`; 422 when its shape is wrong.
+
+    ``route`` (``session`` or ``account``) refuses an event sent to the other webhook, so an
+    SMS or voice event never bypasses the account webhook's signature.
+    """
+    if not isinstance(raw, dict):
+        raise Rejected(422, f"an event must be a JSON object, got {type(raw).__name__}")
+    try:
+        event = parse_event(raw)
+    except EventParseError as exc:
+        raise Rejected(422, str(exc)) from None
+    channel = raw.get("channel")
+    is_account = channel is not None
+    if route == "session" and is_account:
+        raise Rejected(422, "account (SMS/voice) events must be posted to /webhooks/account")
+    if route == "account" and not is_account:
+        raise Rejected(422, "per-session events must be posted to /webhooks/session")
+    session_id = raw.get("sessionId")
+    number, message_id, stamp = _fields(event)
+    occurred = parse_stamp(stamp) or parse_stamp(raw.get("timestamp"))
+    if isinstance(event, SessionEvent | MessageEvent | ReceiptEvent):
+        channel = "whatsapp"
+    elif not isinstance(event, AccountEvent):
+        channel = channel if isinstance(channel, str) else ("whatsapp" if session_id else None)
+    return Incoming(
+        dedupe_key=hashlib.sha256(_canonical(raw).encode()).hexdigest(),
+        name=event.event, channel=channel if isinstance(channel, str) else None,
+        session_id=session_id if isinstance(session_id, str) else None,
+        number=number, message_id_norm=message_id, occurred_at=occurred,
+        received_at=received_at, payload=payload, event=event,
+    )
+
+
+def incoming_from_payload(payload: str, received_at: datetime) -> Incoming:
+    """An :class:`Incoming` rebuilt from a stored payload (recovery, late matches)."""
+    return incoming_from(json.loads(payload), payload, received_at)

@@ -1,0 +1,274 @@
+"""The webhook receiver: a FastAPI app that stores every event, then applies it.
+
+Routes:
+
+- ``POST /webhooks/session?token=…``: per-session (WhatsApp) events. The service does not
+  sign them, so the registered URL carries a secret token (``webhook_token``, else a random
+  one for this process, see :func:`receiver_token`).
+- ``POST /webhooks/account``: SMS and voice events, signed with ``X-DAPI-Signature`` (hex
+  HMAC-SHA256 of the raw body keyed with ``webhook_secret``).
+- ``GET /health``.
+
+A request is answered 200 only after its event is committed (a repeat is answered 200 too
+and changes nothing); bad input gets a 4xx with a message; a database that cannot be written
+gets 503, so the service retries. The webhook routes are plain Starlette endpoints (no
+FastAPI dependency resolution) because they are the hot path of figure P4.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import AsyncIterator
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from scheduler.config import Settings
+from scheduler.httpserver import BackgroundServer
+from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.runs import Ledger
+from scheduler.timeutil import Clock
+from scheduler.tracking import store
+from scheduler.tracking.apply import Applied, ApplyContext
+from scheduler.tracking.calls import CallRejecter, ClientSource
+from scheduler.tracking.intake import (
+    Rejected,
+    check_content_type,
+    check_signature,
+    check_token,
+    decode_json,
+    incoming_from,
+    read_body,
+)
+from scheduler.tracking.replies import OptOutWords
+from scheduler.tracking.writer import EventWriter
+
+logger = logging.getLogger("scheduler.tracking")
+
+SESSION_PATH = "/webhooks/session"
+ACCOUNT_PATH = "/webhooks/account"
+#: How long (seconds) an unmatched receipt is retried before it is left as it is.
+UNMATCHED_TTL_S = 900.0
+_OK = b'{"ok":true,"duplicate":false}'
+_DUPLICATE = b'{"ok":true,"duplicate":true}'
+_process_token: str | None = None
+
+
+def receiver_token(settings: Settings) -> str:
+    """The session webhook token: ``webhook_token``, else one random token per process."""
+    global _process_token
+    if settings.webhook_token is not None and settings.webhook_token.get_secret_value():
+        return settings.webhook_token.get_secret_value()
+    if _process_token is None:
+        _process_token = secrets.token_urlsafe(32)
+    return _process_token
+
+
+def session_webhook_url(settings: Settings, server: BackgroundServer | None = None) -> str:
+    """The URL to register on each sender: ``webhook_url`` (public), else the local server's,
+    always with ``?token=``."""
+    if settings.webhook_url:
+        base = settings.webhook_url
+    elif server is not None:
+        base = f"{server.base_url}{SESSION_PATH}"
+    else:
+        raise ValueError("no webhook_url is set and no local receiver is running")
+    parts = urlsplit(base)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "token"]
+    query.append(("token", receiver_token(settings)))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"ok": False, "error": message}, status_code=status)
+
+
+class LateMatches:
+    """Unmatched receipts, retried until a delivery takes their message id (or a TTL)."""
+
+    def __init__(self, ttl_s: float = UNMATCHED_TTL_S) -> None:
+        self.ttl_s = ttl_s
+        self._waiting: dict[int, tuple[str, float]] = {}
+
+    def add(self, pairs: list[tuple[int, str]]) -> None:
+        """Remember (event id, message id) pairs that matched nothing."""
+        now = time.monotonic()
+        for event_id, norm in pairs:
+            self._waiting.setdefault(event_id, (norm, now))
+
+    def __len__(self) -> int:
+        return len(self._waiting)
+
+    def due(self, held: set[str]) -> list[int]:
+        """Event ids whose message id is now held; forgets those and the expired ones."""
+        now = time.monotonic()
+        ready = [i for i, (norm, _) in self._waiting.items() if norm in held]
+        for event_id in ready:
+            del self._waiting[event_id]
+        for event_id in [i for i, (_, t) in self._waiting.items() if now - t > self.ttl_s]:
+            del self._waiting[event_id]
+        return ready
+
+    def norms(self) -> list[str]:
+        """The message ids still waited for."""
+        return list({norm for norm, _ in self._waiting.values()})
+
+
+class Receiver:
+    """State of one receiver app: writer, rejecter, late matches, secrets."""
+
+    def __init__(self, settings: Settings, ledger: Ledger, client: ClientSource,
+                 clock: Clock, sweep_every_s: float) -> None:
+        self.settings = settings
+        self.ledger = ledger
+        self.clock = clock
+        self.sweep_every_s = sweep_every_s
+        self.token = receiver_token(settings).encode()
+        secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
+        self.secret = secret.encode() if secret else None
+        self.limit = settings.max_event_bytes
+        self.ctx = ApplyContext(OptOutWords(settings.opt_out_words),
+                                reject_calls=settings.reject_calls)
+        self.late = LateMatches()
+        self.writer = EventWriter(ledger.engine, self.ctx, clock, on_applied=self._after)
+        self.rejecter = CallRejecter(settings, client, self._note)
+        self._sweeper: asyncio.Task[None] | None = None
+        self.recovered = 0
+
+    def _after(self, applied: Applied) -> None:
+        if applied.unmatched:
+            self.late.add(applied.unmatched)
+        if applied.calls:
+            self.rejecter.submit(applied.calls)
+
+    async def _note(self, event_id: int, result: str) -> None:
+        try:
+            await self.writer.run(store.note_result, self.ledger.engine, event_id, result)
+        except LedgerError as exc:
+            logger.warning("could not note the result of event %s: %s", event_id, exc)
+
+    async def start(self) -> None:
+        """Start the writer, apply what a previous process left, start the sweeper."""
+        self.writer.start()
+        engine = self.ledger.engine
+        count, applied = await self.writer.run(store.apply_unapplied, engine, self.ctx,
+                                               self.clock())
+        self.recovered = count
+        if count:
+            logger.info("applied %d stored events left unapplied", count)
+        self.late.add(applied.unmatched)
+        self.late.add(await self.writer.run(store.pending_unmatched, engine))
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(),
+                                                               name="late-matches")
+
+    async def sweep(self) -> int:
+        """Apply unmatched receipts whose delivery now holds their message id."""
+        if not len(self.late):
+            return 0
+        engine = self.ledger.engine
+        held = await self.writer.run(store.now_matched, engine, self.late.norms())
+        ready = self.late.due(held)
+        if ready:
+            applied = await self.writer.run(store.reapply, engine, ready, self.ctx,
+                                            self.clock())
+            self._after(applied)
+        return len(ready)
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_every_s)
+            try:
+                await self.sweep()
+            except LedgerError as exc:
+                logger.warning("late matches: %s", exc)
+
+    async def stop(self) -> None:
+        """Stop the sweeper, finish rejections, commit what is queued."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        await self.rejecter.aclose()
+        await self.writer.aclose()
+
+    async def ingest(self, request: Request, route: str, body: bytes) -> Response:
+        """Parse, store and apply one event; the answer the webhook sender gets."""
+        raw = decode_json(body)
+        item = incoming_from(raw, body.decode("utf-8"), self.clock(), route=route)
+        try:
+            stored = await self.writer.submit(item)
+        except LedgerError as exc:
+            logger.error("event not stored: %s", exc)
+            return _error(503, "the event could not be stored; try again later")
+        return Response(_DUPLICATE if stored.duplicate else _OK, media_type="application/json")
+
+    async def session_hook(self, request: Request) -> Response:
+        """``POST /webhooks/session?token=…``."""
+        try:
+            check_token(request.query_params.get("token"), self.token)
+            check_content_type(request)
+            body = await read_body(request, self.limit)
+            return await self.ingest(request, "session", body)
+        except Rejected as exc:
+            return _error(exc.status, exc.message)
+
+    async def account_hook(self, request: Request) -> Response:
+        """``POST /webhooks/account`` (signed)."""
+        try:
+            if self.secret is None:
+                raise Rejected(401, "account webhooks are refused: webhook_secret is not set")
+            check_content_type(request)
+            body = await read_body(request, self.limit)
+            check_signature(body, request.headers.get("x-dapi-signature"), self.secret)
+            return await self.ingest(request, "account", body)
+        except Rejected as exc:
+            return _error(exc.status, exc.message)
+
+    async def health(self, request: Request) -> Response:
+        """``GET /health``: up, with the writer's counters."""
+        return JSONResponse({"ok": True, "events": self.writer.events,
+                             "batches": self.writer.batches, "pending": self.writer.pending,
+                             "waiting_matches": len(self.late), "recovered": self.recovered})
+
+
+def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource = None,
+                    clock: Clock | None = None, sweep_every_s: float = 1.0) -> FastAPI:
+    """The receiver app over ``ledger``.
+
+    ``client`` rejects calls when ``reject_calls`` is on: a ``ServiceClient``, or a factory
+    called on the receiver's own event loop (use one when serving in a background thread);
+    by default one is made from the settings when a service is configured.
+    """
+    receiver = Receiver(settings, ledger, client, clock or ledger.clock, sweep_every_s)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await receiver.start()
+        try:
+            yield
+        finally:
+            await receiver.stop()
+
+    app = FastAPI(title="campaign webhook receiver", lifespan=lifespan, docs_url=None,
+                  redoc_url=None, openapi_url=None)
+    app.state.receiver = receiver
+    app.router.add_route(SESSION_PATH, receiver.session_hook, methods=["POST"])
+    app.router.add_route(ACCOUNT_PATH, receiver.account_hook, methods=["POST"])
+    app.router.add_route("/health", receiver.health, methods=["GET"])
+    return app
+
+
+def start_receiver(settings: Settings, ledger: Ledger, client: ClientSource = None, *,
+                   host: str | None = None, port: int | None = None) -> BackgroundServer:
+    """Serve the receiver on ``receiver_host:receiver_port`` in a background thread."""
+    app = create_receiver(settings, ledger, client=client)
+    server = BackgroundServer(app, host=host or settings.receiver_host,
+                              port=settings.receiver_port if port is None else port)
+    return server.start()
+

@@ -1,0 +1,67 @@
+"""Replies: what a recipient wrote back, and whether it is an opt-out.
+
+An opt-out is a reply whose whole text, once folded, is one of the configured words:
+case, accents, surrounding punctuation and spacing are ignored ("Sair", " PARAR! ",
+"stop.", "Descadastrár"), but a word inside a sentence is not an opt-out ("não quero
+sair de casa").
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from scheduler.service.event_data import MessageData
+
+#: Reply kinds the receiver records (others are recorded under their own type name).
+REPLY_KINDS = ("text", "poll_update", "list_response", "template_button_reply")
+
+
+def fold(text: str) -> str:
+    """Lower case, no accents, no punctuation or symbols at either end, single spaces."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    bare = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+    words = bare.split()
+    joined = " ".join(words)
+    start, end = 0, len(joined)
+    while start < end and not joined[start].isalnum():
+        start += 1
+    while end > start and not joined[end - 1].isalnum():
+        end -= 1
+    return joined[start:end]
+
+
+class OptOutWords:
+    """The configured opt-out words, folded once; ``matches(text)`` checks a whole reply."""
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self.words = frozenset(w for w in (fold(word) for word in words) if w)
+
+    def matches(self, text: str | None) -> bool:
+        """Whether ``text`` as a whole is an opt-out word."""
+        return bool(text) and fold(text or "") in self.words
+
+
+def _first_text(values: Iterable[Any]) -> str | None:
+    for value in values:
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def reply_text(data: MessageData) -> str | None:
+    """The text of a reply: the message, else what a vote, list row or button carries."""
+    extra = data.data if isinstance(data.data, dict) else {}
+    if data.type == "poll_update":
+        selected = extra.get("selected_options") or extra.get("selectedOptions")
+        if isinstance(selected, list) and selected:
+            return ", ".join(str(s) for s in selected)
+    elif data.type == "list_response":
+        return _first_text((data.message, extra.get("title"), extra.get("row_id")))
+    elif data.type == "template_button_reply":
+        return _first_text((data.message, extra.get("selected_display_text"),
+                            extra.get("display_text"), extra.get("title"),
+                            extra.get("selected_id"), extra.get("id")))
+    caption = getattr(data.media_data, "caption", None) if data.media_data else None
+    return _first_text((data.message, data.body, caption))

@@ -1,0 +1,160 @@
+"""Store events and apply them, one transaction per batch (the receiver's only writes).
+
+:func:`store_and_apply` inserts the raw events (a ``dedupe_key`` already stored is a no-op),
+then applies the new ones inside a savepoint, in the same transaction: when it commits, the
+event is both durable and applied. If applying fails (a bug, a bad row), the savepoint is
+rolled back, each event is retried alone, and one that still fails stays stored with
+``applied_at`` NULL, to be applied again by :func:`apply_unapplied` at the next start.
+SQLAlchemy errors are translated to :class:`~scheduler.ledger.exceptions.LedgerError`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from scheduler.ledger import queries
+from scheduler.ledger.exceptions import LedgerError
+from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
+from scheduler.tracking.intake import Incoming, incoming_from_payload
+
+logger = logging.getLogger("scheduler.tracking")
+
+
+@dataclass
+class Ingested:
+    """Outcome of one batch: per event its stored id and whether it was a repeat."""
+
+    ids: list[int | None] = field(default_factory=list)
+    duplicate: list[bool] = field(default_factory=list)
+    applied: Applied = field(default_factory=Applied)
+
+
+def _apply_safely(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
+                  now: datetime) -> tuple[Applied, dict[int, str]]:
+    """Apply in a savepoint; on failure, event by event. Returns (applied, errors)."""
+    try:
+        with conn.begin_nested():
+            return apply_batch(conn, batch, ctx, now), {}
+    except Exception:
+        logger.exception("applying a batch of %d events failed; retrying one by one",
+                         len(batch))
+    applied, errors = Applied(), {}
+    for event_id, item in batch:
+        try:
+            with conn.begin_nested():
+                applied.merge(apply_batch(conn, [(event_id, item)], ctx, now))
+        except Exception as exc:
+            logger.exception("event %s (%s) could not be applied", event_id, item.name)
+            errors[event_id] = f"error: {type(exc).__name__}: {exc}"[:500]
+    return applied, errors
+
+
+def _finish(conn: Connection, applied: Applied, errors: dict[int, str],
+            now: datetime) -> None:
+    queries.mark_events_applied(conn, sorted(applied.results.items()), now)
+    for event_id, why in errors.items():
+        queries.note_event_result(conn, event_id, why)
+
+
+def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext,
+                    now: datetime) -> Ingested:
+    """Store ``items`` and apply the new ones, all in one transaction (one commit)."""
+    out = Ingested()
+    rows: dict[str, dict] = {}
+    for item in items:
+        rows.setdefault(item.dedupe_key, item.row())
+    try:
+        with engine.begin() as conn:
+            new = queries.insert_events(conn, list(rows.values()))
+            fresh: list[tuple[int, Incoming]] = []
+            for item in items:
+                event_id = new.pop(item.dedupe_key, None)
+                out.ids.append(event_id)
+                out.duplicate.append(event_id is None)
+                if event_id is not None:
+                    fresh.append((event_id, item))
+            if fresh:
+                applied, errors = _apply_safely(conn, fresh, ctx, now)
+                _finish(conn, applied, errors, now)
+                out.applied = applied
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"could not store events: {type(exc).__name__}: "
+                          f"{getattr(exc, 'orig', exc)}") from None
+    return out
+
+
+def _load(conn: Connection, rows: list[tuple[int, str]], now: datetime
+          ) -> tuple[list[tuple[int, Incoming]], dict[int, str]]:
+    loaded: list[tuple[int, Incoming]] = []
+    broken: dict[int, str] = {}
+    for event_id, payload in rows:
+        try:
+            loaded.append((event_id, incoming_from_payload(payload, now)))
+        except Exception as exc:
+            broken[event_id] = f"error: stored payload does not parse: {exc}"[:500]
+    return loaded, broken
+
+
+def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
+            now: datetime) -> Applied:
+    """Apply stored events again (late matches); their results are updated."""
+    try:
+        with engine.begin() as conn:
+            loaded, broken = _load(conn, queries.event_payloads(conn, list(event_ids)), now)
+            if not loaded:
+                return Applied()
+            applied, errors = _apply_safely(conn, loaded, ctx, now)
+            _finish(conn, applied, errors | broken, now)
+            return applied
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"could not apply stored events: {type(exc).__name__}: "
+                          f"{getattr(exc, 'orig', exc)}") from None
+
+
+def apply_unapplied(engine: Engine, ctx: ApplyContext, now: datetime, *,
+                    batch: int = 500) -> tuple[int, Applied]:
+    """At start-up: apply every stored event whose ``applied_at`` is NULL (oldest first)."""
+    total, after, everything = 0, 0, Applied()
+    while True:
+        with engine.connect() as conn:
+            rows = queries.unapplied_events(conn, after_id=after, limit=batch)
+        if not rows:
+            return total, everything
+        after = rows[-1][0]
+        everything.merge(reapply(engine, [i for i, _ in rows], ctx, now))
+        total += len(rows)
+
+
+def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[tuple[int, str]]:
+    """Unmatched receipts among the last ``window`` events, to retry after a restart."""
+    try:
+        with engine.connect() as conn:
+            newest = queries.max_event_id(conn)
+            return queries.recent_unmatched_events(conn, since_id=max(newest - window, 0),
+                                                   names=MATCHED_BY_ID)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"could not read stored events: {exc}") from None
+
+
+def now_matched(engine: Engine, norms: Sequence[str]) -> set[str]:
+    """Which of these message ids a delivery holds now."""
+    try:
+        with engine.connect() as conn:
+            return queries.held_message_ids(conn, norms)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"could not read deliveries: {exc}") from None
+
+
+def note_result(engine: Engine, event_id: int, result: str) -> None:
+    """Replace an event's result (after its call was rejected, or not)."""
+    try:
+        with engine.begin() as conn:
+            queries.note_event_result(conn, event_id, result)
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"could not note the result of event {event_id}: {exc}") from None
