@@ -67,12 +67,14 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         openapi_url="/sandbox/openapi.json",
     )
     app.state.sandbox = sandbox
-    app.include_router(routes_sessions.router)
     app.include_router(routes_messages.router)
+    app.include_router(routes_sessions.router)
     app.include_router(routes_inspect.router)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    app.add_middleware(ApiKeyMiddleware, sandbox=sandbox)
+    app.add_middleware(
+        ApiKeyMiddleware, sandbox=sandbox, fast_routes=routes_messages.SEND_HANDLERS
+    )
     return app

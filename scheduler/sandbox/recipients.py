@@ -19,6 +19,7 @@ from scheduler.sandbox.common import seeded, user_jid
 from scheduler.sandbox.config import SandboxConfig
 
 if TYPE_CHECKING:
+    from scheduler.sandbox.state import Session
     from scheduler.sandbox.world import Sandbox
 
 REPLIES = (
@@ -45,20 +46,25 @@ class Recipients:
         low, high = cfg.recipient_delay_ms
         return (self._rng.uniform(low, high) if high > 0 else 0.0) / 1000
 
-    def after_send(self, session_id: str, kind: str, to: str, event_id: str, body: Any) -> None:
+    def after_send(self, session: Session, kind: str, to: str, event_id: str, body: Any) -> None:
         """Decide and schedule what the recipient of one accepted send does."""
         cfg = self._sandbox.config
         if not (cfg.delivered_rate or cfg.reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
             return
+        session_id = session.session_id
+        # Receipts are only worth a timer when someone can hear them.
+        hears = session.webhook_url is not None or session.webhook_config is not None
         rng = self._rng
         jid = user_jid(to)
         at = 0.0
         if rng.random() < cfg.delivered_rate:
             at += self._delay(cfg)
-            self._receipt(at, session_id, "message.delivered", event_id, jid)
+            if hears:
+                self._receipt(at, session_id, "message.delivered", event_id, jid)
             if rng.random() < cfg.read_rate:
                 at += self._delay(cfg)
-                self._receipt(at, session_id, "message.read", event_id, jid)
+                if hears:
+                    self._receipt(at, session_id, "message.read", event_id, jid)
         if kind == "reaction":
             return
         if kind == "poll" and rng.random() < cfg.poll_vote_rate:

@@ -26,8 +26,9 @@ def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
         sandbox.check_limit(session)
         cfg = sandbox.config
         outcome = sandbox.faults.outcome(cfg)
+        base_url = sandbox.base_url or sandbox.remember_base_url(str(request.base_url))
         if outcome is Outcome.OK:
-            return JSONResponse(sandbox.accept_send(kind, body, received, str(request.base_url)))
+            return JSONResponse(sandbox.accept_send(kind, body, received, base_url))
         if outcome is Outcome.THROTTLE:
             raise ApiError(
                 429, "Too many requests, slow down (sandbox fault)",
@@ -36,7 +37,7 @@ def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
         if outcome is Outcome.FAIL:
             raise ApiError(500, "Internal server error (sandbox fault)")
         if outcome is Outcome.TIMEOUT_ACCEPTED:
-            sandbox.accept_send(kind, body, received, str(request.base_url))
+            sandbox.accept_send(kind, body, received, base_url)
         await hang(request, cfg.timeout_hang_s)
         raise ApiError(504, "Gateway time-out (sandbox fault)")
 
@@ -45,10 +46,10 @@ def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
     return send
 
 
-for _kind in SEND_KINDS.values():
-    router.add_api_route(
-        _kind.path, send_endpoint(_kind), methods=["POST"], name=f"send_{_kind.name}"
-    )
+#: Handlers of the send endpoints by path; the gateway calls them directly (hot path).
+SEND_HANDLERS = {kind.path: send_endpoint(kind) for kind in SEND_KINDS.values()}
+for _path, _handler in SEND_HANDLERS.items():
+    router.add_api_route(_path, _handler, methods=["POST"], name=_handler.__name__)
 
 
 @router.post(f"{API}/calls/reject")

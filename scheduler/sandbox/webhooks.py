@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from scheduler.sandbox.common import iso_ms, seeded
 from scheduler.sandbox.config import SandboxConfig
@@ -68,11 +69,12 @@ class WebhookDispatcher:
         self._loop = asyncio.get_running_loop()
         self._queue = asyncio.Queue()
         pool = cfg.webhook_concurrency * 2
+        limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
         self._client = httpx.AsyncClient(
             timeout=cfg.webhook_timeout_s,
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
             follow_redirects=False,
             trust_env=False,
+            transport=AiohttpTransport(limits=limits, trust_env=False),
         )
         self._workers = [
             self._loop.create_task(self._work(), name=f"sandbox-webhook-{n}")

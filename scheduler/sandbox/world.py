@@ -65,6 +65,8 @@ class Sandbox:
         self.webhooks = WebhookDispatcher(lambda: self.config, self.now, seed)
         self.recipients = Recipients(self, seed)
         self._callers = seeded(seed, "callers")
+        #: Where clients reach the sandbox (learnt from the first send; for media URLs).
+        self.base_url: str | None = None
 
     # ------------------------------------------------------------------ basics
 
@@ -75,6 +77,11 @@ class Sandbox:
     def now_ms(self) -> int:
         """The sandbox clock in epoch milliseconds."""
         return epoch_ms(self.config.clock())
+
+    def remember_base_url(self, url: str) -> str:
+        """Keep the address clients use, without a trailing slash, and return it."""
+        self.base_url = url.rstrip("/")
+        return self.base_url
 
     def update_knobs(self, update: dict[str, Any]) -> SandboxConfig:
         """Apply a partial update of the run-time settings; ``ApiError`` 400 when invalid."""
@@ -227,7 +234,7 @@ class Sandbox:
             timestamp=timestamp,
             sender={"jid": session.jid, "name": session.name},
             recipient={"jid": user_jid(body.to), "name": person_name(body.to)},
-            media_base=f"{base_url.rstrip('/')}/sandbox/media",
+            media_base=f"{base_url}/sandbox/media",
             next_id=self.ids.message,
             reaction_target=target,
         )
@@ -236,7 +243,7 @@ class Sandbox:
             if media is not None:
                 world.media[data["id"].lower()] = media["pending_media_url"]
             self.emit(session, "messages.sent", data, now)
-        self.recipients.after_send(session.session_id, kind.name, body.to, event_id, body)
+        self.recipients.after_send(session, kind.name, body.to, event_id, body)
         response: dict[str, Any] = {
             "success": True, "messageId": message_id, "timestamp": timestamp}
         if getattr(body, "async_", None) == "true":
