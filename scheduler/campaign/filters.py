@@ -59,7 +59,11 @@ def to_decimal(value: Any) -> Decimal:
 
 def number_br(value: Any, decimals: int = 2) -> str:
     """``1234.5`` → ``1.234,50`` (Brazilian grouping and decimal comma)."""
-    if isinstance(value, str):  # fast path for plain amounts that need no rounding
+    if type(value) is str:  # fast paths for plain amounts that need no rounding
+        whole, comma, cents = value.partition(",")
+        if (comma and decimals == 2 and len(cents) == 2 and whole.isascii()
+                and whole.isdigit() and cents.isascii() and cents.isdigit()):  # fmt: skip
+            return f"{int(whole):,}".replace(",", ".") + "," + cents
         plain = _PLAIN_AMOUNT.match(value.strip())
         if plain and len(plain.group(3) or "") <= decimals and int(plain.group(2)) < 10**15:
             sign, whole, cents = plain.groups()

@@ -104,11 +104,12 @@ class FastTemplate:
     :class:`_Fallback` so Jinja renders that row instead.
     """
 
-    __slots__ = ("parts", "render")
+    __slots__ = ("_body", "_namespace", "parts", "render")
 
     def __init__(self, parts: list[Part]) -> None:
         self.parts = parts
         namespace: dict[str, Any] = {"_Fallback": _Fallback}
+        self._namespace = namespace
         exprs: list[str] = []
         for i, part in enumerate(parts):
             if isinstance(part, str):
@@ -120,17 +121,28 @@ class FastTemplate:
                 namespace[f"_f{i}_{j}"] = _bind(fn, args, kwargs)
                 expr = f"_f{i}_{j}({expr})"
             exprs.append(f"str({expr})")
-        body = f"''.join(({', '.join(exprs)},))" if exprs else "''"
-        source = (
-            "def render(ctx):\n"
-            "    try:\n"
-            f"        return {body}\n"
-            "    except (KeyError, TypeError):\n"
-            "        raise _Fallback from None\n"
-        )
-        exec(compile(source, "<fast-template>", "exec"), namespace)
+        self._body = f"''.join(({', '.join(exprs)},))" if exprs else "''"
         #: Render with ``ctx``; raises :class:`_Fallback` when a name is missing.
-        self.render: Callable[[dict[str, Any]], str] = namespace["render"]
+        self.render: Callable[[dict[str, Any]], str] = self._compile(
+            "    except (KeyError, TypeError):\n        raise _Fallback from None\n"
+        )
+
+    def _compile(self, handlers: str, **names: Any) -> Callable[[dict[str, Any]], str]:
+        namespace = {**self._namespace, **names}
+        source = f"def render(ctx):\n    try:\n        return {self._body}\n{handlers}"
+        exec(compile(source, "<fast-template>", "exec"), namespace)
+        return namespace["render"]
+
+    def bound(
+        self, fallback: Callable[[dict[str, Any]], str], translate: Callable[[Exception], Exception]
+    ) -> Callable[[dict[str, Any]], str]:
+        """A render function that hands rows it cannot do to ``fallback`` (Jinja) and turns
+        a filter's exception into ``translate(exc)``: one call per leaf on the hot path."""
+        return self._compile(
+            "    except (KeyError, TypeError):\n        return _fallback(ctx)\n"
+            "    except Exception as exc:\n        raise _translate(exc) from None\n",
+            _fallback=fallback, _translate=translate,
+        )  # fmt: skip
 
     @classmethod
     def build(cls, ast: nodes.Template, env: SandboxedEnvironment) -> FastTemplate | None:
@@ -160,15 +172,15 @@ class Leaf:
     fast: FastTemplate | None
     variables: frozenset[str]
 
+    def __post_init__(self) -> None:
+        if self.fast is not None:  # the hot path: one generated function per leaf
+            self.render = self.fast.bound(self._jinja, self._error)  # type: ignore[method-assign]
+
     def render(self, ctx: dict[str, Any]) -> str:
         """The rendered string; Jinja errors become campaign ``TemplateError`` classes."""
-        if self.fast is not None:
-            try:
-                return self.fast.render(ctx)
-            except _Fallback:
-                pass
-            except Exception as exc:  # a filter refused the row's value
-                raise self._error(exc) from None
+        return self._jinja(ctx)
+
+    def _jinja(self, ctx: dict[str, Any]) -> str:
         try:
             return self.template.render(ctx)
         except Exception as exc:
