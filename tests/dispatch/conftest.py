@@ -120,3 +120,22 @@ def make_run(ledger: Ledger, recipients: int, *, steps: int = 1, senders: tuple[
     ]
     ledger.store_plan(run_id, [rows], start_at=start)
     return run_id
+
+
+def write_project(root: Path, recipients: int, *, rate: str = "20/s",
+                  senders: tuple[str, ...] = ("s1",), name: str = "lote") -> Path:
+    """A project folder (campaigns/, data/, templates/) with one text campaign."""
+    for folder in ("campaigns", "data", "templates"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    lines = ["nome,telefone"] + [f"Pessoa {i},1198765{i:04d}" for i in range(recipients)]
+    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sender_list = ", ".join(f'"{s}"' for s in senders)
+    path = root / "campaigns" / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\nsenders = [{sender_list}]\n'
+        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
+        f'[schedule]\ntimezone = "UTC"\n[pace]\nrate = "{rate}"\n'
+        '[[steps]]\ntype = "text"\ntext = "Oi {{ nome }}"\n',
+        encoding="utf-8",
+    )
+    return path
