@@ -106,3 +106,24 @@ def test_the_plan_of_the_demo_accounts_for_every_recipient() -> None:
     assert len(rows) == plan.stats.read * len(campaign.steps)
     planned = {r["to"] for r in rows if r["state"] == "planned"}
     assert len(planned) == plan.stats.valid
+
+
+def test_a_worker_pool_gives_the_same_rows_and_stats(project: Project) -> None:
+    csv = "telefone;nome;cidade\n" + "".join(
+        f"{'1234' if i % 17 == 0 else f'119{i % 40:08d}'};n{i};c{i % 3}\n" for i in range(120)
+    )
+    path = project.basic(TWO_STEPS, csv=csv)
+    serial = build_plan(path, chunk_rows=25)
+    pooled = build_plan(path, chunk_rows=25, workers=2)
+    assert _rows(pooled) == _rows(serial)
+    assert pooled.stats.recipients_json() == serial.stats.recipients_json()
+    assert pooled.stats.planned_per_step == serial.stats.planned_per_step
+
+
+def test_a_worker_pool_reports_render_errors_like_serial(project: Project) -> None:
+    from scheduler.campaign.exceptions import UndefinedVariableError
+
+    path = project.basic('[[steps]]\ntype = "text"\ntext = "{{ nada }}"\n')
+    with pytest.raises(UndefinedVariableError) as caught:
+        build_plan(path, workers=2).consume()
+    assert caught.value.issues[0].row == 1

@@ -183,3 +183,15 @@ def test_sms_plan_counts_segments(project: Project) -> None:
     assert rows[0]["kind"] == "sms" and rows[0]["path"] == "/api/v1/sms/send"
     assert plan.stats.sms_segments_per_step[0] == 2 + 3
     assert plan.stats.sms_encodings == {"GSM-7": 1, "UCS-2": 1}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 10**12), st.integers(0, 99), st.sampled_from([",", "."]))
+def test_amount_fast_paths_equal_the_decimal_path(whole: int, cents: int, sep: str) -> None:
+    from decimal import Decimal
+
+    text = f"{whole}{sep}{cents:02d}"
+    expected = f"{Decimal(f'{whole}.{cents:02d}'):,.2f}".replace(",", "_").replace(
+        ".", ",").replace("_", ".")  # fmt: skip
+    assert filters.number_br(text) == expected
+    assert filters.brl(text) == f"R$ {expected}"
