@@ -1,0 +1,26 @@
+"""``campaign demo``: the product end to end against the embedded sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+
+def demo_command(
+    root: Path = typer.Option(Path("."), "--root", help="Project folder holding campaigns/."),
+) -> None:
+    """Sessions, every message type, a 200-recipient campaign and its report, in seconds."""
+    from scheduler.demo import run_demo
+    from scheduler.errors import SchedulerError
+
+    if not (root / "campaigns" / "demo.toml").is_file():
+        raise SchedulerError(f"{root / 'campaigns' / 'demo.toml'} not found: run the demo from "
+                             "the project folder or pass --root")
+    run_demo(Console(), root.resolve())
+
+
+def register(app: typer.Typer) -> None:
+    """Add the demo command."""
+    app.command("demo")(demo_command)
