@@ -27,7 +27,10 @@ MIGRATION_CODE_PATTERN = r"^[A-Z0-9]{8}$"
 class WireModel(BaseModel):
     """Base of every request body: strict about unknown fields, populated by wire names."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    # allow_inf_nan=False: NaN and infinities have no JSON form; the service cannot get them.
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, frozen=True, allow_inf_nan=False
+    )
 
 
 def wire_body(model: BaseModel) -> dict[str, Any]:
