@@ -33,12 +33,18 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, message)
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _decode_json(raw: bytes) -> dict[str, Any]:
     if not raw.strip():
         raise bad_request("Request body is empty; a JSON object is expected")
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_no_constant)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise bad_request(f"Malformed JSON body: {exc}") from None
+    except ValueError as exc:
         raise bad_request(f"Malformed JSON body: {exc}") from None
     if not isinstance(value, dict):
         raise bad_request(f"Request body must be a JSON object, not {type(value).__name__}")

@@ -157,3 +157,4 @@ def live(shared: tuple[SandboxHandle, WebhookSink]) -> Live:
     session_id = unique_id("live")
     box.create_session(session_id, webhook_url=sink.url)
     return Live(box, sink, session_id, len(box.state.world.sends), sample_bodies(session_id))
+

@@ -77,6 +77,13 @@ def test_multipart_body_is_accepted(live):
         SEND_KINDS["text"].path, SEND_KINDS["album"].path, SEND_KINDS["location"].path]
 
 
+def test_non_finite_numbers_are_refused(live):
+    response = live.sandbox.api("POST", SEND_KINDS["pix"].path, data={
+        "sessionId": live.session_id, "to": TO, "content": "c", "pixKey": "k", "pixAmount": "inf"})
+    assert response.status_code == 400
+    assert "pixAmount" in response.json()["error"]
+
+
 def test_form_urlencoded_with_repeated_keys_makes_a_list(live):
     response = live.sandbox.api("POST", SEND_KINDS["poll"].path, data={
         "sessionId": live.session_id, "to": TO, "question": "Q?", "options": ["a", "b", "c"]})
@@ -136,7 +143,8 @@ def test_invalid_bodies_of_other_types(live):
 
 
 def test_malformed_json_is_400(live):
-    for content in (b"{not json", b"", b"[1, 2]", b'"text"', b"\xff\xfe", b"{"):
+    nan = b'{"sessionId": "x", "to": "5511988887777", "text": NaN}'
+    for content in (b"{not json", b"", b"[1, 2]", b'"text"', b"\xff\xfe", b"{", nan):
         for content_type in ("application/json", "text/plain"):
             response = live.sandbox.api("POST", SEND_KINDS["text"].path, content=content,
                                         headers={"content-type": content_type})
