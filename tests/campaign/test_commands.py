@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -163,3 +164,31 @@ def test_bad_input_is_reported_without_traceback(
         assert done.returncode == 1, (command, output)
         assert "Traceback" not in output
         assert expected in output, (command, output)
+
+
+def test_plan_limits_come_from_the_service_when_configured(
+    project: Project, make_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = make_sandbox(daily_message_limit=40)
+    box.create_session("s1")
+    box.create_session("s2")
+    monkeypatch.setenv("CAMPAIGN_BASE_URL", box.base_url)
+    monkeypatch.setenv("CAMPAIGN_API_KEY", box.api_key)
+    path = _paced(project)
+    result = runner.invoke(app, ["plan", str(path), "--start", "2025-03-07T09:00", "--json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["limits_source"] == "service"
+    assert [s["plan_limit"] for s in report["senders"]] == [40, 40]
+
+
+def test_plan_falls_back_to_the_file_when_the_service_fails(
+    project: Project, make_sandbox: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    box = make_sandbox()
+    monkeypatch.setenv("CAMPAIGN_BASE_URL", box.base_url)
+    monkeypatch.setenv("CAMPAIGN_API_KEY", "wrong-key")
+    path = _paced(project, "plan_limit = 25\n")
+    result = runner.invoke(app, ["plan", str(path), "--start", "2025-03-07T09:00", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["limits_source"] == "file"
