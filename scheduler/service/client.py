@@ -43,6 +43,7 @@ from scheduler.service.responses import (
     RejectCallResult,
     SendResult,
     SessionRecord,
+    parse_send_result,
     session_list,
 )
 from scheduler.service.transport import TransportKind, make_transport, no_answer
@@ -51,7 +52,6 @@ logger = logging.getLogger("scheduler.service")
 API = rq.API
 Model = TypeVar("Model", bound=BaseModel)
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-_send_result = SendResult.model_validate_json
 _PATH_BY_MODEL: dict[type[rq.SendBody], str] = {k.model: k.path for k in rq.SEND_KINDS.values()}
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
@@ -288,7 +288,7 @@ class ServiceClient:
         if status != 200:
             self._check_answer(status, headers, content, path)
         try:
-            result = _send_result(content)
+            result = parse_send_result(content)
         except ValidationError:
             raise UnexpectedResponse(
                 f"POST {path}: HTTP {status} answer is not a send result"

@@ -9,6 +9,7 @@ answer and the events: compare them with :func:`normalise_message_id`.
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -67,6 +68,19 @@ class SendResult(ResponseModel):
     def message_key(self) -> str | None:
         """The message id in the normalised letter case used to match events."""
         return normalise_message_id(self.messageId)
+
+
+_send_result_json = SendResult.model_validate_json
+
+
+def parse_send_result(content: bytes) -> SendResult:
+    """A send answer from its JSON bytes (pydantic's fast path); a ``data`` wrapper is undone."""
+    result = _send_result_json(content)
+    if result.messageId is None and b'"data"' in content:
+        raw = json.loads(content)
+        if isinstance(raw, dict) and isinstance(raw.get("data"), dict):
+            result = SendResult.model_validate({**raw, **raw["data"]})
+    return result
 
 
 class SessionRecord(ResponseModel):

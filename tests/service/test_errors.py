@@ -205,8 +205,13 @@ async def test_key_echoed_by_the_service_is_scrubbed(client: ServiceClient, scri
     assert_no_key(info2.value)
 
 
-async def test_key_is_sent_raw_but_never_shown(client: ServiceClient, scripted: Scripted) -> None:
+async def test_key_is_sent_raw_but_never_shown(client: ServiceClient, scripted: Scripted,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     await client.send_text("s1", "5511999990000", "hello")
+    scripted.reply(200, {"success": True, "data": [{"sessionId": "s1"}]})
+    assert [s.sessionId for s in await client.list_sessions()] == ["s1"]
+    assert API_KEY not in caplog.text
     assert scripted.last["headers"]["authorization"] == API_KEY  # raw key, no "Bearer"
     assert API_KEY not in repr(client)
     assert API_KEY not in repr(client.http.headers)

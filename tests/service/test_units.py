@@ -157,3 +157,13 @@ def test_qr_code_png_and_reject_result() -> None:
     failed = RejectCallResult.model_validate({"success": False, "error": "Failed to reject call",
                                               "sessionId": "s1"})
     assert failed.call_id is None and failed.error == "Failed to reject call"
+
+
+def test_send_answer_bare_or_wrapped() -> None:
+    from scheduler.service.responses import parse_send_result
+
+    bare = parse_send_result(b'{"success":true,"messageId":"3EB0","timestamp":5,"status":"sent"}')
+    assert (bare.messageId, bare.timestamp, bare.status) == ("3EB0", 5, "sent")
+    wrapped = parse_send_result(b'{"success":true,"data":{"messageId":"3EB0","status":"sent"}}')
+    assert (wrapped.success, wrapped.messageId) == (True, "3EB0")
+    assert parse_send_result(b'{"success":true,"data":{"x":1}}').messageId is None
