@@ -12,8 +12,7 @@ own CPU time (``time.process_time``: user + system, all threads) per send, at co
 Variants are interleaved over several rounds and the median kept. One JSON object per line
 on stdout: ``{"figure": "P0", "value": <client/bare>, "unit": "ratio", ...}``. Bars: value
 <= 2 at concurrency 64 (aiohttp transport); goal <= 1.2. ``--quick`` shrinks the sizes;
-``--server stub`` uses a minimal aiohttp server instead of the sandbox, ``--server
-sandbox-cli`` the ``campaign sandbox`` command.
+``--server stub`` uses a minimal aiohttp server instead of the sandbox.
 """
 
 from __future__ import annotations
@@ -78,16 +77,6 @@ async def _health() -> Any:
     return web.json_response({"ok": True})
 
 
-SANDBOX_CODE = """
-import sys, uvicorn
-from scheduler.sandbox import SandboxConfig, create_app
-config = SandboxConfig(api_key=sys.argv[2], seed=1, reply_rate=0.0, auto_connect=True)
-print(f"Sandbox serving at http://127.0.0.1:{sys.argv[1]}", flush=True)
-uvicorn.run(create_app(config), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-            access_log=False)
-"""
-
-
 def _free_port() -> int:
     import socket
 
@@ -97,17 +86,9 @@ def _free_port() -> int:
 
 
 def start_server(kind: str) -> tuple[subprocess.Popen[str], str]:
-    """Start the sandbox (or the stub) in another process; answer it and its base URL.
-
-    ``sandbox`` serves ``create_app(SandboxConfig(...))`` with ``uvicorn.run`` (which binds
-    its own TCP socket); ``sandbox-cli`` runs ``campaign sandbox``. At the time of writing
-    the command's pre-bound socket lacks TCP_NODELAY, so every keep-alive request waits
-    ~40 ms for a delayed ACK: right for CPU figures, very slow in wall time.
-    """
+    """Start ``campaign sandbox`` (or the stub) in another process; answer it and its URL."""
     port = _free_port()
     if kind == "sandbox":
-        cmd = [sys.executable, "-c", SANDBOX_CODE, str(port), KEY]
-    elif kind == "sandbox-cli":
         cmd = [sys.executable, "-c", "from scheduler.cli import main; main()", "sandbox",
                "--port", str(port), "--api-key", KEY, "--seed", "1", "--reply-rate", "0"]
     else:
@@ -141,11 +122,10 @@ class Sessions:
         """A new connected session id (any id on the stub)."""
         self.count += 1
         session_id = f"bench-{self.count}"
-        if self.kind.startswith("sandbox"):
+        if self.kind == "sandbox":
             self.http.post("/api/v1/sessions",
                            json={"sessionId": session_id, "type": "unofficial"}).raise_for_status()
-            if self.kind == "sandbox-cli":  # the command has no auto-connect flag
-                self.http.post(f"/sandbox/sessions/{session_id}/scan").raise_for_status()
+            self.http.post(f"/sandbox/sessions/{session_id}/scan").raise_for_status()
         return session_id
 
 
@@ -241,7 +221,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes for a quick look")
     parser.add_argument("--sends", type=int, default=None, help="sends per measurement")
     parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds")
-    parser.add_argument("--server", choices=("sandbox", "sandbox-cli", "stub"),
+    parser.add_argument("--server", choices=("sandbox", "stub"),
                         default="sandbox", help="what answers the sends (another process)")
     parser.add_argument("--serve-stub", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args()
