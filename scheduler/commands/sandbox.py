@@ -41,7 +41,9 @@ def sandbox(
     port: int = typer.Option(8787, "--port", min=0, max=65535, help="Port (0 picks a free one)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
     api_key: str | None = typer.Option(
-        None, "--api-key", show_default=False,
+        None,
+        "--api-key",
+        show_default=False,
         help=f"Key clients must send (default: ${KEY_ENV}, else sandbox-key).",
     ),
     seed: int | None = typer.Option(None, "--seed", help="Seed of every simulated choice."),
@@ -74,8 +76,13 @@ def sandbox(
         key, origin = DEFAULT_API_KEY, f"{DEFAULT_API_KEY} (default)"
     try:
         config = SandboxConfig(
-            api_key=key, seed=seed, latency_ms=latency_ms, fail_rate=fail_rate,
-            timeout_rate=timeout_rate, throttle_rate=throttle_rate, reply_rate=reply_rate,
+            api_key=key,
+            seed=seed,
+            latency_ms=latency_ms,
+            fail_rate=fail_rate,
+            timeout_rate=timeout_rate,
+            throttle_rate=throttle_rate,
+            reply_rate=reply_rate,
         )
     except ValidationError as exc:
         problems = "; ".join(

@@ -28,7 +28,8 @@ async def _api_error(request: Request, exc: Exception) -> JSONResponse:
 async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, HTTPException)
     return JSONResponse(
-        envelope(exc.status_code, str(exc.detail)), status_code=exc.status_code,
+        envelope(exc.status_code, str(exc.detail)),
+        status_code=exc.status_code,
         headers=exc.headers,
     )
 
@@ -74,7 +75,5 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    app.add_middleware(
-        ApiKeyMiddleware, sandbox=sandbox, fast_routes=routes_messages.SEND_HANDLERS
-    )
+    app.add_middleware(ApiKeyMiddleware, sandbox=sandbox, fast_routes=routes_messages.SEND_HANDLERS)
     return app

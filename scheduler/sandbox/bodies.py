@@ -59,8 +59,9 @@ async def _read_form(request: Request) -> dict[str, Any]:
                 raise bad_request(f"{key}: file uploads are not accepted; send media by URL")
             if key in values:
                 previous = values[key]
-                values[key] = [*previous, value] if isinstance(previous, list) else [
-                    previous, value]
+                values[key] = (
+                    [*previous, value] if isinstance(previous, list) else [previous, value]
+                )
             else:
                 values[key] = value
     return values

@@ -54,9 +54,7 @@ def _ordered(value: tuple[float, float]) -> tuple[float, float]:
 #: A probability between 0 and 1.
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 #: A ``(min, max)`` range in milliseconds; also accepts ``"min-max"``.
-MsRange = Annotated[
-    tuple[float, float], BeforeValidator(parse_range), AfterValidator(_ordered)
-]
+MsRange = Annotated[tuple[float, float], BeforeValidator(parse_range), AfterValidator(_ordered)]
 
 
 class SandboxConfig(BaseModel):

@@ -20,7 +20,8 @@ from scheduler.service import requests as rq
 
 #: A 1x1 PNG, the thumbnail of every location message.
 LOCATION_THUMBNAIL = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJ"
+    "RU5ErkJggg=="
 )
 _DEFAULT_MIME = {
     "image": "image/jpeg",
@@ -129,8 +130,13 @@ def _audio(body: rq.AudioBody, ctx: Context) -> list[dict[str, Any]]:
 def _document(body: rq.DocumentBody, ctx: Context) -> list[dict[str, Any]]:
     filename = body.fileName or posixpath.basename(urlsplit(body.document).path) or "document"
     payload = _media(
-        _base(ctx, "document", ""), "document", body.document, ctx,
-        caption="", filename=filename, mimetype=body.mimetype,
+        _base(ctx, "document", ""),
+        "document",
+        body.document,
+        ctx,
+        caption="",
+        filename=filename,
+        mimetype=body.mimetype,
     )
     payload["body"] = ""
     return [payload]

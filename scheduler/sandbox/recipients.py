@@ -73,8 +73,12 @@ class Recipients:
             count = rng.randint(1, len(options)) if body.multipleAnswers else 1
             chosen = sorted(rng.sample(range(len(options)), count))
             selected = [options[i] for i in chosen]
-            self._inbound(at, session_id, to, lambda ctx: payloads.received_poll_update(
-                ctx, event_id, selected))
+            self._inbound(
+                at,
+                session_id,
+                to,
+                lambda ctx: payloads.received_poll_update(ctx, event_id, selected),
+            )
         if rng.random() < cfg.reply_rate:
             at += self._delay(cfg)
             if rng.random() < cfg.opt_out_rate:
@@ -84,10 +88,17 @@ class Recipients:
             elif kind == "list":
                 rows = [row for section in body.sections for row in section.rows]
                 row = rng.choice(rows)
-                picked = {"row_id": row.rowId, "title": row.title,
-                          "description": row.description or ""}
-                self._inbound(at, session_id, to, lambda ctx: payloads.received_list_response(
-                    ctx, event_id, picked))
+                picked = {
+                    "row_id": row.rowId,
+                    "title": row.title,
+                    "description": row.description or "",
+                }
+                self._inbound(
+                    at,
+                    session_id,
+                    to,
+                    lambda ctx: payloads.received_list_response(ctx, event_id, picked),
+                )
             else:
                 self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False)
 

@@ -97,7 +97,7 @@ async def incoming_call(request: Request, session_id: str) -> JSONResponse:
     """Someone calls the session: ``call.offer`` goes to the webhook."""
     sandbox = sandbox_of(request)
     body = validate(IncomingCallBody, await _optional_object(request))
-    return JSONResponse(sandbox.incoming_call(session_id, body.from_))
+    return JSONResponse(sandbox.calls.incoming(session_id, body.from_))
 
 
 @router.post("/sessions/{session_id}/receive")

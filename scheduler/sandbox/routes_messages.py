@@ -31,7 +31,8 @@ def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse(sandbox.accept_send(kind, body, received, base_url))
         if outcome is Outcome.THROTTLE:
             raise ApiError(
-                429, "Too many requests, slow down (sandbox fault)",
+                429,
+                "Too many requests, slow down (sandbox fault)",
                 headers={"Retry-After": str(cfg.throttle_retry_after_s)},
             )
         if outcome is Outcome.FAIL:
@@ -56,7 +57,7 @@ for _path, _handler in SEND_HANDLERS.items():
 async def reject_call(request: Request) -> JSONResponse:
     """Reject an incoming call; ``call.rejected`` follows asynchronously."""
     body, received = await parse_body(request, RejectCallBody)
-    return JSONResponse(sandbox_of(request).reject_call(body, received))
+    return JSONResponse(sandbox_of(request).calls.reject(body, received))
 
 
 @router.get(f"{API}/limits/{{session_id}}")

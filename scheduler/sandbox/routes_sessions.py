@@ -68,13 +68,15 @@ async def get_qr(request: Request, session_id: str, image: str | None = None) ->
     if image == "1":
         return Response(session.png(), media_type="image/png")
     assert session.qr_updated_at is not None
-    return JSONResponse({
-        "sessionId": session.session_id,
-        "status": session.status,
-        "qrCode": session.qr_code,
-        "qrCodeImage": session.qr_data_url(),
-        "qrCodeUpdatedAt": iso_ms(session.qr_updated_at),
-    })
+    return JSONResponse(
+        {
+            "sessionId": session.session_id,
+            "status": session.status,
+            "qrCode": session.qr_code,
+            "qrCodeImage": session.qr_data_url(),
+            "qrCodeUpdatedAt": iso_ms(session.qr_updated_at),
+        }
+    )
 
 
 @router.post("/sessions/{session_id}/webhook")

@@ -16,13 +16,44 @@ from scheduler.sandbox.common import iso_ms, seeded
 COUNTERS = ("messages", "sms", "voice")
 
 _FIRST_NAMES = (
-    "Ana", "Bruno", "Carla", "Diego", "Elisa", "Fábio", "Gabriela", "Heitor", "Isabela",
-    "João", "Karina", "Lucas", "Mariana", "Nuno", "Olívia", "Paulo", "Quésia", "Rafael",
-    "Sofia", "Tiago", "Úrsula", "Vitor", "Wesley", "Yara",
+    "Ana",
+    "Bruno",
+    "Carla",
+    "Diego",
+    "Elisa",
+    "Fábio",
+    "Gabriela",
+    "Heitor",
+    "Isabela",
+    "João",
+    "Karina",
+    "Lucas",
+    "Mariana",
+    "Nuno",
+    "Olívia",
+    "Paulo",
+    "Quésia",
+    "Rafael",
+    "Sofia",
+    "Tiago",
+    "Úrsula",
+    "Vitor",
+    "Wesley",
+    "Yara",
 )
 _LAST_NAMES = (
-    "Silva", "Souza", "Oliveira", "Santos", "Lima", "Pereira", "Costa", "Almeida",
-    "Ferreira", "Rodrigues", "Gomes", "Martins",
+    "Silva",
+    "Souza",
+    "Oliveira",
+    "Santos",
+    "Lima",
+    "Pereira",
+    "Costa",
+    "Almeida",
+    "Ferreira",
+    "Rodrigues",
+    "Gomes",
+    "Martins",
 )
 
 
@@ -149,7 +180,6 @@ class World:
     sends: list[dict[str, Any]] = field(default_factory=list)
     messages: dict[str, SentRef] = field(default_factory=dict)
     media: dict[str, str] = field(default_factory=dict)
-    calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     commands: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def record_send(
@@ -177,7 +207,7 @@ class World:
 
     def sends_since(self, since: int = 0, session_id: str | None = None) -> list[dict[str, Any]]:
         """The sends log from index ``since`` on, optionally of one session."""
-        tail = self.sends[max(since, 0):]
+        tail = self.sends[max(since, 0) :]
         if session_id is None:
             return tail
         return [entry for entry in tail if entry["sessionId"] == session_id]

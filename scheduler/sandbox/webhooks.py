@@ -195,7 +195,10 @@ class WebhookDispatcher:
         if delivery.attempt < cfg.webhook_max_attempts:
             delay = cfg.webhook_retry_base_s * 2 ** (delivery.attempt - 1)
             retry = Delivery(
-                delivery.url, delivery.content, delivery.event, delivery.session_id,
+                delivery.url,
+                delivery.content,
+                delivery.event,
+                delivery.session_id,
                 delivery.attempt + 1,
             )
             self.call_later(delay, self._enqueue, retry)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from scheduler.sandbox.calls import CallDesk
 from scheduler.sandbox.common import (
     ApiError,
     IdFactory,
@@ -33,9 +34,8 @@ from scheduler.sandbox.state import (
     roll_usage,
 )
 from scheduler.sandbox.webhooks import WebhookDispatcher
-from scheduler.service.requests import API, CreateSessionBody, RejectCallBody, SendBody, SendKind
+from scheduler.service.requests import CreateSessionBody, SendBody, SendKind
 
-REJECT_PATH = f"{API}/calls/reject"
 _TRACED = ("messages.", "message.", "call.offer")
 
 
@@ -64,7 +64,7 @@ class Sandbox:
         self.faults = FaultInjector(seed)
         self.webhooks = WebhookDispatcher(lambda: self.config, self.now, seed)
         self.recipients = Recipients(self, seed)
-        self._callers = seeded(seed, "callers")
+        self.calls = CallDesk(self, seed)
         #: Where clients reach the sandbox (learnt from the first send; for media URLs).
         self.base_url: str | None = None
 
@@ -202,9 +202,7 @@ class Sandbox:
         """The session a send goes out on: 404 when unknown, 409 when not connected."""
         session = self.session(session_id)
         if session.status != "connected":
-            raise ApiError(
-                409, f"Session {session_id} is not connected (status: {session.status})"
-            )
+            raise ApiError(409, f"Session {session_id} is not connected (status: {session.status})")
         return session
 
     def accept_send(
@@ -220,8 +218,12 @@ class Sandbox:
         message_id = event_id.lower() if cfg.message_id_case_mismatch else event_id
         world = self.world
         world.record_send(
-            path=kind.path, session_id=session.session_id, to=body.to, body=received,
-            message_id=message_id, at=now,
+            path=kind.path,
+            session_id=session.session_id,
+            to=body.to,
+            body=received,
+            message_id=message_id,
+            at=now,
         )
         world.messages[event_id.lower()] = SentRef(session.session_id, body.to, kind.name, event_id)
         timestamp = epoch_ms(now)
@@ -245,7 +247,10 @@ class Sandbox:
             self.emit(session, "messages.sent", data, now)
         self.recipients.after_send(session, kind.name, body.to, event_id, body)
         response: dict[str, Any] = {
-            "success": True, "messageId": message_id, "timestamp": timestamp}
+            "success": True,
+            "messageId": message_id,
+            "timestamp": timestamp,
+        }
         if getattr(body, "async_", None) == "true":
             command_id = self.ids.command()
             world.commands[command_id] = {
@@ -299,57 +304,3 @@ class Sandbox:
                 self.emit(session, event, build())
 
         self.webhooks.call_later(delay_s, fire)
-
-    # ------------------------------------------------------------------ calls
-
-    def incoming_call(self, session_id: str, caller: str | None) -> dict[str, Any]:
-        """Someone calls the session's number: ``call.offer``, auto-rejected when set so."""
-        session = self.session(session_id)
-        if caller is None:
-            caller = f"55219{self._callers.randrange(10**8):08d}"
-        caller_jid = caller if "@" in caller else user_jid(caller)
-        call_id = self.ids.call()
-        call = {"callId": call_id, "sessionId": session_id, "from": caller_jid, "status": "offered"}
-        self.world.calls[call_id] = call
-        self.emit(session, "call.offer", {
-            "callId": call_id,
-            "from": caller_jid,
-            "callCreator": caller_jid,
-            "isGroup": False,
-            "timestamp": self.now_ms(),
-        })
-        if session.reject_calls:
-            self._rejected(call)
-        return {"success": True, "sessionId": session_id, "callId": call_id, "from": caller_jid}
-
-    def reject_call(self, body: RejectCallBody, received: dict[str, Any]) -> dict[str, Any]:
-        """``POST /api/v1/calls/reject``: the caller's ``from`` must match the offer exactly."""
-        session_id = body.sessionId
-        session = self.world.sessions.get(session_id)
-        if session is None:
-            raise ApiError(404, "Session not found", body={
-                "success": False, "error": "Session not found", "sessionId": session_id})
-        call = self.world.calls.get(body.callId)
-        if (
-            call is None
-            or call["sessionId"] != session_id
-            or call["from"] != body.from_
-            or call["status"] != "offered"
-            or session.status != "connected"
-        ):
-            raise ApiError(400, "Failed to reject call", body={
-                "success": False, "error": "Failed to reject call", "sessionId": session_id})
-        self.world.record_send(
-            path=REJECT_PATH, session_id=session_id, to=None, body=received, message_id=None,
-            at=self.now(),
-        )
-        self._rejected(call)
-        return {"success": True, "sessionId": session_id, "data": {"callId": body.callId}}
-
-    def _rejected(self, call: dict[str, Any]) -> None:
-        call["status"] = "rejected"
-
-        def build() -> dict[str, Any]:
-            return {"callId": call["callId"], "from": call["from"], "timestamp": self.now_ms()}
-
-        self.emit_later(0.01, call["sessionId"], "call.rejected", build)

@@ -32,12 +32,18 @@ def sample_bodies(session_id: str = SESSION, to: str = TO) -> dict[str, dict[str
         "video": {**base, "video": "https://cdn.example.com/clip.mp4", "caption": "Clip"},
         "audio": {**base, "audio": "https://cdn.example.com/note.ogg", "ptt": True},
         "document": {
-            **base, "document": "https://cdn.example.com/terms.pdf",
-            "mimetype": "application/pdf", "fileName": "terms.pdf",
+            **base,
+            "document": "https://cdn.example.com/terms.pdf",
+            "mimetype": "application/pdf",
+            "fileName": "terms.pdf",
         },
         "sticker": {**base, "sticker": "https://cdn.example.com/smile.webp"},
         "location": {
-            **base, "latitude": -23.55, "longitude": -46.63, "name": "Loja", "address": "Av. P",
+            **base,
+            "latitude": -23.55,
+            "longitude": -46.63,
+            "name": "Loja",
+            "address": "Av. P",
         },
         "contact": {**base, "contactName": "Suporte", "contactPhone": "5511900001111"},
         "poll": {**base, "question": "Qual dia?", "options": ["Seg", "Ter"]},
@@ -52,24 +58,37 @@ def sample_bodies(session_id: str = SESSION, to: str = TO) -> dict[str, dict[str
             "caption": "Álbum",
         },
         "list": {
-            **base, "title": "Menu", "description": "Escolha", "buttonText": "Ver",
+            **base,
+            "title": "Menu",
+            "description": "Escolha",
+            "buttonText": "Ver",
             "footerText": "rodapé",
-            "sections": [{"title": "A", "rows": [
-                {"rowId": "r1", "title": "Um", "description": "primeiro"},
-                {"rowId": "r2", "title": "Dois"},
-            ]}],
+            "sections": [
+                {
+                    "title": "A",
+                    "rows": [
+                        {"rowId": "r1", "title": "Um", "description": "primeiro"},
+                        {"rowId": "r2", "title": "Dois"},
+                    ],
+                }
+            ],
         },
         "carousel": {
             **base,
             "cards": [
-                {"header": {"type": "image", "title": "Card 1", "media": "https://x.io/1.jpg"},
-                 "body": "Primeiro",
-                 "buttons": [{"type": "quick_reply", "title": "Quero", "id": "q1"}]},
+                {
+                    "header": {"type": "image", "title": "Card 1", "media": "https://x.io/1.jpg"},
+                    "body": "Primeiro",
+                    "buttons": [{"type": "quick_reply", "title": "Quero", "id": "q1"}],
+                },
                 {"body": "Segundo"},
             ],
         },
         "nativeflow": {
-            **base, "title": "T", "body": "Corpo", "footer": "F",
+            **base,
+            "title": "T",
+            "body": "Corpo",
+            "footer": "F",
             "buttons": [{"type": "copy", "title": "Copiar", "copy_code": "ABC"}],
         },
         "pix": {**base, "content": "Pague aqui", "pixKey": "chave@pix.com", "pixAmount": 10.5},
@@ -139,15 +158,21 @@ class Live:
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
         """Events of this session received so far (of one name, if given)."""
-        return [e for e in self.sink.snapshot() if e.get("sessionId") == self.session_id
-                and (name is None or e.get("event") == name)]
+        return [
+            e
+            for e in self.sink.snapshot()
+            if e.get("sessionId") == self.session_id and (name is None or e.get("event") == name)
+        ]
 
     def wait_for(
-        self, predicate: Callable[[dict[str, Any]], bool] = lambda e: True, count: int = 1,
+        self,
+        predicate: Callable[[dict[str, Any]], bool] = lambda e: True,
+        count: int = 1,
     ) -> list[dict[str, Any]]:
         """Wait for ``count`` events of this session that satisfy ``predicate``."""
         return self.sink.wait_for(
-            lambda e: e.get("sessionId") == self.session_id and predicate(e), count=count)
+            lambda e: e.get("sessionId") == self.session_id and predicate(e), count=count
+        )
 
 
 @pytest.fixture
@@ -157,4 +182,3 @@ def live(shared: tuple[SandboxHandle, WebhookSink]) -> Live:
     session_id = unique_id("live")
     box.create_session(session_id, webhook_url=sink.url)
     return Live(box, sink, session_id, len(box.state.world.sends), sample_bodies(session_id))
-

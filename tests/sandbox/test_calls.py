@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.sandbox.world import REJECT_PATH
+from scheduler.sandbox.calls import REJECT_PATH
 
 OFFER_REQUIRED = {"callId", "from", "isGroup", "timestamp"}
 OFFER_ALLOWED = OFFER_REQUIRED | {"callCreator", "groupJid"}
@@ -26,8 +26,11 @@ def test_reject_call(live):
     body = {"sessionId": sid, "callId": call["callId"], "from": "99887766@lid"}
     response = box.api("POST", REJECT_PATH, json=body)
     assert response.status_code == 200
-    assert response.json() == {"success": True, "sessionId": sid,
-                                "data": {"callId": call["callId"]}}
+    assert response.json() == {
+        "success": True,
+        "sessionId": sid,
+        "data": {"callId": call["callId"]},
+    }
     [entry] = live.sends()
     assert entry["path"] == REJECT_PATH
     assert entry["body"] == body
@@ -41,19 +44,20 @@ def test_reject_call(live):
 def test_reject_unknown_session(shared):
     box, _ = shared
     start = len(box.sends())
-    response = box.api("POST", REJECT_PATH,
-                       json={"sessionId": "ghost", "callId": "C1", "from": "1@lid"})
+    response = box.api(
+        "POST", REJECT_PATH, json={"sessionId": "ghost", "callId": "C1", "from": "1@lid"}
+    )
     assert response.status_code == 404
-    assert response.json() == {"success": False, "error": "Session not found",
-                               "sessionId": "ghost"}
+    assert response.json() == {"success": False, "error": "Session not found", "sessionId": "ghost"}
     assert box.sends(start) == []
 
 
 def test_reject_with_a_rewritten_from_fails(live):
     box, sid = live.sandbox, live.session_id
     call = box.incoming_call(sid, "99887766@lid")
-    response = box.api("POST", REJECT_PATH,
-                       json={"sessionId": sid, "callId": call["callId"], "from": "99887766"})
+    response = box.api(
+        "POST", REJECT_PATH, json={"sessionId": sid, "callId": call["callId"], "from": "99887766"}
+    )
     assert response.json()["error"] == "Failed to reject call"
     assert live.sends() == []
 

@@ -14,13 +14,16 @@ from scheduler.cli import main
 CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]
 
 
-@pytest.mark.parametrize(("args", "option"), [
-    (["--latency-ms", "5-x"], "--latency-ms"),
-    (["--latency-ms", "9-3"], "--latency-ms"),
-    (["--fail-rate", "1.5"], "--fail-rate"),
-    (["--reply-rate", "-0.1"], "--reply-rate"),
-    (["--port", "http"], "--port"),
-])
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["--latency-ms", "5-x"], "--latency-ms"),
+        (["--latency-ms", "9-3"], "--latency-ms"),
+        (["--fail-rate", "1.5"], "--fail-rate"),
+        (["--reply-rate", "-0.1"], "--reply-rate"),
+        (["--port", "http"], "--port"),
+    ],
+)
 def test_bad_options_are_clear_errors(monkeypatch, capsys, args, option):
     monkeypatch.setattr(sys, "argv", ["campaign", "sandbox", *args])
     with pytest.raises(SystemExit) as stopped:
@@ -34,8 +37,13 @@ def test_bad_options_are_clear_errors(monkeypatch, capsys, args, option):
 def test_serves_the_sandbox_without_printing_the_key():
     secret = "s3cret-from-env"
     env = {**os.environ, "CAMPAIGN_SANDBOX_API_KEY": secret, "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen([*CAMPAIGN, "sandbox", "--port", "0", "--seed", "3"], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        [*CAMPAIGN, "sandbox", "--port", "0", "--seed", "3"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
         try:
             first = proc.stdout.readline()
             assert "http://127.0.0.1:" in first, first + proc.stderr.read()

@@ -92,8 +92,12 @@ def test_faults_endpoint_reads_and_validates(sandbox):
     changed = sandbox.set_faults(latency_ms="1-3", webhook_reorder=True)
     assert changed["latency_ms"] == [1.0, 3.0]
     assert changed["webhook_reorder"] is True
-    for bad, field in [({"fail_rate": 2}, "fail_rate"), ({"api_key": "x"}, "api_key"),
-                       ({"latency_ms": "5-x"}, "latency_ms"), ({"nope": 1}, "nope")]:
+    for bad, field in [
+        ({"fail_rate": 2}, "fail_rate"),
+        ({"api_key": "x"}, "api_key"),
+        ({"latency_ms": "5-x"}, "latency_ms"),
+        ({"nope": 1}, "nope"),
+    ]:
         response = sandbox.http.post("/sandbox/faults", json=bad)
         assert response.status_code == 400
         assert field in response.json()["error"]

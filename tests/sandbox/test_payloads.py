@@ -18,8 +18,19 @@ from scheduler.service.requests import SEND_KINDS
 from .conftest import TO
 
 # "data fields" table: always present.
-COMMON = {"id", "type", "message", "timestamp", "fromMe", "is_group", "group_name", "from",
-          "from_name", "to", "media_url"}
+COMMON = {
+    "id",
+    "type",
+    "message",
+    "timestamp",
+    "fromMe",
+    "is_group",
+    "group_name",
+    "from",
+    "from_name",
+    "to",
+    "media_url",
+}
 MEDIA_TYPES = {"image", "video", "audio", "document", "sticker"}
 # "body: Present on image, video, document, carousel."
 BODY_TYPES = {"image", "video", "document", "carousel"}
@@ -35,8 +46,12 @@ MEDIA_DATA = {
 DATA = {
     "location": {"degrees_latitude", "degrees_longitude", "name", "address", "thumbnail"},
     "contact": {"contact_name", "contact_phone", "display_name", "vcard"},
-    "reaction": {"original_message_id", "reaction_text", "reaction_timestamp",
-                 "target_participant"},
+    "reaction": {
+        "original_message_id",
+        "reaction_text",
+        "reaction_timestamp",
+        "target_participant",
+    },
     "list": {"title", "description", "button_text", "footer_text", "list_type", "sections"},
     "carousel": {"type", "cards"},
 }
@@ -63,7 +78,8 @@ def sent_event(live, kind):
     answer = live.send(kind).json()
     message_id = answer["messageId"].lower()
     [event] = live.wait_for(
-        lambda e: e["event"] == "messages.sent" and e["data"]["id"].lower() == message_id)
+        lambda e: e["event"] == "messages.sent" and e["data"]["id"].lower() == message_id
+    )
     return answer, event
 
 

@@ -91,8 +91,9 @@ def test_quiet_recipients_send_nothing(live):
 
 
 def test_inbound_message_can_be_injected(live):
-    response = live.sandbox.http.post(f"/sandbox/sessions/{live.session_id}/receive",
-                                      json={"from": TO, "text": "PARAR"})
+    response = live.sandbox.http.post(
+        f"/sandbox/sessions/{live.session_id}/receive", json={"from": TO, "text": "PARAR"}
+    )
     assert response.status_code == 200
     [event] = live.wait_for(lambda e: e["event"] == "messages.received")
     assert event["data"]["message"] == "PARAR"

@@ -15,10 +15,13 @@ from .conftest import sample_bodies, unique_id
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | FINITE | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
-                                                                 max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
     max_leaves=12,
 )
+
+
 @pytest.fixture(scope="module")
 def fuzz_session(shared):
     """A connected session on the shared sandbox for every fuzzed send."""
@@ -27,8 +30,9 @@ def fuzz_session(shared):
     return session_id
 
 
-SETTINGS = settings(max_examples=120, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def check_answer(response, allowed=(200, 400, 404, 409)):
@@ -49,8 +53,9 @@ def check_answer(response, allowed=(200, 400, 404, 409)):
     changes=st.dictionaries(st.text(max_size=12), JSON_VALUES, max_size=3),
     data=st.data(),
 )
-def test_mutated_send_bodies_never_break_the_sandbox(shared, fuzz_session, kind, drop, changes,
-                                                     data):
+def test_mutated_send_bodies_never_break_the_sandbox(
+    shared, fuzz_session, kind, drop, changes, data
+):
     box, _ = shared
     body = sample_bodies(fuzz_session)[kind]
     if body:
@@ -60,23 +65,40 @@ def test_mutated_send_bodies_never_break_the_sandbox(shared, fuzz_session, kind,
 
 
 @SETTINGS
-@given(content=st.binary(max_size=64),
-       content_type=st.sampled_from(["application/json", "text/plain", "multipart/form-data",
-                                     "application/x-www-form-urlencoded", "image/png"]))
+@given(
+    content=st.binary(max_size=64),
+    content_type=st.sampled_from(
+        [
+            "application/json",
+            "text/plain",
+            "multipart/form-data",
+            "application/x-www-form-urlencoded",
+            "image/png",
+        ]
+    ),
+)
 def test_arbitrary_bytes_are_answered(shared, content, content_type):
     box, _ = shared
-    response = box.api("POST", SEND_KINDS["text"].path, content=content,
-                       headers={"content-type": content_type})
+    response = box.api(
+        "POST", SEND_KINDS["text"].path, content=content, headers={"content-type": content_type}
+    )
     check_answer(response, allowed=(400,))
 
 
 @SETTINGS
-@given(update=st.dictionaries(st.sampled_from(["fail_rate", "latency_ms", "webhook_reorder",
-                                               "daily_message_limit", "bogus"]),
-                              JSON_VALUES, max_size=2))
+@given(
+    update=st.dictionaries(
+        st.sampled_from(
+            ["fail_rate", "latency_ms", "webhook_reorder", "daily_message_limit", "bogus"]
+        ),
+        JSON_VALUES,
+        max_size=2,
+    )
+)
 def test_fault_updates_are_validated(shared, update):
     box, _ = shared
     response = box.http.post("/sandbox/faults", content=json.dumps(update))
     assert response.status_code in (200, 400), response.text
-    box.set_faults(fail_rate=0.0, latency_ms="0-0", daily_message_limit=100_000,
-                                 webhook_reorder=False)
+    box.set_faults(
+        fail_rate=0.0, latency_ms="0-0", daily_message_limit=100_000, webhook_reorder=False
+    )

@@ -39,8 +39,10 @@ def test_every_send_kind_is_accepted_and_recorded(live, kind):
 
 def test_sends_log_is_in_order_and_polls_with_since(sandbox):
     sandbox.create_session("s1")
-    ids = [sandbox.send("text", {"sessionId": "s1", "to": TO, "text": f"m{i}"}).json()["messageId"]
-           for i in range(5)]
+    ids = [
+        sandbox.send("text", {"sessionId": "s1", "to": TO, "text": f"m{i}"}).json()["messageId"]
+        for i in range(5)
+    ]
     log = sandbox.sends()
     assert [entry["messageId"] for entry in log] == ids
     assert [entry["index"] for entry in log] == list(range(5))
@@ -62,39 +64,72 @@ def test_async_send_returns_a_command(live):
 
 def test_multipart_body_is_accepted(live):
     box, sid = live.sandbox, live.session_id
-    text = box.api("POST", SEND_KINDS["text"].path,
-                   files={"sessionId": (None, sid), "to": (None, TO), "text": (None, "Olá")})
+    text = box.api(
+        "POST",
+        SEND_KINDS["text"].path,
+        files={"sessionId": (None, sid), "to": (None, TO), "text": (None, "Olá")},
+    )
     assert text.status_code == 200, text.text
     album = live.bodies["album"]
-    form = {"sessionId": (None, sid), "to": (None, TO),
-            "media": (None, json.dumps(album["media"])), "caption": (None, "Álbum")}
+    form = {
+        "sessionId": (None, sid),
+        "to": (None, TO),
+        "media": (None, json.dumps(album["media"])),
+        "caption": (None, "Álbum"),
+    }
     assert box.api("POST", SEND_KINDS["album"].path, files=form).status_code == 200
-    location = box.api("POST", SEND_KINDS["location"].path, files={
-        "sessionId": (None, sid), "to": (None, TO),
-        "latitude": (None, "-23.5"), "longitude": (None, "-46.6")})
+    location = box.api(
+        "POST",
+        SEND_KINDS["location"].path,
+        files={
+            "sessionId": (None, sid),
+            "to": (None, TO),
+            "latitude": (None, "-23.5"),
+            "longitude": (None, "-46.6"),
+        },
+    )
     assert location.status_code == 200, location.text
     assert [e["path"] for e in live.sends()] == [
-        SEND_KINDS["text"].path, SEND_KINDS["album"].path, SEND_KINDS["location"].path]
+        SEND_KINDS["text"].path,
+        SEND_KINDS["album"].path,
+        SEND_KINDS["location"].path,
+    ]
 
 
 def test_non_finite_numbers_are_refused(live):
-    response = live.sandbox.api("POST", SEND_KINDS["pix"].path, data={
-        "sessionId": live.session_id, "to": TO, "content": "c", "pixKey": "k", "pixAmount": "inf"})
+    response = live.sandbox.api(
+        "POST",
+        SEND_KINDS["pix"].path,
+        data={
+            "sessionId": live.session_id,
+            "to": TO,
+            "content": "c",
+            "pixKey": "k",
+            "pixAmount": "inf",
+        },
+    )
     assert response.status_code == 400
     assert "pixAmount" in response.json()["error"]
 
 
 def test_form_urlencoded_with_repeated_keys_makes_a_list(live):
-    response = live.sandbox.api("POST", SEND_KINDS["poll"].path, data={
-        "sessionId": live.session_id, "to": TO, "question": "Q?", "options": ["a", "b", "c"]})
+    response = live.sandbox.api(
+        "POST",
+        SEND_KINDS["poll"].path,
+        data={"sessionId": live.session_id, "to": TO, "question": "Q?", "options": ["a", "b", "c"]},
+    )
     assert response.status_code == 200, response.text
     assert live.sends()[0]["body"]["options"] == ["a", "b", "c"]
 
 
 def test_text_plain_body_is_accepted(live):
     body = live.bodies["text"]
-    response = live.sandbox.api("POST", SEND_KINDS["text"].path, content=json.dumps(body),
-                                headers={"content-type": "text/plain"})
+    response = live.sandbox.api(
+        "POST",
+        SEND_KINDS["text"].path,
+        content=json.dumps(body),
+        headers={"content-type": "text/plain"},
+    )
     assert response.status_code == 200, response.text
     assert live.sends()[0]["body"] == body
 
@@ -146,8 +181,12 @@ def test_malformed_json_is_400(live):
     nan = b'{"sessionId": "x", "to": "5511988887777", "text": NaN}'
     for content in (b"{not json", b"", b"[1, 2]", b'"text"', b"\xff\xfe", b"{", nan):
         for content_type in ("application/json", "text/plain"):
-            response = live.sandbox.api("POST", SEND_KINDS["text"].path, content=content,
-                                        headers={"content-type": content_type})
+            response = live.sandbox.api(
+                "POST",
+                SEND_KINDS["text"].path,
+                content=content,
+                headers={"content-type": content_type},
+            )
             assert (content, response.status_code) == (content, 400)
             answer = response.json()
             assert answer["success"] is False and answer["statusCode"] == 400
@@ -163,9 +202,15 @@ def test_unknown_session_is_404_and_records_nothing(live):
 
 
 def test_file_upload_is_refused(live):
-    response = live.sandbox.api("POST", SEND_KINDS["image"].path, files={
-        "sessionId": (None, live.session_id), "to": (None, TO),
-        "image": ("a.jpg", b"\xff\xd8", "image/jpeg")})
+    response = live.sandbox.api(
+        "POST",
+        SEND_KINDS["image"].path,
+        files={
+            "sessionId": (None, live.session_id),
+            "to": (None, TO),
+            "image": ("a.jpg", b"\xff\xd8", "image/jpeg"),
+        },
+    )
     assert response.status_code == 400
     assert "image" in response.json()["error"]
     assert live.sends() == []

@@ -13,8 +13,20 @@ from PIL import Image
 from .conftest import unique_id
 
 NOT_FOUND = {"success": False, "error": "Session not found", "statusCode": 404}
-RECORD_FIELDS = {"id", "sessionId", "status", "provider", "webhookUrl", "phone", "name",
-                 "qrCode", "qrCodeImage", "qrCodeUpdatedAt", "createdAt", "updatedAt"}
+RECORD_FIELDS = {
+    "id",
+    "sessionId",
+    "status",
+    "provider",
+    "webhookUrl",
+    "phone",
+    "name",
+    "qrCode",
+    "qrCodeImage",
+    "qrCodeUpdatedAt",
+    "createdAt",
+    "updatedAt",
+}
 
 
 @pytest.fixture
@@ -65,17 +77,24 @@ def test_list_and_get_sessions(sandbox):
     sandbox.create_session("a", connect=False)
     sandbox.create_session("b")
     listed = sandbox.api("GET", "/api/v1/sessions").json()["data"]
-    assert [(s["sessionId"], s["status"]) for s in listed] == [("a", "connecting"),
-                                                               ("b", "connected")]
+    assert [(s["sessionId"], s["status"]) for s in listed] == [
+        ("a", "connecting"),
+        ("b", "connected"),
+    ]
     one = sandbox.api("GET", "/api/v1/sessions/b").json()["data"]
     assert one["status"] == "connected"
     assert one["phone"].isdigit()
     assert set(one) <= RECORD_FIELDS
 
 
-@pytest.mark.parametrize("path", [
-    "/api/v1/sessions/ghost", "/api/v1/sessions/ghost/qr", "/api/v1/limits/ghost",
-])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/sessions/ghost",
+        "/api/v1/sessions/ghost/qr",
+        "/api/v1/limits/ghost",
+    ],
+)
 def test_unknown_session_is_404_envelope(box, path):
     response = box.api("GET", path)
     assert response.status_code == 404
@@ -91,7 +110,7 @@ def test_qr_json_image_decodes_to_the_qr_code(box):
     assert qr["status"] == "connecting"
     prefix = "data:image/png;base64,"
     assert qr["qrCodeImage"].startswith(prefix)
-    assert decode_png(base64.b64decode(qr["qrCodeImage"][len(prefix):])) == qr["qrCode"]
+    assert decode_png(base64.b64decode(qr["qrCodeImage"][len(prefix) :])) == qr["qrCode"]
     assert qr["qrCodeUpdatedAt"].endswith("Z")
     assert datetime.fromisoformat(qr["qrCodeUpdatedAt"]).utcoffset().total_seconds() == 0
 
@@ -146,18 +165,25 @@ def test_settings_endpoints(box):
     hook = box.api("POST", f"{base}/webhook", json={"webhookUrl": "http://127.0.0.1:9/hook"})
     assert hook.status_code == 200
     assert box.api("GET", base).json()["data"]["webhookUrl"] == "http://127.0.0.1:9/hook"
-    calls = box.api("POST", f"{base}/call-settings",
-                    json={"rejectCalls": True, "rejectCallsMessage": "Só texto"})
+    calls = box.api(
+        "POST",
+        f"{base}/call-settings",
+        json={"rejectCalls": True, "rejectCallsMessage": "Só texto"},
+    )
     assert calls.json()["data"] == {"rejectCalls": True, "rejectCallsMessage": "Só texto"}
-    mark = box.api("POST", f"{base}/mark-previous-as-read-settings",
-                   json={"markPreviousAsRead": True})
+    mark = box.api(
+        "POST", f"{base}/mark-previous-as-read-settings", json={"markPreviousAsRead": True}
+    )
     assert mark.json()["data"] == {"markPreviousAsRead": True}
-    bad = box.api("POST", f"{base}/mark-previous-as-read-settings",
-                  json={"markPreviousAsRead": "perhaps"})
+    bad = box.api(
+        "POST", f"{base}/mark-previous-as-read-settings", json={"markPreviousAsRead": "perhaps"}
+    )
     assert bad.status_code == 400
     assert "markPreviousAsRead" in bad.json()["error"]
-    assert box.api("POST", "/api/v1/sessions/ghost/webhook",
-                   json={"webhookUrl": "http://x"}).json() == NOT_FOUND
+    assert (
+        box.api("POST", "/api/v1/sessions/ghost/webhook", json={"webhookUrl": "http://x"}).json()
+        == NOT_FOUND
+    )
 
 
 def test_passkey_accepts_any_object_and_connects(box):

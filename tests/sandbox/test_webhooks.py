@@ -18,8 +18,10 @@ def wait_log(box, predicate, count=1, timeout=5.0):
 
 
 def send_texts(box, n):
-    return [box.send("text", {"sessionId": "s1", "to": TO, "text": f"m{i}"}).json()["messageId"]
-            for i in range(n)]
+    return [
+        box.send("text", {"sessionId": "s1", "to": TO, "text": f"m{i}"}).json()["messageId"]
+        for i in range(n)
+    ]
 
 
 def test_delivery_is_logged(wired):
@@ -106,17 +108,32 @@ def test_delayed_events_all_arrive(make_sandbox, webhook_sink):
 
 
 def test_webhook_config_per_event_and_disabled(sandbox, webhook_sink):
-    per_event = {"enabled": True, "type": "per_event", "events": {
-        "messages.sent": {"enabled": True, "webhookUrl": f"{webhook_sink.base_url}/sent"}}}
-    sandbox.api("POST", "/api/v1/sessions", json={
-        "sessionId": "s1", "webhookUrl": webhook_sink.url, "webhookConfig": per_event})
+    per_event = {
+        "enabled": True,
+        "type": "per_event",
+        "events": {
+            "messages.sent": {"enabled": True, "webhookUrl": f"{webhook_sink.base_url}/sent"}
+        },
+    }
+    sandbox.api(
+        "POST",
+        "/api/v1/sessions",
+        json={"sessionId": "s1", "webhookUrl": webhook_sink.url, "webhookConfig": per_event},
+    )
     sandbox.scan("s1")
     send_texts(sandbox, 1)
     webhook_sink.wait_for()
     assert webhook_sink.requests[0]["path"] == "/sent"
 
-    sandbox.api("POST", "/api/v1/sessions", json={
-        "sessionId": "s2", "webhookUrl": webhook_sink.url, "webhookConfig": {"enabled": False}})
+    sandbox.api(
+        "POST",
+        "/api/v1/sessions",
+        json={
+            "sessionId": "s2",
+            "webhookUrl": webhook_sink.url,
+            "webhookConfig": {"enabled": False},
+        },
+    )
     sandbox.scan("s2")
     sandbox.send("text", {"sessionId": "s2", "to": TO, "text": "x"})
     sandbox.send("text", {"sessionId": "s1", "to": TO, "text": "after"})
