@@ -70,13 +70,15 @@ def receiver_token(settings: Settings) -> str:
     return _process_token
 
 
-def session_webhook_url(settings: Settings, server: BackgroundServer | None = None) -> str:
-    """The URL to register on each sender: ``webhook_url`` (public), else the local server's,
-    always with ``?token=``."""
+def session_webhook_url(settings: Settings, server: BackgroundServer | str | None = None
+                        ) -> str:
+    """The URL to register on each sender: ``webhook_url`` (public), else the local server's
+    (a :class:`BackgroundServer` or its ``http://host:port``), always with ``?token=``."""
     if settings.webhook_url:
         base = settings.webhook_url
     elif server is not None:
-        base = f"{server.base_url}{SESSION_PATH}"
+        root = server if isinstance(server, str) else server.base_url
+        base = f"{root.rstrip('/')}{SESSION_PATH}"
     else:
         raise ValueError("no webhook_url is set and no local receiver is running")
     parts = urlsplit(base)

@@ -1,0 +1,139 @@
+"""``campaign events`` and ``campaign receiver``: what the service told us, and the receiver.
+
+- ``events [--run RUN] [--last N] [--tail] [--json]``: stored webhook events, newest last;
+  ``--tail`` keeps printing new ones until Ctrl-C.
+- ``receiver [--host H] [--port N]``: serve the webhook receiver alone until Ctrl-C (the
+  token of its URL is never printed unless ``--show-url`` is given).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+#: Seconds between two looks at the ledger with ``--tail``.
+TAIL_EVERY_S = 0.5
+
+
+def _out() -> Console:
+    return Console(highlight=False, soft_wrap=True)
+
+
+def _line(row: dict[str, Any]) -> str:
+    at = row.get("received_at")
+    when = at.strftime("%Y-%m-%d %H:%M:%S") if hasattr(at, "strftime") else str(at)
+    who = row.get("session_id") or row.get("channel") or "-"
+    return "  ".join(str(part) for part in (
+        row["id"], when, row["event"], who, row.get("number") or "-",
+        row.get("message_id_norm") or "-", row.get("result") or "(not applied)"))
+
+
+def _print(console: Console, rows: list[dict[str, Any]], as_json: bool) -> None:
+    from scheduler.tracking.counts import event_json
+
+    for row in rows:
+        if as_json:
+            print(json.dumps(event_json(row), ensure_ascii=False), flush=True)
+        else:
+            console.print(escape(_line(row)))
+
+
+def events(
+    run: int | None = typer.Option(None, "--run", help="Only events about this run."),
+    last: int = typer.Option(50, "--last", min=1, help="How many of the newest to show."),
+    tail: bool = typer.Option(False, "--tail", help="Keep printing new events (Ctrl-C stops)."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+) -> None:
+    """List stored webhook events, newest last."""
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.tracking.counts import stored_events
+
+    ledger = ledger_from_settings(load_settings())
+    if run is not None:
+        ledger.get_run(run)  # RunNotFound: one line, exit 1
+    console = _out()
+    rows = stored_events(ledger, run_id=run, last=last)
+    if not rows and not tail and not as_json:
+        console.print("no events stored" + (f" for run {run}" if run is not None else ""))
+    _print(console, rows, as_json)
+    if not tail:
+        return
+    after = rows[-1]["id"] if rows else 0
+    if not rows:
+        newest = stored_events(ledger, last=1)
+        after = newest[-1]["id"] if newest else 0
+    try:
+        while True:
+            time.sleep(TAIL_EVERY_S)
+            fresh = stored_events(ledger, run_id=run, after_id=after)
+            if fresh:
+                after = fresh[-1]["id"]
+                _print(console, fresh, as_json)
+    except KeyboardInterrupt:
+        return
+
+
+def _listen(host: str, port: int) -> Any:
+    import socket
+
+    from scheduler.errors import SchedulerError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise SchedulerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    return sock
+
+
+def receiver(
+    host: str | None = typer.Option(None, "--host", help="Interface (default: receiver_host)."),
+    port: int | None = typer.Option(None, "--port", min=0, max=65535,
+                                    help="Port (default: receiver_port; 0 picks one)."),
+    show_url: bool = typer.Option(False, "--show-url",
+                                  help="Print the session webhook URL with its token."),
+) -> None:
+    """Serve the webhook receiver alone until Ctrl-C."""
+    import uvicorn
+
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.tracking import create_receiver, session_webhook_url
+
+    settings = load_settings()
+    ledger = ledger_from_settings(settings)
+    host = host or settings.receiver_host
+    sock = _listen(host, settings.receiver_port if port is None else port)
+    base = f"http://{host}:{sock.getsockname()[1]}"
+    console = _out()
+    url = session_webhook_url(settings, base)
+    shown = url if show_url else url.split("?", 1)[0] + "?token=…"
+    console.print(escape(f"receiver on {base} (Ctrl-C stops); session webhook URL: {shown}"))
+    console.print(escape(f"account webhook (SMS/voice): {base}/webhooks/account"
+                         + ("" if settings.webhook_secret else " (refused: no webhook_secret)")))
+    if settings.webhook_token is None:
+        console.print("no webhook_token is set: this process made a random one; set "
+                      "CAMPAIGN_WEBHOOK_TOKEN (or use --show-url) to register it by hand")
+    config = uvicorn.Config(create_receiver(settings, ledger), log_level="warning",
+                            access_log=False, lifespan="on")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+        ledger.engine.dispose()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``events`` and ``receiver`` to the ``campaign`` command."""
+    app.command("events")(events)
+    app.command("receiver")(receiver)
