@@ -1,0 +1,21 @@
+"""Reports: the ledger of one or more runs as a spreadsheet people open, and charts.
+
+``write_report(ledger, run_ids, fmt="xlsx"|"csv", output=None)`` writes
+
+- **xlsx**: sheets Summary (run, times, counts by state, the funnel and its rates, SMS and
+  voice figures, opt-outs, skip reasons, per sender and per step, with a sends-per-hour and
+  a funnel chart), Recipients (one row per delivery, with the CSV's own columns), Replies,
+  Opt-outs, Errors (grouped by message) and Sends per hour; plus the two charts as PNG
+  files beside the workbook;
+- **csv**: the Recipients table, UTF-8 with a BOM.
+
+Modules: ``source`` (SQL), ``details`` (channel extras), ``columns`` (row tables),
+``summary`` (figures), ``workbook`` (xlsxwriter), ``sheetxml`` (streamed rows), ``charts``
+(PNG), ``output`` (paths, formula safety, all-or-nothing files), ``api`` (the entry point).
+"""
+
+from __future__ import annotations
+
+from scheduler.reports.api import ReportResult, campaign_runs, write_report
+
+__all__ = ["ReportResult", "campaign_runs", "write_report"]

@@ -1,0 +1,247 @@
+"""``write_report``: one report (xlsx workbook and PNG charts, or a CSV) for one or more runs.
+
+The whole report is read inside one transaction, so every sheet describes the same
+snapshot of the ledger even while a run is still sending. Files are written beside their
+targets under temporary names and renamed into place only when all of them are complete.
+"""
+
+from __future__ import annotations
+
+import csv
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from sqlalchemy import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
+
+from scheduler.reports import charts, details, source, summary
+from scheduler.reports.columns import (
+    Column,
+    OptOutsLayout,
+    RecipientsLayout,
+    RepliesLayout,
+    Table,
+    local_times,
+    variable_keys,
+)
+from scheduler.reports.exceptions import (
+    NothingToReport,
+    OutputNotWritable,
+    ReportFormatError,
+    ReportReadError,
+)
+from scheduler.reports.output import AtomicFiles, csv_safe, default_stem, resolve_output
+from scheduler.reports.sheetxml import RowEncoder, StreamedSheet, splice, split_rows
+from scheduler.reports.workbook import WorkbookWriter
+
+if TYPE_CHECKING:
+    from scheduler.config import Settings
+    from scheduler.ledger.runs import Ledger
+
+FORMATS = ("xlsx", "csv")
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What a report wrote: the workbook (or CSV), its PNG charts, and rows per sheet."""
+
+    path: Path
+    format: str
+    run_ids: tuple[int, ...]
+    charts: tuple[Path, ...] = ()
+    rows: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """Every file written, the workbook (or CSV) first."""
+        return (self.path, *self.charts)
+
+
+def _engine(ledger: Ledger | Engine) -> Engine:
+    return ledger if isinstance(ledger, Engine) else ledger.engine
+
+
+def _read_error(exc: SQLAlchemyError) -> ReportReadError:
+    detail = getattr(exc, "orig", None) or exc
+    return ReportReadError(f"cannot read the ledger: {exc.__class__.__name__}: {detail}")
+
+
+def campaign_runs(ledger: Ledger | Engine, name: str) -> list[int]:
+    """Every run id of campaign ``name``, oldest first (:class:`CampaignNotFound` if none)."""
+    try:
+        with _engine(ledger).connect() as conn:
+            return source.campaign_run_ids(conn, name)
+    except SQLAlchemyError as exc:
+        raise _read_error(exc) from None
+
+
+def check_format(fmt: str) -> str:
+    """``fmt`` in lower case, or :class:`ReportFormatError`."""
+    value = (fmt or "").lower().lstrip(".")
+    if value not in FORMATS:
+        raise ReportFormatError(f"unknown report format {fmt!r}: use xlsx or csv")
+    return value
+
+
+def write_report(
+    ledger: Ledger | Engine, run_ids: Sequence[int], *, fmt: str = "xlsx",
+    output: Path | str | None = None, settings: Settings | None = None,
+) -> ReportResult:  # fmt: skip
+    """Write the report of ``run_ids`` to ``output`` (a file or folder), by default
+    ``<settings.reports_dir>/<campaign>-run-<id>.<fmt>``; xlsx also writes two PNG charts."""
+    started = time.perf_counter()
+    fmt = check_format(fmt)
+    if not run_ids:
+        raise NothingToReport("nothing to report: give one or more run ids, or --campaign NAME")
+    engine = _engine(ledger)
+    try:
+        with engine.connect() as conn:
+            if engine.dialect.name == "postgresql":
+                conn = conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                runs = source.load_runs(conn, run_ids)
+                if output is None and settings is None:
+                    from scheduler.config import load_settings
+
+                    settings = load_settings()
+                folder = settings.reports_dir if settings is not None else Path("reports")
+                stem = default_stem([r.campaign for r in runs], [r.id for r in runs])
+                target = resolve_output(output, folder, stem, fmt)
+                with AtomicFiles() as files:
+                    if fmt == "csv":
+                        rows, pngs = {"Recipients": _write_csv(conn, runs, files.temp_for(target))
+                                      }, []  # fmt: skip
+                    else:
+                        rows, pngs = _write_xlsx(conn, runs, target, files)
+                    files.commit()
+    except SQLAlchemyError as exc:
+        raise _read_error(exc) from None
+    except OSError as exc:  # e.g. the disk filled up while writing
+        raise OutputNotWritable(f"cannot write the report: {exc.strerror or exc}") from None
+    return ReportResult(target, fmt, tuple(r.id for r in runs), tuple(pngs), rows,
+                        time.perf_counter() - started)  # fmt: skip
+
+
+# ---------------------------------------------------------------------- pieces
+
+
+def _variables(conn: Connection, runs: Sequence[source.RunInfo]) -> dict[str, float]:
+    widths: dict[str, float] = {}
+    for run in runs:
+        for key, width in variable_keys(source.variable_samples(conn, run.id)).items():
+            widths[key] = max(widths.get(key, 0.0), width)
+    return widths
+
+
+def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dict[str, float],
+                scan: details.DetailScan) -> Table:  # fmt: skip
+    layout = RecipientsLayout(runs, variables, scan)
+
+    def frames() -> Iterator[dict[str, Any]]:
+        for run in runs:
+            for chunk in source.delivery_chunks(conn, run.id):
+                yield layout.frame(chunk)
+
+    return Table("Recipients", layout.columns, source.count_deliveries(conn, [r.id for r in runs]),
+                 frames)  # fmt: skip
+
+
+def _other_tables(conn: Connection, runs: Sequence[source.RunInfo],
+                  variables: dict[str, float]) -> list[Table]:  # fmt: skip
+    ids = [r.id for r in runs]
+    replies, optouts = RepliesLayout(runs, variables), OptOutsLayout(runs)
+    return [
+        Table("Replies", replies.columns, source.count_replies(conn, ids),
+              lambda: (replies.frame(c) for c in source.reply_chunks(conn, ids))),
+        Table("Opt-outs", optouts.columns, source.count_optouts(conn, ids),
+              lambda: (optouts.frame(c) for c in source.optout_chunks(conn, ids))),
+    ]  # fmt: skip
+
+
+def _title(runs: Sequence[source.RunInfo]) -> str:
+    names = ", ".join(dict.fromkeys(r.campaign for r in runs))
+    ids = [r.id for r in runs]
+    return f"{names} · run {ids[0]}" if len(ids) == 1 else f"{names} · {len(ids)} runs"
+
+
+def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
+                files: AtomicFiles) -> tuple[dict[str, int], list[Path]]:  # fmt: skip
+    ids = [r.id for r in runs]
+    zones = {r.id: r.timezone for r in runs}
+    scan = details.scan(source.detail_rows(conn, ids))
+    groups = source.state_groups(conn, ids)
+    summ = summary.build(runs, groups, scan.totals, source.skip_reasons(conn, ids),
+                         source.optout_times(conn, ids))  # fmt: skip
+    hourly = summary.hourly_sends(local_times(times, run.id, zones) for run in runs
+                                  for times in source.send_times(conn, run.id))  # fmt: skip
+    errors = summary.errors_table(source.error_groups(conn, ids), runs, groups)
+    variables = _variables(conn, runs)
+    tables = [_recipients(conn, runs, variables, scan), *_other_tables(conn, runs, variables)]
+
+    pngs = [target.with_name(f"{target.stem}-sends-per-hour.png"),
+            target.with_name(f"{target.stem}-funnel.png")]  # fmt: skip
+    png_temps = [files.temp_for(path) for path in pngs]
+    book_temp = files.temp_for(target)
+    zone_names = set(zones.values())
+    zone = zone_names.pop() if len(zone_names) == 1 else "local time"
+    charts.sends_per_hour_png(png_temps[0], hourly, _title(runs), zone)
+    charts.funnel_png(png_temps[1], summ.funnel, _title(runs))
+
+    with tempfile.TemporaryDirectory(prefix="campaign-report-") as scratch:
+        draft = Path(scratch) / "draft.xlsx"
+        writer = WorkbookWriter(draft)
+        sheet, first, last = writer.summary(summ)
+        parts = [part for table in tables for part in writer.row_table(table)]
+        writer.errors(errors)
+        writer.charts(sheet, summ, (first, last), writer.hourly(hourly))
+        styles = writer.close()
+        streamed = []
+        for table in tables:
+            mine = [p for p in parts if p.table is table]
+            pieces = split_rows(table.frames(), [p.rows for p in mine])
+            encoder = RowEncoder(table.columns, styles)
+            streamed += [StreamedSheet(p.sheet, encoder, p.rows, piece)
+                         for p, piece in zip(mine, pieces, strict=True)]  # fmt: skip
+        written = splice(draft, book_temp, streamed)
+    rows = {table.name: sum(written.get(p.sheet, 0) for p in parts if p.table is table)
+            for table in tables}  # fmt: skip
+    rows["Errors"] = len(errors)
+    return rows, pngs
+
+
+def _csv_values(frame: dict[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
+    data: dict[int, Any] = {}
+    for index, column in enumerate(columns):
+        values = frame[column.key]
+        if column.kind in ("text", "user_text"):
+            items = values.tolist() if isinstance(values, pd.Series) else values
+            data[index] = [csv_safe(v) if isinstance(v, str) else None for v in items]
+        elif column.kind == "date":
+            data[index] = values
+        elif column.kind == "int":
+            data[index] = pd.to_numeric(pd.Series(values), errors="coerce").astype("Int64")
+        else:
+            data[index] = pd.to_numeric(pd.Series(values), errors="coerce")
+    return pd.DataFrame({k: pd.Series(v).reset_index(drop=True) for k, v in data.items()})
+
+
+def _write_csv(conn: Connection, runs: list[source.RunInfo], path: Path) -> int:
+    """The Recipients table as CSV (UTF-8 with BOM, formula-like text prefixed with ``'``)."""
+    ids = [r.id for r in runs]
+    scan = details.scan(source.detail_rows(conn, ids))
+    table = _recipients(conn, runs, _variables(conn, runs), scan)
+    rows = 0
+    with open(path, "w", encoding="utf-8-sig", newline="") as fh:
+        csv.writer(fh).writerow([csv_safe(c.header) for c in table.columns])
+        for frame in table.frames():
+            values = _csv_values(frame, table.columns)
+            values.to_csv(fh, header=False, index=False, date_format="%Y-%m-%d %H:%M:%S",
+                          lineterminator="\r\n")  # fmt: skip
+            rows += len(values)
+    return rows

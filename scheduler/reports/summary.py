@@ -1,0 +1,296 @@
+"""The Summary of a report, computed from the ledger's aggregates (no I/O here).
+
+A delivery counts as *sent* once the service took it (``accepted`` or any later state, or
+a ``sent_at`` time), *delivered* when it reached ``delivered`` or ``read`` (or has that
+time), *read* when it reached ``read``, *replied* when it has a reply. Each channel has
+its own funnel (``FUNNELS``) and rates (``RATES``); a report over runs of several channels
+uses the WhatsApp one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import pandas as pd
+
+from scheduler.ledger.states import SENT_STATES, DeliveryState
+from scheduler.reports.columns import Column
+from scheduler.reports.source import RunInfo
+
+FUNNELS = {
+    "whatsapp": (("Planned", "deliveries"), ("Sent", "sent"), ("Delivered", "delivered"),
+                 ("Read", "read"), ("Replied", "replied")),
+    "sms": (("Planned", "deliveries"), ("Sent", "sent"), ("Delivered", "delivered")),
+    "voice": (("Planned", "deliveries"), ("Dialed", "sent"), ("Answered", "answered"),
+              ("Pressed a key", "digits")),
+}  # fmt: skip
+RATES = {
+    "whatsapp": (("Sent (% of planned)", "sent", "deliveries"),
+                 ("Delivered (% of sent)", "delivered", "sent"),
+                 ("Read (% of delivered)", "read", "delivered"),
+                 ("Replied (% of sent)", "replied", "sent")),
+    "sms": (("Sent (% of planned)", "sent", "deliveries"),
+            ("Delivered (% of sent)", "delivered", "sent"),
+            ("Undelivered (% of sent)", "undelivered", "sent")),
+    "voice": (("Dialed (% of planned)", "sent", "deliveries"),
+              ("Answered (% of dialed)", "answered", "sent"),
+              ("Pressed a key (% of answered)", "digits", "answered")),
+}  # fmt: skip
+_STATE_ORDER = [s.value for s in DeliveryState]
+_COUNTS = ("deliveries", "sent", "delivered", "read", "replied", "answered", "not_answered",
+           "undelivered", "failed", "skipped", "unknown", "expired")  # fmt: skip
+_EXTRAS = ("segments", "cost", "talk_seconds", "digits")
+
+
+@dataclass
+class Metric:
+    """One Summary row: a label, a cell kind, one value per run and the total."""
+
+    label: str
+    kind: str
+    values: list[Any]
+    total: Any = None
+
+
+@dataclass
+class Summary:
+    """Everything the Summary sheet and the charts show."""
+
+    runs: list[RunInfo]
+    channel: str
+    sections: list[tuple[str, list[Metric]]]
+    funnel: list[tuple[str, int]]
+    by_sender: tuple[list[Column], pd.DataFrame]
+    by_step: tuple[list[Column], pd.DataFrame]
+    notes: list[str] = field(default_factory=list)
+
+
+def report_channel(runs: Sequence[RunInfo]) -> str:
+    """The channel whose funnel the report uses."""
+    channels = {run.channel for run in runs}
+    channel = channels.pop() if len(channels) == 1 else "whatsapp"
+    return channel if channel in FUNNELS else "whatsapp"
+
+
+def _flags(groups: pd.DataFrame) -> pd.DataFrame:
+    """Each group row's counts of every funnel flag (``n`` where the flag holds, else 0)."""
+    state, n = groups["state"], groups["n"]
+    has = {k: groups[f"has_{k}"].astype(bool) for k in ("accepted", "sent", "delivered",
+                                                         "read", "replied")}  # fmt: skip
+    read = (state == DeliveryState.READ) | has["read"]
+    delivered = state.isin([DeliveryState.DELIVERED, DeliveryState.READ]) | has["delivered"] | read
+    sent = state.isin(list(SENT_STATES)) | has["accepted"] | has["sent"] | delivered
+    flags = {"deliveries": pd.Series(True, index=groups.index), "sent": sent,
+             "delivered": delivered, "read": read, "replied": has["replied"]}  # fmt: skip
+    for name in ("answered", "not_answered", "undelivered", "failed", "skipped", "unknown",
+                 "expired"):  # fmt: skip
+        flags[name] = state == name
+    out = groups[["run_id", "sender", "step", "kind"]].copy()
+    for name, flag in flags.items():
+        out[name] = n.where(flag, 0)
+    return out
+
+
+def _totals(flags: pd.DataFrame, extras: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Counts and detail totals grouped by ``keys`` (details know no ``kind``: a step has one)."""
+    counts = flags.groupby(keys, sort=True)[list(_COUNTS)].sum().reset_index()
+    if extras.empty:
+        for name in _EXTRAS:
+            counts[name] = 0
+    else:
+        on = [k for k in keys if k in extras.columns]
+        more = extras.groupby(on)[list(_EXTRAS)].sum().reset_index()
+        counts = counts.merge(more, on=on, how="left")
+        counts[list(_EXTRAS)] = counts[list(_EXTRAS)].fillna(0)
+    counts["digits"] = counts["digits"].astype("int64")
+    return counts.set_index(keys)
+
+
+def rate(part: float, whole: float) -> float | None:
+    """``part / whole``, None when ``whole`` is zero."""
+    return part / whole if whole else None
+
+
+def _local(moment: datetime | None, zone: str) -> datetime | None:
+    return moment.astimezone(ZoneInfo(zone)).replace(tzinfo=None) if moment else None
+
+
+def _run_section(runs: list[RunInfo]) -> list[Metric]:
+    single_zone = len({r.timezone for r in runs}) == 1
+
+    def dates(label: str, attr: str, pick: Any) -> Metric:
+        values = [_local(getattr(r, attr), r.timezone) for r in runs]
+        present = [v for v in values if v is not None]
+        return Metric(label, "date", values, pick(present) if present and single_zone else None)
+
+    def join(label: str, values: list[Any]) -> Metric:
+        return Metric(label, "text", values, ", ".join(dict.fromkeys(str(v) for v in values)))
+
+    metrics = [join("Campaign", [r.campaign for r in runs]),
+               Metric("Run", "int", [r.id for r in runs]),
+               join("Channel", [r.channel for r in runs]),
+               join("Status", [r.status for r in runs]),
+               join("Time zone (times are local to it)", [r.timezone for r in runs]),
+               dates("Planned at", "created_at", min), dates("Scheduled for", "fire_time", min),
+               dates("Started", "started_at", min), dates("Finished", "finished_at", max)]
+    if any(r.stop_reason for r in runs):
+        metrics.append(Metric("Stop reason", "text", [r.stop_reason for r in runs]))
+    return metrics  # fmt: skip
+
+
+def _count(label: str, per_run: pd.DataFrame, runs: list[RunInfo], key: str,
+           kind: str = "int") -> Metric:  # fmt: skip
+    values = [per_run.at[r.id, key] if r.id in per_run.index else 0 for r in runs]
+    values = [float(v) if kind in ("money", "number") else int(v) for v in values]
+    return Metric(label, kind, values, sum(values))
+
+
+def _rate_metric(label: str, per_run: pd.DataFrame, runs: list[RunInfo], part: str,
+                 whole: str) -> Metric:  # fmt: skip
+    def get(run: RunInfo, key: str) -> float:
+        return float(per_run.at[run.id, key]) if run.id in per_run.index else 0.0
+
+    values = [rate(get(r, part), get(r, whole)) for r in runs]
+    return Metric(label, "percent", values,
+                  rate(float(per_run[part].sum()), float(per_run[whole].sum())))  # fmt: skip
+
+
+def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels: set[str]
+           ) -> tuple[list[Column], pd.DataFrame]:  # fmt: skip
+    """A per-sender or per-step table: key columns, the funnel, failures, rates, extras."""
+    cols = list(keys)
+    out = frame.reset_index()
+    if "sender" in out.columns:
+        out["sender"] = out["sender"].where(out["sender"] != "", "(none yet)")
+    for label, key in FUNNELS[channel]:
+        cols.append(Column(key, "Deliveries" if key == "deliveries" else label, "int", 11))
+    cols += [Column(k, k.capitalize(), "int", 9) for k in ("failed", "unknown", "skipped")]
+    for label, part, whole in RATES[channel]:
+        name = f"rate:{part}/{whole}"
+        out[name] = [rate(p, w) for p, w in zip(out[part], out[whole], strict=True)]
+        cols.append(Column(name, label, "percent", max(12, len(label) * 0.8)))
+    if "sms" in extra_channels:
+        cols += [Column("undelivered", "Undelivered", "int", 12),
+                 Column("segments", "SMS segments", "int", 13), Column("cost", "Cost (R$)",
+                                                                       "money", 11)]
+    if "voice" in extra_channels:
+        out["talk_min"] = out["talk_seconds"] / 60
+        cols += [Column("not_answered", "Not answered", "int", 13),
+                 Column("talk_min", "Talk time (min)", "number", 15)]
+    return cols, out  # fmt: skip
+
+
+def build(runs: list[RunInfo], groups: pd.DataFrame, extras: pd.DataFrame,
+          skipped: pd.DataFrame, optouts: pd.DataFrame) -> Summary:  # fmt: skip
+    """The Summary from ``source.state_groups``, ``details.scan(...).totals``,
+    ``source.skip_reasons`` and ``source.optout_times``."""
+    channel = report_channel(runs)
+    channels = {r.channel for r in runs}
+    flags = _flags(groups)
+    per_run = _totals(flags, extras, ["run_id"])
+    sections: list[tuple[str, list[Metric]]] = [("Run", _run_section(runs))]
+
+    states = groups.groupby(["state", "run_id"])["n"].sum()
+    present = [s for s in _STATE_ORDER if s in states.index.get_level_values(0)]
+    present += sorted(set(states.index.get_level_values(0)) - set(present))
+    by_state = [Metric(s, "int", [int(states.get((s, r.id), 0)) for r in runs]) for s in present]
+    for metric in by_state:
+        metric.total = sum(metric.values)
+    by_state.append(_count("Total", per_run, runs, "deliveries"))
+    sections.append(("Deliveries by state", by_state))
+
+    funnel = [_count(label, per_run, runs, key) for label, key in FUNNELS[channel]]
+    sections.append(("Funnel", funnel))
+    sections.append(("Rates", [_rate_metric(label, per_run, runs, part, whole)
+                               for label, part, whole in RATES[channel]]))  # fmt: skip
+    if "sms" in channels or per_run["segments"].sum():
+        sections.append(("SMS", [
+            _count("Delivered", per_run, runs, "delivered"),
+            _count("Undelivered", per_run, runs, "undelivered"),
+            _count("Segments", per_run, runs, "segments"),
+            _count("Cost (R$)", per_run, runs, "cost", "money")]))  # fmt: skip
+    if "voice" in channels or per_run["talk_seconds"].sum():
+        per_run["talk_min"] = per_run["talk_seconds"] / 60
+        sections.append(("Voice", [
+            _count("Answered", per_run, runs, "answered"),
+            _count("Not answered", per_run, runs, "not_answered"),
+            _rate_metric("Answered (% of dialed)", per_run, runs, "answered", "sent"),
+            _count("Talk time (min)", per_run, runs, "talk_min", "number"),
+            _count("Pressed a key", per_run, runs, "digits")]))  # fmt: skip
+    sections.append(("Opt-outs", _optout_metrics(runs, optouts)))
+    if not skipped.empty:
+        skipped = skipped.assign(category=skipped["reason"].map(
+            lambda r: (r or "no reason").split(":")[0].strip()))  # fmt: skip
+        by_reason = skipped.groupby(["category", "run_id"])["n"].sum()
+        metrics = [Metric(cat, "int", [int(by_reason.get((cat, r.id), 0)) for r in runs])
+                   for cat in sorted(set(skipped["category"]))]  # fmt: skip
+        for metric in metrics:
+            metric.total = sum(metric.values)
+        sections.append(("Skipped, by reason", metrics))
+
+    sender_keys = [Column("run_id", "Run", "int", 6), Column("sender", "Sender", "user_text", 16)]
+    step_keys = [Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
+                 Column("kind", "Kind", "text", 10)]  # fmt: skip
+    return Summary(
+        runs=runs, channel=channel, sections=sections,
+        funnel=[(m.label, int(m.total or 0)) for m in funnel],
+        by_sender=_table(_totals(flags, extras, ["run_id", "sender"]), sender_keys, channel,
+                         channels),
+        by_step=_table(_totals(flags, extras, ["run_id", "step", "kind"]), step_keys, channel,
+                       channels),
+    )  # fmt: skip
+
+
+def _optout_metrics(runs: list[RunInfo], optouts: pd.DataFrame) -> list[Metric]:
+    after, before = [], []
+    created = pd.to_datetime(optouts["created_at"], utc=True, format="ISO8601")
+    for run in runs:
+        mine = created[optouts["run_id"] == run.id]
+        planned = pd.Timestamp(run.created_at) if run.created_at else None
+        early = int((mine < planned).sum()) if planned is not None else 0
+        before.append(early)
+        after.append(len(mine) - early)
+    return [Metric("Opted out since the run was planned", "int", after, sum(after)),
+            Metric("Already opted out when planned", "int", before, sum(before))]
+
+
+ERROR_COLUMNS = [Column("run_id", "Run", "int", 6), Column("state", "State", "text", 12),
+                 Column("message", "Message", "user_text", 60), Column("n", "Count", "int", 9),
+                 Column("share", "Share of the run", "percent", 16),
+                 Column("first_at", "First", "date", 19), Column("last_at", "Last", "date", 19),
+                 Column("example", "Example number", "user_text", 16)]  # fmt: skip
+
+
+def errors_table(raw: pd.DataFrame, runs: Sequence[RunInfo], groups: pd.DataFrame
+                 ) -> pd.DataFrame:  # fmt: skip
+    """``source.error_groups`` with each group's share of its run and local times."""
+    from scheduler.reports.columns import local_times
+
+    out = raw.copy()
+    if out.empty:
+        return out.assign(share=[])
+    zones = {r.id: r.timezone for r in runs}
+    sizes = groups.groupby("run_id")["n"].sum()
+    out["share"] = [rate(n, float(sizes.get(r, 0))) for r, n in zip(out["run_id"], out["n"],
+                                                                      strict=True)]
+    for name in ("first_at", "last_at"):
+        out[name] = local_times(out[name], out["run_id"], zones)
+    out["message"] = out["message"].where(out["message"] != "", "(no message)")
+    return out  # fmt: skip
+
+
+def hourly_sends(times: Sequence[pd.Series]) -> pd.DataFrame:
+    """Sends per local hour (``hour``, ``sends``) from naive local send times."""
+    counts: pd.Series | None = None
+    for local in times:
+        part = local.dropna().dt.floor("h").value_counts()
+        counts = part if counts is None else counts.add(part, fill_value=0)
+    if counts is None or counts.empty:
+        return pd.DataFrame({"hour": pd.Series([], dtype="datetime64[us]"),
+                             "sends": pd.Series([], dtype="int64")})  # fmt: skip
+    counts = counts.sort_index()
+    return pd.DataFrame({"hour": counts.index, "sends": counts.to_numpy().astype("int64")})
