@@ -11,6 +11,7 @@ SQLAlchemy errors are translated to :class:`~scheduler.ledger.exceptions.LedgerE
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +25,8 @@ from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply
 from scheduler.tracking.intake import Incoming, incoming_from_payload
 
 logger = logging.getLogger("scheduler.tracking")
+#: Errors of the database: SQLAlchemy's, and the driver's own on the SQLite fast path.
+DB_ERRORS = (SQLAlchemyError, sqlite3.Error)
 
 
 @dataclass
@@ -83,7 +86,7 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
                 applied, errors = _apply_safely(conn, fresh, ctx, now)
                 _finish(conn, applied, errors, now)
                 out.applied = applied
-    except SQLAlchemyError as exc:
+    except DB_ERRORS as exc:
         raise LedgerError(f"could not store events: {type(exc).__name__}: "
                           f"{getattr(exc, 'orig', exc)}") from None
     return out
@@ -112,7 +115,7 @@ def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
             applied, errors = _apply_safely(conn, loaded, ctx, now)
             _finish(conn, applied, errors | broken, now)
             return applied
-    except SQLAlchemyError as exc:
+    except DB_ERRORS as exc:
         raise LedgerError(f"could not apply stored events: {type(exc).__name__}: "
                           f"{getattr(exc, 'orig', exc)}") from None
 
@@ -138,7 +141,7 @@ def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[tuple[in
             newest = queries.max_event_id(conn)
             return queries.recent_unmatched_events(conn, since_id=max(newest - window, 0),
                                                    names=MATCHED_BY_ID)
-    except SQLAlchemyError as exc:
+    except DB_ERRORS as exc:
         raise LedgerError(f"could not read stored events: {exc}") from None
 
 
@@ -147,7 +150,7 @@ def now_matched(engine: Engine, norms: Sequence[str]) -> set[str]:
     try:
         with engine.connect() as conn:
             return queries.held_message_ids(conn, norms)
-    except SQLAlchemyError as exc:
+    except DB_ERRORS as exc:
         raise LedgerError(f"could not read deliveries: {exc}") from None
 
 
@@ -156,5 +159,5 @@ def note_result(engine: Engine, event_id: int, result: str) -> None:
     try:
         with engine.begin() as conn:
             queries.note_event_result(conn, event_id, result)
-    except SQLAlchemyError as exc:
+    except DB_ERRORS as exc:
         raise LedgerError(f"could not note the result of event {event_id}: {exc}") from None
