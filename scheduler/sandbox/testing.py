@@ -7,6 +7,7 @@ JSON body POSTed to it. Both run in background threads; call ``close()`` when do
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -115,7 +116,11 @@ class SandboxHandle:
 
 
 class WebhookSink:
-    """A real HTTP receiver recording every JSON body POSTed to it, in arrival order."""
+    """A real HTTP receiver of webhooks, on its own loopback port (POST to any path).
+
+    ``requests`` holds every POST (path, headers, body) in arrival order; ``events`` the
+    bodies it answered with a 2xx (set ``status_code`` to make deliveries fail).
+    """
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
@@ -127,7 +132,11 @@ class WebhookSink:
 
         @app.post("/{path:path}")
         async def receive(request: Request, path: str) -> JSONResponse:
-            body = await request.json()
+            raw = await request.body()
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = {"_raw": raw.decode("utf-8", "replace")}
             with self._lock:
                 self.requests.append(
                     {"path": "/" + path, "headers": dict(request.headers), "body": body}

@@ -192,3 +192,13 @@ def test_same_case_ids_when_mismatch_is_off(make_sandbox, webhook_sink, bodies):
     answer = box.send("text", bodies["text"]).json()
     [event] = webhook_sink.wait_for(lambda e: e["event"] == "messages.sent")
     assert event["data"]["id"] == answer["messageId"]
+
+
+def test_reaction_to_an_own_message_targets_the_session(live):
+    first, _ = sent_event(live, "text")
+    answer = live.send("reaction", messageId=first["messageId"]).json()
+    wanted = answer["messageId"].lower()
+    [event] = live.wait_for(lambda e: e["data"].get("id", "").lower() == wanted)
+    own = live.sandbox.api("GET", f"/api/v1/sessions/{live.session_id}").json()["data"]
+    assert event["data"]["data"]["target_participant"] == f"{own['phone']}@s.whatsapp.net"
+    assert event["data"]["data"]["original_message_id"] == first["messageId"]
