@@ -153,14 +153,14 @@ def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dic
 
 
 def _other_tables(conn: Connection, runs: Sequence[source.RunInfo],
-                  variables: dict[str, float]) -> list[Table]:  # fmt: skip
+                  variables: dict[str, float], optouts: pd.DataFrame) -> list[Table]:  # fmt: skip
     ids = [r.id for r in runs]
-    replies, optouts = RepliesLayout(runs, variables), OptOutsLayout(runs)
+    replies, opted = RepliesLayout(runs, variables), OptOutsLayout(runs)
     return [
         Table("Replies", replies.columns, source.count_replies(conn, ids),
               lambda: (replies.frame(c) for c in source.reply_chunks(conn, ids))),
-        Table("Opt-outs", optouts.columns, source.count_optouts(conn, ids),
-              lambda: (optouts.frame(c) for c in source.optout_chunks(conn, ids))),
+        Table("Opt-outs", opted.columns, len(optouts),
+              lambda: iter([opted.frame(optouts)] if len(optouts) else [])),
     ]  # fmt: skip
 
 
@@ -176,13 +176,14 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
     zones = {r.id: r.timezone for r in runs}
     scan = details.scan(source.detail_rows(conn, ids))
     groups = source.state_groups(conn, ids)
-    summ = summary.build(runs, groups, scan.totals, source.skip_reasons(conn, ids),
-                         source.optout_times(conn, ids))  # fmt: skip
+    optouts = source.optouts(conn, ids)
+    summ = summary.build(runs, groups, scan.totals, source.skip_reasons(conn, ids), optouts)
     hourly = summary.hourly_sends(local_times(times, run.id, zones) for run in runs
                                   for times in source.send_times(conn, run.id))  # fmt: skip
     errors = summary.errors_table(source.error_groups(conn, ids), runs, groups)
     variables = _variables(conn, runs)
-    tables = [_recipients(conn, runs, variables, scan), *_other_tables(conn, runs, variables)]
+    tables = [_recipients(conn, runs, variables, scan),
+              *_other_tables(conn, runs, variables, optouts)]
 
     pngs = [target.with_name(f"{target.stem}-sends-per-hour.png"),
             target.with_name(f"{target.stem}-funnel.png")]  # fmt: skip

@@ -58,13 +58,14 @@ class Table:
 # ---------------------------------------------------------------------- values
 
 
-def utc_times(values: pd.Series) -> pd.Series:
+def utc_times(values: pd.Series | Sequence[Any]) -> pd.Series:
     """Ledger times (SQLite text or driver datetimes) as aware UTC timestamps."""
-    return pd.to_datetime(values, utc=True, format="ISO8601")
+    series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+    return pd.to_datetime(series, utc=True, format="ISO8601")
 
 
-def local_times(values: pd.Series, run_ids: pd.Series | int, zones: Mapping[int, str]
-                ) -> pd.Series:  # fmt: skip
+def local_times(values: pd.Series | Sequence[Any], run_ids: pd.Series | int,
+                zones: Mapping[int, str]) -> pd.Series:  # fmt: skip
     """Naive local times, each row in the zone of its run."""
     utc = utc_times(values)
     if isinstance(run_ids, int):
@@ -93,15 +94,25 @@ def texts(values: Any) -> list[str | None]:
             for v in (values.tolist() if isinstance(values, pd.Series) else values)]  # fmt: skip
 
 
-def _json_dicts(values: pd.Series) -> list[dict[str, Any]]:
-    out = []
-    for raw in values.tolist():
+def _json_dict(raw: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        value = {}
+    return value if isinstance(value, dict) else {}
+
+
+def json_dicts(values: pd.Series | Sequence[Any]) -> list[dict[str, Any]]:
+    """JSON objects (``variables``), ``{}`` where missing or broken; one parse per chunk."""
+    items = values.tolist() if isinstance(values, pd.Series) else list(values)
+    if items and all(isinstance(v, str) and v.startswith("{") for v in items):
         try:
-            value = json.loads(raw) if isinstance(raw, str) and raw else {}
+            parsed = json.loads(f"[{','.join(items)}]")
         except ValueError:
-            value = {}
-        out.append(value if isinstance(value, dict) else {})
-    return out
+            parsed = None
+        if isinstance(parsed, list) and len(parsed) == len(items):
+            return [v if isinstance(v, dict) else {} for v in parsed]
+    return [_json_dict(v) for v in items]
 
 
 def _yes_no(values: pd.Series) -> list[str]:
@@ -162,30 +173,32 @@ class RecipientsLayout:
             cols.append(Column("zone", "Time zone", "text", 20))
         self.columns = cols
 
-    def frame(self, chunk: pd.DataFrame) -> Frame:
-        """The table's values for one chunk of ``source.delivery_chunks`` (one run)."""
-        run_id = int(chunk["run_id"].iloc[0]) if len(chunk) else 0
-        out: dict[str, Any] = {"run_id": chunk["run_id"], "row": chunk["row"],
-                               "to": texts(chunk["to"])}  # fmt: skip
+    def frame(self, chunk: Mapping[str, list[Any]]) -> Frame:
+        """The table's values for one chunk of ``source.delivery_chunks`` (one run).
+
+        Text columns come from the driver as ``str`` or ``None`` and are kept as they are.
+        """
+        length = len(chunk["row"])
+        run_id = int(chunk["run_id"][0]) if length else 0
+        out: dict[str, Any] = {k: chunk[k] for k in ("run_id", "row", "to", "step", "kind",
+                                                      "state", "reason", "sender", "message_id",
+                                                      "attempts", "last_error", "reply_text")}
         if self.variables:
-            variables = _json_dicts(chunk["variables"])
+            variables = json_dicts(chunk["variables"])
             for key in self.variables:
                 out[f"v:{key}"] = texts([v.get(key) for v in variables])
-        out.update(step=chunk["step"], kind=texts(chunk["kind"]), state=texts(chunk["state"]),
-                   reason=texts(chunk["reason"]), sender=texts(chunk["sender"]),
-                   message_id=texts(chunk["message_id"]), attempts=chunk["attempts"],
-                   last_error=texts(chunk["last_error"]))  # fmt: skip
         for key, _label in TIMES:
-            out[key] = local_times(chunk[key], run_id, self.zones) if len(chunk) else []
-        out["reply_text"] = texts(chunk["reply_text"])
+            values = chunk[key]
+            out[key] = (local_times(values, run_id, self.zones) if any(values)
+                        else [None] * length)  # fmt: skip
         if self.detail_columns:
             extras = [det.cells(det.parse(v)) if isinstance(v, str) else {}
-                      for v in chunk["details"].tolist()]  # fmt: skip
+                      for v in chunk["details"]]  # fmt: skip
             for key, _header, _kind, _width in self.detail_columns:
                 out[key] = [e.get(key) for e in extras]
         if "zone" in (c.key for c in self.columns):
-            out["zone"] = [self.zones.get(run_id, "UTC")] * len(chunk)
-        return out
+            out["zone"] = [self.zones.get(run_id, "UTC")] * length
+        return out  # fmt: skip
 
 
 class RepliesLayout:
@@ -214,7 +227,7 @@ class RepliesLayout:
             "text": texts(chunk["text"]), "opt_out": _yes_no(chunk["opt_out"]),
         }  # fmt: skip
         if self.variables:
-            variables = _json_dicts(chunk["variables"])
+            variables = json_dicts(chunk["variables"])
             for key in self.variables:
                 out[f"v:{key}"] = texts([v.get(key) for v in variables])
         return out

@@ -14,7 +14,6 @@ size) comes from xlsxwriter, so the file is what xlsxwriter would have written.
 
 from __future__ import annotations
 
-import math
 import re
 import xml.etree.ElementTree as ET
 import zipfile
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import pandas as pd
 
 from scheduler.reports.columns import Column, Frame, excel_serial
@@ -38,6 +38,7 @@ _LITERAL_ESCAPE = re.compile(r"_x[0-9A-Fa-f]{4}_")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PRESERVE = ' xml:space="preserve"'
+_EDGE_SPACE = re.compile(r"(?m)^\s|\s$")
 _DIMENSION = re.compile(r'<dimension ref="[^"]*"/>')
 _MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
@@ -65,11 +66,30 @@ def escape_text(value: str) -> str:
     return _SURROGATE.sub("\ufffd", value)
 
 
-def _numbers(values: Any) -> list[float]:
+def _number_texts(values: Any, kind: str) -> list[str | None]:
+    """Cell values as the text of ``<v>``: ``None`` where missing or not finite."""
     if isinstance(values, pd.Series) and values.dtype.kind in "mM":
-        return excel_serial(values)
-    return pd.to_numeric(pd.Series(values, dtype=object) if isinstance(values, list)
-                         else values, errors="coerce").astype("float64").tolist()  # fmt: skip
+        numbers = np.asarray(excel_serial(values), dtype="float64")
+    else:
+        series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
+        numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype="float64",
+                                                                  na_value=np.nan)
+    finite = np.isfinite(numbers)
+    if kind == "int":
+        texts = map(str, np.where(finite, numbers, 0).astype("int64").tolist())
+    else:
+        texts = map(repr, numbers.tolist())
+    return [t if ok else None for t, ok in zip(texts, finite.tolist(), strict=True)]
+
+
+def _clean_texts(items: list[Any]) -> bool:
+    """True when no value of a text column needs escaping, space-keeping or truncating."""
+    present = [v for v in items if isinstance(v, str) and v]
+    if not present:
+        return True
+    blob = "\n".join(present)
+    return (not _NEEDS_ESCAPE.search(blob) and not _EDGE_SPACE.search(blob)
+            and max(map(len, present)) <= MAX_CELL_CHARS)  # fmt: skip
 
 
 class RowEncoder:
@@ -88,23 +108,29 @@ class RowEncoder:
         rows = [str(r) for r in range(first_row, first_row + length)]
         cells = [self._column(col, letter, frame[col.key], rows)
                  for col, letter in zip(self.columns, self.letters, strict=True)]  # fmt: skip
+        cells = [c for c in cells if c is not None]
         return "".join([f'<row r="{r}">{"".join(c)}</row>'
                         for r, *c in zip(rows, *cells, strict=True)])  # fmt: skip
 
-    def _column(self, col: Column, letter: str, values: Any, rows: list[str]) -> list[str]:
+    def _column(self, col: Column, letter: str, values: Any, rows: list[str]
+                ) -> list[str] | None:  # fmt: skip
+        """One column's cells (``None`` when the whole column is empty in this frame)."""
         style = self.styles.get(col.kind, "")
         if col.kind in ("text", "user_text"):
             items = values.tolist() if isinstance(values, pd.Series) else values
             pre, mid = f'<c r="{letter}', f'"{style} t="inlineStr"><is><t'
+            if _clean_texts(items):
+                return [f"{pre}{r}{mid}>{v}</t></is></c>" if v.__class__ is str and v else ""
+                        for r, v in zip(rows, items, strict=True)]  # fmt: skip
             return [f"{pre}{r}{mid}{_PRESERVE if v[0].isspace() or v[-1].isspace() else ''}>"
                     f"{escape_text(v)}</t></is></c>" if isinstance(v, str) and v else ""
                     for r, v in zip(rows, items, strict=True)]  # fmt: skip
-        numbers = _numbers(values)
-        if col.kind == "int":
-            return [f'<c r="{letter}{r}"{style}><v>{int(v)}</v></c>' if math.isfinite(v) else ""
-                    for r, v in zip(rows, numbers, strict=True)]  # fmt: skip
-        return [f'<c r="{letter}{r}"{style}><v>{v!r}</v></c>' if math.isfinite(v) else ""
-                for r, v in zip(rows, numbers, strict=True)]  # fmt: skip
+        if not isinstance(values, pd.Series) and not any(v is not None for v in values):
+            return None
+        texts = _number_texts(values, col.kind)
+        pre, mid = f'<c r="{letter}', f'"{style}><v>'
+        return [f"{pre}{r}{mid}{t}</v></c>" if t is not None else ""
+                for r, t in zip(rows, texts, strict=True)]  # fmt: skip
 
 
 def frame_length(frame: Frame) -> int:
@@ -197,6 +223,7 @@ def splice(source: Path, target: Path, sheets: Sequence[StreamedSheet]) -> dict[
                 dst.writestr(item, data, compresslevel=6)
                 continue
             big = sheet.rows * max(len(sheet.encoder.columns), 1) * 48 > 1_500_000_000
-            with dst.open(item, "w", force_zip64=big) as out:
+            # Opened by name so the archive's compresslevel (1: fast) applies to the big part.
+            with dst.open(info.filename, "w", force_zip64=big) as out:
                 written[sheet.sheet] = _stream(out, data.decode("utf-8"), sheet)
     return written

@@ -9,7 +9,7 @@ uses the WhatsApp one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -77,21 +77,21 @@ def report_channel(runs: Sequence[RunInfo]) -> str:
 
 
 def _flags(groups: pd.DataFrame) -> pd.DataFrame:
-    """Each group row's counts of every funnel flag (``n`` where the flag holds, else 0)."""
+    """Each group's count of every funnel flag (see ``source.state_groups``)."""
     state, n = groups["state"], groups["n"]
-    has = {k: groups[f"has_{k}"].astype(bool) for k in ("accepted", "sent", "delivered",
-                                                         "read", "replied")}  # fmt: skip
-    read = (state == DeliveryState.READ) | has["read"]
-    delivered = state.isin([DeliveryState.DELIVERED, DeliveryState.READ]) | has["delivered"] | read
-    sent = state.isin(list(SENT_STATES)) | has["accepted"] | has["sent"] | delivered
-    flags = {"deliveries": pd.Series(True, index=groups.index), "sent": sent,
-             "delivered": delivered, "read": read, "replied": has["replied"]}  # fmt: skip
+    flags = {
+        "deliveries": n,
+        "sent": n.where(state.isin(list(SENT_STATES)), groups["n_sent"]),
+        "delivered": n.where(state.isin(["delivered", "read"]), groups["n_delivered"]),
+        "read": n.where(state == "read", groups["n_read"]),
+        "replied": groups["n_replied"],
+    }
     for name in ("answered", "not_answered", "undelivered", "failed", "skipped", "unknown",
                  "expired"):  # fmt: skip
-        flags[name] = state == name
+        flags[name] = n.where(state == name, 0)
     out = groups[["run_id", "sender", "step", "kind"]].copy()
-    for name, flag in flags.items():
-        out[name] = n.where(flag, 0)
+    for name, counts in flags.items():
+        out[name] = counts
     return out
 
 
@@ -283,7 +283,7 @@ def errors_table(raw: pd.DataFrame, runs: Sequence[RunInfo], groups: pd.DataFram
     return out  # fmt: skip
 
 
-def hourly_sends(times: Sequence[pd.Series]) -> pd.DataFrame:
+def hourly_sends(times: Iterable[pd.Series]) -> pd.DataFrame:
     """Sends per local hour (``hour``, ``sends``) from naive local send times."""
     counts: pd.Series | None = None
     for local in times:
