@@ -84,14 +84,18 @@ class AtomicFiles:
         """A new empty temporary file in ``target``'s folder (created if needed)."""
         if target.is_dir():
             raise OutputNotWritable(f"cannot write the report to {target}: it is a folder")
+        folder = target.parent
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            folder.mkdir(parents=True, exist_ok=True)
             temp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
             with open(temp, "xb"):
                 pass
+        except (FileExistsError, NotADirectoryError):
+            raise OutputNotWritable(
+                f"cannot write the report in {folder}: not a folder") from None
         except OSError as exc:
             raise OutputNotWritable(
-                f"cannot write the report to {target}: {_reason(exc)}") from None
+                f"cannot write the report in {folder}: {_reason(exc)}") from None
         self._pending.append((temp, target))
         return temp
 
