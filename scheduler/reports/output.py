@@ -37,15 +37,16 @@ def slug(name: str) -> str:
 
 
 def default_stem(campaigns: Sequence[str], run_ids: Sequence[int]) -> str:
-    """``<campaign>-run-3``, ``<campaign>-runs-3-4-5`` or ``<campaign>-runs-3-to-40``."""
+    """``<campaign>-run-3``, ``<campaign>-runs-3-4-5``, ``<campaign>-runs-3-to-40``; runs of
+    several campaigns drop the campaign (``runs-3-4``)."""
     names = sorted(set(campaigns))
-    stem = slug(names[0]) if len(names) == 1 else "runs"
+    prefix = f"{slug(names[0])}-" if len(names) == 1 else ""
     ids = sorted(set(run_ids))
     if len(ids) == 1:
-        return f"{stem}-run-{ids[0]}"
+        return f"{prefix}run-{ids[0]}"
     if len(ids) <= 5:
-        return f"{stem}-runs-{'-'.join(str(i) for i in ids)}"
-    return f"{stem}-runs-{ids[0]}-to-{ids[-1]}"
+        return f"{prefix}runs-{'-'.join(str(i) for i in ids)}"
+    return f"{prefix}runs-{ids[0]}-to-{ids[-1]}"
 
 
 def resolve_output(output: Path | str | None, folder: Path, stem: str, fmt: str) -> Path:

@@ -212,7 +212,7 @@ def count_deliveries(conn: Connection, run_ids: Sequence[int]) -> int:
     return int(conn.execute(sql, {"ids": list(run_ids)}).scalar() or 0)
 
 
-def delivery_chunks(conn: Connection, run_id: int, chunk_rows: int = CHUNK_ROWS
+def delivery_chunks(conn: Connection, run_id: int, chunk_rows: int | None = None
                     ) -> Iterator[dict[str, list[Any]]]:  # fmt: skip
     """The run's deliveries in plan order, ``chunk_rows`` at a time, as column → raw values.
 
@@ -220,7 +220,7 @@ def delivery_chunks(conn: Connection, run_id: int, chunk_rows: int = CHUNK_ROWS
     read at the speed of the database driver. ``run_id`` is an int, written as a literal.
     """
     result = conn.exec_driver_sql(_DELIVERY_SQL.format(run_id=int(run_id)))
-    while batch := result.fetchmany(chunk_rows):
+    while batch := result.fetchmany(chunk_rows or CHUNK_ROWS):
         columns = dict(zip(DELIVERY_COLUMNS, map(list, zip(*batch, strict=True)), strict=True))
         columns["run_id"] = [run_id] * len(batch)
         yield columns
@@ -232,11 +232,11 @@ def count_replies(conn: Connection, run_ids: Sequence[int]) -> int:
     return int(conn.execute(sql, {"ids": list(run_ids)}).scalar() or 0)
 
 
-def reply_chunks(conn: Connection, run_ids: Sequence[int], chunk_rows: int = CHUNK_ROWS
+def reply_chunks(conn: Connection, run_ids: Sequence[int], chunk_rows: int | None = None
                  ) -> Iterator[pd.DataFrame]:  # fmt: skip
     """Replies to these runs, oldest first, with the replying recipient's CSV columns."""
     yield from pd.read_sql(_ids(_REPLY_SQL), conn, params={"ids": list(run_ids)},
-                           chunksize=chunk_rows)  # fmt: skip
+                           chunksize=chunk_rows or CHUNK_ROWS)  # fmt: skip
 
 
 def optouts(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
