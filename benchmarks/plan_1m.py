@@ -29,17 +29,36 @@ import time
 from pathlib import Path
 from typing import Any
 
-FIRST = ("Ana Maria João José Francisca Antônio Carlos Paulo Pedro Lucas Luiz Marcos Gabriel "
-         "Rafael Daniel Marcelo Bruno Eduardo Felipe Rodrigo Juliana Márcia Fernanda Patrícia "
-         "Aline Adriana Sandra Camila Amanda Bruna Jéssica Letícia Júlia Luciana Vanessa "
-         "Mariana Gabriela Beatriz Larissa Conceição Sebastião Thiago Vinícius Caio").split()
-LAST = ("Silva Santos Oliveira Souza Rodrigues Ferreira Alves Pereira Lima Gomes Costa Ribeiro "
-        "Martins Carvalho Almeida Lopes Soares Fernandes Vieira Barbosa Rocha Dias Nascimento "
-        "Andrade Moreira Nunes Marques Machado Mendes Freitas Cardoso Ramos Gonçalves Araújo").split()
-CITIES = [("São Paulo", "11"), ("Campinas", "19"), ("Rio de Janeiro", "21"), ("Niterói", "21"),
-          ("Belo Horizonte", "31"), ("Curitiba", "41"), ("Porto Alegre", "51"),
-          ("Salvador", "71"), ("Recife", "81"), ("Fortaleza", "85"), ("Belém", "91"),
-          ("Manaus", "92"), ("Goiânia", "62"), ("Brasília", "61"), ("Florianópolis", "48")]
+_FIRST_NAMES = (
+    "Ana Maria João José Francisca Antônio Carlos Paulo Pedro Lucas Luiz Marcos Gabriel "
+    "Rafael Daniel Marcelo Bruno Eduardo Felipe Rodrigo Juliana Márcia Fernanda Patrícia "
+    "Aline Adriana Sandra Camila Amanda Bruna Jéssica Letícia Júlia Luciana Vanessa "
+    "Mariana Gabriela Beatriz Larissa Conceição Sebastião Thiago Vinícius Caio"
+)
+FIRST = _FIRST_NAMES.split()
+_LAST_NAMES = (
+    "Silva Santos Oliveira Souza Rodrigues Ferreira Alves Pereira Lima Gomes Costa Ribeiro "
+    "Martins Carvalho Almeida Lopes Soares Fernandes Vieira Barbosa Rocha Dias Nascimento "
+    "Andrade Moreira Nunes Marques Machado Mendes Freitas Cardoso Ramos Gonçalves Araújo"
+)
+LAST = _LAST_NAMES.split()
+CITIES = [
+    ("São Paulo", "11"),
+    ("Campinas", "19"),
+    ("Rio de Janeiro", "21"),
+    ("Niterói", "21"),
+    ("Belo Horizonte", "31"),
+    ("Curitiba", "41"),
+    ("Porto Alegre", "51"),
+    ("Salvador", "71"),
+    ("Recife", "81"),
+    ("Fortaleza", "85"),
+    ("Belém", "91"),
+    ("Manaus", "92"),
+    ("Goiânia", "62"),
+    ("Brasília", "61"),
+    ("Florianópolis", "48"),
+]
 INVALID = ("1234", "(11) 1234-567", "sem telefone", "", "+55 (00) 98765-4321", "99999")
 CAMPAIGN = """
 name = "p1"
@@ -58,14 +77,23 @@ type = "image"
 image = "https://example.com/p1.jpg"
 caption = "{{ nome|first_name }}, até 40% de desconto em {{ cidade }}!"
 """
-TEMPLATE = ("Olá, {{ nome|first_name }}! Sua fatura de {{ valor|brl }} vence em "
-            "{{ vencimento|date_br }}.\nResponda SAIR para não receber mais mensagens.\n")
+TEMPLATE = (
+    "Olá, {{ nome|first_name }}! Sua fatura de {{ valor|brl }} vence em "
+    "{{ vencimento|date_br }}.\nResponda SAIR para não receber mais mensagens.\n"
+)
 
 
 def _fmt(rng: random.Random, ddd: str, num: str) -> str:
     a, b = num[:5], num[5:]
-    return (f"({ddd}) {a}-{b}", f"+55 {ddd} {a}-{b}", f"0{ddd} {a}-{b}", f"55 {ddd} {num}",
-            f"{ddd}{num}", f"+55{ddd}{num}", f"{ddd} {a} {b}")[rng.randrange(7)]
+    return (
+        f"({ddd}) {a}-{b}",
+        f"+55 {ddd} {a}-{b}",
+        f"0{ddd} {a}-{b}",
+        f"55 {ddd} {num}",
+        f"{ddd}{num}",
+        f"+55{ddd}{num}",
+        f"{ddd} {a} {b}",
+    )[rng.randrange(7)]
 
 
 def generate(root: Path, rows: int, seed: int = 1) -> Path:
@@ -80,7 +108,7 @@ def generate(root: Path, rows: int, seed: int = 1) -> Path:
     with (root / "data" / "recipients.csv").open("w", encoding="utf-8", newline="") as out:
         out.write("Nome;Telefone;Cidade;Valor;Vencimento\n")
         lines = []
-        for i in range(rows):
+        for _ in range(rows):
             city, ddd = CITIES[rng.randrange(len(CITIES))]
             roll = rng.random()
             if roll < 0.02:
@@ -122,9 +150,13 @@ def _phase_plan(campaign: Path, store: bool, queue: Any) -> None:
         ledger = Ledger(open_ledger(f"sqlite:///{campaign.parent.parent / 'ledger.db'}"))
         spec = plan.campaign.spec
         run_id = ledger.create_run(
-            campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign),
-            definition=spec.model_dump(mode="json"), delivery_mode=spec.delivery,
-            timezone=spec.schedule.timezone, fire_time=None,
+            campaign_name=spec.name,
+            channel=spec.channel,
+            definition_path=str(campaign),
+            definition=spec.model_dump(mode="json"),
+            delivery_mode=spec.delivery,
+            timezone=spec.schedule.timezone,
+            fire_time=None,
         )
         stored = ledger.store_plan(run_id, plan.chunks(), start_at=datetime.now(UTC))
     else:
@@ -132,9 +164,17 @@ def _phase_plan(campaign: Path, store: bool, queue: Any) -> None:
             pass
     wall = time.perf_counter() - start
     stats = plan.stats
-    queue.put({"wall": wall, "peak_rss_mb": _peak_mb(), "read": stats.read,
-               "valid": stats.valid, "duplicates": stats.duplicates,
-               "invalid": stats.invalid_total, "stored": stored})
+    queue.put(
+        {
+            "wall": wall,
+            "peak_rss_mb": _peak_mb(),
+            "read": stats.read,
+            "valid": stats.valid,
+            "duplicates": stats.duplicates,
+            "invalid": stats.invalid_total,
+            "stored": stored,
+        }
+    )
 
 
 def _phase_read_csv(csv: Path, queue: Any) -> None:
@@ -142,8 +182,7 @@ def _phase_read_csv(csv: Path, queue: Any) -> None:
 
     start = time.perf_counter()
     frame = pd.read_csv(csv, sep=";", dtype=str)
-    queue.put({"wall": time.perf_counter() - start, "peak_rss_mb": _peak_mb(),
-               "read": len(frame)})
+    queue.put({"wall": time.perf_counter() - start, "peak_rss_mb": _peak_mb(), "read": len(frame)})
 
 
 def _run(target: Any, *args: Any) -> dict[str, Any]:
@@ -179,23 +218,56 @@ def main(argv: list[str] | None = None) -> int:
         base = _run(_phase_read_csv, csv)
         plan_only = _run(_phase_plan, campaign, False)
         full = _run(_phase_plan, campaign, True) if store else plan_only
-    context = {"rows": rows, "valid": full["valid"], "duplicates": full["duplicates"],
-               "invalid": full["invalid"], "steps": 2, "cpus": multiprocessing.cpu_count()}
-    print(json.dumps({"figure": "P1", "value": round(full["wall"], 3), "unit": "s", **context,
-                      "peak_rss_mb": round(full["peak_rss_mb"], 1),
-                      "rows_per_s": round(rows / full["wall"]), "stored": store,
-                      "deliveries_stored": full["stored"]}))
+    context = {
+        "rows": rows,
+        "valid": full["valid"],
+        "duplicates": full["duplicates"],
+        "invalid": full["invalid"],
+        "steps": 2,
+        "cpus": multiprocessing.cpu_count(),
+    }
+    print(
+        json.dumps(
+            {
+                "figure": "P1",
+                "value": round(full["wall"], 3),
+                "unit": "s",
+                **context,
+                "peak_rss_mb": round(full["peak_rss_mb"], 1),
+                "rows_per_s": round(rows / full["wall"]),
+                "stored": store,
+                "deliveries_stored": full["stored"],
+            }
+        )
+    )
     if store:
-        print(json.dumps({"figure": "P1-plan-only", "value": round(plan_only["wall"], 3),
-                          "unit": "s", **context,
-                          "peak_rss_mb": round(plan_only["peak_rss_mb"], 1),
-                          "rows_per_s": round(rows / plan_only["wall"])}))
+        print(
+            json.dumps(
+                {
+                    "figure": "P1-plan-only",
+                    "value": round(plan_only["wall"], 3),
+                    "unit": "s",
+                    **context,
+                    "peak_rss_mb": round(plan_only["peak_rss_mb"], 1),
+                    "rows_per_s": round(rows / plan_only["wall"]),
+                }
+            )
+        )
     else:
         print(json.dumps({"note": "scheduler.ledger has no store_plan: P1 excludes storing"}))
-    print(json.dumps({"figure": "P1-vs-read_csv", "value": round(full["wall"] / base["wall"], 2),
-                      "unit": "ratio", "rows": rows, "read_csv_s": round(base["wall"], 3),
-                      "read_csv_peak_rss_mb": round(base["peak_rss_mb"], 1),
-                      "plan_s": round(full["wall"], 3)}))
+    print(
+        json.dumps(
+            {
+                "figure": "P1-vs-read_csv",
+                "value": round(full["wall"] / base["wall"], 2),
+                "unit": "ratio",
+                "rows": rows,
+                "read_csv_s": round(base["wall"], 3),
+                "read_csv_peak_rss_mb": round(base["peak_rss_mb"], 1),
+                "plan_s": round(full["wall"], 3),
+            }
+        )
+    )
     return 0
 
 

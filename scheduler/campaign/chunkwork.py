@@ -70,11 +70,16 @@ class _StepRenderer:
         except ValidationError:
             from scheduler.campaign.exceptions import InvalidRenderedBodyError
 
-            raise InvalidRenderedBodyError([
-                Issue("", f"rendered {self.kind.name} is not valid: {message}",
-                      key=f"{self.step.key}.{path}" if path else self.step.key)
-                for path, message in model_problems(self.kind, body)
-            ]) from None  # fmt: skip
+            raise InvalidRenderedBodyError(
+                [
+                    Issue(
+                        "",
+                        f"rendered {self.kind.name} is not valid: {message}",
+                        key=f"{self.step.key}.{path}" if path else self.step.key,
+                    )
+                    for path, message in model_problems(self.kind, body)
+                ]
+            ) from None
         if self.same_as_rendered is None:
             dumped = dump_payload(model)
             self.same_as_rendered = json.dumps(dumped, sort_keys=True) == json.dumps(
@@ -103,8 +108,7 @@ class ChunkPlanner:
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.sms = campaign.spec.channel == "sms"
 
-    def plan(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]
-             ) -> ChunkResult:  # fmt: skip
+    def plan(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]) -> ChunkResult:
         """Rows of every non-blank line: skipped for invalid numbers, else rendered."""
         result = ChunkResult()
         rows, recipients = result.rows, result.recipients
@@ -123,28 +127,56 @@ class ChunkPlanner:
             if digits is None:
                 reason = f"invalid_number: {why}"
                 for _renderer, index, kind, path in steps:
-                    rows.append({"row": row, "to": phones[i], "step": index, "kind": kind,
-                                 "path": path, "payload": {}, "variables": variables,
-                                 "state": "skipped", "reason": reason, "region": region})
-                continue  # fmt: skip
+                    rows.append(
+                        {
+                            "row": row,
+                            "to": phones[i],
+                            "step": index,
+                            "kind": kind,
+                            "path": path,
+                            "payload": {},
+                            "variables": variables,
+                            "state": "skipped",
+                            "reason": reason,
+                            "region": region,
+                        }
+                    )
+                continue
             ctx = {**variables, "to": digits} if self.needs_to else variables
             for renderer, index, kind, path in steps:
                 state, reason, payload = "planned", None, {}
                 try:
                     payload = renderer.payload(ctx, digits)
                 except CampaignError as exc:
-                    issues = [Issue(issue.file or label, issue.message, key=issue.key, row=row,
-                                    line=issue.line) for issue in exc.issues]  # fmt: skip
+                    issues = [
+                        Issue(
+                            issue.file or label,
+                            issue.message,
+                            key=issue.key,
+                            row=row,
+                            line=issue.line,
+                        )
+                        for issue in exc.issues
+                    ]
                     result.errors.setdefault(row, []).extend(issues)
                     state, reason = "skipped", f"render_error: {issues[0].message}"
                 if self.sms and state == "planned":
                     seg = sms_segments(payload["text"])
-                    result.sms_parts.setdefault(row, []).append(
-                        (index, seg.parts, seg.encoding)
-                    )
-                rows.append({"row": row, "to": digits, "step": index, "kind": kind,
-                             "path": path, "payload": payload, "variables": variables,
-                             "state": state, "reason": reason, "region": region})  # fmt: skip
+                    result.sms_parts.setdefault(row, []).append((index, seg.parts, seg.encoding))
+                rows.append(
+                    {
+                        "row": row,
+                        "to": digits,
+                        "step": index,
+                        "kind": kind,
+                        "path": path,
+                        "payload": payload,
+                        "variables": variables,
+                        "state": state,
+                        "reason": reason,
+                        "region": region,
+                    }
+                )
         return result
 
 
@@ -157,8 +189,9 @@ def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str]) 
     _WORKER = ChunkPlanner(load_campaign(Path(campaign_path)), phone_slug, variable_slugs)
 
 
-def plan_chunk_in_worker(first_row: int, columns: dict[str, list[str]], blank: list[bool]
-                         ) -> ChunkResult:  # fmt: skip
+def plan_chunk_in_worker(
+    first_row: int, columns: dict[str, list[str]], blank: list[bool]
+) -> ChunkResult:
     """Process-pool task: plan one chunk with the worker's campaign."""
     assert _WORKER is not None, "init_worker was not run"
     return _WORKER.plan(first_row, columns, blank)

@@ -23,11 +23,28 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 MONTHS = (
-    "janeiro", "fevereiro", "março", "abril", "maio", "junho",
-    "julho", "agosto", "setembro", "outubro", "novembro", "dezembro",
-)  # fmt: skip
-WEEKDAYS = ("segunda-feira", "terça-feira", "quarta-feira", "quinta-feira", "sexta-feira",
-            "sábado", "domingo")  # fmt: skip
+    "janeiro",
+    "fevereiro",
+    "março",
+    "abril",
+    "maio",
+    "junho",
+    "julho",
+    "agosto",
+    "setembro",
+    "outubro",
+    "novembro",
+    "dezembro",
+)
+WEEKDAYS = (
+    "segunda-feira",
+    "terça-feira",
+    "quarta-feira",
+    "quinta-feira",
+    "sexta-feira",
+    "sábado",
+    "domingo",
+)
 _PARTICLES = frozenset({"da", "das", "de", "do", "dos", "e", "di", "du", "del"})
 _THOUSANDS_ONLY = re.compile(r"^-?\d{1,3}(\.\d{3})+$")
 _PLAIN_AMOUNT = re.compile(r"^(-?)(\d{1,15})(?:[.,](\d{1,2}))?$")  # 1234 / 1234,5 / 12.34
@@ -61,8 +78,15 @@ def number_br(value: Any, decimals: int = 2) -> str:
     """``1234.5`` → ``1.234,50`` (Brazilian grouping and decimal comma)."""
     if type(value) is str:  # fast paths for plain amounts that need no rounding
         whole, comma, cents = value.partition(",")
-        if (comma and decimals == 2 and len(cents) == 2 and whole.isascii()
-                and whole.isdigit() and cents.isascii() and cents.isdigit()):  # fmt: skip
+        if (
+            comma
+            and decimals == 2
+            and len(cents) == 2
+            and whole.isascii()
+            and whole.isdigit()
+            and cents.isascii()
+            and cents.isdigit()
+        ):
             return f"{int(whole):,}".replace(",", ".") + "," + cents
         plain = _PLAIN_AMOUNT.match(value.strip())
         if plain and len(plain.group(3) or "") <= decimals and int(plain.group(2)) < 10**15:

@@ -171,9 +171,7 @@ class _Collector:
             raise cls(self.issues)
 
 
-def _compile_tree(
-    node: Any, key: str, env: SandboxedEnvironment, found: _Collector
-) -> Any:
+def _compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: _Collector) -> Any:
     """Replace template strings by leaves and ``X_file`` keys by file leaves named ``X``."""
     if isinstance(node, str):
         if not is_template(node):
@@ -196,8 +194,9 @@ def _compile_tree(
                 found.add(f"give {target} or {name}, not both", sub)
                 continue
             try:
-                out[target] = compile_file_leaf(env, value, key=f"{key}.{target}",
-                                                campaign_file=found.label)  # fmt: skip
+                out[target] = compile_file_leaf(
+                    env, value, key=f"{key}.{target}", campaign_file=found.label
+                )
             except CampaignError as exc:
                 found.absorb(exc)
                 out[target] = "0"
@@ -207,9 +206,13 @@ def _compile_tree(
 
 
 def _check_step(
-    index: int, raw: Any, spec_channel: str, session: str, env: SandboxedEnvironment,
+    index: int,
+    raw: Any,
+    spec_channel: str,
+    session: str,
+    env: SandboxedEnvironment,
     found: _Collector,
-) -> CompiledStep | None:  # fmt: skip
+) -> CompiledStep | None:
     key = f"steps[{index}]"
     if not isinstance(raw, dict):
         found.add("a step must be a table ([[steps]])", key)
@@ -260,18 +263,24 @@ def load_campaign(path: Path | str) -> Campaign:
     if isinstance(recipients.get("file"), str) and recipients["file"].strip():
         recipients_file = _resolve(root, recipients["file"].strip())
         if not recipients_file.is_file():
-            found.add(f"recipients file {recipients['file']!r} not found ({recipients_file}; "
-                      f"paths are relative to {root})", "recipients.file")  # fmt: skip
+            found.add(
+                f"recipients file {recipients['file']!r} not found ({recipients_file}; "
+                f"paths are relative to {root})",
+                "recipients.file",
+            )
     for i, name in enumerate(recipients.get("suppression") or []):
         if isinstance(name, str):
             resolved = _resolve(root, name)
             suppression_files.append(resolved)
             if not resolved.is_file():
-                found.add(f"suppression file {name!r} not found ({resolved})",
-                          f"recipients.suppression[{i}]")  # fmt: skip
+                found.add(
+                    f"suppression file {name!r} not found ({resolved})",
+                    f"recipients.suppression[{i}]",
+                )
     env = make_environment(root / "templates")
-    channel = data.get("channel") if data.get("channel") in ("whatsapp", "sms", "voice") else (
-        "whatsapp")  # fmt: skip
+    channel = (
+        data.get("channel") if data.get("channel") in ("whatsapp", "sms", "voice") else ("whatsapp")
+    )
     senders = data.get("senders") if isinstance(data.get("senders"), list) else []
     session = str(senders[0]) if senders else PLACEHOLDER_SESSION
     steps: list[CompiledStep] = []

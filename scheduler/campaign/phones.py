@@ -26,8 +26,18 @@ from phonenumbers import NumberParseException, PhoneMetadata, ValidationResult
 
 _DROP = str.maketrans("", "", " ()-./\t\u00a0")
 # Most numbers in a list are mobiles or landlines: those patterns are tried first.
-_TYPES = ("mobile", "fixed_line", "premium_rate", "toll_free", "shared_cost", "voip",
-          "personal_number", "pager", "uan", "voicemail")  # fmt: skip
+_TYPES = (
+    "mobile",
+    "fixed_line",
+    "premium_rate",
+    "toll_free",
+    "shared_cost",
+    "voip",
+    "personal_number",
+    "pager",
+    "uan",
+    "voicemail",
+)
 _PARSE_REASONS = {
     NumberParseException.INVALID_COUNTRY_CODE: "invalid country code",
     NumberParseException.NOT_A_NUMBER: "not a phone number",
@@ -134,9 +144,7 @@ class PhoneNormalizer:
                 )
             else:
                 why = phonenumbers.is_possible_number_with_reason(number)
-                result = Normalized(
-                    None, None, _POSSIBLE_REASONS.get(why, "not a valid number")
-                )
+                result = Normalized(None, None, _POSSIBLE_REASONS.get(why, "not a valid number"))
         if len(self._cache) >= SLOW_CACHE_SIZE:
             self._cache.clear()
         self._cache[raw] = result

@@ -154,8 +154,9 @@ class Plan:
     def _results(self) -> Iterator[ChunkResult]:
         """Each chunk's work, in order: here, or in a bounded pool of worker processes."""
         label = str(self.campaign.recipients_file)
-        reader = read_chunks(self.campaign.recipients_file, self.layout,
-                             chunk_rows=self.chunk_rows, label=label)  # fmt: skip
+        reader = read_chunks(
+            self.campaign.recipients_file, self.layout, chunk_rows=self.chunk_rows, label=label
+        )
         if self.workers == 1:
             planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs)
             for chunk in reader:
@@ -163,13 +164,17 @@ class Plan:
             return
         context = multiprocessing.get_context("spawn")  # safe beside threads, on any OS
         init = (str(self.campaign.path), self.phone_slug, self.variable_slugs)
-        with ProcessPoolExecutor(self.workers, mp_context=context, initializer=init_worker,
-                                 initargs=init) as pool:  # fmt: skip
+        with ProcessPoolExecutor(
+            self.workers, mp_context=context, initializer=init_worker, initargs=init
+        ) as pool:
             pending: deque[Future[ChunkResult]] = deque()
             try:
                 for chunk in reader:
-                    pending.append(pool.submit(plan_chunk_in_worker, chunk.first_row,
-                                               chunk.columns, chunk.blank))  # fmt: skip
+                    pending.append(
+                        pool.submit(
+                            plan_chunk_in_worker, chunk.first_row, chunk.columns, chunk.blank
+                        )
+                    )
                     if len(pending) > 2 * self.workers:  # memory stays bounded
                         yield pending.popleft().result()
                 while pending:
@@ -217,8 +222,9 @@ class Plan:
                 for item in mine:
                     stats.skipped_per_step[item["step"]] += 1
                 continue
-            reason = "suppressed" if digits in suppressed else (
-                "duplicate" if digits in seen else None)  # fmt: skip
+            reason = (
+                "suppressed" if digits in suppressed else ("duplicate" if digits in seen else None)
+            )
             if reason is not None:
                 if reason == "suppressed":
                     stats.suppressed += 1
@@ -286,8 +292,13 @@ def load_suppression(campaign: Campaign) -> set[str]:
     return numbers
 
 
-def build_plan(campaign: Campaign | Path | str, *, chunk_rows: int = 50_000,
-               strict: bool = True, workers: int = 1) -> Plan:  # fmt: skip
+def build_plan(
+    campaign: Campaign | Path | str,
+    *,
+    chunk_rows: int = 50_000,
+    strict: bool = True,
+    workers: int = 1,
+) -> Plan:
     """Check the recipients file's layout and the suppression lists, and return the plan.
 
     ``workers`` > 1 renders chunks in that many processes (same rows, same order). Measured
@@ -301,8 +312,16 @@ def build_plan(campaign: Campaign | Path | str, *, chunk_rows: int = 50_000,
     layout = read_layout(campaign.recipients_file, label=label)
     if not layout.has_rows:
         raise EmptyRecipientsFile("the file has a header and no rows", file=label)
-    index = find_column(layout, campaign.spec.recipients.phone_column, label=label,
-                        key="recipients.phone_column")  # fmt: skip
+    index = find_column(
+        layout, campaign.spec.recipients.phone_column, label=label, key="recipients.phone_column"
+    )
     suppressed = load_suppression(campaign)
-    return Plan(campaign, layout, layout.slugs[index], suppressed,
-                chunk_rows=chunk_rows, strict=strict, workers=workers)  # fmt: skip
+    return Plan(
+        campaign,
+        layout,
+        layout.slugs[index],
+        suppressed,
+        chunk_rows=chunk_rows,
+        strict=strict,
+        workers=workers,
+    )

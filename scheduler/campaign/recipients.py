@@ -154,8 +154,20 @@ def read_layout(path: Path, *, label: str | None = None) -> CsvLayout:
     return CsvLayout(encoding, delimiter, header, slugs, has_rows=len(records) > 1 or not complete)
 
 
-PHONE_NAMES = ("phone", "telefone", "celular", "whatsapp", "numero", "number", "fone", "tel",
-               "mobile", "msisdn", "to", "contato")  # fmt: skip
+PHONE_NAMES = (
+    "phone",
+    "telefone",
+    "celular",
+    "whatsapp",
+    "numero",
+    "number",
+    "fone",
+    "tel",
+    "mobile",
+    "msisdn",
+    "to",
+    "contato",
+)
 
 
 def find_column(layout: CsvLayout, wanted: str | None, *, label: str, key: str) -> int:
@@ -167,16 +179,25 @@ def find_column(layout: CsvLayout, wanted: str | None, *, label: str, key: str) 
         for name in PHONE_NAMES:
             if name in layout.slugs:
                 return layout.slugs.index(name)
-        raise MissingColumnError(Issue(
-            label, f"no phone column found (columns: {', '.join(map(repr, layout.header))}); "
-            "set recipients.phone_column", key=key))  # fmt: skip
+        raise MissingColumnError(
+            Issue(
+                label,
+                f"no phone column found (columns: {', '.join(map(repr, layout.header))}); "
+                "set recipients.phone_column",
+                key=key,
+            )
+        )
     target = slugify(wanted)
     for index, slug in enumerate(layout.slugs):
         if slug == target or slugify(layout.header[index]) == target:
             return index
     raise MissingColumnError(
-        Issue(label, f"no column {wanted!r} in the header (columns: "
-              f"{', '.join(repr(h) for h in layout.header)})", key=key)
+        Issue(
+            label,
+            f"no column {wanted!r} in the header (columns: "
+            f"{', '.join(repr(h) for h in layout.header)})",
+            key=key,
+        )
     )
 
 
@@ -192,9 +213,13 @@ def ragged_rows(path: Path, layout: CsvLayout, *, label: str) -> RaggedRowsError
             if len(record) > width:
                 total += 1
                 if len(issues) < MAX_RAGGED_LISTED:
-                    issues.append(Issue(
-                        label, f"ragged row: {len(record)} fields, the header has {width}",
-                        row=number))  # fmt: skip
+                    issues.append(
+                        Issue(
+                            label,
+                            f"ragged row: {len(record)} fields, the header has {width}",
+                            row=number,
+                        )
+                    )
     if total > len(issues):
         issues.append(Issue(label, f"… and {total - len(issues)} more ragged rows"))
     if not issues:
@@ -221,10 +246,18 @@ def read_chunks(
     label = label or str(path)
     try:
         reader = pd.read_csv(
-            path, sep=layout.delimiter, encoding=layout.encoding, dtype=str,
-            na_filter=False, keep_default_na=False, header=0, index_col=False,
-            skip_blank_lines=False, chunksize=chunk_rows, engine="c",
-        )  # fmt: skip
+            path,
+            sep=layout.delimiter,
+            encoding=layout.encoding,
+            dtype=str,
+            na_filter=False,
+            keep_default_na=False,
+            header=0,
+            index_col=False,
+            skip_blank_lines=False,
+            chunksize=chunk_rows,
+            engine="c",
+        )
     except EmptyDataError:
         raise EmptyRecipientsFile("the file is empty (no header, no rows)", file=label) from None
     except (ParserError, UnicodeDecodeError, ValueError) as exc:

@@ -141,8 +141,9 @@ class FastTemplate:
         return self._compile(
             "    except (KeyError, TypeError):\n        return _fallback(ctx)\n"
             "    except Exception as exc:\n        raise _translate(exc) from None\n",
-            _fallback=fallback, _translate=translate,
-        )  # fmt: skip
+            _fallback=fallback,
+            _translate=translate,
+        )
 
     @classmethod
     def build(cls, ast: nodes.Template, env: SandboxedEnvironment) -> FastTemplate | None:
@@ -203,17 +204,20 @@ def _syntax_issue(exc: jinja2.TemplateSyntaxError, file: str, key: str) -> Issue
     return Issue(file, f"template syntax error: {exc.message}", key=key, line=exc.lineno)
 
 
-def compile_leaf(
-    env: SandboxedEnvironment, source: str, *, key: str, file: str
-) -> Leaf:
+def compile_leaf(env: SandboxedEnvironment, source: str, *, key: str, file: str) -> Leaf:
     """Compile an inline template string (``file`` is the campaign file, for messages)."""
     try:
         ast = env.parse(source)
         template = env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateSyntaxError(_syntax_issue(exc, file, key)) from None
-    return Leaf(key, file, template, FastTemplate.build(ast, env),
-                frozenset(meta.find_undeclared_variables(ast)))  # fmt: skip
+    return Leaf(
+        key,
+        file,
+        template,
+        FastTemplate.build(ast, env),
+        frozenset(meta.find_undeclared_variables(ast)),
+    )
 
 
 def compile_file_leaf(
@@ -235,8 +239,13 @@ def compile_file_leaf(
         template = env.get_template(name)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateSyntaxError(_syntax_issue(exc, display, key)) from None
-    return Leaf(key, display, template, FastTemplate.build(ast, env),
-                frozenset(meta.find_undeclared_variables(ast)))  # fmt: skip
+    return Leaf(
+        key,
+        display,
+        template,
+        FastTemplate.build(ast, env),
+        frozenset(meta.find_undeclared_variables(ast)),
+    )
 
 
 class EmptyRender(Exception):
@@ -265,7 +274,7 @@ def compile_tree(
     if isinstance(node, dict):
         items = [(key, compile_tree(value, required)) for key, value in node.items()]
         if len(items) == 1:
-            (key0, fn0), = items
+            ((key0, fn0),) = items
             return lambda ctx: {key0: fn0(ctx)}
         return lambda ctx: {key: fn(ctx) for key, fn in items}
     if isinstance(node, list):

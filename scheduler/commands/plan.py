@@ -57,10 +57,13 @@ def _print_issues(console: Console, issues: list[Issue]) -> None:
 
 def _stats_table(stats: PlanStats) -> Table:
     table = Table(title="Recipients", show_header=False)
-    for name, value in (("rows read", stats.read), ("valid", stats.valid),
-                        ("duplicates (first kept)", stats.duplicates),
-                        ("suppressed (opt-out)", stats.suppressed),
-                        ("invalid numbers", stats.invalid_total)):  # fmt: skip
+    for name, value in (
+        ("rows read", stats.read),
+        ("valid", stats.valid),
+        ("duplicates (first kept)", stats.duplicates),
+        ("suppressed (opt-out)", stats.suppressed),
+        ("invalid numbers", stats.invalid_total),
+    ):
         table.add_row(name, f"{value:,}")
     return table
 
@@ -87,8 +90,10 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
     """Check a campaign: definition, recipients, every rendered message. Exit 1 on errors."""
     _campaign, stats, issues = _check(file)
     if as_json:
-        report = {"recipients": stats.recipients_json(),
-                  "errors": [issue.as_dict() for issue in issues]}  # fmt: skip
+        report = {
+            "recipients": stats.recipients_json(),
+            "errors": [issue.as_dict() for issue in issues],
+        }
         typer.echo(json.dumps(report, ensure_ascii=False))
     else:
         console = _out()
@@ -132,8 +137,15 @@ def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
                 body["sessionId"] = session
             model = kind.model.model_validate(body)
             wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-            out.append({"row": item["row"], "step": item["step"], "to": item["to"],
-                        "endpoint": item["path"], "body": wire})  # fmt: skip
+            out.append(
+                {
+                    "row": item["row"],
+                    "step": item["step"],
+                    "to": item["to"],
+                    "endpoint": item["path"],
+                    "body": wire,
+                }
+            )
     return out
 
 
@@ -155,8 +167,9 @@ def preview(
         if isinstance(text, str) and len(body) <= 3:
             console.print(Panel(text, title=title, title_align="left"))
         else:
-            console.print(Panel(JSON.from_data(body, ensure_ascii=False), title=title,
-                                title_align="left"))  # fmt: skip
+            console.print(
+                Panel(JSON.from_data(body, ensure_ascii=False), title=title, title_align="left")
+            )
 
 
 def _parse_start(text: str | None, campaign: Campaign) -> datetime:
@@ -198,8 +211,9 @@ def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
     try:
         quotas = asyncio.run(_service_quotas(campaign))
     except SchedulerError as exc:
-        Console(stderr=True).print(f"[yellow]plan limits not read from the service:[/] {exc}",
-                                   markup=True, highlight=False)  # fmt: skip
+        Console(stderr=True).print(
+            f"[yellow]plan limits not read from the service:[/] {exc}", markup=True, highlight=False
+        )
         quotas = None
     if quotas is not None:
         return quotas, "service"
@@ -220,24 +234,43 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
     senders = campaign.senders
     counts = [stats.recipients_per_sender[s] * len(steps) for s in senders]
     estimate = estimate_finish(
-        counts, start=start, rate=spec.pace.rate_per_s, jitter=spec.pace.jitter_s,
-        window=campaign.window, daily_cap=spec.pace.daily_cap, quotas=quotas,
-        tz=campaign.zone, extra_delay_s=sum(step.delay_s for step in steps),
-    )  # fmt: skip
+        counts,
+        start=start,
+        rate=spec.pace.rate_per_s,
+        jitter=spec.pace.jitter_s,
+        window=campaign.window,
+        daily_cap=spec.pace.daily_cap,
+        quotas=quotas,
+        tz=campaign.zone,
+        extra_delay_s=sum(step.delay_s for step in steps),
+    )
     latest = campaign.latest_time(start)
     report = {
         "campaign": spec.name,
         "channel": spec.channel,
         "recipients": stats.recipients_json(),
-        "steps": [{"step": s.index, "kind": s.kind.name, "path": s.kind.path,
-                   "delay_s": s.delay_s, "planned": stats.planned_per_step[s.index],
-                   "skipped": stats.skipped_per_step[s.index],
-                   "sms_segments": stats.sms_segments_per_step[s.index]} for s in steps],
-        "senders": [{"sender": s, "recipients": stats.recipients_per_sender[s],
-                     "deliveries": counts[i],
-                     "plan_limit": quotas[i].limit if quotas[i] else None,
-                     "finish": f.isoformat() if (f := estimate.per_sender[i]) else None}
-                    for i, s in enumerate(senders)],
+        "steps": [
+            {
+                "step": s.index,
+                "kind": s.kind.name,
+                "path": s.kind.path,
+                "delay_s": s.delay_s,
+                "planned": stats.planned_per_step[s.index],
+                "skipped": stats.skipped_per_step[s.index],
+                "sms_segments": stats.sms_segments_per_step[s.index],
+            }
+            for s in steps
+        ],
+        "senders": [
+            {
+                "sender": s,
+                "recipients": stats.recipients_per_sender[s],
+                "deliveries": counts[i],
+                "plan_limit": quotas[i].limit if quotas[i] else None,
+                "finish": f.isoformat() if (f := estimate.per_sender[i]) else None,
+            }
+            for i, s in enumerate(senders)
+        ],
         "sms_segments": sum(stats.sms_segments_per_step.values()),
         "limits_source": source,
         "start": start.isoformat(),
@@ -248,7 +281,7 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
         "errors": [issue.as_dict() for issue in issues],
-    }  # fmt: skip
+    }
     return report, issues
 
 
@@ -270,27 +303,44 @@ def plan(
         for col in ("step", "kind", "endpoint", "delay", "planned", "skipped", "SMS parts"):
             steps.add_column(col)
         for s in report["steps"]:
-            steps.add_row(str(s["step"]), s["kind"], s["path"], f"{s['delay_s']:g}s",
-                          f"{s['planned']:,}", f"{s['skipped']:,}",
-                          f"{s['sms_segments']:,}" if report["channel"] == "sms" else "–")
+            steps.add_row(
+                str(s["step"]),
+                s["kind"],
+                s["path"],
+                f"{s['delay_s']:g}s",
+                f"{s['planned']:,}",
+                f"{s['skipped']:,}",
+                f"{s['sms_segments']:,}" if report["channel"] == "sms" else "–",
+            )
         console.print(steps)
         senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
         for col in ("sender", "recipients", "deliveries", "plan limit/day", "finishes"):
             senders.add_column(col)
         for s in report["senders"]:
-            senders.add_row(s["sender"], f"{s['recipients']:,}", f"{s['deliveries']:,}",
-                            "–" if s["plan_limit"] is None else f"{s['plan_limit']:,}",
-                            s["finish"] or "–")
+            senders.add_row(
+                s["sender"],
+                f"{s['recipients']:,}",
+                f"{s['deliveries']:,}",
+                "–" if s["plan_limit"] is None else f"{s['plan_limit']:,}",
+                s["finish"] or "–",
+            )
         console.print(senders)
-        console.print(f"start  {report['start']}\nfinish {report['finish']} "
-                      f"(≈ {report['duration_s'] / 3600:.2f} h, one send every "
-                      f"{report['mean_interval_s']:.2f} s per sender)")  # fmt: skip
+        console.print(
+            f"start  {report['start']}\nfinish {report['finish']} "
+            f"(≈ {report['duration_s'] / 3600:.2f} h, one send every "
+            f"{report['mean_interval_s']:.2f} s per sender)"
+        )
         if report["finishes_before_latest"] is False:
-            console.print(f"[yellow]! the estimate passes the latest send time "
-                          f"{report['latest']}: later deliveries would expire[/]", markup=True)
+            console.print(
+                f"[yellow]! the estimate passes the latest send time "
+                f"{report['latest']}: later deliveries would expire[/]",
+                markup=True,
+            )
         if report["recipient_timezone"]:
-            console.print("note: windows are applied in each recipient's zone when sending; "
-                          "the estimate uses the campaign's zone")  # fmt: skip
+            console.print(
+                "note: windows are applied in each recipient's zone when sending; "
+                "the estimate uses the campaign's zone"
+            )
     _print_issues(console, issues)
     if issues:
         _fail()

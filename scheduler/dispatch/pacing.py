@@ -27,12 +27,28 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from scheduler.dispatch.windows import SendWindow, next_local_midnight
 
 _UNITS = {
-    "ms": 0.001, "msec": 0.001, "millisecond": 0.001, "milliseconds": 0.001,
-    "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-    "m": 60.0, "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
-    "h": 3600.0, "hr": 3600.0, "hour": 3600.0, "hours": 3600.0,
-    "d": 86400.0, "day": 86400.0, "days": 86400.0,
-}  # fmt: skip
+    "ms": 0.001,
+    "msec": 0.001,
+    "millisecond": 0.001,
+    "milliseconds": 0.001,
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
+}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/|per\s+)\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
 
@@ -98,6 +114,11 @@ def _ts(dt: datetime) -> float:
     return dt.timestamp()
 
 
+def _ceil_delta(seconds: float) -> timedelta:
+    """``seconds`` as a timedelta, rounded up to the next microsecond."""
+    return timedelta(microseconds=math.ceil(seconds * 1_000_000 - 1e-6))
+
+
 @dataclass
 class DailyCounter:
     """Sends counted per local day of ``tz``; ``cap`` None means unlimited."""
@@ -151,36 +172,39 @@ class SenderPace:
         self.rng = rng
         self.daily = DailyCounter(daily_cap, tz)
         self._tokens = float(burst)
-        self._stamp: float | None = None  # when _tokens was last brought up to date
-        self._last_send: float | None = None
+        self._stamp: datetime | None = None  # when _tokens was last brought up to date (UTC)
+        self._last_send: datetime | None = None
         self._pause = 0.0
 
-    def _tokens_at(self, ts: float) -> float:
+    def _tokens_at(self, at: datetime) -> float:
         if self._stamp is None:
             return self._tokens
-        return min(float(self.burst), self._tokens + (ts - self._stamp) * self.rate)
+        elapsed = (at - self._stamp).total_seconds()  # exact to the microsecond
+        return min(float(self.burst), self._tokens + elapsed * self.rate)
 
     def next_allowed(self, now: datetime) -> datetime:
-        """The earliest instant at or after ``now`` when this sender may send again."""
-        ts = _ts(now)
-        tokens = self._tokens_at(ts)
+        """The earliest instant at or after ``now`` when this sender may send again.
+
+        Waits are rounded up to the microsecond, so a send is never allowed early.
+        """
+        _ts(now)
+        at = now.astimezone(UTC)
+        tokens = self._tokens_at(at)
         if tokens < 1.0:
-            ts += (1.0 - tokens) / self.rate
+            at += _ceil_delta((1.0 - tokens) / self.rate)
         if self._last_send is not None:
-            ts = max(ts, self._last_send + self._pause)
-        at = datetime.fromtimestamp(ts, UTC)
-        if at.timestamp() < ts:  # never early: round up to the next microsecond
-            at += timedelta(microseconds=1)
+            at = max(at, self._last_send + _ceil_delta(self._pause))
         while self.daily.remaining(at) <= 0:
             at = self.daily.next_reset(at)
-        return at.astimezone(now.tzinfo) if at != now else now
+        return now if at == now else at.astimezone(now.tzinfo)
 
     def record_send(self, at: datetime) -> None:
         """Count a send made at ``at``: take a token, draw the next pause, count the day."""
-        ts = _ts(at)
-        self._tokens = self._tokens_at(ts) - 1.0
-        self._stamp = ts
-        self._last_send = ts
+        _ts(at)
+        at_utc = at.astimezone(UTC)
+        self._tokens = self._tokens_at(at_utc) - 1.0
+        self._stamp = at_utc
+        self._last_send = at_utc
         low, high = self.jitter
         self._pause = self.rng.uniform(low, high) if high > 0 else 0.0
         self.daily.record(at)
@@ -245,8 +269,11 @@ def sender_finish(
     if count <= 0:
         return start
     at = start.astimezone(UTC)
-    budgets = [_Budget(math.inf if daily_cap is None else daily_cap, 0,
-                       next_local_midnight(at, tz), None, tz)]  # fmt: skip
+    budgets = [
+        _Budget(
+            math.inf if daily_cap is None else daily_cap, 0, next_local_midnight(at, tz), None, tz
+        )
+    ]
     if quota is not None and quota.limit is not None:
         reset = quota.resets_at.astimezone(UTC) if quota.resets_at else next_local_midnight(at, tz)
         budgets.append(_Budget(quota.limit, quota.used, reset, timedelta(days=1), tz))
@@ -301,9 +328,18 @@ def estimate_finish(
     for index, count in enumerate(counts):
         quota = quotas[index] if quotas and index < len(quotas) else None
         per_sender.append(
-            sender_finish(count, start=start, interval_s=interval, window=window,
-                          daily_cap=daily_cap, quota=quota, tz=tz) if count else None
-        )  # fmt: skip
+            sender_finish(
+                count,
+                start=start,
+                interval_s=interval,
+                window=window,
+                daily_cap=daily_cap,
+                quota=quota,
+                tz=tz,
+            )
+            if count
+            else None
+        )
     finishes = [f for f in per_sender if f is not None]
     finish = max(finishes) if finishes else start
     if extra_delay_s and finishes:

@@ -23,14 +23,38 @@ import phonenumbers
 from phonenumbers import timezone as pn_timezone
 
 _DAY_NUMBERS = {
-    "mon": 0, "monday": 0, "seg": 0, "segunda": 0,
-    "tue": 1, "tuesday": 1, "ter": 1, "terca": 1, "terça": 1,
-    "wed": 2, "wednesday": 2, "qua": 2, "quarta": 2,
-    "thu": 3, "thursday": 3, "qui": 3, "quinta": 3,
-    "fri": 4, "friday": 4, "sex": 4, "sexta": 4,
-    "sat": 5, "saturday": 5, "sab": 5, "sáb": 5, "sabado": 5, "sábado": 5,
-    "sun": 6, "sunday": 6, "dom": 6, "domingo": 6,
-}  # fmt: skip
+    "mon": 0,
+    "monday": 0,
+    "seg": 0,
+    "segunda": 0,
+    "tue": 1,
+    "tuesday": 1,
+    "ter": 1,
+    "terca": 1,
+    "terça": 1,
+    "wed": 2,
+    "wednesday": 2,
+    "qua": 2,
+    "quarta": 2,
+    "thu": 3,
+    "thursday": 3,
+    "qui": 3,
+    "quinta": 3,
+    "fri": 4,
+    "friday": 4,
+    "sex": 4,
+    "sexta": 4,
+    "sat": 5,
+    "saturday": 5,
+    "sab": 5,
+    "sáb": 5,
+    "sabado": 5,
+    "sábado": 5,
+    "sun": 6,
+    "sunday": 6,
+    "dom": 6,
+    "domingo": 6,
+}
 _ALL_DAYS = frozenset(range(7))
 _CLOCK = re.compile(r"^\s*([01]?\d|2[0-4]):([0-5]\d)\s*$")
 

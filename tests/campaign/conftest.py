@@ -43,8 +43,12 @@ class Project:
         """Write ``campaigns/<name>``."""
         return self.write(f"campaigns/{name}", body)
 
-    def basic(self, steps: str = '[[steps]]\ntype = "text"\ntext = "Olá {{ nome }}"\n',
-              extra: str = "", csv: str = BASIC_CSV) -> Path:  # fmt: skip
+    def basic(
+        self,
+        steps: str = '[[steps]]\ntype = "text"\ntext = "Olá {{ nome }}"\n',
+        extra: str = "",
+        csv: str = BASIC_CSV,
+    ) -> Path:
         """A minimal valid WhatsApp campaign over ``data/r.csv`` with the given steps."""
         self.write("data/r.csv", csv)
         head = (

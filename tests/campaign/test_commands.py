@@ -37,7 +37,8 @@ def test_validate_json_shape_for_the_demo() -> None:
     assert {"read", "valid", "duplicates", "suppressed", "invalid"} <= set(recipients)
     assert report["errors"] == []
     assert recipients["read"] == recipients["valid"] + recipients["duplicates"] + recipients[
-        "suppressed"] + len(recipients["invalid"])  # fmt: skip
+        "suppressed"
+    ] + len(recipients["invalid"])
     for item in recipients["invalid"]:
         assert set(item) == {"row", "value", "reason"} and item["row"] >= 1
 
@@ -55,8 +56,10 @@ def test_validate_reports_rows_and_exits_1(project: Project) -> None:
 
 
 def test_validate_definition_errors_all_at_once(project: Project) -> None:
-    path = project.basic('[[steps]]\ntype = "poll"\nquestion = "q"\noptions = ["só uma"]\n',
-                         extra='[pace]\nrate = "muito"\n')  # fmt: skip
+    path = project.basic(
+        '[[steps]]\ntype = "poll"\nquestion = "q"\noptions = ["só uma"]\n',
+        extra='[pace]\nrate = "muito"\n',
+    )
     result = runner.invoke(app, ["validate", str(path), "--json"])
     assert result.exit_code == 1
     keys = {e["key"] for e in json.loads(result.stdout)["errors"]}
@@ -132,21 +135,31 @@ def test_plan_human_output_and_jitter_mean(project: Project) -> None:
 
 
 def test_plan_sms_segments(project: Project) -> None:
-    result = runner.invoke(app, ["plan", str(REPO / "campaigns" / "sms_aviso.toml"), "--json",
-                                 "--start", "2025-03-10T10:00:00-03:00"])  # fmt: skip
+    result = runner.invoke(
+        app,
+        [
+            "plan",
+            str(REPO / "campaigns" / "sms_aviso.toml"),
+            "--json",
+            "--start",
+            "2025-03-10T10:00:00-03:00",
+        ],
+    )
     report = json.loads(result.stdout)
     assert report["channel"] == "sms" and report["sms_segments"] >= report["steps"][0]["planned"]
 
 
 @pytest.mark.parametrize(
     ("files", "expected"),
-    [({}, "not found"),
-     ({"data/r.csv": "nome;celular\nAna;11987654321\n"}, "no column 'telefone'"),
-     ({"data/r.csv": ""}, "empty"),
-     ({"data/r.csv": "nome;telefone\nA;11987654321;x\n"}, "ragged row"),
-     ({"templates/t.j2": "{{ nome }"}, "t.j2:1"),
-     ({"templates/t.j2": "{{ nome.__class__ }}"}, "sandbox violation")],
-)  # fmt: skip
+    [
+        ({}, "not found"),
+        ({"data/r.csv": "nome;celular\nAna;11987654321\n"}, "no column 'telefone'"),
+        ({"data/r.csv": ""}, "empty"),
+        ({"data/r.csv": "nome;telefone\nA;11987654321;x\n"}, "ragged row"),
+        ({"templates/t.j2": "{{ nome }"}, "t.j2:1"),
+        ({"templates/t.j2": "{{ nome.__class__ }}"}, "sandbox violation"),
+    ],
+)
 def test_bad_input_is_reported_without_traceback(
     project: Project, files: dict[str, str], expected: str
 ) -> None:
@@ -158,8 +171,9 @@ def test_bad_input_is_reported_without_traceback(
     for name, text in files.items():
         project.write(name, text)
     for command in ("validate", "preview", "plan"):
-        done = subprocess.run([*CAMPAIGN, command, str(path)], capture_output=True,
-                              text=True, timeout=60, check=False)  # fmt: skip
+        done = subprocess.run(
+            [*CAMPAIGN, command, str(path)], capture_output=True, text=True, timeout=60, check=False
+        )
         output = done.stdout + done.stderr
         assert done.returncode == 1, (command, output)
         assert "Traceback" not in output

@@ -99,11 +99,23 @@ def test_all_errors_at_once_with_file_and_key_path(project: Project) -> None:
     issues = caught.value.issues
     keys = {issue.key for issue in issues}
     assert {
-        "colour", "recipients.default_country", "pace.rate", "pace.jitter",
-        "schedule.window", "schedule.days", "schedule.timezone", "recipients.file",
-        "steps[0].type", "steps[1].options", "steps[2].cards[0].buttons", "steps[3].text",
-        "steps[4].caption", "steps[4].image", "steps[5].text", "steps[5].sessionId",
-    } <= keys  # fmt: skip
+        "colour",
+        "recipients.default_country",
+        "pace.rate",
+        "pace.jitter",
+        "schedule.window",
+        "schedule.days",
+        "schedule.timezone",
+        "recipients.file",
+        "steps[0].type",
+        "steps[1].options",
+        "steps[2].cards[0].buttons",
+        "steps[3].text",
+        "steps[4].caption",
+        "steps[4].image",
+        "steps[5].text",
+        "steps[5].sessionId",
+    } <= keys
     assert all(issue.file for issue in issues)
     syntax = next(i for i in issues if i.key == "steps[3].text")
     assert syntax.file.endswith("bad.j2") and syntax.line == 2
@@ -179,12 +191,14 @@ def test_sms_and_voice_steps_are_checked(project: Project) -> None:
     project.write("data/r.csv", "telefone;nome\n11987654321;Ana\n")
     sms = project.campaign(
         'name = "s"\nchannel = "sms"\n[recipients]\nfile = "data/r.csv"\n'
-        '[[steps]]\ntext = "Oi {{ nome }}"\nroute = "promo"\n', "sms.toml"
-    )  # fmt: skip
+        '[[steps]]\ntext = "Oi {{ nome }}"\nroute = "promo"\n',
+        "sms.toml",
+    )
     voice = project.campaign(
         'name = "v"\nchannel = "voice"\n[recipients]\nfile = "data/r.csv"\n'
-        '[[steps]]\naudioUrl = "https://x/a.mp3"\nflowId = "f"\n', "voice.toml"
-    )  # fmt: skip
+        '[[steps]]\naudioUrl = "https://x/a.mp3"\nflowId = "f"\n',
+        "voice.toml",
+    )
     with pytest.raises(DefinitionError, match=r"steps\[0\]\.route"):
         load_campaign(sms)
     with pytest.raises(DefinitionError, match="exactly one of audioUrl and flowId"):
@@ -195,8 +209,7 @@ def test_start_and_latest_times(project: Project) -> None:
     from datetime import UTC, datetime
 
     path = project.basic(
-        extra='[schedule]\ncron = "0 9 * * mon"\ntimezone = "America/Sao_Paulo"\n'
-        'latest = "18:00"\n'
+        extra='[schedule]\ncron = "0 9 * * mon"\ntimezone = "America/Sao_Paulo"\nlatest = "18:00"\n'
     )
     campaign = load_campaign(path)
     start = campaign.start_time(datetime(2025, 3, 5, 12, 0, tzinfo=UTC))  # a Wednesday

@@ -22,10 +22,16 @@ def test_issue_examples(raw: str) -> None:
 
 @pytest.mark.parametrize(
     ("raw", "reason"),
-    [("", "empty"), ("   ", "empty"), ("1234", "too short"), ("abc", "not a phone number"),
-     ("+55 (00) 98765-4321", "not a valid number"), ("+999 1234 5678", "invalid country code"),
-     ("1198765432123456789", "too long")],
-)  # fmt: skip
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("1234", "too short"),
+        ("abc", "not a phone number"),
+        ("+55 (00) 98765-4321", "not a valid number"),
+        ("+999 1234 5678", "invalid country code"),
+        ("1198765432123456789", "too long"),
+    ],
+)
 def test_invalid_numbers_have_a_reason(raw: str, reason: str) -> None:
     result = BR.normalize(raw)
     assert result.digits is None and result.reason == reason

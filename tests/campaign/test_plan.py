@@ -29,22 +29,37 @@ def test_one_row_per_recipient_and_step_in_csv_then_step_order(project: Project)
     rows = _rows(plan)
     assert all(set(r) == KEYS for r in rows)
     assert [(r["row"], r["step"]) for r in rows] == [
-        (1, 0), (1, 1), (2, 0), (2, 1), (3, 0), (3, 1), (4, 0), (4, 1)
-    ]  # fmt: skip
+        (1, 0),
+        (1, 1),
+        (2, 0),
+        (2, 1),
+        (3, 0),
+        (3, 1),
+        (4, 0),
+        (4, 1),
+    ]
     first, second = rows[0], rows[1]
     assert first == {
-        "row": 1, "to": "5511987654321", "step": 0, "kind": "text",
-        "path": "/api/v1/messages/send/text", "payload": {"text": "Oi Maria"},
+        "row": 1,
+        "to": "5511987654321",
+        "step": 0,
+        "kind": "text",
+        "path": "/api/v1/messages/send/text",
+        "payload": {"text": "Oi Maria"},
         "variables": {"nome": "Maria da Silva", "cidade": "São Paulo", "valor": "1234.5"},
-        "state": "planned", "reason": None, "region": "BR",
-    }  # fmt: skip
+        "state": "planned",
+        "reason": None,
+        "region": "BR",
+    }
     assert second["kind"] == "image" and second["path"] == "/api/v1/messages/send/image"
     assert second["payload"] == {"image": "https://x/i.jpg", "caption": "São Paulo"}
     skipped = [r for r in rows if r["state"] == "skipped"]
     assert [(r["row"], r["step"], r["reason"]) for r in skipped] == [
-        (3, 0, "invalid_number: too short"), (3, 1, "invalid_number: too short"),
-        (4, 0, "duplicate"), (4, 1, "duplicate"),
-    ]  # fmt: skip
+        (3, 0, "invalid_number: too short"),
+        (3, 1, "invalid_number: too short"),
+        (4, 0, "duplicate"),
+        (4, 1, "duplicate"),
+    ]
     assert all(r["payload"] == {} for r in skipped)
     assert skipped[0]["to"] == "1234" and skipped[0]["region"] is None
     stats = plan.stats

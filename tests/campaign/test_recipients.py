@@ -32,9 +32,14 @@ MESSY_ROWS = [
     ("Fábio Letras", "não tem", "Natal"),  # 10 not a number
 ]
 EXPECTED_TO = {
-    1: "5511987654321", 2: "5511987654322", 3: "5511987654323", 4: "5511987654324",
-    6: "5511987654321", 8: "552123456789", 9: "5511987654325",
-}  # fmt: skip
+    1: "5511987654321",
+    2: "5511987654322",
+    3: "5511987654323",
+    4: "5511987654324",
+    6: "5511987654321",
+    8: "552123456789",
+    9: "5511987654325",
+}
 
 
 def messy_csv(delimiter: str, header: tuple[str, str, str]) -> str:
@@ -81,7 +86,7 @@ def test_messy_csv_in_every_encoding_and_delimiter(
 
 
 def test_layout_detection(project: Project) -> None:
-    path = project.write("data/x.csv", "Nome;Valor\n\"Silva, Ana\";1.234,56\n", "cp1252")
+    path = project.write("data/x.csv", 'Nome;Valor\n"Silva, Ana";1.234,56\n', "cp1252")
     layout = read_layout(path)
     assert (layout.encoding, layout.delimiter, layout.slugs) == ("utf-8", ";", ["nome", "valor"])
     latin = project.write_bytes("data/l.csv", "nome\nJos\u00e9\n".encode("cp1252"))
@@ -118,8 +123,12 @@ def test_suppression_lists_csv_and_txt(project: Project) -> None:
     plan = build_plan(path)
     rows = [r for c in plan.chunks() for r in c]
     reasons = {r["row"]: r["reason"] for r in rows}
-    assert reasons == {1: "suppressed", 2: "suppressed", 3: "invalid_number: too short",
-                       4: "suppressed"}  # fmt: skip
+    assert reasons == {
+        1: "suppressed",
+        2: "suppressed",
+        3: "invalid_number: too short",
+        4: "suppressed",
+    }
     assert plan.stats.suppressed == 3 and plan.stats.valid == 0
 
 

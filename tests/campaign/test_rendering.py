@@ -26,10 +26,17 @@ ENV = make_environment()
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("1234.56", "R$ 1.234,56"), ("1.234,56", "R$ 1.234,56"), ("1234,5", "R$ 1.234,50"),
-     ("12.500", "R$ 12.500,00"), (49.9, "R$ 49,90"), ("R$ 10", "R$ 10,00"),
-     ("-3,2", "-R$ 3,20"), ("1000000", "R$ 1.000.000,00")],
-)  # fmt: skip
+    [
+        ("1234.56", "R$ 1.234,56"),
+        ("1.234,56", "R$ 1.234,56"),
+        ("1234,5", "R$ 1.234,50"),
+        ("12.500", "R$ 12.500,00"),
+        (49.9, "R$ 49,90"),
+        ("R$ 10", "R$ 10,00"),
+        ("-3,2", "-R$ 3,20"),
+        ("1000000", "R$ 1.000.000,00"),
+    ],
+)
 def test_brl(value: object, expected: str) -> None:
     assert filters.brl(value) == expected
 
@@ -68,9 +75,14 @@ def test_simple_templates_take_the_fast_path(source: str) -> None:
 
 @pytest.mark.parametrize(
     "source",
-    ["{% if nome %}a{% endif %}", "{{ nome.upper() }}", "{{ nome|default('x') }}",
-     "{{ nome ~ 'x' }}", "{{ nome|replace('a', 'b') }}"],
-)  # fmt: skip
+    [
+        "{% if nome %}a{% endif %}",
+        "{{ nome.upper() }}",
+        "{{ nome|default('x') }}",
+        "{{ nome ~ 'x' }}",
+        "{{ nome|replace('a', 'b') }}",
+    ],
+)
 def test_other_templates_use_jinja(source: str) -> None:
     assert compile_leaf(ENV, source, key="k", file="f").fast is None
 
@@ -79,8 +91,11 @@ _names = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",
 
 
 @settings(max_examples=300, deadline=None)
-@given(nome=_names, valor=st.decimals(-1e6, 1e6, places=2, allow_nan=False),
-       dia=st.dates(date(2000, 1, 1), date(2040, 12, 31)))  # fmt: skip
+@given(
+    nome=_names,
+    valor=st.decimals(-1e6, 1e6, places=2, allow_nan=False),
+    dia=st.dates(date(2000, 1, 1), date(2040, 12, 31)),
+)
 def test_fast_path_output_equals_jinja(nome: str, valor: object, dia: date) -> None:
     ctx = {"nome": nome, "valor": str(valor), "data": dia.isoformat()}
     for source in TEMPLATES:
@@ -98,9 +113,13 @@ def test_missing_name_falls_back_to_jinja_and_reports_it() -> None:
 
 @pytest.mark.parametrize(
     "source",
-    ["{{ nome.__class__.__mro__[1].__subclasses__() }}", "{{ nome.__class__ }}",
-     "{{ cycler.__init__.__globals__ }}", "{{ lipsum.__globals__ }}"],
-)  # fmt: skip
+    [
+        "{{ nome.__class__.__mro__[1].__subclasses__() }}",
+        "{{ nome.__class__ }}",
+        "{{ cycler.__init__.__globals__ }}",
+        "{{ lipsum.__globals__ }}",
+    ],
+)
 def test_sandbox_violation(source: str) -> None:
     leaf = compile_leaf(ENV, source, key="steps[0].text", file="c.toml")
     with pytest.raises(SandboxViolationError, match="sandbox violation"):
@@ -135,8 +154,7 @@ def test_sandbox_violation_in_a_campaign_names_the_row(project: Project) -> None
 def test_rendered_body_is_checked_with_the_endpoint_model(project: Project) -> None:
     csv = "telefone;nome;opcao\n11987654321;Ana;Sim\n21998765432;;Não\n"
     steps = (
-        '[[steps]]\ntype = "poll"\nquestion = "{{ nome }}"\n'
-        'options = ["{{ opcao }}", "Talvez"]\n'
+        '[[steps]]\ntype = "poll"\nquestion = "{{ nome }}"\noptions = ["{{ opcao }}", "Talvez"]\n'
     )
     path = project.basic(steps, csv=csv)
     with pytest.raises(InvalidRenderedBodyError) as caught:
@@ -155,13 +173,23 @@ def test_template_files_render_with_trailing_newline_removed(project: Project) -
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("", ("GSM-7", 0, 0)), ("a" * 160, ("GSM-7", 160, 1)), ("a" * 161, ("GSM-7", 161, 2)),
-     ("a" * 306, ("GSM-7", 306, 2)), ("a" * 307, ("GSM-7", 307, 3)),
-     ("€" * 80, ("GSM-7", 160, 1)), ("a" + "€" * 80, ("GSM-7", 161, 2)),
-     ("ã" * 70, ("UCS-2", 70, 1)), ("ã" * 71, ("UCS-2", 71, 2)), ("ç" * 134, ("UCS-2", 134, 2)),
-     ("ç" * 135, ("UCS-2", 135, 3)), ("😀" * 35, ("UCS-2", 70, 1)),
-     ("Olá, você", ("UCS-2", 9, 1)), ("Ola, voce é", ("GSM-7", 11, 1))],
-)  # fmt: skip
+    [
+        ("", ("GSM-7", 0, 0)),
+        ("a" * 160, ("GSM-7", 160, 1)),
+        ("a" * 161, ("GSM-7", 161, 2)),
+        ("a" * 306, ("GSM-7", 306, 2)),
+        ("a" * 307, ("GSM-7", 307, 3)),
+        ("€" * 80, ("GSM-7", 160, 1)),
+        ("a" + "€" * 80, ("GSM-7", 161, 2)),
+        ("ã" * 70, ("UCS-2", 70, 1)),
+        ("ã" * 71, ("UCS-2", 71, 2)),
+        ("ç" * 134, ("UCS-2", 134, 2)),
+        ("ç" * 135, ("UCS-2", 135, 3)),
+        ("😀" * 35, ("UCS-2", 70, 1)),
+        ("Olá, você", ("UCS-2", 9, 1)),
+        ("Ola, voce é", ("GSM-7", 11, 1)),
+    ],
+)
 def test_sms_segments(text: str, expected: tuple[str, int, int]) -> None:
     assert tuple(sms_segments(text)) == expected
 
@@ -191,7 +219,10 @@ def test_amount_fast_paths_equal_the_decimal_path(whole: int, cents: int, sep: s
     from decimal import Decimal
 
     text = f"{whole}{sep}{cents:02d}"
-    expected = f"{Decimal(f'{whole}.{cents:02d}'):,.2f}".replace(",", "_").replace(
-        ".", ",").replace("_", ".")  # fmt: skip
+    expected = (
+        f"{Decimal(f'{whole}.{cents:02d}'):,.2f}".replace(",", "_")
+        .replace(".", ",")
+        .replace("_", ".")
+    )
     assert filters.number_br(text) == expected
     assert filters.brl(text) == f"R$ {expected}"

@@ -29,9 +29,17 @@ T0 = datetime(2025, 3, 10, 10, 0, tzinfo=SP)  # a Monday
 
 @pytest.mark.parametrize(
     ("text", "per_second"),
-    [("30/min", 0.5), ("2/s", 2.0), ("1000/h", 1000 / 3600), ("500/day", 500 / 86400),
-     ("10/5min", 10 / 300), ("30 per minute", 0.5), ("1.5/sec", 1.5), ("60/hour", 1 / 60)],
-)  # fmt: skip
+    [
+        ("30/min", 0.5),
+        ("2/s", 2.0),
+        ("1000/h", 1000 / 3600),
+        ("500/day", 500 / 86400),
+        ("10/5min", 10 / 300),
+        ("30 per minute", 0.5),
+        ("1.5/sec", 1.5),
+        ("60/hour", 1 / 60),
+    ],
+)
 def test_parse_rate(text: str, per_second: float) -> None:
     assert parse_rate(text) == pytest.approx(per_second)
 
@@ -44,9 +52,14 @@ def test_parse_rate_rejects(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "bounds"),
-    [("2s-8s", (2.0, 8.0)), ("500ms-1s", (0.5, 1.0)), ("3s", (3.0, 3.0)), ("0", (0.0, 0.0)),
-     ("1m-1m30s", (60.0, 90.0))],
-)  # fmt: skip
+    [
+        ("2s-8s", (2.0, 8.0)),
+        ("500ms-1s", (0.5, 1.0)),
+        ("3s", (3.0, 3.0)),
+        ("0", (0.0, 0.0)),
+        ("1m-1m30s", (60.0, 90.0)),
+    ],
+)
 def test_parse_jitter(text: str, bounds: tuple[float, float]) -> None:
     assert parse_jitter(text) == bounds
 
@@ -179,8 +192,9 @@ def test_estimate_finish_senders_in_parallel_with_delays() -> None:
     assert estimate.per_sender[1] == saturday
     # 19:59:00 and 19:59:30 fit on Saturday; the third waits for Monday 09:00
     assert estimate.finish == datetime(2025, 3, 17, 9, 0, tzinfo=SP)
-    delayed = estimate_finish([1], start=saturday, rate=1.0, window=window, tz=SP,
-                              extra_delay_s=3600)  # fmt: skip
+    delayed = estimate_finish(
+        [1], start=saturday, rate=1.0, window=window, tz=SP, extra_delay_s=3600
+    )
     assert delayed.finish == datetime(2025, 3, 17, 9, 0, tzinfo=SP)
     assert delayed.duration == timedelta(days=1, hours=13, minutes=1)
 

@@ -23,10 +23,17 @@ NY = ZoneInfo("America/New_York")
 
 @pytest.mark.parametrize(
     ("text", "days"),
-    [("mon-sat", {0, 1, 2, 3, 4, 5}), ("mon,wed,fri", {0, 2, 4}), ("fri-mon", {4, 5, 6, 0}),
-     ("*", set(range(7))), ("seg-sex", {0, 1, 2, 3, 4}), ("Sáb, dom", {5, 6}),
-     ("mon-wed,sat", {0, 1, 2, 5}), ("sun", {6})],
-)  # fmt: skip
+    [
+        ("mon-sat", {0, 1, 2, 3, 4, 5}),
+        ("mon,wed,fri", {0, 2, 4}),
+        ("fri-mon", {4, 5, 6, 0}),
+        ("*", set(range(7))),
+        ("seg-sex", {0, 1, 2, 3, 4}),
+        ("Sáb, dom", {5, 6}),
+        ("mon-wed,sat", {0, 1, 2, 5}),
+        ("sun", {6}),
+    ],
+)
 def test_parse_days(text: str, days: set[int]) -> None:
     assert parse_days(text) == days
 
@@ -77,9 +84,11 @@ def test_overnight_window_belongs_to_the_day_it_opens() -> None:
     assert not w.is_open(datetime(2025, 3, 15, 6, 0, tzinfo=UTC))
     assert not w.is_open(datetime(2025, 3, 14, 3, 0, tzinfo=UTC))  # Thursday's night: closed
     assert w.closes_at(datetime(2025, 3, 14, 23, 0, tzinfo=UTC)) == datetime(
-        2025, 3, 15, 6, 0, tzinfo=UTC)  # fmt: skip
+        2025, 3, 15, 6, 0, tzinfo=UTC
+    )
     assert w.next_open(datetime(2025, 3, 15, 7, 0, tzinfo=UTC)) == datetime(
-        2025, 3, 21, 22, 0, tzinfo=UTC)  # fmt: skip
+        2025, 3, 21, 22, 0, tzinfo=UTC
+    )
 
 
 def test_whole_day_window() -> None:
@@ -87,7 +96,8 @@ def test_whole_day_window() -> None:
     assert w.is_open(datetime(2025, 3, 10, 0, 0, tzinfo=SP))
     assert w.is_open(datetime(2025, 3, 14, 23, 59, tzinfo=SP))
     assert w.next_open(datetime(2025, 3, 15, 12, 0, tzinfo=SP)) == datetime(
-        2025, 3, 17, 0, 0, tzinfo=SP)  # fmt: skip
+        2025, 3, 17, 0, 0, tzinfo=SP
+    )
     assert SendWindow().is_open(datetime(2025, 1, 1, tzinfo=UTC))
 
 
@@ -128,7 +138,8 @@ def test_next_local_midnight_is_dst_correct() -> None:
     at = datetime(2025, 3, 8, 15, 0, tzinfo=NY)
     assert next_local_midnight(at, NY) == datetime(2025, 3, 9, 5, 0, tzinfo=UTC)
     assert next_local_midnight(datetime(2025, 3, 9, 15, 0, tzinfo=NY), NY) == datetime(
-        2025, 3, 10, 4, 0, tzinfo=UTC)  # fmt: skip
+        2025, 3, 10, 4, 0, tzinfo=UTC
+    )
 
 
 def test_naive_datetimes_are_refused() -> None:
