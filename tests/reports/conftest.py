@@ -117,6 +117,11 @@ def add_reply(ledger: Ledger, run_id: int, delivery_id: int, to: str, text: str,
 @pytest.fixture
 def whatsapp_run(ledger: Ledger, clock: Clock) -> Scenario:
     """The main scenario (see the module docstring)."""
+    return make_whatsapp_run(ledger, clock)
+
+
+def make_whatsapp_run(ledger: Ledger, clock: Clock) -> Scenario:
+    """Store the main scenario in ``ledger`` (whose clock is ``clock``)."""
     clock.now = T0 - timedelta(days=1)
     ledger.suppress(number(19), source="import", reason="opt-out list")
     clock.now = T0

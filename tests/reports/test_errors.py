@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from scheduler.cli import app
+from scheduler.cli import app, main
 from scheduler.errors import SchedulerError
 from scheduler.reports import api, campaign_runs, write_report
 from scheduler.reports.exceptions import (
@@ -102,21 +102,30 @@ def test_cli_writes_the_report(cli_env: dict[str, str], whatsapp_run: Scenario,
     assert (tmp_path / "x.csv").read_bytes().startswith(b"\xef\xbb\xbf")
 
 
+def test_cli_error_in_the_console_script_is_one_line(cli_env: dict[str, str]) -> None:
+    done = subprocess.run([*CAMPAIGN, "report", "99"], capture_output=True, text=True,
+                          timeout=60, env={**os.environ, **cli_env, "COLUMNS": "400"})
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == "error: run 99 not found in the ledger (see `campaign runs`)\n"
+
+
 @pytest.mark.parametrize(("args", "message"), [
-    (["report", "99"], "error: run 99 not found in the ledger"),
     (["report", "1", "-o", "{blocker}/r.xlsx"], "error: cannot write the report in"),
     (["report", "--campaign", "nope"], "error: campaign 'nope' has no runs"),
     (["report"], "error: nothing to report"),
+    (["report", "1", "--format", "ods"], "error: unknown report format 'ods'"),
 ])  # fmt: skip
 def test_cli_errors_are_one_line(cli_env: dict[str, str], tmp_path: Path, args: list[str],
-                                 message: str) -> None:
+                                 message: str, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     blocker = tmp_path / "blocker"
     blocker.write_text("")
-    args = [a.replace("{blocker}", str(blocker)) for a in args]
-    done = subprocess.run([*CAMPAIGN, *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, **cli_env, "COLUMNS": "400"})
-    assert done.returncode == 1, done.stderr
-    assert "Traceback" not in done.stderr
-    assert done.stderr.startswith(message), done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    monkeypatch.setenv("COLUMNS", "400")
+    monkeypatch.setattr(sys, "argv", ["campaign", *(a.replace("{blocker}", str(blocker))
+                                                    for a in args)])  # fmt: skip
+    with pytest.raises(SystemExit) as exited:
+        main()
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(message) and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
@@ -12,20 +12,39 @@ import openpyxl
 import pytest
 from PIL import Image
 
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.runs import Ledger
 from scheduler.reports import ReportResult, write_report
 
-from .conftest import FORMULA, REPLY, Scenario
+from .conftest import FORMULA, REPLY, Clock, Scenario, make_whatsapp_run
 
 SHEETS = ["Summary", "Recipients", "Replies", "Opt-outs", "Errors", "Sends per hour"]
 
 
-@pytest.fixture
-def report(whatsapp_run: Scenario, tmp_path: Path) -> ReportResult:
-    """The xlsx report of the main scenario, in a folder of its own."""
-    return write_report(whatsapp_run.ledger, [whatsapp_run.run_id], output=tmp_path / "out")
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Scenario, ReportResult]]:
+    """The main scenario and its xlsx report, built once for this module (tests only read)."""
+    folder = tmp_path_factory.mktemp("workbook")
+    clock = Clock()
+    engine = open_ledger(f"sqlite:///{folder / 'ledger.db'}")
+    scenario = make_whatsapp_run(Ledger(engine, clock=clock), clock)
+    yield scenario, write_report(engine, [scenario.run_id], output=folder / "out")
+    engine.dispose()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
+def whatsapp_run(built: tuple[Scenario, ReportResult]) -> Scenario:
+    """The scenario of :func:`built`."""
+    return built[0]
+
+
+@pytest.fixture(scope="module")
+def report(built: tuple[Scenario, ReportResult]) -> ReportResult:
+    """The report of :func:`built`."""
+    return built[1]
+
+
+@pytest.fixture(scope="module")
 def book(report: ReportResult) -> Any:
     """The workbook, opened by openpyxl."""
     return openpyxl.load_workbook(report.path)
