@@ -114,6 +114,10 @@ class Dispatcher:
         self._stop_reason: str | None = None
         self._stop_status: str | None = None
         self._next_control = 0.0
+        self._next_control_sim: datetime | None = None
+        # With a simulated clock waiting costs nothing: wait in long strides. With the real
+        # one, never wait longer than the control poll, so pause/cancel are obeyed in time.
+        self.idle_chunk_s = CONTROL_EVERY_S if sleep is _real_sleep else 3600.0
         self._zone = load_zone(options.timezone)
         self.pool: SenderPool | None = None
         self.quotas = quotas or {}
@@ -361,17 +365,16 @@ class Dispatcher:
             self._control()
             if self._stop_status is not None:
                 return
-            await self.sleep(min(CONTROL_EVERY_S, (opens - self.clock()).total_seconds()))
+            await self.sleep(min(self.idle_chunk_s, (opens - self.clock()).total_seconds()))
         self._note(self.clock(), "window open; resumed")
 
     async def _idle(self, now: datetime, until: datetime | None) -> None:
         """Wait until ``until`` (or a short while), waking early when a send finishes."""
         wait = CONTROL_EVERY_S if until is None else max(0.0, (until - now).total_seconds())
-        wait = min(wait, CONTROL_EVERY_S)
         if self._inflight:
-            await self._wait_inflight(wait)
+            await self._wait_inflight(min(wait, CONTROL_EVERY_S))
         else:
-            await self.sleep(wait)
+            await self.sleep(min(wait, self.idle_chunk_s))
 
     async def _wait_inflight(self, timeout: float) -> None:
         if self._inflight:
@@ -385,12 +388,15 @@ class Dispatcher:
         self._flush()
 
     def _control(self) -> None:
-        mono = time.monotonic()
+        mono, now = time.monotonic(), self.clock()
         if self.stop_event.is_set() and self._stop_status is None:
             self._stop(RunStatus.PAUSED, "interrupted by the operator (Ctrl-C)")
-        if mono < self._next_control:
+        # every CONTROL_EVERY_S of real time, or of simulated time under a simulated clock
+        due_sim = self._next_control_sim is None or now >= self._next_control_sim
+        if mono < self._next_control and not due_sim:
             return
         self._next_control = mono + CONTROL_EVERY_S
+        self._next_control_sim = now + timedelta(seconds=CONTROL_EVERY_S)
         self.ledger.heartbeat(self.run_id)
         request = self.ledger.control(self.run_id)
         if request == "pause":

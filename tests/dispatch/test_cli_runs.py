@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,7 @@ def project(tmp_path: Path, service_factory):
 
     asyncio.run(service.connect("s1"))
     path = write_project(tmp_path / "proj", 60, rate="15/s")
+    write_project(tmp_path / "proj", 300, rate="20/s", name="grande")
     return service, path, _env(service, tmp_path)
 
 
@@ -80,36 +82,39 @@ def test_sigkill_mid_run_then_run_again_continues_without_duplicates(project) ->
 
 
 def test_pause_resume_and_cancel_from_other_processes(project) -> None:
-    service, path, env = project
+    service, _, env = project
+    path = _.parent / "grande.toml"
     cwd = path.parent.parent
     child = subprocess.Popen([*CAMPAIGN, "run", str(path)], env=env, cwd=cwd,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait(lambda: len(service.sends()) >= 5)
     paused = _campaign(env, "pause", "1", cwd=cwd)
     assert paused.returncode == 0, paused.stderr
-    asked = time.monotonic()
+    asked = datetime.now(UTC)
     out, err = child.communicate(timeout=30)
-    assert time.monotonic() - asked < 2.5  # obeyed within the poll (+ process exit)
     assert "paused" in out, err
-    frozen = len(service.sends())
+    frozen = service.sends()
+    last = max(datetime.fromisoformat(s["at"].replace("Z", "+00:00")) for s in frozen)
+    assert (last - asked).total_seconds() < 2.0  # sends stopped within the 2 s promise
     time.sleep(0.5)
-    assert len(service.sends()) == frozen < 60
+    assert len(service.sends()) == len(frozen) < 300
     assert _status(env, cwd)["status"] == "paused"
 
     resumed = _campaign(env, "resume", "1", cwd=cwd)
     assert resumed.returncode == 0, resumed.stderr
     assert _status(env, cwd)["status"] == "completed"
-    assert sorted(Counter(s["to"] for s in service.sends()).values()) == [1] * 60
+    assert sorted(Counter(s["to"] for s in service.sends()).values()) == [1] * 300
 
     # a second campaign, cancelled mid-run from another process
-    other = write_project(cwd, 60, rate="15/s", name="outra")
+    other = write_project(cwd, 200, rate="15/s", name="outra")
     child = subprocess.Popen([*CAMPAIGN, "run", str(other)], env=env, cwd=cwd,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait(lambda: len(service.sends()) >= 65)
+    _wait(lambda: len(service.sends()) >= 305)
     assert _campaign(env, "cancel", "2", cwd=cwd).returncode == 0
     out, _ = child.communicate(timeout=30)
     status = _status(env, cwd, 2)
     assert status["status"] == "cancelled"
     assert status["counts"].get("skipped", 0) > 0
-    assert len(service.sends()) - 60 == sum(
-        n for s, n in status["counts"].items() if s in ("accepted", "sent"))
+    assert len(service.sends()) - 300 == sum(
+        n for s, n in status["counts"].items() if s in ("accepted", "sent", "delivered",
+                                                        "read"))
