@@ -18,9 +18,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from scheduler.sandbox import SandboxConfig
 from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink
+
+# Property tests check behaviour, not speed: no per-example deadline (a loaded CI machine
+# would otherwise fail them at random).
+settings.register_profile("project", deadline=None)
+settings.load_profile("project")
 
 
 class ServerReaper:
