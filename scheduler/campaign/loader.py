@@ -158,14 +158,17 @@ class _Collector:
         self.classes: set[type[CampaignError]] = set()
 
     def add(self, message: str, key: str | None = None, **extra: Any) -> None:
+        """Record a definition problem of the campaign file."""
         self.issues.append(Issue(self.label, message, key=key, **extra))
         self.classes.add(DefinitionError)
 
     def absorb(self, error: CampaignError) -> None:
+        """Record every issue of an error raised while checking (e.g. a template's)."""
         self.issues.extend(error.issues)
         self.classes.add(type(error))
 
     def raise_if_any(self) -> None:
+        """Raise one error with every issue: their shared class, else DefinitionError."""
         if self.issues:
             cls = next(iter(self.classes)) if len(self.classes) == 1 else DefinitionError
             raise cls(self.issues)

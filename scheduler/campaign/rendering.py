@@ -254,6 +254,7 @@ class EmptyRender(Exception):
 
 def _non_empty(render: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
     def call(ctx: dict[str, Any]) -> str:
+        """Render; an empty result raises :class:`EmptyRender`."""
         value = render(ctx)
         if not value:
             raise EmptyRender

@@ -228,6 +228,7 @@ class _Budget:
     tz: tzinfo
 
     def roll(self, at: datetime) -> None:
+        """Start the periods that began by ``at`` (usage back to zero)."""
         while at >= self.reset_at:
             self.used = 0
             if self.period is None:
@@ -236,6 +237,7 @@ class _Budget:
                 self.reset_at += self.period
 
     def left(self) -> float:
+        """Sends still allowed in the current period."""
         return self.limit - self.used
 
 
