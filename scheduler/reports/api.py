@@ -174,12 +174,14 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
                 files: AtomicFiles) -> tuple[dict[str, int], list[Path]]:  # fmt: skip
     ids = [r.id for r in runs]
     zones = {r.id: r.timezone for r in runs}
-    scan = details.scan(source.detail_rows(conn, ids))
     groups = source.state_groups(conn, ids)
+    scan = (details.scan(source.detail_rows(conn, ids)) if groups["n_details"].sum()
+            else details.DetailScan())  # fmt: skip
     optouts = source.optouts(conn, ids)
     summ = summary.build(runs, groups, scan.totals, source.skip_reasons(conn, ids), optouts)
-    hourly = summary.hourly_sends(local_times(times, run.id, zones) for run in runs
-                                  for times in source.send_times(conn, run.id))  # fmt: skip
+    hourly = summary.hourly_sends(
+        (local_times(minutes["at"], run.id, zones), minutes["n"])
+        for run in runs for minutes in [source.send_minutes(conn, run.id)])  # fmt: skip
     errors = summary.errors_table(source.error_groups(conn, ids), runs, groups)
     variables = _variables(conn, runs)
     tables = [_recipients(conn, runs, variables, scan),

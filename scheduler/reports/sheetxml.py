@@ -38,7 +38,6 @@ _LITERAL_ESCAPE = re.compile(r"_x[0-9A-Fa-f]{4}_")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _PRESERVE = ' xml:space="preserve"'
-_EDGE_SPACE = re.compile(r"(?m)^\s|\s$")
 _DIMENSION = re.compile(r'<dimension ref="[^"]*"/>')
 _MAIN_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _REL_ID = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
@@ -83,13 +82,22 @@ def _number_texts(values: Any, kind: str) -> list[str | None]:
 
 
 def _clean_texts(items: list[Any]) -> bool:
-    """True when no value of a text column needs escaping, space-keeping or truncating."""
-    present = [v for v in items if isinstance(v, str) and v]
+    """True when no value of a text column needs escaping, space-keeping or truncating.
+
+    Cheap checks first (C-level substring and ``isprintable`` scans); the regex only runs
+    when some value holds a non-printable character (often a harmless newline).
+    """
+    present = [v for v in items if v.__class__ is str and v]
     if not present:
         return True
+    if any(v[0].isspace() or v[-1].isspace() for v in present):
+        return False
+    if max(map(len, present)) > MAX_CELL_CHARS:
+        return False
     blob = "\n".join(present)
-    return (not _NEEDS_ESCAPE.search(blob) and not _EDGE_SPACE.search(blob)
-            and max(map(len, present)) <= MAX_CELL_CHARS)  # fmt: skip
+    if "&" in blob or "<" in blob or ">" in blob or "_x" in blob:
+        return False
+    return all(map(str.isprintable, present)) or not _NEEDS_ESCAPE.search(blob)
 
 
 class RowEncoder:

@@ -113,10 +113,11 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
            " COUNT(COALESCE(accepted_at, sent_at, delivered_at, read_at)) AS n_sent,"
            " COUNT(COALESCE(delivered_at, read_at)) AS n_delivered, COUNT(read_at) AS n_read,"
            " COUNT(CASE WHEN replied_at IS NOT NULL OR reply_text IS NOT NULL THEN 1 END)"
-           " AS n_replied FROM deliveries WHERE run_id IN :ids"
+           " AS n_replied, COUNT(details) AS n_details FROM deliveries WHERE run_id IN :ids"
            " GROUP BY run_id, sender, step, state")  # fmt: skip
     frame = pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
-    for name in ("run_id", "step", "n", "n_sent", "n_delivered", "n_read", "n_replied"):
+    for name in ("run_id", "step", "n", "n_sent", "n_delivered", "n_read", "n_replied",
+                 "n_details"):
         frame[name] = frame[name].astype("int64")
     frame["sender"] = frame["sender"].astype(object).where(frame["sender"].notna(), "")
     return frame
@@ -131,13 +132,16 @@ def detail_rows(conn: Connection, run_ids: Sequence[int]) -> Iterator[list[Any]]
         yield list(batch)
 
 
-def send_times(conn: Connection, run_id: int) -> Iterator[list[Any]]:
-    """When each sent row of the run left (dispatch time, else acceptance, else sent), in chunks."""
+def send_minutes(conn: Connection, run_id: int) -> pd.DataFrame:
+    """Sends of the run per UTC minute (``at``, ``n``): when each sent row left (dispatch
+    time, else acceptance, else sent). The database groups them where it knows how."""
     at = "COALESCE(dispatched_at, accepted_at, sent_at)"
-    result = conn.exec_driver_sql(f"SELECT {at} FROM deliveries WHERE run_id = {int(run_id)}"
-                                  f" AND {at} IS NOT NULL")  # fmt: skip
-    while batch := result.fetchmany(CHUNK_ROWS * 5):
-        yield [row[0] for row in batch]
+    dialect = conn.dialect.name
+    minute = (f"substr({at}, 1, 16)" if dialect == "sqlite" else
+              f"date_trunc('minute', {at})" if dialect == "postgresql" else at)  # fmt: skip
+    sql = text(f"SELECT {minute} AS at, COUNT(*) AS n FROM deliveries "
+               f"WHERE run_id = :run AND {at} IS NOT NULL GROUP BY {minute}")  # fmt: skip
+    return pd.read_sql(sql, conn, params={"run": run_id})
 
 
 def error_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:

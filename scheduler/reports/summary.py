@@ -283,14 +283,12 @@ def errors_table(raw: pd.DataFrame, runs: Sequence[RunInfo], groups: pd.DataFram
     return out  # fmt: skip
 
 
-def hourly_sends(times: Iterable[pd.Series]) -> pd.DataFrame:
-    """Sends per local hour (``hour``, ``sends``) from naive local send times."""
-    counts: pd.Series | None = None
-    for local in times:
-        part = local.dropna().dt.floor("h").value_counts()
-        counts = part if counts is None else counts.add(part, fill_value=0)
-    if counts is None or counts.empty:
+def hourly_sends(minutes: Iterable[tuple[pd.Series, pd.Series]]) -> pd.DataFrame:
+    """Sends per local hour (``hour``, ``sends``) from (naive local time, count) pairs."""
+    parts = [pd.Series(counts.to_numpy(), index=local.dt.floor("h").to_numpy())
+             for local, counts in minutes if len(local)]  # fmt: skip
+    if not parts:
         return pd.DataFrame({"hour": pd.Series([], dtype="datetime64[us]"),
                              "sends": pd.Series([], dtype="int64")})  # fmt: skip
-    counts = counts.sort_index()
+    counts = pd.concat(parts).groupby(level=0).sum().sort_index()
     return pd.DataFrame({"hour": counts.index, "sends": counts.to_numpy().astype("int64")})
