@@ -95,6 +95,7 @@ class Dispatcher:
         on_progress: Callable[[dict[str, int]], None] | None = None,
         stop_event: asyncio.Event | None = None,
         quotas: dict[str, tuple[float, datetime | None]] | None = None,
+        on_note: Callable[[TimelineEntry], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.client = client
@@ -121,6 +122,7 @@ class Dispatcher:
         self._zone = load_zone(options.timezone)
         self.pool: SenderPool | None = None
         self.quotas = quotas or {}
+        self.on_note = on_note
 
     # ------------------------------------------------------------------ public
 
@@ -390,7 +392,7 @@ class Dispatcher:
     def _control(self) -> None:
         mono, now = time.monotonic(), self.clock()
         if self.stop_event.is_set() and self._stop_status is None:
-            self._stop(RunStatus.PAUSED, "interrupted by the operator (Ctrl-C)")
+            self._stop(RunStatus.PAUSED, "interrupted (Ctrl-C or SIGTERM)")
         # every CONTROL_EVERY_S of real time, or of simulated time under a simulated clock
         due_sim = self._next_control_sim is None or now >= self._next_control_sim
         if mono < self._next_control and not due_sim:
@@ -410,7 +412,10 @@ class Dispatcher:
             self._note(self.clock(), reason)
 
     def _note(self, at: datetime, what: str) -> None:
-        self.timeline.append(TimelineEntry(at, what))
+        entry = TimelineEntry(at, what)
+        self.timeline.append(entry)
+        if self.on_note is not None:
+            self.on_note(entry)
 
     def _finish(self) -> RunResult:
         now = self.clock()

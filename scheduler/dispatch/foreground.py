@@ -82,6 +82,14 @@ class RunProgress:
                                            sent=0, failed=0, remaining=total - done, rate="0")
         self._first: tuple[float, int] | None = None
 
+    def note(self, entry: Any, timezone: str) -> None:
+        """Print a timeline entry above the bar (window pauses, senders paused, ...)."""
+        from scheduler.dispatch.windows import load_zone
+
+        local = entry.at.astimezone(load_zone(timezone))
+        self.progress.console.print(f"[dim]{local:%Y-%m-%d %H:%M:%S}[/] {entry.what}",
+                                    highlight=False)
+
     def update(self, counts: dict[str, int]) -> None:
         """Refresh from the ledger's counts by state."""
         import time
@@ -136,9 +144,11 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             with _sigint_sets(stop), (bar.progress if show_progress
                                       else contextlib.nullcontext()):
                 bar.update(counts)
+                zone = ledger.definition(run).get("schedule", {}).get("timezone") or "UTC"
                 result = await dispatch(
                     ledger, client, run, stop_event=stop, events_received=server is not None,
                     on_progress=bar.update, option_overrides=option_overrides,
+                    on_note=lambda entry: bar.note(entry, zone),
                 )
                 bar.update(result.counts)
     return result

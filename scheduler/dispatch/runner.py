@@ -144,6 +144,7 @@ async def dispatch(
     events_received: bool = False, stop_event: asyncio.Event | None = None,
     on_progress: Callable[[dict[str, int]], None] | None = None,
     option_overrides: dict[str, Any] | None = None,
+    on_note: Callable[[Any], None] | None = None,
 ) -> RunResult:
     """Dispatch ``run`` to the end (or a stop) with its stored definition."""
     if run.status in FINISHED_RUN_STATUSES:
@@ -158,6 +159,7 @@ async def dispatch(
     quotas = await load_quotas(client, list(options.senders))
     dispatcher = Dispatcher(
         ledger, client, run.id, options, clock=clock, rng=rng, events_received=events_received,
-        on_progress=on_progress, stop_event=stop_event, quotas=quotas, **kwargs,
+        on_progress=on_progress, stop_event=stop_event, quotas=quotas, on_note=on_note,
+        **kwargs,
     )
     return await dispatcher.run()
