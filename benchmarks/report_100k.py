@@ -101,8 +101,11 @@ def build(db: Path, rows: int) -> int:
             " accepted_at = ?, message_id = ?, sent_at = ?, delivered_at = ?, read_at = ?,"
             " replied_at = ?, reply_text = ?, failed_at = ?, last_error = ? WHERE id = ?",
             updates)  # fmt: skip
-        numbers = dict(conn.exec_driver_sql(
-            "SELECT id, \"to\" FROM deliveries WHERE run_id = ?", (run_id,)).fetchall())
+        numbers = dict(
+            conn.exec_driver_sql(
+                'SELECT id, "to" FROM deliveries WHERE run_id = ?', (run_id,)
+            ).fetchall()
+        )
         conn.exec_driver_sql(
             "INSERT INTO replies (delivery_id, run_id, number, session_id, kind, text, opt_out,"
             " received_at) VALUES (?, ?, ?, 's1', 'text', ?, ?, ?)",
@@ -135,8 +138,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="p5-") as scratch:
         db = Path(scratch) / "ledger.db"
         started = time.perf_counter()
-        child = subprocess.run([sys.executable, __file__, "--build", str(db), "--rows",
-                                str(rows)], check=True, capture_output=True, text=True)
+        child = subprocess.run(
+            [sys.executable, __file__, "--build", str(db), "--rows", str(rows)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         build_s = time.perf_counter() - started
         run_id = int(child.stdout.strip().splitlines()[-1])
         out = args.keep or Path(scratch) / "out"

@@ -18,15 +18,26 @@ _SUFFIX_FORMATS = {".xlsx": "xlsx", ".csv": "csv"}
 
 def report_command(
     runs: list[int] | None = typer.Argument(
-        None, help="Run ids (see `campaign runs`).", show_default=False),
+        None, help="Run ids (see `campaign runs`).", show_default=False
+    ),
     campaign: str | None = typer.Option(
-        None, "--campaign", "-c", help="Report every run of this campaign.", show_default=False),
+        None, "--campaign", "-c", help="Report every run of this campaign.", show_default=False
+    ),
     fmt: str | None = typer.Option(
-        None, "--format", "-f", help="xlsx (workbook + PNG charts) or csv (the Recipients "
-        "table). Default: from -o's suffix, else xlsx.", show_default=False),
+        None,
+        "--format",
+        "-f",
+        help="xlsx (workbook + PNG charts) or csv (the Recipients "
+        "table). Default: from -o's suffix, else xlsx.",
+        show_default=False,
+    ),
     output: Path | None = typer.Option(
-        None, "--output", "-o", help="File or folder to write (default: the reports folder).",
-        show_default=False),
+        None,
+        "--output",
+        "-o",
+        help="File or folder to write (default: the reports folder).",
+        show_default=False,
+    ),
 ) -> None:
     """Write the spreadsheet report of runs: Summary, Recipients, Replies, Errors, Opt-outs."""
     from scheduler.config import load_settings

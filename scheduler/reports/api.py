@@ -184,8 +184,10 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         for run in runs for minutes in [source.send_minutes(conn, run.id)])  # fmt: skip
     errors = summary.errors_table(source.error_groups(conn, ids), runs, groups)
     variables = _variables(conn, runs)
-    tables = [_recipients(conn, runs, variables, scan),
-              *_other_tables(conn, runs, variables, optouts)]
+    tables = [
+        _recipients(conn, runs, variables, scan),
+        *_other_tables(conn, runs, variables, optouts),
+    ]
 
     pngs = [target.with_name(f"{target.stem}-sends-per-hour.png"),
             target.with_name(f"{target.stem}-funnel.png")]  # fmt: skip

@@ -180,9 +180,23 @@ class RecipientsLayout:
         """
         length = len(chunk["row"])
         run_id = int(chunk["run_id"][0]) if length else 0
-        out: dict[str, Any] = {k: chunk[k] for k in ("run_id", "row", "to", "step", "kind",
-                                                      "state", "reason", "sender", "message_id",
-                                                      "attempts", "last_error", "reply_text")}
+        out: dict[str, Any] = {
+            k: chunk[k]
+            for k in (
+                "run_id",
+                "row",
+                "to",
+                "step",
+                "kind",
+                "state",
+                "reason",
+                "sender",
+                "message_id",
+                "attempts",
+                "last_error",
+                "reply_text",
+            )
+        }
         if self.variables:
             variables = json_dicts(chunk["variables"])
             for key in self.variables:

@@ -45,8 +45,14 @@ DETAIL_COLUMNS = (
     ("d:segments", "SMS segments", "int", 9, "sms", ("segments",)),
     ("d:cost", "Cost (R$)", "money", 10, "sms", ("cost_micro",)),
     ("d:error_code", "Error code", "user_text", 16, "sms", ("error_code",)),
-    ("d:outcome", "Call outcome", "user_text", 22, "voice", ("cause", "cause_description",
-                                                             "answered")),
+    (
+        "d:outcome",
+        "Call outcome",
+        "user_text",
+        22,
+        "voice",
+        ("cause", "cause_description", "answered"),
+    ),
     ("d:talk", "Talk time (s)", "int", 9, "voice", ("talk_seconds",)),
     ("d:digits", "Digits", "user_text", 10, "voice", ("digits",)),
     ("d:call_id", "Call ID", "user_text", 20, "voice", ("call_id",)),
@@ -156,6 +162,7 @@ def scan(batches: Iterable[Sequence[Any]]) -> DetailScan:
             acc[2] += _number(d.get("talk_seconds")) or 0.0
             acc[3] += 1 if d.get("digits") not in (None, "") else 0
     if sums:
-        result.totals = pd.DataFrame([(*key, *values) for key, values in sums.items()],
-                                     columns=_TOTALS)
+        result.totals = pd.DataFrame(
+            [(*key, *values) for key, values in sums.items()], columns=_TOTALS
+        )
     return result

@@ -92,11 +92,11 @@ class AtomicFiles:
             with open(temp, "xb"):
                 pass
         except (FileExistsError, NotADirectoryError):
-            raise OutputNotWritable(
-                f"cannot write the report in {folder}: not a folder") from None
+            raise OutputNotWritable(f"cannot write the report in {folder}: not a folder") from None
         except OSError as exc:
             raise OutputNotWritable(
-                f"cannot write the report in {folder}: {_reason(exc)}") from None
+                f"cannot write the report in {folder}: {_reason(exc)}"
+            ) from None
         self._pending.append((temp, target))
         return temp
 
@@ -112,7 +112,8 @@ class AtomicFiles:
             for path in done:  # all or nothing: a report is its workbook and its charts
                 path.unlink(missing_ok=True)
             raise OutputNotWritable(
-                f"cannot write the report to {target}: {_reason(exc)}") from None
+                f"cannot write the report to {target}: {_reason(exc)}"
+            ) from None
         self._pending.clear()
         return done
 

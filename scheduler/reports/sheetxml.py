@@ -71,8 +71,7 @@ def _number_texts(values: Any, kind: str) -> list[str | None]:
         numbers = np.asarray(excel_serial(values), dtype="float64")
     else:
         series = values if isinstance(values, pd.Series) else pd.Series(values, dtype=object)
-        numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype="float64",
-                                                                  na_value=np.nan)
+        numbers = pd.to_numeric(series, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     finite = np.isfinite(numbers)
     if kind == "int":
         texts = map(str, np.where(finite, numbers, 0).astype("int64").tolist())
@@ -191,8 +190,9 @@ def sheet_members(archive: zipfile.ZipFile) -> dict[str, str]:
     out = {}
     for sheet in book.iter(f"{_MAIN_NS}sheet"):
         target = targets[sheet.get(_REL_ID)]
-        out[sheet.get("name", "")] = target.lstrip("/") if target.startswith("/") else (
-            f"xl/{target}")
+        out[sheet.get("name", "")] = (
+            target.lstrip("/") if target.startswith("/") else (f"xl/{target}")
+        )
     return out
 
 
@@ -217,9 +217,10 @@ def splice(source: Path, target: Path, sheets: Sequence[StreamedSheet]) -> dict[
     the parts of one table split over several sheets are filled one after the other.
     """
     written: dict[str, int] = {}
-    with zipfile.ZipFile(source) as src, zipfile.ZipFile(
-        target, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1
-    ) as dst:
+    with (
+        zipfile.ZipFile(source) as src,
+        zipfile.ZipFile(target, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as dst,
+    ):
         members = sheet_members(src)
         by_member = {members[s.sheet]: s for s in sheets}
         for info in src.infolist():

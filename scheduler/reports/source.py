@@ -116,8 +116,16 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
            " AS n_replied, COUNT(details) AS n_details FROM deliveries WHERE run_id IN :ids"
            " GROUP BY run_id, sender, step, state")  # fmt: skip
     frame = pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
-    for name in ("run_id", "step", "n", "n_sent", "n_delivered", "n_read", "n_replied",
-                 "n_details"):
+    for name in (
+        "run_id",
+        "step",
+        "n",
+        "n_sent",
+        "n_delivered",
+        "n_read",
+        "n_replied",
+        "n_details",
+    ):
         frame[name] = frame[name].astype("int64")
     frame["sender"] = frame["sender"].astype(object).where(frame["sender"].notna(), "")
     return frame
@@ -158,8 +166,10 @@ def error_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
 
 def skip_reasons(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
     """Skipped rows by run and reason (``run_id, reason, n``)."""
-    sql = ("SELECT run_id, COALESCE(reason, '') AS reason, COUNT(*) AS n FROM deliveries "
-           "WHERE run_id IN :ids AND state = 'skipped' GROUP BY run_id, COALESCE(reason, '')")
+    sql = (
+        "SELECT run_id, COALESCE(reason, '') AS reason, COUNT(*) AS n FROM deliveries "
+        "WHERE run_id IN :ids AND state = 'skipped' GROUP BY run_id, COALESCE(reason, '')"
+    )
     return pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
 
 

@@ -130,13 +130,17 @@ def _run_section(runs: list[RunInfo]) -> list[Metric]:
     def join(label: str, values: list[Any]) -> Metric:
         return Metric(label, "text", values, ", ".join(dict.fromkeys(str(v) for v in values)))
 
-    metrics = [join("Campaign", [r.campaign for r in runs]),
-               Metric("Run", "int", [r.id for r in runs]),
-               join("Channel", [r.channel for r in runs]),
-               join("Status", [r.status for r in runs]),
-               join("Time zone (times are local to it)", [r.timezone for r in runs]),
-               dates("Planned at", "created_at", min), dates("Scheduled for", "fire_time", min),
-               dates("Started", "started_at", min), dates("Finished", "finished_at", max)]
+    metrics = [
+        join("Campaign", [r.campaign for r in runs]),
+        Metric("Run", "int", [r.id for r in runs]),
+        join("Channel", [r.channel for r in runs]),
+        join("Status", [r.status for r in runs]),
+        join("Time zone (times are local to it)", [r.timezone for r in runs]),
+        dates("Planned at", "created_at", min),
+        dates("Scheduled for", "fire_time", min),
+        dates("Started", "started_at", min),
+        dates("Finished", "finished_at", max),
+    ]
     if any(r.stop_reason for r in runs):
         metrics.append(Metric("Stop reason", "text", [r.stop_reason for r in runs]))
     return metrics  # fmt: skip
@@ -174,13 +178,17 @@ def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels
         out[name] = [rate(p, w) for p, w in zip(out[part], out[whole], strict=True)]
         cols.append(Column(name, label, "percent", max(12, len(label) * 0.8)))
     if "sms" in extra_channels:
-        cols += [Column("undelivered", "Undelivered", "int", 12),
-                 Column("segments", "SMS segments", "int", 13), Column("cost", "Cost (R$)",
-                                                                       "money", 11)]
+        cols += [
+            Column("undelivered", "Undelivered", "int", 12),
+            Column("segments", "SMS segments", "int", 13),
+            Column("cost", "Cost (R$)", "money", 11),
+        ]
     if "voice" in extra_channels:
         out["talk_min"] = out["talk_seconds"] / 60
-        cols += [Column("not_answered", "Not answered", "int", 13),
-                 Column("talk_min", "Talk time (min)", "number", 15)]
+        cols += [
+            Column("not_answered", "Not answered", "int", 13),
+            Column("talk_min", "Talk time (min)", "number", 15),
+        ]
     return cols, out  # fmt: skip
 
 
@@ -254,8 +262,10 @@ def _optout_metrics(runs: list[RunInfo], optouts: pd.DataFrame) -> list[Metric]:
         early = int((mine < planned).sum()) if planned is not None else 0
         before.append(early)
         after.append(len(mine) - early)
-    return [Metric("Opted out since the run was planned", "int", after, sum(after)),
-            Metric("Already opted out when planned", "int", before, sum(before))]
+    return [
+        Metric("Opted out since the run was planned", "int", after, sum(after)),
+        Metric("Already opted out when planned", "int", before, sum(before)),
+    ]
 
 
 ERROR_COLUMNS = [Column("run_id", "Run", "int", 6), Column("state", "State", "text", 12),
@@ -275,8 +285,9 @@ def errors_table(raw: pd.DataFrame, runs: Sequence[RunInfo], groups: pd.DataFram
         return out.assign(share=[])
     zones = {r.id: r.timezone for r in runs}
     sizes = groups.groupby("run_id")["n"].sum()
-    out["share"] = [rate(n, float(sizes.get(r, 0))) for r, n in zip(out["run_id"], out["n"],
-                                                                      strict=True)]
+    out["share"] = [
+        rate(n, float(sizes.get(r, 0))) for r, n in zip(out["run_id"], out["n"], strict=True)
+    ]
     for name in ("first_at", "last_at"):
         out[name] = local_times(out[name], out["run_id"], zones)
     out["message"] = out["message"].where(out["message"] != "", "(no message)")

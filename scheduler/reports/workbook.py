@@ -165,9 +165,15 @@ class WorkbookWriter:
         ws.insert_chart(1, col, hourly)
         last = len(summary.runs) + (1 if len(summary.runs) > 1 else 0)
         bars = self.book.add_chart({"type": "bar"})
-        bars.add_series({"name": "Funnel", "categories": ["Summary", funnel[0], 0, funnel[1], 0],
-                         "values": ["Summary", funnel[0], last, funnel[1], last],
-                         "data_labels": {"value": True}, "fill": {"color": "#2f6db5"}})
+        bars.add_series(
+            {
+                "name": "Funnel",
+                "categories": ["Summary", funnel[0], 0, funnel[1], 0],
+                "values": ["Summary", funnel[0], last, funnel[1], last],
+                "data_labels": {"value": True},
+                "fill": {"color": "#2f6db5"},
+            }
+        )
         bars.set_title({"name": "Funnel"})
         bars.set_y_axis({"reverse": True})
         bars.set_legend({"none": True})

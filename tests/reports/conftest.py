@@ -74,17 +74,40 @@ def number(i: int) -> str:
     return f"55119{i:08d}"
 
 
-def store(ledger: Ledger, rows: list[dict[str, Any]], *, name: str = "promo",
-          channel: str = "whatsapp", kind: str = "text") -> int:
+def store(
+    ledger: Ledger,
+    rows: list[dict[str, Any]],
+    *,
+    name: str = "promo",
+    channel: str = "whatsapp",
+    kind: str = "text",
+) -> int:
     """A run of ``rows`` (dicts with ``to``, ``state``, ``reason``, ``variables``)."""
     run_id = ledger.create_run(
-        campaign_name=name, channel=channel, definition_path=f"campaigns/{name}.toml",
-        definition={"name": name, "senders": ["s1", "s2"]}, delivery_mode="at-most-once",
-        timezone=ZONE)
-    path = {"text": "/api/v1/messages/send/text", "sms": "/api/v1/sms/send",
-            "voice": "/api/v1/voice/bulk"}[kind]
-    plan = [{"row": i + 1, "step": 0, "kind": kind, "path": path, "payload": {"text": "oi"},
-             "region": "BR", **row} for i, row in enumerate(rows)]
+        campaign_name=name,
+        channel=channel,
+        definition_path=f"campaigns/{name}.toml",
+        definition={"name": name, "senders": ["s1", "s2"]},
+        delivery_mode="at-most-once",
+        timezone=ZONE,
+    )
+    path = {
+        "text": "/api/v1/messages/send/text",
+        "sms": "/api/v1/sms/send",
+        "voice": "/api/v1/voice/bulk",
+    }[kind]
+    plan = [
+        {
+            "row": i + 1,
+            "step": 0,
+            "kind": kind,
+            "path": path,
+            "payload": {"text": "oi"},
+            "region": "BR",
+            **row,
+        }
+        for i, row in enumerate(rows)
+    ]
     ledger.store_plan(run_id, [plan], start_at=ledger.clock())
     return run_id
 
@@ -93,8 +116,11 @@ def ids_by_row(ledger: Ledger, run_id: int) -> list[int]:
     """Delivery ids in plan order."""
     d = queries.deliveries
     with ledger.engine.connect() as conn:
-        return list(conn.execute(d.select().with_only_columns(d.c.id)
-                                 .where(d.c.run_id == run_id).order_by(d.c.seq)).scalars())
+        return list(
+            conn.execute(
+                d.select().with_only_columns(d.c.id).where(d.c.run_id == run_id).order_by(d.c.seq)
+            ).scalars()
+        )
 
 
 def set_rows(ledger: Ledger, ids: list[int], **values: Any) -> None:
@@ -104,13 +130,30 @@ def set_rows(ledger: Ledger, ids: list[int], **values: Any) -> None:
         conn.execute(update(d).where(d.c.id.in_(ids)).values(**values))
 
 
-def add_reply(ledger: Ledger, run_id: int, delivery_id: int, to: str, text: str, at: datetime,
-              *, opt_out: bool = False) -> None:
+def add_reply(
+    ledger: Ledger,
+    run_id: int,
+    delivery_id: int,
+    to: str,
+    text: str,
+    at: datetime,
+    *,
+    opt_out: bool = False,
+) -> None:
     """A reply row plus the delivery's reply text and time, as tracking stores them."""
     with ledger.engine.begin() as conn:
-        conn.execute(replies_table.insert().values(
-            delivery_id=delivery_id, run_id=run_id, number=to, session_id="s1", kind="text",
-            text=text, opt_out=opt_out, received_at=at))
+        conn.execute(
+            replies_table.insert().values(
+                delivery_id=delivery_id,
+                run_id=run_id,
+                number=to,
+                session_id="s1",
+                kind="text",
+                text=text,
+                opt_out=opt_out,
+                received_at=at,
+            )
+        )
     set_rows(ledger, [delivery_id], reply_text=text, replied_at=at)
 
 
@@ -143,15 +186,25 @@ def make_whatsapp_run(ledger: Ledger, clock: Clock) -> Scenario:
     ledger.set_status(run_id, "running")
     with ledger.engine.begin() as conn:
         for i in range(16):
-            queries.claim(conn, [(ids[i], "s1" if i % 2 == 0 else "s2")],
-                          T0 + timedelta(minutes=10 * i))
+            queries.claim(
+                conn, [(ids[i], "s1" if i % 2 == 0 else "s2")], T0 + timedelta(minutes=10 * i)
+            )
         for i in range(14):
-            queries.record_accepted(conn, [(ids[i], f"MSG-{i:03d}")],
-                                    T0 + timedelta(minutes=10 * i, seconds=1))
-        queries.record_final(conn, [(ids[14], "", "400: number is not on WhatsApp")], "failed",
-                             T0 + timedelta(minutes=140, seconds=1))
-        queries.record_final(conn, [(ids[15], "", "no messages.sent after a crash")],
-                             "unknown", T0 + timedelta(minutes=150, seconds=30))
+            queries.record_accepted(
+                conn, [(ids[i], f"MSG-{i:03d}")], T0 + timedelta(minutes=10 * i, seconds=1)
+            )
+        queries.record_final(
+            conn,
+            [(ids[14], "", "400: number is not on WhatsApp")],
+            "failed",
+            T0 + timedelta(minutes=140, seconds=1),
+        )
+        queries.record_final(
+            conn,
+            [(ids[15], "", "no messages.sent after a crash")],
+            "unknown",
+            T0 + timedelta(minutes=150, seconds=30),
+        )
     for i in range(12):
         at = T0 + timedelta(minutes=10 * i, seconds=5)
         state = "read" if i < 6 else "delivered" if i < 10 else "sent"
@@ -163,32 +216,50 @@ def make_whatsapp_run(ledger: Ledger, clock: Clock) -> Scenario:
         set_rows(ledger, [ids[i]], **values)
     add_reply(ledger, run_id, ids[0], number(0), REPLY, T0 + timedelta(minutes=30))
     add_reply(ledger, run_id, ids[1], number(1), "Obrigado! 😀", T0 + timedelta(minutes=40))
-    add_reply(ledger, run_id, ids[3], number(3), "SAIR", T0 + timedelta(minutes=50),
-              opt_out=True)
+    add_reply(ledger, run_id, ids[3], number(3), "SAIR", T0 + timedelta(minutes=50), opt_out=True)
     clock.now = T0 + timedelta(minutes=50, seconds=1)
     ledger.suppress(number(3), source="reply", reason="SAIR")
     clock.now = T0 + timedelta(hours=3)
     ledger.set_status(run_id, "completed")
     return Scenario(
-        ledger, run_id,
-        states={"read": 6, "delivered": 4, "sent": 2, "accepted": 2, "failed": 1, "unknown": 1,
-                "planned": 1, "skipped": 3},
+        ledger,
+        run_id,
+        states={
+            "read": 6,
+            "delivered": 4,
+            "sent": 2,
+            "accepted": 2,
+            "failed": 1,
+            "unknown": 1,
+            "planned": 1,
+            "skipped": 3,
+        },
         funnel={"Planned": 20, "Sent": 14, "Delivered": 10, "Read": 6, "Replied": 3},
         numbers=[r["to"] for r in rows],
     )
 
 
-def details_run(ledger: Ledger, channel: str, details: list[dict[str, Any] | None],
-                states: list[str]) -> int:
+def details_run(
+    ledger: Ledger, channel: str, details: list[dict[str, Any] | None], states: list[str]
+) -> int:
     """An SMS or voice run whose rows carry ``details`` JSON, in the given states."""
     kind = "sms" if channel == "sms" else "voice"
-    rows = [{"to": number(i), "state": "planned", "reason": None, "variables": {"nome": f"C{i}"}}
-            for i in range(len(details))]
+    rows = [
+        {"to": number(i), "state": "planned", "reason": None, "variables": {"nome": f"C{i}"}}
+        for i in range(len(details))
+    ]
     run_id = store(ledger, rows, name=f"{channel}-run", channel=channel, kind=kind)
     ids = ids_by_row(ledger, run_id)
     for i, (extra, state) in enumerate(zip(details, states, strict=True)):
         at = T0 + timedelta(minutes=i)
-        set_rows(ledger, [ids[i]], state=state, sender="account", dispatched_at=at,
-                 accepted_at=at, message_id=f"M{i}",
-                 details=json.dumps(extra) if extra is not None else None)
+        set_rows(
+            ledger,
+            [ids[i]],
+            state=state,
+            sender="account",
+            dispatched_at=at,
+            accepted_at=at,
+            message_id=f"M{i}",
+            details=json.dumps(extra) if extra is not None else None,
+        )
     return run_id

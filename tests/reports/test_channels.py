@@ -18,12 +18,17 @@ from .test_workbook import summary_values, table
 
 
 def test_sms_segments_cost_and_delivery(ledger: Any, tmp_path: Path) -> None:
-    run_id = details_run(ledger, "sms", [
-        {"segments": 2, "costMicroReais": 45_000},
-        {"segments": 1, "cost_micro_reais": 22_500},
-        {"segments": 3, "costMicroReais": 67_500, "errorCode": "NO_COVERAGE"},
-        None,
-    ], ["delivered", "delivered", "undelivered", "accepted"])
+    run_id = details_run(
+        ledger,
+        "sms",
+        [
+            {"segments": 2, "costMicroReais": 45_000},
+            {"segments": 1, "cost_micro_reais": 22_500},
+            {"segments": 3, "costMicroReais": 67_500, "errorCode": "NO_COVERAGE"},
+            None,
+        ],
+        ["delivered", "delivered", "undelivered", "accepted"],
+    )
     result = write_report(ledger, [run_id], output=tmp_path)
     book = openpyxl.load_workbook(result.path)
     values = summary_values(book["Summary"])
@@ -41,12 +46,17 @@ def test_sms_segments_cost_and_delivery(ledger: Any, tmp_path: Path) -> None:
 
 
 def test_voice_outcome_talk_time_and_digits(ledger: Any, tmp_path: Path) -> None:
-    run_id = details_run(ledger, "voice", [
-        {"answered": True, "talkSeconds": 42, "digits": "1", "cause": 16},
-        {"answered": True, "talkSeconds": 18, "causeDescription": "caller hung up"},
-        {"answered": False, "cause": 19},
-        {"answered": False, "cause": 17, "bridge": "sip-2"},
-    ], ["answered", "answered", "not_answered", "not_answered"])
+    run_id = details_run(
+        ledger,
+        "voice",
+        [
+            {"answered": True, "talkSeconds": 42, "digits": "1", "cause": 16},
+            {"answered": True, "talkSeconds": 18, "causeDescription": "caller hung up"},
+            {"answered": False, "cause": 19},
+            {"answered": False, "cause": 17, "bridge": "sip-2"},
+        ],
+        ["answered", "answered", "not_answered", "not_answered"],
+    )
     result = write_report(ledger, [run_id], output=tmp_path)
     book = openpyxl.load_workbook(result.path)
     values = summary_values(book["Summary"])
@@ -56,8 +66,12 @@ def test_voice_outcome_talk_time_and_digits(ledger: Any, tmp_path: Path) -> None
     assert values["Talk time (min)"][0] == pytest.approx(1.0)
     assert values["Answered (% of dialed)"][0] == pytest.approx(0.5)
     rows = table(book["Recipients"])
-    assert [r["Call outcome"] for r in rows] == ["answered, normal hang-up", "caller hung up",
-                                                 "no answer", "busy"]
+    assert [r["Call outcome"] for r in rows] == [
+        "answered, normal hang-up",
+        "caller hung up",
+        "no answer",
+        "busy",
+    ]
     assert [r["Talk time (s)"] for r in rows] == [42, 18, None, None]
     assert rows[0]["Digits"] == "1"
     assert rows[3]["Other details"] == '{"bridge": "sip-2"}'
@@ -65,7 +79,9 @@ def test_voice_outcome_talk_time_and_digits(ledger: Any, tmp_path: Path) -> None
 
 def test_details_keys_and_columns() -> None:
     assert parse('{"talk_seconds": 5, "CauseDescription": "x"}') == {
-        "talk_seconds": 5, "cause_description": "x"}
+        "talk_seconds": 5,
+        "cause_description": "x",
+    }
     assert parse("not json") == {"unparsed": "not json"}
     assert cells(parse('{"answered": false}'))["d:outcome"] == "not answered"
     scan = DetailScan(keys={"segments"})
@@ -75,8 +91,10 @@ def test_details_keys_and_columns() -> None:
 
 
 def test_several_runs_with_a_total_column(ledger: Any, clock: Any, tmp_path: Path) -> None:
-    rows = [{"to": number(i), "state": "planned", "reason": None, "variables": {"nome": "A"}}
-            for i in range(3)]
+    rows = [
+        {"to": number(i), "state": "planned", "reason": None, "variables": {"nome": "A"}}
+        for i in range(3)
+    ]
     first = store(ledger, rows)
     clock.now = clock.now.replace(day=24)
     second = store(ledger, rows)
@@ -97,20 +115,40 @@ def test_several_runs_with_a_total_column(ledger: Any, clock: Any, tmp_path: Pat
 
 def test_runs_in_different_zones(ledger: Any, tmp_path: Path) -> None:
     rows = [{"to": number(0), "state": "planned", "reason": None, "variables": {}}]
-    lisbon = ledger.create_run(campaign_name="eu", channel="whatsapp", definition_path="x",
-                               definition={}, delivery_mode="at-most-once",
-                               timezone="Europe/Lisbon")
-    ledger.store_plan(lisbon, [[{"row": 1, "step": 0, "kind": "text", "path": "/p",
-                                 "payload": {}, "region": "PT", **rows[0]}]],
-                      start_at=ledger.clock())
+    lisbon = ledger.create_run(
+        campaign_name="eu",
+        channel="whatsapp",
+        definition_path="x",
+        definition={},
+        delivery_mode="at-most-once",
+        timezone="Europe/Lisbon",
+    )
+    ledger.store_plan(
+        lisbon,
+        [
+            [
+                {
+                    "row": 1,
+                    "step": 0,
+                    "kind": "text",
+                    "path": "/p",
+                    "payload": {},
+                    "region": "PT",
+                    **rows[0],
+                }
+            ]
+        ],
+        start_at=ledger.clock(),
+    )
     brazil = store(ledger, rows)
     from .conftest import ids_by_row, set_rows
 
     for run_id in (lisbon, brazil):
-        set_rows(ledger, ids_by_row(ledger, run_id), state="accepted",
-                 dispatched_at=ledger.clock())
+        set_rows(ledger, ids_by_row(ledger, run_id), state="accepted", dispatched_at=ledger.clock())
     book = openpyxl.load_workbook(write_report(ledger, [lisbon, brazil], output=tmp_path).path)
     rows_out = table(book["Recipients"])
     assert [r["Time zone"] for r in rows_out] == ["Europe/Lisbon", "America/Sao_Paulo"]
-    assert [r["Dispatched (local)"] for r in rows_out] == [datetime(2026, 11, 23, 12, 0),
-                                                          datetime(2026, 11, 23, 9, 0)]
+    assert [r["Dispatched (local)"] for r in rows_out] == [
+        datetime(2026, 11, 23, 12, 0),
+        datetime(2026, 11, 23, 9, 0),
+    ]

@@ -14,8 +14,9 @@ from .conftest import FORMULA, REPLY, Scenario
 
 
 def test_csv_has_bom_accents_and_every_row(whatsapp_run: Scenario, tmp_path: Path) -> None:
-    result = write_report(whatsapp_run.ledger, [whatsapp_run.run_id], fmt="csv",
-                          output=tmp_path / "r.csv")
+    result = write_report(
+        whatsapp_run.ledger, [whatsapp_run.run_id], fmt="csv", output=tmp_path / "r.csv"
+    )
     assert result.path == tmp_path / "r.csv" and result.charts == ()
     assert result.rows == {"Recipients": 20}
     raw = result.path.read_bytes()
@@ -33,8 +34,7 @@ def test_csv_has_bom_accents_and_every_row(whatsapp_run: Scenario, tmp_path: Pat
 
 
 def test_csv_neutralises_formulas(whatsapp_run: Scenario, tmp_path: Path) -> None:
-    result = write_report(whatsapp_run.ledger, [whatsapp_run.run_id], fmt="csv",
-                          output=tmp_path)
+    result = write_report(whatsapp_run.ledger, [whatsapp_run.run_id], fmt="csv", output=tmp_path)
     assert result.path.name == f"promo-run-{whatsapp_run.run_id}.csv"
     rows = list(csv.DictReader(io.StringIO(result.path.read_text(encoding="utf-8-sig"))))
     assert rows[2]["nome"] == "'" + FORMULA

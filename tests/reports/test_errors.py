@@ -34,8 +34,11 @@ def cli_env(whatsapp_run: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPa
             ) -> dict[str, str]:  # fmt: skip
     """Settings pointing at the scenario's ledger, with reports under tmp_path/reports."""
     url = str(whatsapp_run.ledger.engine.url)
-    env = {"CAMPAIGN_DATABASE_URL": url, "CAMPAIGN_REPORTS_DIR": str(tmp_path / "reports"),
-           "CAMPAIGN_CONFIG": str(tmp_path / "absent.toml")}
+    env = {
+        "CAMPAIGN_DATABASE_URL": url,
+        "CAMPAIGN_REPORTS_DIR": str(tmp_path / "reports"),
+        "CAMPAIGN_CONFIG": str(tmp_path / "absent.toml"),
+    }
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     return env
@@ -59,8 +62,9 @@ def test_unwritable_output(whatsapp_run: Scenario, tmp_path: Path, fmt: str) -> 
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     with pytest.raises(OutputNotWritable, match="not a folder") as caught:
-        write_report(whatsapp_run.ledger, [whatsapp_run.run_id], fmt=fmt,
-                     output=blocker / f"r.{fmt}")
+        write_report(
+            whatsapp_run.ledger, [whatsapp_run.run_id], fmt=fmt, output=blocker / f"r.{fmt}"
+        )
     assert isinstance(caught.value, SchedulerError) and "\n" not in str(caught.value)
     taken = tmp_path / "out" / f"promo-run-{whatsapp_run.run_id}.{fmt}"
     taken.mkdir(parents=True)
@@ -69,8 +73,9 @@ def test_unwritable_output(whatsapp_run: Scenario, tmp_path: Path, fmt: str) -> 
     assert [p.name for p in taken.parent.iterdir()] == [taken.name]
 
 
-def test_a_failure_midway_leaves_no_file(whatsapp_run: Scenario, tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_midway_leaves_no_file(
+    whatsapp_run: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     out = tmp_path / "out"
 
     def broken(*_args: Any) -> None:
@@ -90,8 +95,9 @@ def test_a_failure_midway_leaves_no_file(whatsapp_run: Scenario, tmp_path: Path,
     assert previous.read_bytes() == b"an older report"
 
 
-def test_cli_writes_the_report(cli_env: dict[str, str], whatsapp_run: Scenario,
-                               tmp_path: Path) -> None:
+def test_cli_writes_the_report(
+    cli_env: dict[str, str], whatsapp_run: Scenario, tmp_path: Path
+) -> None:
     result = runner.invoke(app, ["report", str(whatsapp_run.run_id)])
     assert result.exit_code == 0, result.output
     path = tmp_path / "reports" / f"promo-run-{whatsapp_run.run_id}.xlsx"
@@ -103,8 +109,13 @@ def test_cli_writes_the_report(cli_env: dict[str, str], whatsapp_run: Scenario,
 
 
 def test_cli_error_in_the_console_script_is_one_line(cli_env: dict[str, str]) -> None:
-    done = subprocess.run([*CAMPAIGN, "report", "99"], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, **cli_env, "COLUMNS": "400"})
+    done = subprocess.run(
+        [*CAMPAIGN, "report", "99"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **cli_env, "COLUMNS": "400"},
+    )
     assert done.returncode == 1, done.stderr
     assert done.stderr == "error: run 99 not found in the ledger (see `campaign runs`)\n"
 

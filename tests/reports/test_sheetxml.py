@@ -29,7 +29,14 @@ NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
 def test_column_letters() -> None:
     assert [column_letter(i) for i in (0, 25, 26, 51, 52, 701, 702)] == [
-        "A", "Z", "AA", "AZ", "BA", "ZZ", "AAA"]
+        "A",
+        "Z",
+        "AA",
+        "AZ",
+        "BA",
+        "ZZ",
+        "AAA",
+    ]
 
 
 def test_escaping() -> None:
@@ -50,8 +57,12 @@ def test_encoded_rows_are_cells_of_the_right_type() -> None:
     rows = ET.fromstring(f'<sheetData xmlns="{NS[1:-1]}">{xml}</sheetData>')
     cells = [[(c.get("r"), c.get("s"), c.get("t"), "".join(c.itertext())) for c in row]
              for row in rows]  # fmt: skip
-    assert cells[0] == [("A2", None, None, "1"), ("B2", "7", "inlineStr", "=1+1"),
-                        ("C2", "3", None, "46023.5"), ("D2", None, None, "0.5")]
+    assert cells[0] == [
+        ("A2", None, None, "1"),
+        ("B2", "7", "inlineStr", "=1+1"),
+        ("C2", "3", None, "46023.5"),
+        ("D2", None, None, "0.5"),
+    ]
     assert cells[1] == [("B3", "7", "inlineStr", " padded ")]
     assert cells[2] == [("A4", None, None, "3"), ("C4", "3", None, "61.0")]
     assert ' xml:space="preserve"> padded <' in xml
@@ -67,7 +78,13 @@ def test_small_helpers() -> None:
     assert json_dicts(['{"a": 1}', "oops", None, "[1]"]) == [{"a": 1}, {}, {}, {}]
     assert json_dicts(['{"a": 1}', '{"b": "2"}']) == [{"a": 1}, {"b": "2"}]
     assert [formula_like(v) for v in ("=x", "+1", "-1", "@a", "\tx", "a=b")] == [
-        True, True, True, True, True, False]
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
     assert csv_safe("@SUM(A1)") == "'@SUM(A1)" and csv_safe("ok") == "ok"
     assert default_stem(["Promo de Natal"], [3]) == "Promo-de-Natal-run-3"
     assert default_stem(["a"], list(range(1, 9))) == "a-runs-1-to-8"
@@ -86,7 +103,10 @@ def test_a_table_longer_than_a_sheet_continues_on_the_next(
         assert book[name].freeze_panes == "A2"
         parts += table(book[name])
     assert [len(table(book[n])) for n in ("Recipients", "Recipients 2", "Recipients 3")] == [
-        7, 7, 6]
+        7,
+        7,
+        6,
+    ]
     assert [p["Row"] for p in parts] == list(range(1, 21))
     assert [p["Number"] for p in parts] == whatsapp_run.numbers
     assert result.rows["Recipients"] == 20

@@ -71,7 +71,8 @@ def test_files_and_sheets(report: ReportResult, book: Any, whatsapp_run: Scenari
     assert [p.name for p in report.charts] == [f"{stem}-sends-per-hour.png", f"{stem}-funnel.png"]
     assert all(p.is_file() for p in report.paths)
     assert sorted(p.name for p in report.path.parent.iterdir()) == sorted(
-        p.name for p in report.paths)  # no temporary file left behind
+        p.name for p in report.paths
+    )  # no temporary file left behind
     assert book.sheetnames == SHEETS
     assert report.rows == {"Recipients": 20, "Replies": 3, "Opt-outs": 2, "Errors": 2}
 
@@ -110,8 +111,12 @@ def test_summary_per_sender_and_per_step(book: Any) -> None:
     assert senders["(none yet)"]["Skipped"] == 3
     step = rows.index(next(r for r in rows if r[0] == "By step"))
     record = dict(zip(rows[step + 1], rows[step + 2], strict=True))
-    assert (record["Step"], record["Kind"], record["Deliveries"], record["Read"]) == (0, "text",
-                                                                                      20, 6)
+    assert (record["Step"], record["Kind"], record["Deliveries"], record["Read"]) == (
+        0,
+        "text",
+        20,
+        6,
+    )
 
 
 def test_recipients_rows_match_the_ledger(book: Any, whatsapp_run: Scenario) -> None:
@@ -149,7 +154,10 @@ def test_times_are_real_local_dates(book: Any) -> None:
     hour = book["Sends per hour"]["A2"]
     assert hour.is_date and hour.value == datetime(2026, 11, 23, 9, 0)
     assert [r[1] for r in book["Sends per hour"].iter_rows(min_row=2, values_only=True)] == [
-        6, 6, 4]
+        6,
+        6,
+        4,
+    ]
 
 
 def test_formula_like_text_stays_text(book: Any, report: ReportResult) -> None:
@@ -182,8 +190,10 @@ def test_headers_frozen_filtered_and_readable(book: Any) -> None:
     for name in SHEETS[1:]:
         ws = book[name]
         assert ws.freeze_panes == "A2", name
-        assert ws.auto_filter.ref == f"A1:{ws.cell(1, ws.max_column).column_letter}" \
-                                     f"{max(ws.max_row, 2)}", name
+        assert (
+            ws.auto_filter.ref == f"A1:{ws.cell(1, ws.max_column).column_letter}"
+            f"{max(ws.max_row, 2)}"
+        ), name
     recipients = book["Recipients"]
     widths = {c: recipients.column_dimensions[c].width for c in ("A", "C", "O")}
     assert widths["C"] >= 15 and widths["O"] >= 19  # number, first time column
@@ -231,6 +241,7 @@ def test_errors_grouped_by_message(book: Any) -> None:
     errors = table(book["Errors"])
     assert [(e["State"], e["Message"], e["Count"]) for e in errors] == [
         ("failed", "400: number is not on WhatsApp", 1),
-        ("unknown", "no messages.sent after a crash", 1)]
+        ("unknown", "no messages.sent after a crash", 1),
+    ]
     assert errors[0]["Share of the run"] == pytest.approx(0.05)
     assert errors[0]["First"] == datetime(2026, 11, 23, 11, 20, 1)
