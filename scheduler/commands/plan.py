@@ -97,7 +97,8 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
         typer.echo(json.dumps(report, ensure_ascii=False))
     else:
         console = _out()
-        console.print(_stats_table(stats))
+        if stats.read or not issues:
+            console.print(_stats_table(stats))
         if stats.invalid:
             table = Table(title="Invalid numbers (skipped)")
             for col in ("row", "value", "reason"):
