@@ -11,14 +11,15 @@ Routes:
 
 A request is answered 200 only after its event is committed (a repeat is answered 200 too
 and changes nothing); bad input gets a 4xx with a message; a database that cannot be written
-gets 503, so the service retries. The webhook routes are plain Starlette endpoints (no
-FastAPI dependency resolution) because they are the hot path of figure P4.
+gets 503, so the service retries. The webhook paths are answered by a raw ASGI middleware
+(:class:`WebhookRoutes`) because they are the hot path of figure P4.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import time
@@ -28,6 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
@@ -38,6 +40,7 @@ from scheduler.tracking import store
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.calls import CallRejecter, ClientSource
 from scheduler.tracking.intake import (
+    RawRequest,
     Rejected,
     check_content_type,
     check_signature,
@@ -87,8 +90,8 @@ def session_webhook_url(settings: Settings, server: BackgroundServer | str | Non
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def _error(status: int, message: str) -> Response:
-    return JSONResponse({"ok": False, "error": message}, status_code=status)
+def _error(status: int, message: str) -> tuple[int, bytes]:
+    return status, json.dumps({"ok": False, "error": message}).encode()
 
 
 class LateMatches:
@@ -199,8 +202,8 @@ class Receiver:
         await self.rejecter.aclose()
         await self.writer.aclose()
 
-    async def ingest(self, request: Request, route: str, body: bytes) -> Response:
-        """Parse, store and apply one event; the answer the webhook sender gets."""
+    async def ingest(self, route: str, body: bytes) -> tuple[int, bytes]:
+        """Parse, store and apply one event: (status, JSON answer)."""
         raw = decode_json(body)
         item = incoming_from(raw, body.decode("utf-8"), self.clock(), route=route)
         try:
@@ -208,27 +211,21 @@ class Receiver:
         except LedgerError as exc:
             logger.error("event not stored: %s", exc)
             return _error(503, "the event could not be stored; try again later")
-        return Response(_DUPLICATE if stored.duplicate else _OK, media_type="application/json")
+        return 200, (_DUPLICATE if stored.duplicate else _OK)
 
-    async def session_hook(self, request: Request) -> Response:
-        """``POST /webhooks/session?token=…``."""
+    async def webhook(self, path: str, request: RawRequest) -> tuple[int, bytes]:
+        """``POST /webhooks/session?token=…`` or ``POST /webhooks/account`` (signed)."""
         try:
-            check_token(request.query_params.get("token"), self.token)
-            check_content_type(request)
-            body = await read_body(request, self.limit)
-            return await self.ingest(request, "session", body)
-        except Rejected as exc:
-            return _error(exc.status, exc.message)
-
-    async def account_hook(self, request: Request) -> Response:
-        """``POST /webhooks/account`` (signed)."""
-        try:
-            if self.secret is None:
+            if path == SESSION_PATH:
+                check_token(request.query_param("token"), self.token)
+            elif self.secret is None:
                 raise Rejected(401, "account webhooks are refused: webhook_secret is not set")
-            check_content_type(request)
+            check_content_type(request.header(b"content-type"))
             body = await read_body(request, self.limit)
-            check_signature(body, request.headers.get("x-dapi-signature"), self.secret)
-            return await self.ingest(request, "account", body)
+            if path == ACCOUNT_PATH:
+                check_signature(body, request.header(b"x-dapi-signature"), self.secret)
+                return await self.ingest("account", body)
+            return await self.ingest("session", body)
         except Rejected as exc:
             return _error(exc.status, exc.message)
 
@@ -237,6 +234,34 @@ class Receiver:
         return JSONResponse({"ok": True, "events": self.writer.events,
                              "batches": self.writer.batches, "pending": self.writer.pending,
                              "waiting_matches": len(self.late), "recovered": self.recovered})
+
+
+class WebhookRoutes:
+    """ASGI middleware answering the two webhook paths itself, before any routing.
+
+    They are the hot path of figure P4: raw ASGI saves FastAPI's routing, exception and
+    exit-stack layers on every event. Every other path goes on to the FastAPI app.
+    """
+
+    def __init__(self, app: ASGIApp, receiver: Receiver) -> None:
+        self.app = app
+        self.receiver = receiver
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Handle ``POST`` to a webhook path; pass everything else on."""
+        path = scope.get("path")
+        if scope["type"] != "http" or path not in (SESSION_PATH, ACCOUNT_PATH):
+            await self.app(scope, receive, send)
+            return
+        headers = [(b"content-type", b"application/json")]
+        if scope["method"] != "POST":
+            status, body = _error(405, "use POST")
+            headers.append((b"allow", b"POST"))
+        else:
+            status, body = await self.receiver.webhook(path, RawRequest(scope, receive))
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource = None,
@@ -260,8 +285,7 @@ def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource 
     app = FastAPI(title="campaign webhook receiver", lifespan=lifespan, docs_url=None,
                   redoc_url=None, openapi_url=None)
     app.state.receiver = receiver
-    app.router.add_route(SESSION_PATH, receiver.session_hook, methods=["POST"])
-    app.router.add_route(ACCOUNT_PATH, receiver.account_hook, methods=["POST"])
+    app.add_middleware(WebhookRoutes, receiver=receiver)
     app.router.add_route("/health", receiver.health, methods=["GET"])
     return app
 

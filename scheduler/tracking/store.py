@@ -1,20 +1,22 @@
 """Store events and apply them, one transaction per batch (the receiver's only writes).
 
 :func:`store_and_apply` inserts the raw events (a ``dedupe_key`` already stored is a no-op),
-then applies the new ones inside a savepoint, in the same transaction: when it commits, the
-event is both durable and applied. If applying fails (a bug, a bad row), the savepoint is
-rolled back, each event is retried alone, and one that still fails stays stored with
-``applied_at`` NULL, to be applied again by :func:`apply_unapplied` at the next start.
-SQLAlchemy errors are translated to :class:`~scheduler.ledger.exceptions.LedgerError`.
-"""
+then applies the new ones in the same transaction: when it commits, the event is both
+durable and applied. If anything fails (a bug, a bad row), the transaction is rolled back
+and the batch is stored again with each event applied alone in a savepoint; one that still
+fails stays stored with ``applied_at`` NULL and its error as ``result``, to be applied
+again by :func:`apply_unapplied` at the next start. Database errors (SQLAlchemy's, and the
+driver's on the SQLite fast path) are translated to
+:class:`~scheduler.ledger.exceptions.LedgerError`."""
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
@@ -27,6 +29,7 @@ from scheduler.tracking.intake import Incoming, incoming_from_payload
 logger = logging.getLogger("scheduler.tracking")
 #: Errors of the database: SQLAlchemy's, and the driver's own on the SQLite fast path.
 DB_ERRORS = (SQLAlchemyError, sqlite3.Error)
+T = TypeVar("T")
 
 
 @dataclass
@@ -38,15 +41,11 @@ class Ingested:
     applied: Applied = field(default_factory=Applied)
 
 
-def _apply_safely(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
-                  now: datetime) -> tuple[Applied, dict[int, str]]:
-    """Apply in a savepoint; on failure, event by event. Returns (applied, errors)."""
-    try:
-        with conn.begin_nested():
-            return apply_batch(conn, batch, ctx, now), {}
-    except Exception:
-        logger.exception("applying a batch of %d events failed; retrying one by one",
-                         len(batch))
+def _apply(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
+           now: datetime, *, careful: bool) -> tuple[Applied, dict[int, str]]:
+    """Apply a batch; ``careful``: event by event in savepoints. Returns (applied, errors)."""
+    if not careful:
+        return apply_batch(conn, batch, ctx, now), {}
     applied, errors = Applied(), {}
     for event_id, item in batch:
         try:
@@ -65,14 +64,30 @@ def _finish(conn: Connection, applied: Applied, errors: dict[int, str],
         queries.note_event_result(conn, event_id, why)
 
 
+def _twice(attempt: Callable[[bool], T], what: str) -> T:
+    """``attempt(careful=False)``; if anything fails, all is rolled back and it is tried
+    again carefully (one event per savepoint). Database errors become ``LedgerError``."""
+    try:
+        try:
+            return attempt(False)
+        except Exception as exc:
+            logger.warning("%s failed (%s: %s); trying again event by event", what,
+                           type(exc).__name__, exc)
+            return attempt(True)
+    except DB_ERRORS as exc:
+        raise LedgerError(f"could not {what}: {type(exc).__name__}: "
+                          f"{getattr(exc, 'orig', exc)}") from None
+
+
 def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext,
                     now: datetime) -> Ingested:
     """Store ``items`` and apply the new ones, all in one transaction (one commit)."""
-    out = Ingested()
     rows: dict[str, dict] = {}
     for item in items:
         rows.setdefault(item.dedupe_key, item.row())
-    try:
+
+    def attempt(careful: bool) -> Ingested:
+        out = Ingested()
         with engine.begin() as conn:
             new = queries.insert_events(conn, list(rows.values()))
             fresh: list[tuple[int, Incoming]] = []
@@ -83,13 +98,12 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
                 if event_id is not None:
                     fresh.append((event_id, item))
             if fresh:
-                applied, errors = _apply_safely(conn, fresh, ctx, now)
+                applied, errors = _apply(conn, fresh, ctx, now, careful=careful)
                 _finish(conn, applied, errors, now)
                 out.applied = applied
-    except DB_ERRORS as exc:
-        raise LedgerError(f"could not store events: {type(exc).__name__}: "
-                          f"{getattr(exc, 'orig', exc)}") from None
-    return out
+        return out
+
+    return _twice(attempt, "store events")
 
 
 def _load(conn: Connection, rows: list[tuple[int, str]], now: datetime
@@ -106,18 +120,16 @@ def _load(conn: Connection, rows: list[tuple[int, str]], now: datetime
 
 def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
             now: datetime) -> Applied:
-    """Apply stored events again (late matches); their results are updated."""
-    try:
+    """Apply stored events again (late matches, recovery); their results are updated."""
+
+    def attempt(careful: bool) -> Applied:
         with engine.begin() as conn:
             loaded, broken = _load(conn, queries.event_payloads(conn, list(event_ids)), now)
-            if not loaded:
-                return Applied()
-            applied, errors = _apply_safely(conn, loaded, ctx, now)
+            applied, errors = _apply(conn, loaded, ctx, now, careful=careful)
             _finish(conn, applied, errors | broken, now)
             return applied
-    except DB_ERRORS as exc:
-        raise LedgerError(f"could not apply stored events: {type(exc).__name__}: "
-                          f"{getattr(exc, 'orig', exc)}") from None
+
+    return _twice(attempt, "apply stored events")
 
 
 def apply_unapplied(engine: Engine, ctx: ApplyContext, now: datetime, *,

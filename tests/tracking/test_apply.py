@@ -227,3 +227,31 @@ def test_account_events_with_no_matching_delivery_are_just_stored(tledger: Ledge
     ingest(tledger, [sms("sms.delivered", "nobody", number(9)),
                      voice("call.answered", "no-call", number(9))])
     assert {e["result"] for e in table(tledger, "events")} == {"unmatched"}
+
+
+def test_an_event_that_fails_to_apply_stays_stored_and_is_applied_at_the_next_start(
+        tledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.tracking import apply as apply_module
+    from scheduler.tracking.store import apply_unapplied
+
+    run_id = accepted_run(tledger, 2)
+    real = apply_module.reply_text
+
+    def broken(data: Any) -> Any:  # a bug that only this reply triggers
+        if data.message == "boom":
+            raise RuntimeError("bug in reply handling")
+        return real(data)
+
+    monkeypatch.setattr(apply_module, "reply_text", broken)
+    ingest(tledger, [sent(number(0), mid(0)), received(number(1), "boom"),
+                     receipt("message.read", number(1), mid(1), T0)], batch=3)
+    assert [r["state"] for r in rows(tledger, run_id)] == ["sent", "read"]
+    events = {e["event"]: e for e in table(tledger, "events")}
+    failed = events["messages.received"]
+    assert failed["applied_at"] is None and failed["result"].startswith("error: RuntimeError")
+    assert table(tledger, "replies") == []
+    monkeypatch.setattr(apply_module, "reply_text", real)  # fixed and restarted
+    count, _ = apply_unapplied(tledger.engine, CTX, NOW)
+    assert count == 1
+    assert [r["text"] for r in table(tledger, "replies")] == ["boom"]
+    assert rows(tledger, run_id)[1]["reply_text"] == "boom"

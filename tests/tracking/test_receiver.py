@@ -224,3 +224,10 @@ def test_without_a_token_a_random_one_is_made_for_the_process(
     other = receiver.post_raw(json.dumps(sent(number(1), mid(1))).encode(),
                               path="/webhooks/session?token=guess", headers=JSON)
     assert other.status_code == 401
+
+
+def test_the_webhook_paths_only_take_post(tledger: Ledger, make_receiver) -> None:
+    receiver = make_receiver(tledger)
+    answer = httpx.get(receiver.url)
+    assert answer.status_code == 405 and answer.headers["allow"] == "POST"
+    assert httpx.get(f"{receiver.base_url}/nothing-here").status_code == 404
