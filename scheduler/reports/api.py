@@ -204,7 +204,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         sheet, first, last = writer.summary(summ)
         parts = [part for table in tables for part in writer.row_table(table)]
         writer.errors(errors)
-        writer.charts(sheet, summ, (first, last), writer.hourly(hourly))
+        writer.charts(sheet, summ, (first, last), writer.hourly(hourly, zone))
         styles = writer.close()
         streamed = []
         for table in tables:

@@ -27,7 +27,7 @@ from scheduler.reports.exceptions import CampaignNotFound, RunsNotFound
 runs_table = Run.__table__  # type: ignore[attr-defined]
 
 #: Rows per chunk when streaming a table.
-CHUNK_ROWS = 20_000
+CHUNK_ROWS = 5_000
 #: States that count as errors in the Errors sheet (besides any row with a last error).
 ERROR_STATES = ("failed", "unknown", "expired", "undelivered")
 

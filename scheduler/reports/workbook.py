@@ -124,7 +124,7 @@ class WorkbookWriter:
                 funnel = (row, row + len(metrics) - 1)
             for metric in metrics:
                 ws.write_string(row, 0, metric.label)
-                kind = "int" if metric.kind == "int" else metric.kind
+                kind = metric.kind
                 for col, value in enumerate(metric.values, start=1):
                     self.put(ws, row, col, value, kind)
                 if total:
@@ -200,9 +200,11 @@ class WorkbookWriter:
             for col, column in enumerate(ERROR_COLUMNS):
                 self.put(ws, row, col, record.get(column.key), column.kind)
 
-    def hourly(self, frame: pd.DataFrame) -> int:
+    def hourly(self, frame: pd.DataFrame, zone: str) -> int:
         """The Sends per hour sheet (the chart's data); returns its last data row."""
-        columns = [Column("hour", "Hour (local)", "date", 18), Column("sends", "Sends", "int", 9)]
+        hour = f"Hour ({zone})"
+        columns = [Column("hour", hour, "date", max(18, len(hour) + 2)),
+                   Column("sends", "Sends", "int", 9)]  # fmt: skip
         ws = self._list_sheet("Sends per hour", columns, len(frame))
         for row, (hour, sends) in enumerate(zip(frame["hour"], frame["sends"], strict=True),
                                             start=1):  # fmt: skip
