@@ -123,7 +123,7 @@ class WorkbookWriter:
             if title == "Funnel":
                 funnel = (row, row + len(metrics) - 1)
             for metric in metrics:
-                ws.write_string(row, 0, metric.label)
+                self.put(ws, row, 0, metric.label, "user_text")  # reasons come from data
                 kind = metric.kind
                 for col, value in enumerate(metric.values, start=1):
                     self.put(ws, row, col, value, kind)
