@@ -10,6 +10,7 @@ initializer loads the campaign once per worker. Render errors are returned as da
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,8 @@ class ChunkResult:
     rows: list[dict[str, Any]] = field(default_factory=list)
     recipients: list[Recipient] = field(default_factory=list)
     errors: dict[int, list[Issue]] = field(default_factory=dict)  # by CSV row
+    planned: Counter[int] = field(default_factory=Counter)  # rows planned per step
+    skipped: Counter[int] = field(default_factory=Counter)  # rows skipped per step
     sms_parts: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
 
 
@@ -117,6 +120,7 @@ class ChunkPlanner:
         slugs, values = self.slugs, [columns[s] for s in self.slugs]
         steps = [(r, r.step.index, r.kind.name, r.kind.path) for r in self.renderers]
         label = self.campaign.label
+        planned = result.planned
         for i, is_blank in enumerate(blank):
             if is_blank:
                 continue
@@ -127,6 +131,7 @@ class ChunkPlanner:
             if digits is None:
                 reason = f"invalid_number: {why}"
                 for _renderer, index, kind, path in steps:
+                    result.skipped[index] += 1
                     rows.append(
                         {
                             "row": row,
@@ -160,6 +165,10 @@ class ChunkPlanner:
                     ]
                     result.errors.setdefault(row, []).extend(issues)
                     state, reason = "skipped", f"render_error: {issues[0].message}"
+                if state == "planned":
+                    planned[index] += 1
+                else:
+                    result.skipped[index] += 1
                 if self.sms and state == "planned":
                     seg = sms_segments(payload["text"])
                     result.sms_parts.setdefault(row, []).append((index, seg.parts, seg.encoding))

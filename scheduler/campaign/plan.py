@@ -198,6 +198,7 @@ class Plan:
                 break
             if result.rows:
                 yield result.rows
+        self.stats.recipients_per_sender = _round_robin(self.stats.valid, self.campaign.senders)
         self.stats.finish()
         self.complete = True
 
@@ -210,47 +211,51 @@ class Plan:
     def _settle(self, result: ChunkResult, seen: set[str]) -> None:
         """Decide duplicates and opt-outs in CSV order, count, and apply strictness."""
         stats, rows, width = self.stats, result.rows, len(self.steps)
-        senders, suppressed = self.campaign.senders, self.suppressed
-        errors, sms_parts = result.errors, result.sms_parts
+        suppressed, errors, sms_parts = self.suppressed, result.errors, result.sms_parts
+        stats.planned_per_step.update(result.planned)
+        stats.skipped_per_step.update(result.skipped)
+        valid = duplicates = opted_out = invalid = 0
         for row, first, digits, _region, why, raw in result.recipients:
-            stats.read += 1
-            mine = rows[first : first + width]
             if digits is None:
-                stats.invalid_total += 1
+                invalid += 1
                 if len(stats.invalid) < MAX_INVALID_LISTED:
                     stats.invalid.append({"row": row, "value": raw, "reason": why})
-                for item in mine:
-                    stats.skipped_per_step[item["step"]] += 1
                 continue
-            reason = (
-                "suppressed" if digits in suppressed else ("duplicate" if digits in seen else None)
-            )
-            if reason is not None:
+            if digits in suppressed or digits in seen:
+                reason = "suppressed" if digits in suppressed else "duplicate"
                 if reason == "suppressed":
-                    stats.suppressed += 1
+                    opted_out += 1
                 else:
-                    stats.duplicates += 1
-                for item in mine:
+                    duplicates += 1
+                for item in rows[first : first + width]:
+                    if item["state"] == "planned":
+                        stats.planned_per_step[item["step"]] -= 1
+                        stats.skipped_per_step[item["step"]] += 1
                     item["state"], item["reason"], item["payload"] = "skipped", reason, {}
-                    stats.skipped_per_step[item["step"]] += 1
                 continue
             seen.add(digits)
-            stats.recipients_per_sender[senders[stats.valid % len(senders)]] += 1
-            stats.valid += 1
+            valid += 1
             issues = errors.get(row) if errors else None
             if issues:
                 if self.strict:
                     raise _error_class(issues)(issues)
                 for issue in issues:
                     stats.add_error(issue)
-            for item in mine:
-                if item["state"] == "planned":
-                    stats.planned_per_step[item["step"]] += 1
-                else:
-                    stats.skipped_per_step[item["step"]] += 1
             for step, parts, encoding in sms_parts.get(row, ()) if sms_parts else ():
                 stats.sms_segments_per_step[step] += parts
                 stats.sms_encodings[encoding] += 1
+        stats.read += len(result.recipients)
+        stats.valid += valid
+        stats.duplicates += duplicates
+        stats.suppressed += opted_out
+        stats.invalid_total += invalid
+
+
+def _round_robin(count: int, senders: list[str]) -> Counter[str]:
+    """How many of ``count`` recipients each sender gets in turn, the first sender first."""
+    base, extra = divmod(count, len(senders))
+    shares = {s: base + (i < extra) for i, s in enumerate(senders)}
+    return Counter({s: n for s, n in shares.items() if n})
 
 
 @contextmanager
