@@ -238,12 +238,15 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
     """
     if not isinstance(raw, dict):
         raise Rejected(422, f"an event must be a JSON object, got {type(raw).__name__}")
+    # A per-session event naming its channel ("whatsapp") is still a per-session event.
+    plain = {k: v for k, v in raw.items() if k != "channel"} \
+        if raw.get("channel") == "whatsapp" else raw
     try:
-        event = parse_event(raw)
+        event = parse_event(plain)
     except EventParseError as exc:
         raise Rejected(422, str(exc)) from None
     channel = raw.get("channel")
-    is_account = channel is not None
+    is_account = channel in ("sms", "voice")
     if route == "session" and is_account:
         raise Rejected(422, "account (SMS/voice) events must be posted to /webhooks/account")
     if route == "account" and not is_account:

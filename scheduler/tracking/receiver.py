@@ -56,8 +56,10 @@ logger = logging.getLogger("scheduler.tracking")
 
 SESSION_PATH = "/webhooks/session"
 ACCOUNT_PATH = "/webhooks/account"
-#: How long (seconds) an unmatched receipt is retried before it is left as it is.
+#: How long (seconds) an unmatched receipt is retried before it is left as it is, and how
+#: many are remembered at most (receipts of messages sent by other means never match).
 UNMATCHED_TTL_S = 900.0
+UNMATCHED_MAX = 20_000
 _OK = b'{"ok":true,"duplicate":false}'
 _DUPLICATE = b'{"ok":true,"duplicate":true}'
 _process_token: str | None = None
@@ -97,15 +99,19 @@ def _error(status: int, message: str) -> tuple[int, bytes]:
 class LateMatches:
     """Unmatched receipts, retried until a delivery takes their message id (or a TTL)."""
 
-    def __init__(self, ttl_s: float = UNMATCHED_TTL_S) -> None:
+    def __init__(self, ttl_s: float = UNMATCHED_TTL_S, most: int = UNMATCHED_MAX) -> None:
         self.ttl_s = ttl_s
+        self.most = most
         self._waiting: dict[int, tuple[str, float]] = {}
 
     def add(self, pairs: list[tuple[int, str]]) -> None:
-        """Remember (event id, message id) pairs that matched nothing."""
+        """Remember (event id, message id) pairs that matched nothing (the oldest go first
+        when there are too many)."""
         now = time.monotonic()
         for event_id, norm in pairs:
             self._waiting.setdefault(event_id, (norm, now))
+        while len(self._waiting) > self.most:
+            del self._waiting[next(iter(self._waiting))]
 
     def __len__(self) -> int:
         return len(self._waiting)

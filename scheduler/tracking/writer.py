@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
+from scheduler.ledger.exceptions import LedgerError
 from scheduler.timeutil import Clock
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.intake import Incoming
@@ -87,7 +88,7 @@ class EventWriter:
     async def submit(self, item: Incoming) -> Stored:
         """Queue ``item`` and wait until it is committed (raises what the commit raised)."""
         if self._wake is None or self._closing:
-            raise RuntimeError("the event writer is not running")
+            raise LedgerError("the receiver is stopping: the event was not stored")
         future: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
         self._queue.append((item, future))
         self._wake.set()

@@ -231,3 +231,12 @@ def test_the_webhook_paths_only_take_post(tledger: Ledger, make_receiver) -> Non
     answer = httpx.get(receiver.url)
     assert answer.status_code == 405 and answer.headers["allow"] == "POST"
     assert httpx.get(f"{receiver.base_url}/nothing-here").status_code == 404
+
+
+def test_a_session_event_naming_its_channel_is_still_a_session_event(
+        tledger: Ledger, make_receiver) -> None:
+    run_id = accepted_run(tledger, 1)
+    receiver = make_receiver(tledger)
+    assert receiver.post({**sent(number(0), mid(0)), "channel": "whatsapp"}).status_code == 200
+    assert rows(tledger, run_id)[0]["state"] == "sent"
+    assert table(tledger, "events")[0]["channel"] == "whatsapp"

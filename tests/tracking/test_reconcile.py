@@ -131,3 +131,16 @@ def test_events_stored_but_never_applied_are_applied_at_start(
     [stored] = table(tledger, "events")
     assert stored["applied_at"] is not None
     assert receiver.app.state.receiver.recovered == 1
+
+
+def test_late_matches_forget_the_oldest_beyond_their_bound() -> None:
+    from scheduler.tracking.receiver import LateMatches
+
+    late = LateMatches(ttl_s=3600, most=3)
+    late.add([(1, "a"), (2, "b"), (3, "c"), (4, "d"), (2, "b")])
+    assert len(late) == 3 and sorted(late.norms()) == ["b", "c", "d"]
+    assert late.due({"c", "z"}) == [3]
+    assert sorted(late.norms()) == ["b", "d"]
+    expired = LateMatches(ttl_s=0.0)
+    expired.add([(1, "a")])
+    assert wait_until(lambda: expired.due(set()) == [] and len(expired) == 0)
