@@ -13,6 +13,7 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from scheduler import commands
 from scheduler.errors import SchedulerError
@@ -42,7 +43,9 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except SchedulerError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        Console(stderr=True, soft_wrap=True).print(
+            f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True
+        )
         sys.exit(1)
     except typer.Abort:
         Console(stderr=True).print("aborted")
