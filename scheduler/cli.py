@@ -41,7 +41,9 @@ _register_commands()
 def main() -> None:
     """Console-script entry point: run the app, print user errors without a traceback."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:  # typer.Exit(code) in non-standalone mode
+            sys.exit(code)
     except SchedulerError as exc:
         Console(stderr=True, soft_wrap=True).print(
             f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True

@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -27,10 +27,12 @@ from rich.panel import Panel
 from rich.table import Table
 
 from scheduler.campaign.exceptions import CampaignError, Issue
-from scheduler.campaign.loader import Campaign
-from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
 from scheduler.dispatch.pacing import Quota, estimate_finish
 from scheduler.errors import SchedulerError
+
+if TYPE_CHECKING:
+    from scheduler.campaign.loader import Campaign
+    from scheduler.campaign.plan import PlanStats
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
 clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
@@ -70,6 +72,8 @@ def _stats_table(stats: PlanStats) -> Table:
 
 def _check(path: Path) -> tuple[Campaign | None, PlanStats, list[Issue]]:
     """Load, plan (not strict) and read every row; never raises a campaign error."""
+    from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
+
     stats, issues = PlanStats(), []
     campaign = None
     try:
@@ -119,6 +123,8 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
 
 def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
     """``{row, step, to, endpoint, body}`` of the first ``rows`` valid recipients."""
+    from scheduler.campaign.plan import build_plan, load_campaign
+
     campaign = load_campaign(path)
     plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True)
     session = campaign.preview_session
