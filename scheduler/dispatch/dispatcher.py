@@ -15,7 +15,6 @@ rehearsal runs a whole campaign on a simulated clock in seconds.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
 import time
 from collections import deque
@@ -23,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
+
+import orjson
 
 from scheduler.dispatch import reconcile
 from scheduler.dispatch.exceptions import RunStopped
@@ -255,7 +256,7 @@ class Dispatcher:
         return len(picked), wake
 
     async def _send(self, row: DueDelivery, sender: SenderState) -> None:
-        body = {"sessionId": sender.name, "to": row.to, **json.loads(row.payload)}
+        body = {"sessionId": sender.name, "to": row.to, **orjson.loads(row.payload)}
         outcome = _Outcome(row, sender)
         try:
             result = await self.client.send_prepared(row.path, body)
