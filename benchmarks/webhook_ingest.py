@@ -189,6 +189,20 @@ def measure(deliveries: int, concurrency: int, folder: Path) -> dict[str, Any]:
     }
 
 
+def http_parser(choice: str) -> str:
+    """Make uvicorn's ``auto`` HTTP protocol ``choice``; the name of the parser in use."""
+    import uvicorn.config
+
+    if choice == "h11":
+        uvicorn.config.HTTP_PROTOCOLS["auto"] = uvicorn.config.HTTP_PROTOCOLS["h11"]
+        return "h11"
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        return "h11"
+    return "httptools"
+
+
 def main() -> None:
     """Parse arguments, run the measurements, print one JSON line each."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -197,13 +211,17 @@ def main() -> None:
                         help="deliveries (3 events each)")
     parser.add_argument("--concurrency", type=int, action="append", default=None,
                         help="concurrent connections of the load generator (repeatable)")
+    parser.add_argument("--http", choices=("auto", "h11"), default="auto",
+                        help="uvicorn's HTTP parser: auto (httptools when installed) or h11 "
+                             "(what an install without httptools gets)")
     args = parser.parse_args()
+    http = http_parser(args.http)
     deliveries = args.deliveries or (1_000 if args.quick else 10_000)
-    concurrencies = args.concurrency or ([32] if args.quick else [16, 64])
+    concurrencies = args.concurrency or ([32] if args.quick else [16, 32, 64])
     with tempfile.TemporaryDirectory(prefix="p4-") as tmp:
         for concurrency in concurrencies:
             log(f"P4: {deliveries * 3} events at concurrency {concurrency} ...")
-            figure = measure(deliveries, concurrency, Path(tmp))
+            figure = measure(deliveries, concurrency, Path(tmp)) | {"http": http}
             if figure["stored"] != figure["events"] or figure["read"] != deliveries:
                 log(f"P4: ledger check FAILED: {figure}")
             print(json.dumps(figure), flush=True)
