@@ -128,6 +128,8 @@ def receiver(
                             access_log=False, lifespan="on")
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled: a normal stop
+        console.print("receiver stopped")
     finally:
         sock.close()
         ledger.engine.dispose()
