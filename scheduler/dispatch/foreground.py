@@ -33,11 +33,21 @@ from scheduler.ledger.states import SENT_STATES, DeliveryState
 _SETTLED_BAD = {DeliveryState.FAILED, DeliveryState.EXPIRED, DeliveryState.UNKNOWN}
 
 
-def _receiver(settings: Settings, ledger: Ledger, client: Any) -> tuple[Any, str | None]:
-    """Start the webhook receiver when the tracking package is available."""
-    try:
-        from scheduler.tracking import session_webhook_url, start_receiver
-    except ImportError:
+def start_tracking(settings: Settings, ledger: Ledger, client: Any, target: ServiceTarget,
+                   console: Console | None = None) -> tuple[Any, str | None]:
+    """Start the webhook receiver; returns it and the URL to register on the senders.
+
+    The embedded sandbox reaches the receiver on loopback. A real service needs a public
+    address: without ``webhook_url`` in the settings, tracking is off (and said so), and a
+    send whose outcome is ambiguous becomes ``unknown`` at once instead of waiting for
+    events that cannot come.
+    """
+    from scheduler.tracking import session_webhook_url, start_receiver
+
+    if not target.is_sandbox and not settings.webhook_url:
+        if console is not None:
+            console.print("[yellow]No webhook_url configured: delivery tracking is off "
+                          "(set CAMPAIGN_WEBHOOK_URL to the receiver's public address)[/]")
         return None, None
     server = start_receiver(settings, ledger, client)
     return server, session_webhook_url(settings, server)
@@ -133,7 +143,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                timeout_s=settings.http_timeout_s,
                                concurrency=settings.http_concurrency)
         async with client:
-            server, webhook_url = _receiver(settings, ledger, client)
+            server, webhook_url = start_tracking(settings, ledger, client, target, console)
             if server is not None:
                 stack.callback(server.stop)
             await ensure_senders(client, target, senders, webhook_url)

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from scheduler.config import Settings
 from scheduler.dispatch.exceptions import DispatchError
-from scheduler.dispatch.foreground import _receiver
+from scheduler.dispatch.foreground import start_tracking
 from scheduler.dispatch.runner import ServiceTarget, dispatch, ensure_senders, plan_run
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.errors import SchedulerError
@@ -111,7 +111,8 @@ class Server:
                                timeout_s=self.settings.http_timeout_s,
                                concurrency=self.settings.http_concurrency)
         async with client:
-            receiver, self.webhook_url = _receiver(self.settings, self.ledger, client)
+            receiver, self.webhook_url = start_tracking(self.settings, self.ledger, client,
+                                                        self.target, self.console)
             self.events_received = receiver is not None
             self.triggers.start()
             try:
