@@ -12,6 +12,7 @@ import signal
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from rich.console import Console
 from rich.progress import (
@@ -37,14 +38,16 @@ def start_tracking(settings: Settings, ledger: Ledger, client: Any, target: Serv
                    console: Console | None = None) -> tuple[Any, str | None]:
     """Start the webhook receiver; returns it and the URL to register on the senders.
 
-    The embedded sandbox reaches the receiver on loopback. A real service needs a public
-    address: without ``webhook_url`` in the settings, tracking is off (and said so), and a
+    A service on this machine (the sandbox) reaches the receiver on loopback. A remote one
+    needs a public address: without ``webhook_url`` in the settings, tracking is off (and
+    said so), and a
     send whose outcome is ambiguous becomes ``unknown`` at once instead of waiting for
     events that cannot come.
     """
     from scheduler.tracking import session_webhook_url, start_receiver
 
-    if not target.is_sandbox and not settings.webhook_url:
+    local = urlsplit(target.base_url).hostname in ("127.0.0.1", "localhost", "::1")
+    if not (target.is_sandbox or local or settings.webhook_url):
         if console is not None:
             console.print("[yellow]No webhook_url configured: delivery tracking is off "
                           "(set CAMPAIGN_WEBHOOK_URL to the receiver's public address)[/]")
