@@ -16,15 +16,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from scheduler.service.event_data import MessageData, Receipt, SmsStatus, VoiceCall
-from scheduler.service.events import (
-    AccountEvent,
-    CallOfferEvent,
-    Event,
-    MessageEvent,
-    ReceiptEvent,
-    SessionEvent,
-    parse_event,
-)
+from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
 
 # ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
@@ -254,17 +246,16 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
     session_id = raw.get("sessionId")
     number, message_id, stamp = _fields(event)
     occurred = parse_stamp(stamp) or parse_stamp(raw.get("timestamp"))
-    if isinstance(event, SessionEvent | MessageEvent | ReceiptEvent):
-        channel = "whatsapp"
-    elif not isinstance(event, AccountEvent):
-        channel = channel if isinstance(channel, str) else ("whatsapp" if session_id else None)
+    if not is_account:  # per-session events are WhatsApp's; others keep what they say
+        channel = "whatsapp" if isinstance(event, SessionEvent) or isinstance(
+            session_id, str) else (channel if isinstance(channel, str) else None)
     try:
         dedupe_key = hashlib.sha256(_canonical(raw).encode()).hexdigest()
     except RecursionError:
         raise Rejected(400, "malformed JSON: nested too deeply") from None
     return Incoming(
         dedupe_key=dedupe_key,
-        name=event.event, channel=channel if isinstance(channel, str) else None,
+        name=event.event, channel=channel,
         session_id=session_id if isinstance(session_id, str) else None,
         number=number, message_id_norm=message_id, occurred_at=occurred,
         received_at=received_at, payload=payload, event=event,

@@ -227,6 +227,13 @@ def test_account_events_with_no_matching_delivery_are_just_stored(tledger: Ledge
     ingest(tledger, [sms("sms.delivered", "nobody", number(9)),
                      voice("call.answered", "no-call", number(9))])
     assert {e["result"] for e in table(tledger, "events")} == {"unmatched"}
+    ingest(tledger, [sent(number(0), mid(0)), {"event": "mystery", "data": {}}])
+    channels = {e["event"]: (e["channel"], e["session_id"], e["number"])
+                for e in table(tledger, "events")}
+    assert channels == {"sms.delivered": ("sms", None, number(9)),
+                        "call.answered": ("voice", None, number(9)),
+                        "messages.sent": ("whatsapp", "s1", number(0)),
+                        "mystery": (None, None, None)}
 
 
 def test_an_event_that_fails_to_apply_stays_stored_and_is_applied_at_the_next_start(
