@@ -112,10 +112,18 @@ class SenderPool:
         """A send is about to go out on ``state``: spend a token.
 
         The send is counted at its *scheduled* instant when we are only slightly late, so
-        event-loop lateness does not accumulate into a slower rate.
+        event-loop lateness does not accumulate into a slower rate. Once a sender is overdue,
+        ``ready`` is ``now`` itself (the bucket is full), so the scheduled instant is asked of
+        the state as it was at the previous send: ``ready_at(last_scheduled)``.
         """
         interval = 1.0 / state.pace.rate
-        at = ready if (now - ready).total_seconds() < interval else now
+        due = ready
+        if state.last_scheduled is not None:
+            scheduled = state.ready_at(state.last_scheduled)
+            if scheduled < due:
+                due = scheduled
+        at = due if (now - due).total_seconds() < interval else now
+        state.last_scheduled = at
         state.pace.record_send(at)
         state.claimed += 1
         state.quota_left -= 1
