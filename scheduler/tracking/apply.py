@@ -22,6 +22,7 @@ from scheduler.ledger import queries
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.event_data import CallOffer, MessageData
 from scheduler.service.events import CallOfferEvent, MessageEvent
+from scheduler.tracking.details import fold, merge_details
 from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
 from scheduler.tracking.replies import OptOutWords, reply_text
 
@@ -178,6 +179,11 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
             out.unmatched.append((event_id, item.message_id_norm))
     for (target, stamps), params in groups.items():
         queries.track_progress(conn, target, params, now, stamps=stamps)
+    extras = {i.message_id_norm for _, i in items
+              if i.channel in ("sms", "voice") and i.message_id_norm in held}
+    for norm in sorted(extras):  # type: ignore[type-var]
+        stored = queries.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
+        merge_details(conn, norm, fold(stored))
 
 
 def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyContext,

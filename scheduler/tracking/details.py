@@ -1,0 +1,89 @@
+"""What SMS and voice events tell beyond a state, folded into ``deliveries.details``.
+
+The report (:mod:`scheduler.reports.details`) reads these keys: SMS ``segments`` and
+``errorCode``; voice ``callId``, ``answered``, ``talkSeconds``, ``digits``, ``cause`` and
+``causeDescription``. They are recomputed from *every* stored event of the message (oldest
+event time first), never updated piecemeal, so the result does not depend on the order the
+events arrived in: the latest non-null value of a key wins, ``answered`` is true once any
+event says so, and ``digits`` are the keys of the ``call.dtmf`` events in time order unless
+an event reports the whole sequence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import Connection, select, update
+
+from scheduler.ledger.queries import deliveries
+from scheduler.tracking.intake import parse_stamp
+
+#: Keys kept per channel, as the service spells them.
+KEYS = {
+    "sms": ("segments", "errorCode"),
+    "voice": ("callId", "talkSeconds", "cause", "causeDescription"),
+}
+
+
+def _order(envelope: dict[str, Any], event_id: int) -> tuple[float, int]:
+    data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
+    moment = parse_stamp(data.get("timestamp")) or parse_stamp(envelope.get("timestamp"))
+    return (moment.timestamp() if moment else 0.0, event_id)
+
+
+def fold(stored: Iterable[tuple[int, str]]) -> dict[str, Any]:
+    """The details of one message from its stored events ``(event id, payload)``."""
+    envelopes = []
+    for event_id, payload in stored:
+        try:
+            envelope = json.loads(payload)
+        except ValueError:
+            continue
+        if isinstance(envelope, dict) and isinstance(envelope.get("data"), dict):
+            envelopes.append((_order(envelope, event_id), envelope))
+    envelopes.sort(key=lambda pair: pair[0])
+    details: dict[str, Any] = {}
+    pressed: list[str] = []
+    whole: str | None = None
+    answered: bool | None = None
+    for _, envelope in envelopes:
+        data, channel = envelope["data"], envelope.get("channel")
+        for key in KEYS.get(channel, ()):
+            if data.get(key) is not None:
+                details[key] = data[key]
+        if channel != "voice":
+            continue
+        name = envelope.get("event")
+        if name in ("call.answered", "call.dtmf") or data.get("answered") is not None:
+            said = True if name in ("call.answered", "call.dtmf") else bool(data["answered"])
+            answered = bool(answered) or said
+        if name == "call.dtmf" and data.get("digits"):
+            pressed.append(str(data["digits"]))
+        elif data.get("digits"):
+            whole = str(data["digits"])
+    if answered is not None:
+        details["answered"] = answered
+    if whole or pressed:
+        details["digits"] = whole or "".join(pressed)
+    return details
+
+
+def merge_details(conn: Connection, message_id_norm: str, extra: dict[str, Any]) -> None:
+    """Merge ``extra`` into the ``details`` JSON of the deliveries holding a message id
+    (SMS and voice events only: not a hot path, so not in ``ledger.queries``)."""
+    if not extra:
+        return
+    rows = conn.execute(select(deliveries.c.id, deliveries.c.details).where(
+        deliveries.c.message_id_norm == message_id_norm)).all()
+    for delivery_id, details in rows:
+        try:
+            current = json.loads(details) if details else {}
+        except ValueError:
+            current = {}
+        merged = {**current, **extra} if isinstance(current, dict) else dict(extra)
+        if merged != current:
+            conn.execute(update(deliveries).where(deliveries.c.id == delivery_id).values(
+                details=json.dumps(merged, ensure_ascii=False, separators=(",", ":"))))
+
