@@ -51,6 +51,7 @@ class Settings(BaseSettings):
     receiver_host: str = "127.0.0.1"
     receiver_port: int = Field(default=8788, ge=0, le=65535)
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
+    verify_grace_s: float = Field(default=60.0, ge=0)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False

@@ -248,7 +248,9 @@ class Dispatcher:
                 queries.defer(conn, deferred)
         if picked:
             with self.ledger.engine.begin() as conn:
-                queries.claim(conn, [(r.id, s.name) for r, s in picked], now)
+                moved = queries.claim(conn, [(r.id, s.name) for r, s in picked], now)
+            # a row skipped since it was read (opt-out, cancel) did not move: not sent
+            picked = [(row, sender) for row, sender in picked if row.id in moved]
             for row, sender in picked:
                 task = asyncio.ensure_future(self._send(row, sender))
                 self._inflight.add(task)

@@ -160,7 +160,9 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                 zone = ledger.definition(run).get("schedule", {}).get("timezone") or "UTC"
                 result = await dispatch(
                     ledger, client, run, stop_event=stop, events_received=server is not None,
-                    on_progress=bar.update, option_overrides=option_overrides,
+                    on_progress=bar.update,
+                    option_overrides={"verify_grace_s": settings.verify_grace_s,
+                                      **(option_overrides or {})},
                     on_note=lambda entry: bar.note(entry, zone),
                 )
                 bar.update(result.counts)

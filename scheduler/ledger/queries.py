@@ -136,30 +136,29 @@ def next_due_time(conn: Connection, run_id: int) -> datetime | None:
     return conn.execute(stmt).scalar()
 
 
-def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) -> int:
-    """Mark rows ``dispatching`` with their sender; only rows still ``planned`` move.
+def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) -> set[int]:
+    """Mark rows ``dispatching`` with their sender; returns the ids that really moved.
 
+    Only rows still ``planned`` move: a row the dispatcher read ahead may have been skipped
+    meanwhile (its number opted out, the run was cancelled), and must then not be sent.
+    One ``UPDATE ... RETURNING`` per sender (executemany cannot return rows).
     The caller commits this *before* the HTTP call: after a crash, a ``dispatching`` row
     means "maybe sent" and is reconciled from events, never blindly re-sent.
     """
-    if not claims:
-        return 0
-    stmt = (
-        update(deliveries)
-        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.PLANNED)
-        .values(
-            state=S.DISPATCHING,
-            sender=bindparam("b_sender"),
-            dispatched_at=bindparam("b_now"),
-            due_at=None,
-            attempts=deliveries.c.attempts + 1,
-            updated_at=bindparam("b_now"),
+    by_sender: dict[str, list[int]] = {}
+    for delivery_id, sender in claims:
+        by_sender.setdefault(sender, []).append(delivery_id)
+    moved: set[int] = set()
+    for sender, ids in by_sender.items():
+        stmt = (
+            update(deliveries)
+            .where(deliveries.c.id.in_(ids), deliveries.c.state == S.PLANNED)
+            .values(state=S.DISPATCHING, sender=sender, dispatched_at=now, due_at=None,
+                    attempts=deliveries.c.attempts + 1, updated_at=now)
+            .returning(deliveries.c.id)
         )
-    )
-    result = conn.execute(
-        stmt, [{"b_id": i, "b_sender": s, "b_now": now} for i, s in claims]
-    )
-    return result.rowcount or 0
+        moved.update(conn.execute(stmt).scalars())
+    return moved
 
 
 def record_accepted(

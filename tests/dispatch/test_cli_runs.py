@@ -23,7 +23,7 @@ def _env(service: Service, tmp_path: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
     env.update(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                CAMPAIGN_STATE_DIR=str(tmp_path / "state"), CAMPAIGN_RECEIVER_PORT="0",
-               CAMPAIGN_CONFIG=str(tmp_path / "none.toml"))
+               CAMPAIGN_CONFIG=str(tmp_path / "none.toml"), CAMPAIGN_VERIFY_GRACE_S="2")
     return env
 
 

@@ -67,8 +67,8 @@ def test_claim_moves_only_planned_rows_once(ledger: Ledger) -> None:
     ledger.store_plan(run_id, [plan_rows(3)], start_at=T0)
     with ledger.engine.begin() as conn:
         due = queries.due_deliveries(conn, run_id, T0, limit=10)
-        assert queries.claim(conn, [(d.id, "s1") for d in due], T0) == 3
-        assert queries.claim(conn, [(d.id, "s2") for d in due], T0) == 0
+        assert queries.claim(conn, [(d.id, "s1") for d in due], T0) == {d.id for d in due}
+        assert queries.claim(conn, [(d.id, "s2") for d in due], T0) == set()
     assert ledger.counts(run_id) == {"dispatching": 3}
 
 

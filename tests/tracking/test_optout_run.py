@@ -115,9 +115,6 @@ async def test_receipts_arriving_duplicated_and_out_of_order_end_every_row_read(
                                                 "replied": 0, "opted_out": 0}
 
 
-@pytest.mark.xfail(strict=True, reason="dispatcher bug (scheduler/dispatch, not tracking): "
-                   "_claim_ready sends every buffered row even when queries.claim did not "
-                   "move it (the opt-out had skipped it); remove this mark once fixed")
 async def test_an_opt_out_skips_a_row_the_dispatcher_already_holds_in_memory(
         fledger: Ledger, clock: FakeClock, make_sandbox, make_receiver) -> None:
     """Rows are read ahead (``REFILL``) long before their send at a slow pace; one whose
