@@ -15,13 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
+import orjson
+
 from scheduler.service.event_data import MessageData, Receipt, SmsStatus, VoiceCall
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
 
 # ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
 _canonical = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode
-_decoder = json.JSONDecoder()
 
 
 class Rejected(Exception):
@@ -153,19 +154,29 @@ def sign(body: bytes, secret: str) -> str:
 # --------------------------------------------------------------------------- parsing
 
 
-def decode_json(body: bytes) -> Any:
-    """The JSON value of ``body``; 400 with the parser's reason when it is not JSON."""
+def decode_json(body: bytes) -> tuple[Any, str]:
+    """The JSON value of ``body`` and its text; 400 with the parser's reason when it is not
+    JSON (orjson: strict JSON, no NaN, no lone surrogates, at most 1,024 levels deep)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise Rejected(400, "malformed JSON: the body is not UTF-8") from None
     try:
-        return _decoder.decode(text)
-    except json.JSONDecodeError as exc:
-        raise Rejected(400, f"malformed JSON: {exc.msg} at line {exc.lineno} column "
-                       f"{exc.colno}") from None
-    except RecursionError:
-        raise Rejected(400, "malformed JSON: nested too deeply") from None
+        return orjson.loads(body), text
+    except orjson.JSONDecodeError as exc:
+        raise Rejected(400, f"malformed JSON: {exc}") from None
+
+
+def dedupe_key(raw: Any) -> str:
+    """sha256 of the canonical JSON (sorted keys, no spaces) of an event."""
+    try:
+        canonical = orjson.dumps(raw, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # an integer beyond 64 bits, a lone surrogate: the slower, exact way
+        try:
+            canonical = _canonical(raw).encode()
+        except RecursionError:
+            raise Rejected(400, "malformed JSON: nested too deeply") from None
+    return hashlib.sha256(canonical).hexdigest()
 
 
 def jid_number(jid: str | None) -> str | None:
@@ -249,12 +260,8 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
     if not is_account:  # per-session events are WhatsApp's; others keep what they say
         channel = "whatsapp" if isinstance(event, SessionEvent) or isinstance(
             session_id, str) else (channel if isinstance(channel, str) else None)
-    try:
-        dedupe_key = hashlib.sha256(_canonical(raw).encode()).hexdigest()
-    except RecursionError:
-        raise Rejected(400, "malformed JSON: nested too deeply") from None
     return Incoming(
-        dedupe_key=dedupe_key,
+        dedupe_key=dedupe_key(raw),
         name=event.event, channel=channel,
         session_id=session_id if isinstance(session_id, str) else None,
         number=number, message_id_norm=message_id, occurred_at=occurred,
@@ -264,4 +271,4 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
 
 def incoming_from_payload(payload: str, received_at: datetime) -> Incoming:
     """An :class:`Incoming` rebuilt from a stored payload (recovery, late matches)."""
-    return incoming_from(json.loads(payload), payload, received_at)
+    return incoming_from(orjson.loads(payload), payload, received_at)

@@ -210,8 +210,8 @@ class Receiver:
 
     async def ingest(self, route: str, body: bytes) -> tuple[int, bytes]:
         """Parse, store and apply one event: (status, JSON answer)."""
-        raw = decode_json(body)
-        item = incoming_from(raw, body.decode("utf-8"), self.clock(), route=route)
+        raw, text = decode_json(body)
+        item = incoming_from(raw, text, self.clock(), route=route)
         try:
             stored = await self.writer.submit(item)
         except LedgerError as exc:

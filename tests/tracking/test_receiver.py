@@ -90,6 +90,8 @@ MALFORMED = [
     ("not json", b"{not json", JSON, 400, "malformed JSON"),
     ("empty body", b"", JSON, 400, "malformed JSON"),
     ("not utf-8", b'{"event": "\xff"}', JSON, 400, "not UTF-8"),
+    ("NaN is not JSON", b'{"event": "x", "data": NaN}', JSON, 400, "malformed JSON"),
+    ("lone surrogate", b'{"event": "\\ud800"}', JSON, 400, "malformed JSON"),
     ("array", b"[1, 2]", JSON, 422, "JSON object"),
     ("string", b'"messages.sent"', JSON, 422, "JSON object"),
     ("no event name", b'{"sessionId": "s1", "data": {}}', JSON, 422, "no 'event'"),
@@ -240,3 +242,13 @@ def test_a_session_event_naming_its_channel_is_still_a_session_event(
     assert receiver.post({**sent(number(0), mid(0)), "channel": "whatsapp"}).status_code == 200
     assert rows(tledger, run_id)[0]["state"] == "sent"
     assert table(tledger, "events")[0]["channel"] == "whatsapp"
+
+
+def test_an_unknown_event_with_a_huge_number_is_stored(tledger: Ledger, make_receiver) -> None:
+    receiver = make_receiver(tledger)
+    body = b'{"event": "x.y", "sessionId": "s1", "data": {"n": 123456789012345678901234567890}}'
+    assert receiver.post_raw(body, headers=JSON).status_code == 200
+    assert receiver.post_raw(body, headers=JSON).json()["duplicate"] is True
+    [stored] = table(tledger, "events")
+    assert stored["payload"] == body.decode()
+
