@@ -25,18 +25,16 @@ from typing import Any, Protocol
 
 import orjson
 
-from scheduler.dispatch import reconcile
+from scheduler.dispatch import outcomes, reconcile
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.retry import Verdict, classify, retry_delay
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.dispatch.windows import load_zone, zone_for_region
 from scheduler.ledger import queries
 from scheduler.ledger.queries import DueDelivery
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus
-from scheduler.service.exceptions import RateLimited, ServiceError
+from scheduler.service.exceptions import ServiceError
 from scheduler.timeutil import Clock, utcnow
 
 #: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
@@ -74,14 +72,6 @@ class RunResult:
     timeline: list[TimelineEntry] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Outcome:
-    row: DueDelivery
-    sender: SenderState
-    message_id: str | None = None
-    error: ServiceError | None = None
-
-
 async def _real_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
@@ -109,7 +99,7 @@ class Dispatcher:
         self.on_progress = on_progress
         self.stop_event = stop_event or asyncio.Event()
         self.timeline: list[TimelineEntry] = []
-        self._outcomes: list[_Outcome] = []
+        self._outcomes: list[outcomes.Outcome] = []
         self._inflight: set[asyncio.Task[None]] = set()
         self._buffer: deque[DueDelivery] = deque()
         self._last_seq = -1
@@ -259,7 +249,7 @@ class Dispatcher:
 
     async def _send(self, row: DueDelivery, sender: SenderState) -> None:
         body = {"sessionId": sender.name, "to": row.to, **orjson.loads(row.payload)}
-        outcome = _Outcome(row, sender)
+        outcome = outcomes.Outcome(row, sender)
         try:
             result = await self.client.send_prepared(row.path, body)
             outcome.message_id = getattr(result, "messageId", None)
@@ -270,71 +260,20 @@ class Dispatcher:
     # ------------------------------------------------------------------ outcomes
 
     def _flush(self) -> None:
-        """Commit every queued outcome in one transaction."""
+        """Commit every queued outcome in one transaction (rules in ``outcomes``)."""
         if not self._outcomes:
             return
         assert self.pool is not None
-        outcomes, self._outcomes = self._outcomes, []
+        batch, self._outcomes = self._outcomes, []
         now = self.clock()
-        accepted: list[tuple[int, str | None]] = []
-        released: list[tuple[str, int, str | None]] = []
-        retries: list[tuple[int, datetime, str]] = []
-        failed: list[tuple[int, str, str | None]] = []
-        stopped: list[tuple[str, int]] = []
-        verifying: list[tuple[int, datetime, str]] = []
-        unknown: list[tuple[int, str, str | None]] = []
-        for o in outcomes:
-            if o.error is None:
-                accepted.append((o.row.id, o.message_id))
-                released.append((o.row.to, o.row.step, o.sender.name))
-                self.pool.on_accepted(o.sender)
-                continue
-            verdict = classify(o.error)
-            why = str(o.error)
-            if verdict is Verdict.FAIL:
-                failed.append((o.row.id, "", why))
-                stopped.append((o.row.to, o.row.step))
-            elif verdict is Verdict.STOP_RUN:
-                retries.append((o.row.id, now, why))
-                self._stop(RunStatus.PAUSED, f"the service refused the API key: {why}")
-            elif verdict is Verdict.SENDER_DOWN:
-                self.pool.on_down(o.sender, now, why)
-                retries.append((o.row.id, now, why))
-                self._note(now, f"sender {o.sender.name} paused: {why}")
-            elif verdict is Verdict.AMBIGUOUS:
-                if self.events_received:
-                    due = now + timedelta(seconds=self.options.verify_grace_s)
-                    verifying.append((o.row.id, due, f"{why}; verifying against events"))
-                elif self.options.at_least_once:
-                    retries.append((o.row.id, now, why))
-                else:
-                    unknown.append((o.row.id, "", f"ambiguous: {why}"))
-                    stopped.append((o.row.to, o.row.step))
-            else:  # RETRY or THROTTLED
-                retry_after = o.error.retry_after if isinstance(o.error, RateLimited) else None
-                if verdict is Verdict.THROTTLED:
-                    self.pool.on_throttled(o.sender, now, retry_after)
-                elif self.pool.on_failure(o.sender, now, why):
-                    self._note(now, f"sender {o.sender.name} paused: kept failing ({why})")
-                if o.row.attempts + 1 >= self.options.max_attempts:
-                    failed.append((o.row.id, "", f"gave up after {o.row.attempts + 1} "
-                                   f"attempts: {why}"))
-                    stopped.append((o.row.to, o.row.step))
-                else:
-                    delay = retry_delay(verdict, o.row.attempts + 1, self.rng,
-                                        retry_after=retry_after,
-                                        base_s=self.options.backoff_base_s,
-                                        cap_s=self.options.backoff_cap_s)
-                    retries.append((o.row.id, now + timedelta(seconds=delay), why))
+        settlement = outcomes.settle(batch, self.pool, self.options, self.rng, now,
+                                     events_received=self.events_received)
         with self.ledger.engine.begin() as conn:
-            queries.record_accepted(conn, accepted, now)
-            queries.release_next_steps(conn, self.run_id, released,
-                                       self.options.step_delays_s, now)
-            queries.record_retry(conn, retries, now)
-            queries.record_final(conn, failed, S.FAILED, now)
-            queries.record_final(conn, unknown, S.UNKNOWN, now)
-            queries.mark_verifying(conn, verifying, now)
-            queries.skip_later_steps(conn, self.run_id, stopped, "previous step not sent", now)
+            outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, now)
+        for note in settlement.notes:
+            self._note(now, note)
+        if settlement.stop_reason is not None:
+            self._stop(RunStatus.PAUSED, settlement.stop_reason)
         if self.on_progress is not None:
             self.on_progress(self.ledger.counts(self.run_id))
 

@@ -2,9 +2,10 @@
 
 Verdicts:
 
-- ``retry``: 5xx or no connection: try again after exponential back-off with jitter.
+- ``retry``: 5xx, or a connection that was never made: back-off with jitter, then again.
 - ``throttled``: 429: the sender slows down; retry after ``Retry-After`` (or back-off).
-- ``ambiguous``: a time-out: the service may have taken the message. Never retried blindly:
+- ``ambiguous``: a time-out or dropped connection: the service may have taken the message.
+  Never retried blindly:
   verified against ``messages.sent`` events first (see ``reconcile``).
 - ``sender_down``: the session is unknown or not connected: the row goes to another sender.
 - ``stop_run``: 401/403: every further send would fail the same way.
@@ -24,7 +25,6 @@ from scheduler.service.exceptions import (
     RequestRejected,
     ServerError,
     ServiceError,
-    ServiceTimeout,
     SessionNotFound,
 )
 
@@ -50,9 +50,10 @@ def classify(error: ServiceError) -> Verdict:
         return Verdict.STOP_RUN
     if isinstance(error, RateLimited):
         return Verdict.THROTTLED
-    if isinstance(error, ServiceTimeout):
-        return Verdict.AMBIGUOUS
-    if isinstance(error, NoAnswer | ServerError):
+    if isinstance(error, NoAnswer):
+        # a time-out or a dropped connection may have been applied; a refused one was not
+        return Verdict.AMBIGUOUS if error.maybe_applied else Verdict.RETRY
+    if isinstance(error, ServerError):
         return Verdict.RETRY
     if isinstance(error, SessionNotFound):
         return Verdict.SENDER_DOWN

@@ -1,0 +1,126 @@
+"""What the answers of a batch of sends do to the ledger and to the senders.
+
+:func:`settle` turns each outcome into ledger changes (a :class:`Settlement`) and tells the
+sender pool what happened; :func:`apply` writes a settlement in one transaction. Keeping
+this apart from the dispatcher's loop makes the rules readable in one place:
+
+- accepted → ``accepted`` with its ``messageId``; the recipient's next step is released;
+- ``fail`` (a 4xx about the message) → ``failed`` at once, with the service's text;
+- ``stop_run`` (401/403) → the row goes back to ``planned``; the run stops and says why;
+- ``sender_down`` → back to ``planned`` for another sender; the sender cools off;
+- ``ambiguous`` (time-out, dropped connection) → verified against ``messages.sent`` when
+  events are received; otherwise ``unknown`` (at-most-once) or sent again (at-least-once);
+- ``retry`` / ``throttled`` → back to ``planned`` after back-off or ``Retry-After``, up to
+  ``max_attempts``, then ``failed``.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Connection
+
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.retry import Verdict, classify, retry_delay
+from scheduler.dispatch.senders import SenderPool, SenderState
+from scheduler.ledger import queries
+from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.states import DeliveryState as S
+from scheduler.service.exceptions import RateLimited, ServiceError
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The answer to one send: a message id, or the error."""
+
+    row: DueDelivery
+    sender: SenderState
+    message_id: str | None = None
+    error: ServiceError | None = None
+
+
+@dataclass
+class Settlement:
+    """Ledger changes of one batch, plus what the run should note or do."""
+
+    accepted: list[tuple[int, str | None]] = field(default_factory=list)
+    released: list[tuple[str, int, str | None]] = field(default_factory=list)
+    retries: list[tuple[int, datetime, str]] = field(default_factory=list)
+    failed: list[tuple[int, str, str | None]] = field(default_factory=list)
+    unknown: list[tuple[int, str, str | None]] = field(default_factory=list)
+    verifying: list[tuple[int, datetime, str]] = field(default_factory=list)
+    stopped: list[tuple[str, int]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stop_reason: str | None = None
+
+
+def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
+           rng: random.Random, now: datetime, *, events_received: bool) -> Settlement:
+    """Decide what each outcome does (see the module doc); updates the senders' health."""
+    out = Settlement()
+    for o in outcomes:
+        row = o.row
+        if o.error is None:
+            out.accepted.append((row.id, o.message_id))
+            out.released.append((row.to, row.step, o.sender.name))
+            pool.on_accepted(o.sender)
+            continue
+        verdict, why = classify(o.error), str(o.error)
+        if verdict is Verdict.FAIL:
+            out.failed.append((row.id, "", why))
+            out.stopped.append((row.to, row.step))
+        elif verdict is Verdict.STOP_RUN:
+            out.retries.append((row.id, now, why))
+            out.stop_reason = f"the service refused the API key: {why}"
+        elif verdict is Verdict.SENDER_DOWN:
+            pool.on_down(o.sender, now, why)
+            out.retries.append((row.id, now, why))
+            out.notes.append(f"sender {o.sender.name} paused: {why}")
+        elif verdict is Verdict.AMBIGUOUS:
+            if events_received:
+                due = now + timedelta(seconds=options.verify_grace_s)
+                out.verifying.append((row.id, due, f"{why}; verifying against events"))
+            elif options.at_least_once:
+                out.retries.append((row.id, now, why))
+            else:
+                out.unknown.append((row.id, "", f"ambiguous: {why}"))
+                out.stopped.append((row.to, row.step))
+        else:
+            _retry_later(o, verdict, why, pool, options, rng, now, out)
+    return out
+
+
+def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
+                 options: DispatchOptions, rng: random.Random, now: datetime,
+                 out: Settlement) -> None:
+    retry_after = o.error.retry_after if isinstance(o.error, RateLimited) else None
+    if verdict is Verdict.THROTTLED:
+        pool.on_throttled(o.sender, now, retry_after)
+    elif pool.on_failure(o.sender, now, why):
+        out.notes.append(f"sender {o.sender.name} paused: kept failing ({why})")
+    attempts = o.row.attempts + 1
+    if attempts >= options.max_attempts:
+        out.failed.append((o.row.id, "", f"gave up after {attempts} attempts: {why}"))
+        out.stopped.append((o.row.to, o.row.step))
+        return
+    delay = retry_delay(verdict, attempts, rng, retry_after=retry_after,
+                        base_s=options.backoff_base_s, cap_s=options.backoff_cap_s)
+    out.retries.append((o.row.id, now + timedelta(seconds=delay), why))
+
+
+def apply(conn: Connection, run_id: int, s: Settlement, step_delays_s: tuple[float, ...],
+          now: datetime) -> None:
+    """Write a settlement (the caller's transaction)."""
+    queries.record_accepted(conn, s.accepted, now)
+    queries.release_next_steps(conn, run_id, s.released, step_delays_s, now)
+    queries.record_retry(conn, s.retries, now)
+    queries.record_final(conn, s.failed, S.FAILED, now)
+    queries.record_final(conn, s.unknown, S.UNKNOWN, now)
+    queries.mark_verifying(conn, s.verifying, now)
+    queries.skip_later_steps(conn, run_id, s.stopped, "previous step not sent", now)
+
+
+__all__: list[Any] = ["Outcome", "Settlement", "apply", "settle"]
