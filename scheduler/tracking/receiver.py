@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import logging
 import secrets
@@ -175,6 +176,11 @@ class Receiver:
             logger.info("applied %d stored events left unapplied", count)
         self.late.add(applied.unmatched)
         self.late.add(await self.writer.run(store.pending_unmatched, engine))
+        # Move everything alive at start-up (modules, models, the app) out of the cyclic
+        # GC's reach: a full collection over it paused the loop up to 68 ms under load
+        # (P4's p99); with the freeze the longest pause measured 3 ms. Undone at stop.
+        gc.collect()
+        gc.freeze()
         self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(),
                                                                name="late-matches")
 
@@ -207,6 +213,7 @@ class Receiver:
                 await self._sweeper
         await self.rejecter.aclose()
         await self.writer.aclose()
+        gc.unfreeze()
 
     async def ingest(self, route: str, body: bytes) -> tuple[int, bytes]:
         """Parse, store and apply one event: (status, JSON answer)."""
