@@ -19,7 +19,8 @@ from scheduler.tracking.apply import CallToReject
 
 logger = logging.getLogger("scheduler.tracking")
 
-#: A service client, or a factory that makes one on the receiver's own event loop.
+#: A ``ServiceClient`` (a twin of it is used: same address and key, the receiver's own
+#: connection pool), a factory called on the receiver's loop, or None (from the settings).
 ClientSource = Any
 
 
@@ -36,12 +37,17 @@ class CallRejecter:
         self._tasks: set[asyncio.Task[None]] = set()
 
     def _get_client(self) -> Any:
+        from scheduler.service.client import ServiceClient
+
         if self._client is None:
             source = self._source
-            if source is None and self._settings.base_url and \
+            if isinstance(source, ServiceClient):
+                # Its connection pool belongs to the loop that first used it (the
+                # dispatcher's): the receiver's loop gets a twin with the same address and key.
+                key = source.http.headers.get("authorization", "")
+                self._client, self._owned = ServiceClient(source.base_url, key), True
+            elif source is None and self._settings.base_url and \
                     self._settings.resolved_api_key():
-                from scheduler.service.client import ServiceClient
-
                 self._client, self._owned = ServiceClient.from_settings(self._settings), True
             elif callable(source) and not hasattr(source, "reject_call"):
                 self._client, self._owned = source(), True

@@ -281,9 +281,10 @@ def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource 
                     clock: Clock | None = None, sweep_every_s: float = 1.0) -> FastAPI:
     """The receiver app over ``ledger``.
 
-    ``client`` rejects calls when ``reject_calls`` is on: a ``ServiceClient``, or a factory
-    called on the receiver's own event loop (use one when serving in a background thread);
-    by default one is made from the settings when a service is configured.
+    ``client`` rejects calls when ``reject_calls`` is on: a ``ServiceClient`` (the receiver
+    uses a twin of it, same address and key, on its own loop, so the caller's client stays
+    on the caller's loop), or a factory called on the receiver's loop; by default one is
+    made from the settings when a service is configured.
     """
     receiver = Receiver(settings, ledger, client, clock or ledger.clock, sweep_every_s)
 

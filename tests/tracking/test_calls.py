@@ -69,3 +69,20 @@ def test_a_failed_rejection_is_noted_on_the_event(
                                 if e["result"] and e["result"].startswith("reject failed")])
     assert "Failed to reject call" in offer[0]["result"]
     assert sandbox.sends() == []
+
+
+async def test_a_client_of_another_loop_is_not_borrowed(
+        tledger: Ledger, make_sandbox, make_receiver) -> None:
+    """The dispatcher's client stays on the dispatcher's loop; the receiver uses a twin."""
+    from scheduler.service.client import ServiceClient
+
+    sandbox = make_sandbox()
+    async with ServiceClient(sandbox.base_url, sandbox.api_key) as client:
+        await client.create_session("s1")  # the client's pool now lives on this loop
+        sandbox.scan("s1")
+        receiver = make_receiver(tledger, client=client, reject_calls=True)
+        await client.set_webhook("s1", receiver.url)
+        call = sandbox.incoming_call("s1", "5521987654321")
+        [rejected] = wait_until(lambda: sandbox.sends())
+        assert rejected["body"]["callId"] == call["callId"]
+        assert (await client.get_session("s1")).sessionId == "s1"  # still usable here
