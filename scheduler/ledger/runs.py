@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import socket
+import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,6 +32,75 @@ from scheduler.timeutil import Clock, utcnow
 LEASE_STALE_AFTER = timedelta(seconds=10)
 
 runs_table = Run.__table__  # type: ignore[attr-defined]
+_DONE, _ABORT = object(), object()
+
+
+class _PlanWriter(threading.Thread):
+    """Writes plan chunks in one transaction on its own thread; see ``Ledger.store_plan``."""
+
+    def __init__(self, engine: Engine, run_id: int, start_at: datetime) -> None:
+        super().__init__(name=f"plan-writer-{run_id}", daemon=True)
+        self.engine, self.run_id, self.start_at = engine, run_id, start_at
+        self.chunks: queue.Queue[Any] = queue.Queue(maxsize=2)
+        self.queued = 0
+        self.total = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with self.engine.begin() as conn:
+                if conn.dialect.name == "sqlite":  # index pages of a big plan stay in memory
+                    conn.exec_driver_sql("PRAGMA cache_size=-131072")
+                while (chunk := self.chunks.get()) is not _DONE:
+                    if chunk is _ABORT:
+                        raise _Aborted
+                    self._write(conn, chunk)
+                conn.execute(update(runs_table).where(runs_table.c.id == self.run_id)
+                             .values(planned_count=self.total))
+        except BaseException as exc:  # handed to the planning thread
+            self.error = exc
+
+    def _write(self, conn: Any, chunk: list[dict[str, Any]]) -> None:
+        suppressed = queries.suppressed_numbers(
+            conn, (r["to"] for r in chunk if r["state"] == DeliveryState.PLANNED))
+        if suppressed:
+            for r in chunk:
+                if r["state"] == DeliveryState.PLANNED and r["to"] in suppressed:
+                    r["state"], r["reason"] = DeliveryState.SKIPPED, "suppressed"
+        self.total += queries.insert_deliveries(conn, self.run_id, chunk,
+                                                first_seq=self.total, start_at=self.start_at)
+
+    def put(self, item: Any) -> bool:
+        """Hand a chunk over (waits while two are pending); False once the writer failed."""
+        while self.is_alive():
+            try:
+                self.chunks.put(item, timeout=0.2)
+            except queue.Full:
+                continue
+            if item is not _DONE and item is not _ABORT:
+                self.queued += len(item)
+            return True
+        return False
+
+    def abort(self) -> None:
+        """The plan failed: roll everything back."""
+        self.put(_ABORT)
+        self.join()
+
+    def finish(self) -> int:
+        """Commit and return the number of rows stored, or raise the writer's error."""
+        self.put(_DONE)
+        self.join()
+        if isinstance(self.error, SQLAlchemyError):
+            raise LedgerError(f"could not store the plan of run {self.run_id}: "
+                              f"{self.error}") from None
+        if self.error is not None:
+            raise self.error
+        return self.total
+
+
+class _Aborted(Exception):
+    """The planning thread gave up; the writer rolls back."""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -101,28 +172,24 @@ class Ledger:
         """Bulk-insert every chunk of a plan in ONE transaction (all or nothing).
 
         Numbers on the suppression list become ``skipped`` (reason ``suppressed``) here, so a
-        number that opted out after the CSV was written is never sent anything.
+        number that opted out after the CSV was written is never sent anything. The writes
+        happen in a writer thread while this one keeps planning: SQLite releases the GIL
+        while it works, so rendering and storing overlap on two cores.
         """
-        total = 0
+        writer = _PlanWriter(self.engine, run_id, start_at)
+        writer.start()
         try:
-            with self.engine.begin() as conn:
-                for chunk in chunks:
-                    suppressed = queries.suppressed_numbers(
-                        conn, (r["to"] for r in chunk if r["state"] == DeliveryState.PLANNED)
-                    )
-                    if suppressed:
-                        for r in chunk:
-                            if r["state"] == DeliveryState.PLANNED and r["to"] in suppressed:
-                                r["state"], r["reason"] = DeliveryState.SKIPPED, "suppressed"
-                    total += queries.insert_deliveries(
-                        conn, run_id, chunk, first_seq=total, start_at=start_at
-                    )
-                    if on_progress is not None:
-                        on_progress(total)
-                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
-                             .values(planned_count=total))
-        except SQLAlchemyError as exc:
-            raise LedgerError(f"could not store the plan of run {run_id}: {exc}") from None
+            for chunk in chunks:
+                if not writer.put(chunk):
+                    break
+                if on_progress is not None:
+                    on_progress(writer.queued)
+        except BaseException:
+            writer.abort()
+            raise
+        total = writer.finish()
+        if on_progress is not None:
+            on_progress(total)
         return total
 
     def get_run(self, run_id: int) -> Run:
