@@ -1,0 +1,366 @@
+"""The dispatcher's SQL: due rows, claim, outcomes, steps, counts, reconciliation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, bindparam, func, select, update
+
+from scheduler.ledger.queries.common import (
+    DueDelivery,
+    _state_in,
+    deliveries,
+    events,
+    suppressed_numbers,
+)
+from scheduler.ledger.states import DeliveryState as S
+
+
+def due_deliveries(
+    conn: Connection, run_id: int, now: datetime, *, limit: int, after_seq: int = -1
+) -> list[DueDelivery]:
+    """Planned rows of ``run_id`` whose time has come, in plan order, after ``after_seq``.
+
+    Served by ``ix_deliveries_claim`` (run_id, state, seq).
+    """
+    stmt = (
+        select(
+            deliveries.c.id, deliveries.c.seq, deliveries.c.step, deliveries.c.to,
+            deliveries.c.path, deliveries.c.payload, deliveries.c.sender,
+            deliveries.c.region, deliveries.c.attempts,
+        )
+        .where(
+            deliveries.c.run_id == run_id,
+            deliveries.c.state == S.PLANNED,
+            deliveries.c.seq > after_seq,
+            deliveries.c.due_at.is_not(None),
+            deliveries.c.due_at <= now,
+        )
+        .order_by(deliveries.c.seq)
+        .limit(limit)
+    )
+    return [DueDelivery(*r) for r in conn.execute(stmt)]
+
+
+def next_due_time(conn: Connection, run_id: int) -> datetime | None:
+    """The earliest ``due_at`` of the run's planned rows (None when nothing is waiting)."""
+    stmt = select(func.min(deliveries.c.due_at)).where(
+        deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED
+    )
+    return conn.execute(stmt).scalar()
+
+
+def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) -> set[int]:
+    """Mark rows ``dispatching`` with their sender; returns the ids that really moved.
+
+    Only rows still ``planned`` move: a row the dispatcher read ahead may have been skipped
+    meanwhile (its number opted out, the run was cancelled), and must then not be sent.
+    One ``UPDATE ... RETURNING`` per sender (executemany cannot return rows).
+    The caller commits this *before* the HTTP call: after a crash, a ``dispatching`` row
+    means "maybe sent" and is reconciled from events, never blindly re-sent.
+    """
+    by_sender: dict[str, list[int]] = {}
+    for delivery_id, sender in claims:
+        by_sender.setdefault(sender, []).append(delivery_id)
+    moved: set[int] = set()
+    for sender, ids in by_sender.items():
+        stmt = (
+            update(deliveries)
+            .where(deliveries.c.id.in_(ids), deliveries.c.state == S.PLANNED)
+            .values(state=S.DISPATCHING, sender=sender, dispatched_at=now, due_at=None,
+                    attempts=deliveries.c.attempts + 1, updated_at=now)
+            .returning(deliveries.c.id)
+        )
+        moved.update(conn.execute(stmt).scalars())
+    return moved
+
+
+def record_accepted(
+    conn: Connection, accepted: Sequence[tuple[int, str | None]], now: datetime
+) -> None:
+    """Rows the service took: store ``messageId`` and move ``dispatching`` → ``accepted``.
+
+    A ``messages.sent`` event may already have moved the row to ``sent`` (reconciliation):
+    then only a missing message id is filled in.
+    """
+    if not accepted:
+        return
+    params = [
+        {"b_id": i, "b_mid": m, "b_norm": m.lower() if m else None, "b_now": now}
+        for i, m in accepted
+    ]
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"),
+               _state_in(S.DISPATCHING, S.UNKNOWN))
+        .values(state=S.ACCEPTED, message_id=bindparam("b_mid"),
+                message_id_norm=bindparam("b_norm"), accepted_at=bindparam("b_now"),
+                last_error=None, updated_at=bindparam("b_now")),
+        params,
+    )
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.message_id.is_(None))
+        .values(message_id=bindparam("b_mid"), message_id_norm=bindparam("b_norm"),
+                accepted_at=func.coalesce(deliveries.c.accepted_at, bindparam("b_now"))),
+        params,
+    )
+
+
+def record_retry(
+    conn: Connection, retries: Sequence[tuple[int, datetime, str]], now: datetime
+) -> None:
+    """Rows to try again later: back to ``planned`` with a new ``due_at`` and the error."""
+    if not retries:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.DISPATCHING)
+        .values(state=S.PLANNED, due_at=bindparam("b_due"), last_error=bindparam("b_err"),
+                updated_at=bindparam("b_now")),
+        [{"b_id": i, "b_due": d, "b_err": e, "b_now": now} for i, d, e in retries],
+    )
+
+
+def record_final(
+    conn: Connection, rows: Sequence[tuple[int, str, str | None]], state: str, now: datetime,
+    *, from_states: Sequence[str] = (S.DISPATCHING,),
+) -> None:
+    """Move rows to a final ``state`` (failed, expired, skipped, unknown) with a reason."""
+    if not rows:
+        return
+    values: dict[str, Any] = {"state": state, "updated_at": bindparam("b_now")}
+    if state == S.FAILED:
+        values.update(last_error=bindparam("b_why"), failed_at=bindparam("b_now"))
+    else:
+        values["reason"] = bindparam("b_why")
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == bindparam("b_id"), _state_in(*from_states))
+        .values(**values),
+        [{"b_id": i, "b_why": why, "b_now": now} for i, _s, why in rows],
+    )
+
+
+def release_next_steps(
+    conn: Connection, run_id: int, released: Sequence[tuple[str, int, str | None]],
+    delays_s: Sequence[float], now: datetime,
+) -> None:
+    """After step *k* of a recipient was accepted, make step *k+1* due (same sender)."""
+    from datetime import timedelta
+
+    params = []
+    for to, step, sender in released:
+        nxt = step + 1
+        delay = delays_s[nxt] if nxt < len(delays_s) else 0.0
+        params.append({"b_to": to, "b_step": nxt, "b_sender": sender,
+                       "b_due": now + timedelta(seconds=delay)})
+    if not params:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+               deliveries.c.step == bindparam("b_step"), deliveries.c.state == S.PLANNED,
+               deliveries.c.due_at.is_(None))
+        .values(due_at=bindparam("b_due"), sender=bindparam("b_sender")),
+        params,
+    )
+
+
+def skip_later_steps(
+    conn: Connection, run_id: int, stopped: Sequence[tuple[str, int]], reason: str,
+    now: datetime,
+) -> None:
+    """A step failed, expired or was skipped: the recipient's later steps are skipped too."""
+    if not stopped:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+               deliveries.c.step > bindparam("b_step"), deliveries.c.state == S.PLANNED)
+        .values(state=S.SKIPPED, reason=reason, updated_at=now),
+        [{"b_to": to, "b_step": step} for to, step in stopped],
+    )
+
+
+def counts_by_state(conn: Connection, run_id: int) -> dict[str, int]:
+    """Number of deliveries of the run in each state."""
+    stmt = (
+        select(deliveries.c.state, func.count())
+        .where(deliveries.c.run_id == run_id)
+        .group_by(deliveries.c.state)
+    )
+    return {state: n for state, n in conn.execute(stmt)}
+
+
+def pending_count(conn: Connection, run_id: int) -> int:
+    """Rows of the run the dispatcher still has to deal with (planned or dispatching)."""
+    stmt = select(func.count()).where(
+        deliveries.c.run_id == run_id,
+        deliveries.c.state.in_([S.PLANNED, S.DISPATCHING]),
+    )
+    return int(conn.execute(stmt).scalar() or 0)
+
+
+def sent_today_by_sender(conn: Connection, since: datetime) -> dict[str, int]:
+    """Sends per sender since ``since`` (the start of the local day), across all runs."""
+    stmt = (
+        select(deliveries.c.sender, func.count())
+        .where(deliveries.c.sender.is_not(None), deliveries.c.dispatched_at >= since,
+               deliveries.c.state.not_in([S.PLANNED]))
+        .group_by(deliveries.c.sender)
+    )
+    return {sender: n for sender, n in conn.execute(stmt)}
+
+
+
+def dispatching_rows(conn: Connection, run_id: int) -> list[tuple[Any, ...]]:
+    """Rows left ``dispatching``: id, to, sender, dispatched_at, step, due_at."""
+    stmt = select(
+        deliveries.c.id, deliveries.c.to, deliveries.c.sender, deliveries.c.dispatched_at,
+        deliveries.c.step, deliveries.c.due_at,
+    ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING).order_by(
+        deliveries.c.seq
+    )
+    return [tuple(r) for r in conn.execute(stmt)]  # type: ignore[misc]
+
+
+def sent_events_for(conn: Connection, number: str, session_id: str | None,
+                    since: datetime | None) -> list[tuple[str, datetime | None]]:
+    """``messages.sent`` events to ``number`` (from ``session_id``) at or after ``since``,
+    whose message id no delivery holds yet: (message id, when), oldest first."""
+    conds = [events.c.event == "messages.sent", events.c.number == number,
+             events.c.message_id_norm.is_not(None)]
+    if session_id is not None:
+        conds.append(events.c.session_id == session_id)
+    if since is not None:
+        conds.append(events.c.received_at >= since)
+    taken = select(deliveries.c.message_id_norm).where(
+        deliveries.c.message_id_norm == events.c.message_id_norm
+    ).exists()
+    stmt = (
+        select(events.c.message_id_norm, events.c.occurred_at)
+        .where(and_(*conds), ~taken)
+        .order_by(events.c.id)
+    )
+    return [(m, t) for m, t in conn.execute(stmt)]
+
+
+def defer(conn: Connection, rows: Sequence[tuple[int, datetime]]) -> None:
+    """Planned rows that may not go yet (the recipient's window is closed): new ``due_at``."""
+    if rows:
+        conn.execute(
+            update(deliveries)
+            .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.PLANNED)
+            .values(due_at=bindparam("b_due")),
+            [{"b_id": i, "b_due": d} for i, d in rows],
+        )
+
+
+def mark_verifying(conn: Connection, rows: Sequence[tuple[int, datetime, str]],
+                   now: datetime) -> None:
+    """A send that timed out stays ``dispatching`` with ``due_at`` = end of its grace.
+
+    ``dispatching`` with a ``due_at`` means "maybe sent, waiting for ``messages.sent``";
+    ``reconcile.settle_verifying`` decides it when the grace ends.
+    """
+    if rows:
+        conn.execute(
+            update(deliveries)
+            .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.DISPATCHING)
+            .values(due_at=bindparam("b_due"), last_error=bindparam("b_err"),
+                    updated_at=bindparam("b_now")),
+            [{"b_id": i, "b_due": d, "b_err": e, "b_now": now} for i, d, e in rows],
+        )
+
+
+def verifying_due(conn: Connection, run_id: int, now: datetime) -> list[tuple[int, str, int,
+                                                                              str | None,
+                                                                              datetime | None]]:
+    """Rows whose verification grace is over: id, to, step, sender, dispatched_at."""
+    stmt = select(deliveries.c.id, deliveries.c.to, deliveries.c.step, deliveries.c.sender,
+                  deliveries.c.dispatched_at).where(
+        deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING,
+        deliveries.c.due_at.is_not(None), deliveries.c.due_at <= now,
+    )
+    return [tuple(r) for r in conn.execute(stmt)]  # type: ignore[misc]
+
+
+def mark_sent_from_event(conn: Connection, delivery_id: int, message_id_norm: str,
+                         at: datetime | None, now: datetime) -> bool:
+    """An ambiguous row (``dispatching`` / ``unknown``) proven sent by a ``messages.sent``."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.id == delivery_id, _state_in(S.DISPATCHING, S.UNKNOWN))
+        .values(state=S.SENT, message_id=message_id_norm, message_id_norm=message_id_norm,
+                sent_at=at or now, due_at=None, updated_at=now)
+    )
+    return bool(result.rowcount)
+
+
+def expire_pending(conn: Connection, run_id: int, now: datetime) -> int:
+    """The run's latest send time has passed: every planned row becomes ``expired``."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED)
+        .values(state=S.EXPIRED, reason="past the latest send time", updated_at=now)
+    )
+    return result.rowcount or 0
+
+
+def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
+    """Later steps left waiting (``due_at`` NULL) although their previous step is settled.
+
+    Normally a step is released in the same transaction that settles its predecessor; this
+    repairs a ledger written by an older version or edited by hand, so a run never hangs.
+    """
+    prev = deliveries.alias("prev")
+    waiting = select(deliveries.c.id, deliveries.c.to, deliveries.c.step, prev.c.state,
+                     prev.c.sender).join(
+        prev, and_(prev.c.run_id == deliveries.c.run_id, prev.c.to == deliveries.c.to,
+                   prev.c.step == deliveries.c.step - 1),
+    ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED,
+            deliveries.c.due_at.is_(None), deliveries.c.step > 0,
+            prev.c.state.not_in([S.PLANNED, S.DISPATCHING]))
+    rows = list(conn.execute(waiting))
+    sent = {S.ACCEPTED, S.SENT, S.DELIVERED, S.READ}
+    for delivery_id, _to, _step, prev_state, sender in rows:
+        if prev_state in sent:
+            conn.execute(update(deliveries).where(deliveries.c.id == delivery_id)
+                         .values(due_at=now, sender=sender))
+        else:
+            conn.execute(update(deliveries).where(deliveries.c.id == delivery_id)
+                         .values(state=S.SKIPPED, reason="previous step not sent",
+                                 updated_at=now))
+    return len(rows)
+
+
+def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime) -> int:
+    """Rows of ``run_id`` in ``states`` go back to ``planned`` (due now); the later steps
+    that were skipped because of them wait again for their previous step."""
+    targets = list(conn.execute(
+        select(deliveries.c.id, deliveries.c.to, deliveries.c.step).where(
+            deliveries.c.run_id == run_id, deliveries.c.state.in_(list(states)))))
+    if not targets:
+        return 0
+    suppressed = suppressed_numbers(conn, (t.to for t in targets))
+    targets = [t for t in targets if t.to not in suppressed]
+    if not targets:
+        return 0
+    conn.execute(
+        update(deliveries).where(deliveries.c.id == bindparam("b_id")).values(
+            state=S.PLANNED, due_at=now, reason=None, updated_at=now),
+        [{"b_id": t.id} for t in targets],
+    )
+    conn.execute(
+        update(deliveries).where(
+            deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+            deliveries.c.step > bindparam("b_step"), deliveries.c.state == S.SKIPPED,
+            deliveries.c.reason == "previous step not sent",
+        ).values(state=S.PLANNED, due_at=None, reason=None, updated_at=now),
+        [{"b_to": t.to, "b_step": t.step} for t in targets],
+    )
+    return len(targets)
+

@@ -1,0 +1,60 @@
+"""Storing a plan: the million-row bulk insert (SQLite fast path through the driver)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert
+
+from scheduler.ledger.queries.common import _dumps, deliveries
+from scheduler.ledger.states import DeliveryState as S
+
+_INSERT_COLUMNS = (
+    "run_id", "seq", "row", "step", "kind", "path", "to", "region", "payload", "variables",
+    "state", "reason", "due_at", "attempts",
+)
+# SQLite fast path: plain tuples through the driver skip SQLAlchemy's per-row parameter
+# processing, which is most of the cost of a million-row plan (28 s → 11 s measured).
+_SQLITE_INSERT = (
+    f"INSERT INTO deliveries ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in _INSERT_COLUMNS)})"
+    f" VALUES ({', '.join('?' for _ in _INSERT_COLUMNS)})"
+)
+_SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
+
+
+def insert_deliveries(
+    conn: Connection, run_id: int, rows: Iterable[dict[str, Any]], *, first_seq: int,
+    start_at: datetime,
+) -> int:
+    """Bulk-insert plan rows of one chunk; returns how many were written.
+
+    Step 0 rows are due at ``start_at``; later steps get ``due_at`` NULL and become due only
+    when the previous step of the same recipient is accepted (see :func:`release_next_steps`).
+    """
+    sqlite = conn.dialect.name == "sqlite"
+    start = start_at.astimezone(UTC)
+    due0: Any = start.strftime(_SQLITE_TIME) if sqlite else start
+    planned_state = S.PLANNED.value
+    batch: list[tuple[Any, ...]] = []
+    seq = first_seq
+    for row in rows:
+        state = str(row["state"])
+        batch.append((
+            run_id, seq, row["row"], row["step"], row["kind"], row["path"], row["to"],
+            row.get("region"), _dumps(row["payload"]), _dumps(row.get("variables") or {}),
+            state, row.get("reason"),
+            due0 if state == planned_state and row["step"] == 0 else None, 0,
+        ))
+        seq += 1
+    if not batch:
+        return 0
+    if sqlite:
+        conn.exec_driver_sql(_SQLITE_INSERT, batch)
+    else:
+        conn.execute(insert(deliveries), [dict(zip(_INSERT_COLUMNS, r, strict=True))
+                                          for r in batch])
+    return len(batch)
+
+
