@@ -52,28 +52,39 @@ def next_due_time(conn: Connection, run_id: int) -> datetime | None:
     return conn.execute(stmt).scalar()
 
 
+#: Which sender each claimed row goes out on; executed for many rows at once.
+_CLAIM_SENDER = (
+    update(deliveries)
+    .where(deliveries.c.id == bindparam("b_id"))
+    .values(sender=bindparam("b_sender"))
+)
+
+
 def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) -> set[int]:
     """Mark rows ``dispatching`` with their sender; returns the ids that really moved.
 
     Only rows still ``planned`` move: a row the dispatcher read ahead may have been skipped
     meanwhile (its number opted out, the run was cancelled), and must then not be sent.
-    One ``UPDATE ... RETURNING`` per sender (executemany cannot return rows).
+    Two statements whatever the number of senders: one ``UPDATE ... WHERE id IN (...) AND
+    state = 'planned' RETURNING id`` moves the rows and tells which moved, then one
+    ``executemany`` sets the sender of those (the transaction holds the write lock between
+    them; a statement per sender cost ~0.4 ms of CPU per delivery with 100 senders).
     The caller commits this *before* the HTTP call: after a crash, a ``dispatching`` row
     means "maybe sent" and is reconciled from events, never blindly re-sent.
     """
-    by_sender: dict[str, list[int]] = {}
-    for delivery_id, sender in claims:
-        by_sender.setdefault(sender, []).append(delivery_id)
-    moved: set[int] = set()
-    for sender, ids in by_sender.items():
-        stmt = (
-            update(deliveries)
-            .where(deliveries.c.id.in_(ids), deliveries.c.state == S.PLANNED)
-            .values(state=S.DISPATCHING, sender=sender, dispatched_at=now, due_at=None,
-                    attempts=deliveries.c.attempts + 1, updated_at=now)
-            .returning(deliveries.c.id)
-        )
-        moved.update(conn.execute(stmt).scalars())
+    if not claims:
+        return set()
+    stmt = (
+        update(deliveries)
+        .where(deliveries.c.id.in_([i for i, _s in claims]), deliveries.c.state == S.PLANNED)
+        .values(state=S.DISPATCHING, dispatched_at=now, due_at=None,
+                attempts=deliveries.c.attempts + 1, updated_at=now)
+        .returning(deliveries.c.id)
+    )
+    moved = set(conn.execute(stmt).scalars())
+    if moved:
+        conn.execute(_CLAIM_SENDER,
+                     [{"b_id": i, "b_sender": s} for i, s in claims if i in moved])
     return moved
 
 
