@@ -112,6 +112,9 @@ class Dispatcher:
         self.idle_chunk_s = CONTROL_EVERY_S if sleep is _real_sleep else 3600.0
         self._zone = load_zone(options.timezone)
         self.pool: SenderPool | None = None
+        #: The earliest end of grace of a row being verified (None: no such row), so the
+        #: ledger is only asked when one may be due, not at every turn of the loop.
+        self._verify_at: datetime | None = None
         self.quotas = quotas or {}
         self.on_note = on_note
 
@@ -131,6 +134,7 @@ class Dispatcher:
             )
             if any(recovered.values()):
                 self._note(now, f"recovered after a crash: {recovered}")
+            self._verify_at = self._earliest_verifying()
             self.pool = self._make_pool(now)
             await self._loop()
         finally:
@@ -270,6 +274,9 @@ class Dispatcher:
                                      events_received=self.events_received)
         with self.ledger.engine.begin() as conn:
             outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, now)
+        if settlement.verifying:
+            due = min(d for _id, d, _why in settlement.verifying)
+            self._verify_at = due if self._verify_at is None else min(self._verify_at, due)
         for note in settlement.notes:
             self._note(now, note)
         if settlement.stop_reason is not None:
@@ -279,13 +286,21 @@ class Dispatcher:
 
     def _verify_timeouts(self, now: datetime) -> None:
         """Rows whose send timed out: settle them from ``messages.sent`` once the grace ends."""
+        if self._verify_at is None or now < self._verify_at:
+            return
         with self.ledger.engine.begin() as conn:
             settled = reconcile.settle_verifying(
                 conn, self.run_id, now, at_least_once=self.options.at_least_once,
                 step_delays_s=self.options.step_delays_s)
+        self._verify_at = self._earliest_verifying()
         if settled:
             self._buffer.clear()
             self._last_seq = -1
+
+    def _earliest_verifying(self) -> datetime | None:
+        with self.ledger.engine.connect() as conn:
+            return min((due for *_rest, due in queries.dispatching_rows(conn, self.run_id)
+                        if due is not None), default=None)
 
     def _has_verifying(self) -> bool:
         with self.ledger.engine.connect() as conn:

@@ -52,6 +52,15 @@ def next_due_time(conn: Connection, run_id: int) -> datetime | None:
     return conn.execute(stmt).scalar()
 
 
+#: Move the listed rows still ``planned`` to ``dispatching``; answers the ids that moved.
+_CLAIM = (
+    update(deliveries)
+    .where(deliveries.c.id.in_(bindparam("b_ids", expanding=True)),
+           deliveries.c.state == S.PLANNED)
+    .values(state=S.DISPATCHING, dispatched_at=bindparam("b_now"), due_at=None,
+            attempts=deliveries.c.attempts + 1, updated_at=bindparam("b_now"))
+    .returning(deliveries.c.id)
+)
 #: Which sender each claimed row goes out on; executed for many rows at once.
 _CLAIM_SENDER = (
     update(deliveries)
@@ -74,14 +83,8 @@ def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) ->
     """
     if not claims:
         return set()
-    stmt = (
-        update(deliveries)
-        .where(deliveries.c.id.in_([i for i, _s in claims]), deliveries.c.state == S.PLANNED)
-        .values(state=S.DISPATCHING, dispatched_at=now, due_at=None,
-                attempts=deliveries.c.attempts + 1, updated_at=now)
-        .returning(deliveries.c.id)
-    )
-    moved = set(conn.execute(stmt).scalars())
+    params = {"b_ids": [i for i, _s in claims], "b_now": now}
+    moved = set(conn.execute(_CLAIM, params).scalars())
     if moved:
         conn.execute(_CLAIM_SENDER,
                      [{"b_id": i, "b_sender": s} for i, s in claims if i in moved])
