@@ -29,7 +29,7 @@ from scheduler.dispatch import outcomes, reconcile
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool, SenderState
-from scheduler.dispatch.windows import load_zone, zone_for_region
+from scheduler.dispatch.windows import load_zone, zone_for_number, zone_for_region
 from scheduler.ledger import queries
 from scheduler.ledger.queries import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -223,8 +223,9 @@ class Dispatcher:
         while self._buffer and len(picked) < room:
             row = self._buffer[0]
             if self.options.recipient_timezone and self.options.window is not None:
-                local = self.options.window.in_zone(zone_for_region(row.region or "",
-                                                                    self.options.timezone))
+                zone = zone_for_number(row.to, zone_for_region(row.region or "",
+                                                               self.options.timezone))
+                local = self.options.window.in_zone(zone)
                 if not local.is_open(now):
                     deferred.append((row.id, local.next_open(now)))
                     self._buffer.popleft()

@@ -236,3 +236,24 @@ async def test_pause_request_from_the_ledger_stops_within_the_poll(
     _, result = await _dispatch(dledger, service, run_id, fake_clock, _options(rate=2.0))
     assert result.status == RunStatus.COMPLETED
     assert len(service.sends()) == 50 == len({s["to"] for s in service.sends()})
+
+
+async def test_windows_in_each_recipients_own_time_zone(
+        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
+    service = service_factory(clock=fake_clock)
+    await service.connect("s1")
+    run_id = dledger.create_run(campaign_name="tz", channel="whatsapp", definition_path="t",
+                                definition={"senders": ["s1"]}, delivery_mode="at-most-once",
+                                timezone="America/Sao_Paulo")
+    rows = [{"row": i + 1, "to": to, "step": 0, "kind": "text",
+             "path": "/api/v1/messages/send/text", "payload": {"text": "oi"}, "variables": {},
+             "region": region, "state": "planned", "reason": None}
+            for i, (to, region) in enumerate([("12125550123", "US"),
+                                              ("5511987650001", "BR")])]
+    dledger.store_plan(run_id, [rows], start_at=T0)
+    window = SendWindow.parse("09:00-09:01", "*", "America/Sao_Paulo")
+    await _dispatch(dledger, service, run_id, fake_clock,
+                    _options(window=window, recipient_timezone=True))
+    at = {s["to"]: _at(s) for s in service.sends()}
+    assert at["5511987650001"] == T0  # 09:00 in São Paulo
+    assert at["12125550123"] == T0 + timedelta(hours=2)  # 09:00 in New York (EST)
