@@ -15,6 +15,7 @@ rehearsal runs a whole campaign on a simulated clock in seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import deque
@@ -101,6 +102,8 @@ class Dispatcher:
         self.timeline: list[TimelineEntry] = []
         self._outcomes: list[outcomes.Outcome] = []
         self._inflight: set[asyncio.Task[None]] = set()
+        self._batch_done = asyncio.Event()  # set when ``_want`` outcomes are waiting
+        self._want = 1
         self._buffer: deque[DueDelivery] = deque()
         self._last_seq = -1
         self._stop_reason: str | None = None
@@ -261,6 +264,8 @@ class Dispatcher:
         except ServiceError as exc:
             outcome.error = exc
         self._outcomes.append(outcome)
+        if len(self._outcomes) >= self._want:
+            self._batch_done.set()
 
     # ------------------------------------------------------------------ outcomes
 
@@ -337,9 +342,12 @@ class Dispatcher:
             await self.sleep(min(wait, self.idle_chunk_s))
 
     async def _wait_inflight(self, timeout: float) -> None:
-        if self._inflight:
-            await asyncio.wait(set(self._inflight), timeout=max(timeout, 0.001),
-                               return_when=asyncio.FIRST_COMPLETED)
+        """Wait (at most ``timeout``) for a batch of sends, so one flush and claim serve many."""
+        self._want = max(1, min(len(self._inflight), self.options.concurrency // 4))
+        if self._inflight and len(self._outcomes) < self._want:
+            self._batch_done.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._batch_done.wait(), max(timeout, 0.001))
 
     async def _drain(self) -> None:
         """Let in-flight sends finish and commit their outcomes."""
