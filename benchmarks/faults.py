@@ -43,7 +43,7 @@ from crash_soak import (
 )
 from dispatch_cpu import create_sessions, log, start_sandbox, stop_process
 
-SENDERS = ("faulty-1", "faulty-2", "faulty-3", "faulty-4")
+SENDERS = tuple(f"faulty-{i}" for i in range(1, 9))
 #: Shares of the faults: 5xx, time-outs, 429 (10 %, 5 %, 5 % at the 20 % level).
 MIX = {"fail_rate": 0.5, "timeout_rate": 0.25, "throttle_rate": 0.25}
 
@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="500 deliveries per level")
     parser.add_argument("--deliveries", type=int, default=None)
     parser.add_argument("--levels", default="0.2,0.3", help="total fault shares to run")
-    parser.add_argument("--rate", default="50/s", help="pace of each of the 4 senders")
+    parser.add_argument("--rate", default="50/s", help="pace of each of the 8 senders")
     parser.add_argument(
         "--http-timeout",
         type=float,
