@@ -37,6 +37,7 @@ import contextlib
 import json
 import os
 import random
+import secrets
 import shutil
 import signal
 import statistics
@@ -307,8 +308,9 @@ def soak(args: argparse.Namespace, base_url: str, workdir: Path) -> dict[str, An
         workdir / "project", args.deliveries, rate=args.rate, senders=SENDERS, name="soak"
     )
     env = campaign_env(base_url, workdir)
-    if args.fixed_receiver_port:  # as in production (8788): events retried after a crash land
+    if args.stable_receiver:  # same URL and token each launch: retried events can land
         env["CAMPAIGN_RECEIVER_PORT"] = str(free_port())
+        env["CAMPAIGN_WEBHOOK_TOKEN"] = "bench-" + secrets.token_urlsafe(24)
     sendlog = SendLog(base_url)
     restarts: list[Restart] = []
     child: subprocess.Popen[bytes] | None = None
@@ -386,7 +388,7 @@ def soak(args: argparse.Namespace, base_url: str, workdir: Path) -> dict[str, An
         "rate_per_sender": args.rate,
         "wall_s": round(wall, 1),
         "seed": args.seed,
-        "receiver_port": "fixed" if args.fixed_receiver_port else "0 (new each launch)",
+        "receiver": "stable port+token" if args.stable_receiver else "new port+token each launch",
     }
 
 
@@ -402,9 +404,10 @@ def main() -> None:
         "--finish-timeout", type=float, default=600.0, help="seconds the last launch may take"
     )
     parser.add_argument(
-        "--fixed-receiver-port",
+        "--stable-receiver",
         action="store_true",
-        help="one receiver port for every launch instead of 0 (a new one each)",
+        help="one receiver port and webhook token for every launch (default: port 0 and a "
+        "random token per process, both new at each launch)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
