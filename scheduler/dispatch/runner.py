@@ -86,14 +86,20 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress)
     except BaseException:
         ledger.set_status(run_id, RunStatus.FAILED, reason="the plan could not be stored")
+        ledger.release(run_id)
         raise
     return run_id
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:
-    """The campaign's run started by ``campaign run`` that did not finish, if any."""
+    """The campaign's run started by ``campaign run`` that did not finish, if any.
+
+    A run whose planning was killed before its plan was stored is discarded (it holds no
+    rows), so the campaign is planned again instead of "continuing" an empty run.
+    """
+    ledger.discard_interrupted_plans(campaign_name=campaign_name)
     for run in ledger.unfinished_runs(campaign_name=campaign_name):
-        if run.fire_time is None:
+        if run.fire_time is None and run.planned_count:
             return run
     return None
 

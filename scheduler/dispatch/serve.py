@@ -52,6 +52,7 @@ class Server:
         """Turn recorded due fires into planned runs; late ones are recorded as missed."""
         now = self.ledger.clock()
         started: list[int] = []
+        self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
         with Session(self.ledger.engine) as session:
             due = list(session.execute(select(Fire).where(Fire.status == "due")).scalars())
         for fire in due:
@@ -77,9 +78,15 @@ class Server:
         return started
 
     def runs_to_dispatch(self) -> list[Run]:
-        """Unfinished runs that are not paused and that no task of ours is dispatching."""
+        """Unfinished runs that are not paused and that no task of ours is dispatching.
+
+        A run whose plan is still being stored (``planned_count`` 0) is left to its planner;
+        one whose planner died is discarded and, if it came from a fire, planned again.
+        """
+        for run_id in self.ledger.discard_interrupted_plans():
+            self.console.print(f"run {run_id}: its planning was interrupted; discarded")
         return [run for run in self.ledger.unfinished_runs()
-                if run.status in (RunStatus.PLANNED, RunStatus.RUNNING)
+                if run.status in (RunStatus.PLANNED, RunStatus.RUNNING) and run.planned_count
                 and run.id not in self.tasks and run.channel == "whatsapp"]
 
     async def _dispatch_one(self, client: Any, run: Run) -> None:

@@ -153,6 +153,9 @@ class Ledger:
             fire_time=fire_time, definition_path=definition_path,
             definition=json.dumps(definition, ensure_ascii=False, default=str),
             created_at=self.clock(),
+            # the planning process holds the run until its plan is stored (see
+            # discard_interrupted_plans): nobody dispatches or discards a plan being written
+            owner_pid=os.getpid(), owner_host=socket.gethostname(), heartbeat_at=self.clock(),
         )
         try:
             with Session(self.engine) as session:
@@ -188,9 +191,29 @@ class Ledger:
             writer.abort()
             raise
         total = writer.finish()
+        self.release(run_id)  # the plan is stored: the planner's hold on the run ends
         if on_progress is not None:
             on_progress(total)
         return total
+
+    def discard_interrupted_plans(self, *, campaign_name: str | None = None) -> list[int]:
+        """Delete runs whose plan was never stored because the planner died.
+
+        Such a run is ``planned`` with no deliveries and no live owner; it holds no rows, so
+        deleting it loses nothing, and the campaign is simply planned again (a scheduled
+        fire, whose (campaign, fire time) it would otherwise block, included).
+        """
+        gone: list[int] = []
+        for run in self.list_runs(campaign_name=campaign_name):
+            if run.status != RunStatus.PLANNED or run.planned_count or self._planner_alive(run):
+                continue
+            assert run.id is not None
+            with self.engine.begin() as conn:
+                if queries.counts_by_state(conn, run.id):
+                    continue
+                conn.execute(runs_table.delete().where(runs_table.c.id == run.id))
+            gone.append(run.id)
+        return gone
 
     def get_run(self, run_id: int) -> Run:
         """The run with that id, or :class:`RunNotFound`."""
@@ -302,6 +325,18 @@ class Ledger:
         return self.clock() - heartbeat < LEASE_STALE_AFTER or (
             run.owner_host == socket.gethostname() and run.owner_pid == os.getpid()
         )
+
+    def _planner_alive(self, run: Run) -> bool:
+        """Whether the process that created the run may still be storing its plan.
+
+        A plan is stored in one long write transaction, during which the planner cannot
+        write a heartbeat; on this host its pid tells, elsewhere the creation time does.
+        """
+        if run.owner_pid is None:
+            return False
+        if run.owner_host == socket.gethostname():
+            return _pid_alive(run.owner_pid)
+        return self.clock() - run.created_at < timedelta(hours=1)
 
     def acquire(self, run_id: int) -> Run:
         """Take the run for this process, or :class:`RunLocked` if a live process holds it."""
