@@ -96,7 +96,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
     settings = load_settings()
     ledger = ledger_from_settings(settings)
-    run = ledger.request(run_id, "resume")
+    ledger.request(run_id, "resume")
     try:
         ledger.acquire(run_id)
     except RunLocked:
@@ -105,7 +105,6 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     ledger.release(run_id)
     result = asyncio.run(run_foreground(settings, ledger, ledger.get_run(run_id), console))
     describe(result, console)
-    del run
 
 
 def resend_command(

@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -169,7 +168,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
     return result
 
 
-def describe(result: RunResult, console: Console, started: datetime | None = None) -> None:
+def describe(result: RunResult, console: Console) -> None:
     """Print how a dispatch ended."""
     colour = {"completed": "green", "paused": "yellow", "cancelled": "red"}.get(
         result.status, "white")

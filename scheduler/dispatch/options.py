@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -33,7 +33,6 @@ class DispatchOptions:
     sender_cooloff_s: float = 60.0
     failure_threshold: int = 5
     plan_limit: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def at_least_once(self) -> bool:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -123,4 +122,4 @@ def apply(conn: Connection, run_id: int, s: Settlement, step_delays_s: tuple[flo
     queries.skip_later_steps(conn, run_id, s.stopped, "previous step not sent", now)
 
 
-__all__: list[Any] = ["Outcome", "Settlement", "apply", "settle"]
+__all__ = ["Outcome", "Settlement", "apply", "settle"]

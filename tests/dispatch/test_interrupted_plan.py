@@ -19,9 +19,9 @@ def test_a_run_whose_planner_died_is_discarded_and_planned_again(tmp_path: Path)
     path = write_project(tmp_path, 5, name="lote")
     ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
     # the planner created the run, then was killed before the plan's transaction committed
-    run_id = ledger.create_run(campaign_name="lote", channel="whatsapp",
-                               definition_path=str(path), definition={}, delivery_mode="x",
-                               timezone="UTC")
+    ledger.create_run(campaign_name="lote", channel="whatsapp",
+                      definition_path=str(path), definition={}, delivery_mode="x",
+                      timezone="UTC")
     with ledger.engine.begin() as conn:
         conn.execute(update(runs_table).values(owner_pid=DEAD_PID))
 
@@ -31,7 +31,6 @@ def test_a_run_whose_planner_died_is_discarded_and_planned_again(tmp_path: Path)
     assert ledger.counts(again) == {"planned": 5}
     assert unfinished_run_for(ledger, "lote").id == again
     assert ledger.get_run(again).owner_pid is None  # released once stored
-    del run_id
 
 
 def test_a_plan_still_being_written_is_left_alone(tmp_path: Path) -> None:
