@@ -85,6 +85,7 @@ class Dispatcher:
         clock: Clock = utcnow, sleep: Callable[[float], Awaitable[None]] = _real_sleep,
         rng: random.Random | None = None, events_received: bool = False,
         on_progress: Callable[[dict[str, int]], None] | None = None,
+        progress_every_s: float = 0.0,
         stop_event: asyncio.Event | None = None,
         quotas: dict[str, tuple[float, datetime | None]] | None = None,
         on_note: Callable[[TimelineEntry], None] | None = None,
@@ -98,6 +99,10 @@ class Dispatcher:
         self.rng = rng or random.Random()
         self.events_received = events_received
         self.on_progress = on_progress
+        # counting a run's rows by state is a query over the whole run: a progress bar
+        # asks for it at most this often (real seconds); 0 = after every flush
+        self.progress_every_s = progress_every_s
+        self._next_progress = 0.0
         self.stop_event = stop_event or asyncio.Event()
         self.timeline: list[TimelineEntry] = []
         self._outcomes: list[outcomes.Outcome] = []
@@ -287,7 +292,8 @@ class Dispatcher:
             self._note(now, note)
         if settlement.stop_reason is not None:
             self._stop(RunStatus.PAUSED, settlement.stop_reason)
-        if self.on_progress is not None:
+        if self.on_progress is not None and time.monotonic() >= self._next_progress:
+            self._next_progress = time.monotonic() + self.progress_every_s
             self.on_progress(self.ledger.counts(self.run_id))
 
     def _verify_timeouts(self, now: datetime) -> None:

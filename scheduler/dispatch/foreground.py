@@ -159,7 +159,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                 zone = ledger.definition(run).get("schedule", {}).get("timezone") or "UTC"
                 result = await dispatch(
                     ledger, client, run, stop_event=stop, events_received=server is not None,
-                    on_progress=bar.update,
+                    on_progress=bar.update, progress_every_s=0.25,
                     option_overrides={"verify_grace_s": settings.verify_grace_s,
                                       **(option_overrides or {})},
                     on_note=lambda entry: bar.note(entry, zone),

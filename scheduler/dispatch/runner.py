@@ -149,6 +149,7 @@ async def dispatch(
     sleep: Callable[[float], Awaitable[None]] | None = None, rng: random.Random | None = None,
     events_received: bool = False, stop_event: asyncio.Event | None = None,
     on_progress: Callable[[dict[str, int]], None] | None = None,
+    progress_every_s: float = 0.0,
     option_overrides: dict[str, Any] | None = None,
     on_note: Callable[[Any], None] | None = None,
 ) -> RunResult:
@@ -165,7 +166,8 @@ async def dispatch(
     quotas = await load_quotas(client, list(options.senders))
     dispatcher = Dispatcher(
         ledger, client, run.id, options, clock=clock, rng=rng, events_received=events_received,
-        on_progress=on_progress, stop_event=stop_event, quotas=quotas, on_note=on_note,
+        on_progress=on_progress, progress_every_s=progress_every_s, stop_event=stop_event,
+        quotas=quotas, on_note=on_note,
         **kwargs,
     )
     return await dispatcher.run()
