@@ -1,0 +1,242 @@
+"""``campaign sessions list | create | qr | status | webhook``: sender sessions on the service.
+
+From an API key to a connected sender without another tool: create the session, scan the QR
+code printed in the terminal (also saved as a PNG), watch its status, point its webhook at
+the receiver. These commands need a configured service (``CAMPAIGN_BASE_URL`` and
+``CAMPAIGN_API_KEY``); they never fall back to the embedded sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from scheduler.errors import SchedulerError
+
+if TYPE_CHECKING:
+    from scheduler.config import Settings
+    from scheduler.service.client import ServiceClient
+    from scheduler.service.responses import QrCode, SessionRecord
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="Sender sessions on the configured service: list, create, QR code, status, webhook.",
+    no_args_is_help=True,
+)
+
+SESSION_ID = typer.Argument(..., help="Session id (the sender name used in campaigns).")
+JSON_OPTION = typer.Option(False, "--json", help="Print JSON instead of text.")
+OUTPUT_OPTION = typer.Option(
+    None, "-o", "--output", help="Where to save the QR code PNG (default: state folder, "
+    "or the current folder, as qr-<ID>.png).", dir_okay=False,
+)
+LINK_STEPS = "WhatsApp on the sender's phone → Settings → Linked devices → Link a device"
+
+
+def _settings() -> Settings:
+    from scheduler.config import load_settings
+
+    return load_settings()
+
+
+def _check_url(url: str, what: str) -> str:
+    if not url.startswith(("http://", "https://")) or len(url) <= len("https://"):
+        raise SchedulerError(f"{what} {url!r}: expected an http:// or https:// address")
+    return url
+
+
+def _record_json(record: SessionRecord) -> dict[str, Any]:
+    from scheduler.service.sender_check import problem_for
+
+    data = record.model_dump(mode="json", exclude={"qrCodeImage"}, exclude_none=True)
+    problem = problem_for(record.sessionId, record)
+    data["ready"] = problem is None
+    if problem is not None:
+        data["problem"] = problem.reason
+        data["fix"] = problem.fix
+    return data
+
+
+def _can_draw(text: str) -> bool:
+    encoding = getattr(sys.stdout, "encoding", None) or "ascii"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True
+
+
+def _show_qr(settings: Settings, session_id: str, qr: QrCode, png: bytes,
+             output: Path | None) -> None:
+    from scheduler.service.session_admin import default_qr_path, qr_terminal_text, save_png
+
+    path = save_png(output or default_qr_path(settings, session_id), png)
+    status = qr.status or "waiting"
+    typer.echo(f"Session {session_id} is {status}: scan this QR code ({LINK_STEPS}):")
+    drawing = qr_terminal_text(qr.qrCode) if qr.qrCode else None
+    if drawing is not None and _can_draw(drawing):
+        typer.echo(drawing, nl=False)
+    else:
+        typer.echo("(this terminal cannot show the QR code: open the PNG below)")
+    typer.echo(f"QR code saved to {path}")
+    typer.echo(f"A QR code expires after a short while: `campaign sessions qr {session_id}` "
+               f"gives a fresh one; `campaign sessions status {session_id}` shows when the "
+               "session is connected.")
+
+
+def _print_status(record: SessionRecord) -> None:
+    from scheduler.service.sender_check import problem_for
+
+    typer.echo(f"{record.sessionId}: {record.status or 'status not reported'}")
+    for label, value in (("phone", record.phone), ("name", record.name),
+                         ("webhook", record.webhookUrl), ("provider", record.provider),
+                         ("updated", record.updatedAt)):
+        if value:
+            typer.echo(f"  {label:<9}{value}")
+    problem = problem_for(record.sessionId, record)
+    if problem is None:
+        typer.echo("  ready to send")
+    else:
+        typer.echo(f"  not ready: {problem.fix}")
+
+
+@sessions_app.command("list")
+def list_command(as_json: bool = JSON_OPTION) -> None:
+    """List the account's sessions with their status, phone and webhook."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from scheduler.service.session_admin import call_service, configured_service, shown_url
+
+    settings = _settings()
+
+    async def listing(client: ServiceClient) -> list[SessionRecord]:
+        return await client.list_sessions()
+
+    records = call_service(settings, listing, doing="listing sessions")
+    if as_json:
+        typer.echo(json.dumps([_record_json(r) for r in records], ensure_ascii=False, indent=2))
+        return
+    where = shown_url(configured_service(settings)[0])
+    if not records:
+        typer.echo(f"No sessions on {where} yet: create one with "
+                   "`campaign sessions create ID`.")
+        return
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    table.add_column("session", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("phone", no_wrap=True)
+    table.add_column("name", overflow="fold")
+    table.add_column("webhook", overflow="fold")
+    for record in records:
+        status = record.status or "?"
+        shown = f"[green]{status}[/]" if status == "connected" else f"[yellow]{status}[/]"
+        table.add_row(record.sessionId, shown, record.phone or "", record.name or "",
+                      record.webhookUrl or "")
+    console = Console(width=min(Console().width, 80), highlight=False)
+    console.print(table)
+    connected = sum(1 for r in records if r.status == "connected")
+    console.print(f"{len(records)} session(s) on {where}, {connected} connected")
+
+
+@sessions_app.command("create")
+def create_command(
+    session_id: str = SESSION_ID,
+    webhook: str | None = typer.Option(None, "--webhook", help="Webhook URL for its events."),
+    output: Path | None = OUTPUT_OPTION,
+) -> None:
+    """Create a session and show the QR code to scan with the sender's phone."""
+    from scheduler.service.exceptions import RequestRejected
+    from scheduler.service.session_admin import SessionCommandError, call_service, fetch_qr
+
+    if webhook is not None:
+        _check_url(webhook, "--webhook")
+    settings = _settings()
+
+    async def create(client: ServiceClient) -> SessionRecord:
+        try:
+            return await client.create_session(session_id, webhook_url=webhook)
+        except RequestRejected as exc:
+            if exc.status != 409:
+                raise
+            raise SessionCommandError(
+                f"session {session_id} already exists ({exc.error}): `campaign sessions qr "
+                f"{session_id}` shows its QR code, `campaign sessions status {session_id}` "
+                "its status"
+            ) from None
+
+    record = call_service(settings, create, doing=f"creating session {session_id}",
+                          session_id=session_id)
+    typer.echo(f"Session {session_id} created"
+               + (f", webhook {record.webhookUrl or webhook}" if webhook else "") + ".")
+    if record.status == "connected":
+        typer.echo(f"It is already connected{f' as {record.phone}' if record.phone else ''}.")
+        return
+
+    async def qr_of(client: ServiceClient) -> tuple[QrCode, bytes]:
+        return await fetch_qr(client, session_id)
+
+    qr, png = call_service(settings, qr_of, doing=f"fetching the QR code of {session_id}",
+                           session_id=session_id)
+    _show_qr(settings, session_id, qr, png, output)
+
+
+@sessions_app.command("qr")
+def qr_command(session_id: str = SESSION_ID, output: Path | None = OUTPUT_OPTION) -> None:
+    """Print the session's QR code in the terminal and save it as a PNG."""
+    from scheduler.service.session_admin import call_service, fetch_qr
+
+    settings = _settings()
+
+    async def qr_of(client: ServiceClient) -> tuple[QrCode, bytes]:
+        return await fetch_qr(client, session_id)
+
+    qr, png = call_service(settings, qr_of, doing=f"fetching the QR code of {session_id}",
+                           session_id=session_id)
+    _show_qr(settings, session_id, qr, png, output)
+
+
+@sessions_app.command("status")
+def status_command(session_id: str = SESSION_ID, as_json: bool = JSON_OPTION) -> None:
+    """Show a session's status, phone and name, and what to do if it cannot send."""
+    from scheduler.service.session_admin import call_service, find_session
+
+    settings = _settings()
+
+    async def lookup(client: ServiceClient) -> SessionRecord:
+        return await find_session(client, session_id)
+
+    record = call_service(settings, lookup, doing=f"reading the status of {session_id}",
+                          session_id=session_id)
+    if as_json:
+        typer.echo(json.dumps(_record_json(record), ensure_ascii=False, indent=2))
+    else:
+        _print_status(record)
+
+
+@sessions_app.command("webhook")
+def webhook_command(
+    session_id: str = SESSION_ID,
+    url: str = typer.Argument(..., help="Where the service should POST this session's events."),
+) -> None:
+    """Set the URL the service posts the session's events to."""
+    from scheduler.service.session_admin import call_service
+
+    _check_url(url, "webhook URL")
+    settings = _settings()
+
+    async def set_url(client: ServiceClient) -> None:
+        await client.set_webhook(session_id, url)
+
+    call_service(settings, set_url, doing=f"setting the webhook of {session_id}",
+                 session_id=session_id)
+    typer.echo(f"Session {session_id}: events now go to {url}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``campaign sessions ...`` to the command line."""
+    app.add_typer(sessions_app, name="sessions")
