@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,11 @@ def _settings() -> Settings:
     from scheduler.config import load_settings
 
     return load_settings()
+
+
+def _say(text: str) -> None:
+    """Print ``text`` wrapped at 80 columns (file paths and commands are never broken)."""
+    typer.echo(textwrap.fill(text, width=80, break_long_words=False, break_on_hyphens=False))
 
 
 def _check_url(url: str, what: str) -> str:
@@ -76,16 +82,16 @@ def _show_qr(settings: Settings, session_id: str, qr: QrCode, png: bytes,
 
     path = save_png(output or default_qr_path(settings, session_id), png)
     status = qr.status or "waiting"
-    typer.echo(f"Session {session_id} is {status}: scan this QR code ({LINK_STEPS}):")
+    _say(f"Session {session_id} is {status}: scan this QR code with {LINK_STEPS}:")
     drawing = qr_terminal_text(qr.qrCode) if qr.qrCode else None
     if drawing is not None and _can_draw(drawing):
         typer.echo(drawing, nl=False)
     else:
-        typer.echo("(this terminal cannot show the QR code: open the PNG below)")
+        _say("(this terminal cannot show the QR code: open the PNG below)")
     typer.echo(f"QR code saved to {path}")
-    typer.echo(f"A QR code expires after a short while: `campaign sessions qr {session_id}` "
-               f"gives a fresh one; `campaign sessions status {session_id}` shows when the "
-               "session is connected.")
+    _say(f"A QR code expires after a short while: `campaign sessions qr {session_id}` gives "
+         f"a fresh one; `campaign sessions status {session_id}` shows when the session is "
+         "connected.")
 
 
 def _print_status(record: SessionRecord) -> None:
@@ -101,7 +107,7 @@ def _print_status(record: SessionRecord) -> None:
     if problem is None:
         typer.echo("  ready to send")
     else:
-        typer.echo(f"  not ready: {problem.fix}")
+        _say(f"  not ready: {problem.fix}")
 
 
 @sessions_app.command("list")
@@ -123,8 +129,7 @@ def list_command(as_json: bool = JSON_OPTION) -> None:
         return
     where = shown_url(configured_service(settings)[0])
     if not records:
-        typer.echo(f"No sessions on {where} yet: create one with "
-                   "`campaign sessions create ID`.")
+        _say(f"No sessions on {where} yet: create one with `campaign sessions create ID`.")
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
     table.add_column("session", no_wrap=True)
@@ -171,10 +176,10 @@ def create_command(
 
     record = call_service(settings, create, doing=f"creating session {session_id}",
                           session_id=session_id)
-    typer.echo(f"Session {session_id} created"
-               + (f", webhook {record.webhookUrl or webhook}" if webhook else "") + ".")
+    _say(f"Session {session_id} created"
+         + (f", webhook {record.webhookUrl or webhook}" if webhook else "") + ".")
     if record.status == "connected":
-        typer.echo(f"It is already connected{f' as {record.phone}' if record.phone else ''}.")
+        _say(f"It is already connected{f' as {record.phone}' if record.phone else ''}.")
         return
 
     async def qr_of(client: ServiceClient) -> tuple[QrCode, bytes]:
@@ -234,7 +239,7 @@ def webhook_command(
 
     call_service(settings, set_url, doing=f"setting the webhook of {session_id}",
                  session_id=session_id)
-    typer.echo(f"Session {session_id}: events now go to {url}")
+    _say(f"Session {session_id}: events now go to {url}")
 
 
 def register(app: typer.Typer) -> None:

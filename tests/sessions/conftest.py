@@ -1,0 +1,131 @@
+"""Fixtures of the ``campaign sessions`` tests: a sandbox in its own process, the CLI as a user.
+
+``sandbox_process`` runs ``campaign sandbox --port 0`` in another process (the way a user
+would run a service next to the scheduler) and waits until it answers; ``cli`` runs the
+``campaign`` command in a subprocess from an empty folder, with only the ``CAMPAIGN_*``
+variables the test gives it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from scheduler.sandbox.config import DEFAULT_API_KEY
+
+_SCRIPT = Path(sys.executable).with_name("campaign")
+CAMPAIGN = [str(_SCRIPT)] if _SCRIPT.exists() else [
+    sys.executable, "-c", "from scheduler.cli import main; main()"]
+
+
+@dataclass
+class SandboxProcess:
+    """A sandbox served by another process: its address, key and inspection endpoints."""
+
+    base_url: str
+    api_key: str = DEFAULT_API_KEY
+
+    def scan(self, session_id: str) -> None:
+        """The phone reads the session's QR code (``POST /sandbox/sessions/{id}/scan``)."""
+        response = httpx.post(f"{self.base_url}/sandbox/sessions/{session_id}/scan", timeout=10)
+        response.raise_for_status()
+
+    def disconnect(self, session_id: str) -> None:
+        """The phone drops the session (``POST /sandbox/sessions/{id}/disconnect``)."""
+        response = httpx.post(f"{self.base_url}/sandbox/sessions/{session_id}/disconnect",
+                              timeout=10)
+        response.raise_for_status()
+
+
+def _clean_env() -> dict[str, str]:
+    """The environment without any ``CAMPAIGN_*`` setting of the machine running the tests."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.pop("COLUMNS", None)
+    return env
+
+
+@pytest.fixture(scope="module")
+def sandbox_process() -> Iterator[SandboxProcess]:
+    """``campaign sandbox --port 0`` in another process, up and answering."""
+    env = {**_clean_env(), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*CAMPAIGN, "sandbox", "--port", "0"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline() if proc.stdout else ""
+        if "http://" not in first:
+            proc.kill()
+            _, err = proc.communicate(timeout=20)
+            pytest.fail(f"the sandbox did not start: {first}{err}")
+        base_url = first.split()[-1]
+        with httpx.Client(base_url=base_url, timeout=5) as client:
+            for _ in range(200):  # listening already; wait until uvicorn answers
+                try:
+                    if client.get("/sandbox/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if proc.poll() is not None:
+                    pytest.fail("the sandbox process stopped")
+                time.sleep(0.05)
+        yield SandboxProcess(base_url)
+    finally:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+
+
+@dataclass
+class CliResult:
+    """What a ``campaign`` run printed and its exit code."""
+
+    code: int
+    out: str
+    err: str
+
+    @property
+    def both(self) -> str:
+        """stdout and stderr together."""
+        return self.out + self.err
+
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    """An empty folder, outside the project, where the commands run."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def cli(workdir: Path) -> Cli:
+    """``cli(*args, env={...}, cwd=...)``: run ``campaign`` from ``workdir``."""
+
+    def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
+        done = subprocess.run([*CAMPAIGN, *args], env={**_clean_env(), **(env or {})},
+                              cwd=cwd or workdir, capture_output=True, text=True,
+                              encoding="utf-8", timeout=120, check=False)
+        return CliResult(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def service_env(sandbox_process: SandboxProcess) -> dict[str, str]:
+    """The variables that point the CLI at the sandbox process."""
+    return {"CAMPAIGN_BASE_URL": sandbox_process.base_url,
+            "CAMPAIGN_API_KEY": sandbox_process.api_key}
