@@ -3,6 +3,10 @@
 Settings are built by :func:`load_settings`, never at import time. The API key only ever
 comes from the environment (``CAMPAIGN_API_KEY``) or from a key file outside the repository
 (``api_key_file``); it is held as a :class:`pydantic.SecretStr` and is never printed.
+
+The settings file and every relative path in the settings (``state_dir``, ``reports_dir``,
+``api_key_file``) belong to the *project* (:mod:`scheduler.project`), not to the current
+folder: the same command run from anywhere reads the same ledger.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from scheduler.errors import ConfigError
+from scheduler.project import locate_project, no_project_message
 
 DEFAULT_CONFIG_FILE = "config.toml"
 DEFAULT_OPT_OUT_WORDS = (
@@ -35,6 +40,7 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="CAMPAIGN_", extra="forbid")
 
+    project_dir: Path | None = None
     base_url: str | None = None
     api_key: SecretStr | None = None
     api_key_file: Path | None = None
@@ -49,7 +55,8 @@ class Settings(BaseSettings):
     webhook_token: SecretStr | None = None
     webhook_secret: SecretStr | None = None
     receiver_host: str = "127.0.0.1"
-    receiver_port: int = Field(default=8788, ge=0, le=65535)
+    # None: a free port, kept in the state folder for the next process (see tracking.identity)
+    receiver_port: int | None = Field(default=None, ge=0, le=65535)
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
     verify_grace_s: float = Field(default=60.0, ge=0)
 
@@ -60,12 +67,44 @@ class Settings(BaseSettings):
     @field_validator("base_url")
     @classmethod
     def _strip_slash(cls, value: str | None) -> str | None:
-        return value.rstrip("/") if value else value
+        value = value.strip() if value else value
+        return value.rstrip("/") if value else None
+
+    @property
+    def service_configured(self) -> bool:
+        """Whether the user named a service at all (an address, a key or a key file)."""
+        return bool(self.base_url or self.api_key is not None or self.api_key_file)
+
+    def state_path(self) -> Path:
+        """The state folder (the ledger, the receiver's identity); needs a project."""
+        if self.state_dir.is_absolute():
+            return self.state_dir
+        if self.project_dir is None:
+            raise ConfigError(no_project_message())
+        return self.project_dir / self.state_dir
+
+    def reports_path(self) -> Path:
+        """The reports folder: absolute, or under the project (the cwd outside projects)."""
+        if self.reports_dir.is_absolute():
+            return self.reports_dir
+        return (self.project_dir or Path.cwd()) / self.reports_dir
+
+    def ledger_label(self) -> str:
+        """The ledger as shown to people: its URL without a password, and the project."""
+        from sqlalchemy.engine import make_url
+
+        url = self.resolved_database_url()
+        try:
+            shown = make_url(url).render_as_string(hide_password=True)
+        except Exception:
+            shown = "<unparseable URL>"
+        where = f" (project {self.project_dir})" if self.project_dir else ""
+        return f"{shown}{where}"
 
     def resolved_api_key(self) -> str | None:
         """The API key from the environment, else from ``api_key_file``; ``None`` when unset."""
         if self.api_key is not None:
-            return self.api_key.get_secret_value()
+            return self.api_key.get_secret_value().strip() or None
         if self.api_key_file is not None:
             try:
                 return self.api_key_file.expanduser().read_text(encoding="utf-8").strip()
@@ -79,7 +118,7 @@ class Settings(BaseSettings):
         """The SQLAlchemy URL of the ledger: the setting, else SQLite in ``state_dir``."""
         if self.database_url:
             return self.database_url
-        return f"sqlite:///{(self.state_dir / 'campaign.db').as_posix()}"
+        return f"sqlite:///{(self.state_path() / 'campaign.db').as_posix()}"
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -97,10 +136,19 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Settings:
-    """Build the settings: the TOML file (``CAMPAIGN_CONFIG`` or ./config.toml), then the
-    environment, then explicit ``overrides`` (used by tests and the embedded sandbox)."""
-    path = Path(config_file or os.environ.get("CAMPAIGN_CONFIG", DEFAULT_CONFIG_FILE))
+def load_settings(config_file: Path | str | None = None, *, near: Path | None = None,
+                  **overrides: Any) -> Settings:
+    """Build the settings: the TOML file, then the environment, then explicit ``overrides``.
+
+    The project is found from ``near`` (a campaign file) or the current folder (see
+    :mod:`scheduler.project`); the settings file is ``CAMPAIGN_CONFIG``, else the project's
+    ``config.toml``. Relative paths are made absolute under the project.
+    """
+    root = overrides.pop("project_dir", None) or locate_project(near)
+    default_file = (root / DEFAULT_CONFIG_FILE) if root else Path(DEFAULT_CONFIG_FILE)
+    path = Path(config_file or os.environ.get("CAMPAIGN_CONFIG") or default_file)
+    if os.environ.get("CAMPAIGN_CONFIG") and not path.is_file():
+        raise ConfigError(f"CAMPAIGN_CONFIG={path}: no such file")
     file_values = _read_config_file(path) if path.is_file() else {}
     env_names = {f"CAMPAIGN_{name.upper()}" for name in Settings.model_fields}
     from_env = {k for k in env_names if k in os.environ}
@@ -109,11 +157,17 @@ def load_settings(config_file: Path | str | None = None, **overrides: Any) -> Se
         k: v for k, v in file_values.items() if f"CAMPAIGN_{k.upper()}" not in from_env
     }
     values.update(overrides)
+    values["project_dir"] = root
     try:
-        return Settings(**values)
+        settings = Settings(**values)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
             for err in exc.errors()
         )
         raise ConfigError(f"settings ({path} and CAMPAIGN_* environment): {problems}") from None
+    if root is not None and settings.api_key_file and not settings.api_key_file.is_absolute():
+        key_file = settings.api_key_file.expanduser()
+        if not key_file.is_absolute():
+            settings.api_key_file = root / key_file
+    return settings

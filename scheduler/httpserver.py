@@ -25,6 +25,8 @@ class BackgroundServer:
     host: str = "127.0.0.1"
     port: int = 0
     log_level: str = "warning"
+    #: A socket already bound (e.g. checked free before planning); ``host``/``port`` follow it.
+    sock: socket.socket | None = None
     _server: uvicorn.Server | None = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
     _socket: socket.socket | None = field(default=None, init=False, repr=False)
@@ -38,15 +40,19 @@ class BackgroundServer:
         """Bind the socket, start serving, and return once the server accepts requests."""
         # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when the
         # listener says TCP; without it every response waits ~40 ms for a delayed ACK.
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((self.host, self.port))
-        except OSError as exc:
-            sock.close()
-            raise SchedulerError(
-                f"cannot listen on {self.host}:{self.port}: {exc.strerror}"
-            ) from None
+        if self.sock is not None:
+            sock = self.sock
+            self.host, self.port = sock.getsockname()[:2]
+        else:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self.port))
+            except OSError as exc:
+                sock.close()
+                raise SchedulerError(
+                    f"cannot listen on {self.host}:{self.port}: {exc.strerror}"
+                ) from None
         self.port = sock.getsockname()[1]
         self._socket = sock
         config = uvicorn.Config(

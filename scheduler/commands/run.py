@@ -30,42 +30,43 @@ def _parse_start(start: str | None) -> datetime | None:
     return moment
 
 
+def _edit_choice(apply_changes: bool, replan: bool, as_planned: bool) -> str | None:
+    chosen = [name for name, on in (("apply-changes", apply_changes), ("replan", replan),
+                                    ("as-planned", as_planned)) if on]
+    if len(chosen) > 1:
+        raise SchedulerError("choose one of --apply-changes, --replan and --as-planned")
+    return chosen[0] if chosen else None
+
+
 def run_command(
     file: Path = typer.Argument(..., help="Campaign definition (TOML)."),
     rehearse: bool = typer.Option(False, "--rehearse", help="Run against the embedded sandbox "
                                   "on a simulated clock and print the timeline; sends nothing."),
     start: str | None = typer.Option(None, "--start", help="Rehearsal start (ISO, with offset)."),
+    new_run: bool = typer.Option(False, "--new-run", help="Run a one-off campaign that "
+                                 "already ran again (its earlier recipients are skipped)."),
+    include_previous: bool = typer.Option(False, "--include-previous", help="With --new-run: "
+                                          "send to numbers that received it before too."),
+    apply_changes: bool = typer.Option(False, "--apply-changes", help="The file's pacing, "
+                                       "window, schedule or senders changed: apply them to "
+                                       "the deliveries not yet sent."),
+    replan: bool = typer.Option(False, "--replan", help="The file changed: plan again what is "
+                                "not yet sent (nothing sent is sent again)."),
+    as_planned: bool = typer.Option(False, "--as-planned", help="The file changed: continue "
+                                    "with the plan as it was."),
 ) -> None:
     """Plan, store and dispatch a campaign now, with a progress bar (Ctrl-C pauses)."""
-    from scheduler.campaign.plan import load_campaign
-    from scheduler.config import load_settings
-    from scheduler.dispatch.foreground import describe, run_foreground
-    from scheduler.dispatch.runner import ledger_from_settings, plan_run, unfinished_run_for
-    from scheduler.timeutil import utcnow
+    from scheduler.app.launch import launch_run
 
     if rehearse:
         from scheduler.dispatch.rehearsal import print_rehearsal, rehearse_campaign
 
         print_rehearsal(rehearse_campaign(file, start=_parse_start(start)), console)
         return
-    settings = load_settings()
-    campaign = load_campaign(file)
-    if campaign.spec.channel != "whatsapp":
-        raise SchedulerError(f"{file}: dispatching {campaign.spec.channel} campaigns is not "
-                             "available yet; `campaign plan` estimates them")
-    ledger = ledger_from_settings(settings)
-    run = unfinished_run_for(ledger, campaign.spec.name)
-    if run is not None:
-        console.print(f"continuing unfinished run {run.id} of {campaign.spec.name!r} "
-                      f"({run.status})")
-    else:
-        with console.status("planning…") as status:
-            run_id = plan_run(ledger, file, start_at=utcnow(),
-                              on_progress=lambda n: status.update(f"planning… {n:,} rows"))
-        run = ledger.get_run(run_id)
-        console.print(f"run {run_id}: {run.planned_count:,} deliveries planned")
-    result = asyncio.run(run_foreground(settings, ledger, run, console))
-    describe(result, console)
+    if include_previous and not new_run:
+        raise SchedulerError("--include-previous goes with --new-run")
+    launch_run(file, console, new_run=new_run, include_previous=include_previous,
+               edit_choice=_edit_choice(apply_changes, replan, as_planned))
 
 
 def _control(action: str, run_id: int) -> None:
@@ -89,13 +90,17 @@ def cancel_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
 def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     """Resume a paused or interrupted run; continues it here unless a process holds it."""
+    from scheduler.app.choose_run import check_target
     from scheduler.config import load_settings
     from scheduler.dispatch.foreground import describe, run_foreground
-    from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.dispatch.runner import ledger_from_settings, target_value
     from scheduler.ledger.exceptions import RunLocked
+    from scheduler.ledger.states import describe_target
 
     settings = load_settings()
+    target = target_value(settings)
     ledger = ledger_from_settings(settings)
+    check_target(ledger.get_run(run_id), target)
     ledger.request(run_id, "resume")
     try:
         ledger.acquire(run_id)
@@ -103,6 +108,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
         console.print(f"run {run_id} resumed in the process that holds it")
         return
     ledger.release(run_id)
+    console.print(f"run {run_id} → {describe_target(target)}")
     result = asyncio.run(run_foreground(settings, ledger, ledger.get_run(run_id), console))
     describe(result, console)
 
@@ -127,6 +133,8 @@ def resend_command(
 
 
 def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
+    from scheduler.ledger.states import describe_target
+
     counts = ledger.counts(run.id)
     row = {
         "run": run.id, "campaign": run.campaign_name, "channel": run.channel,
@@ -135,6 +143,7 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "reason": run.stop_reason, "deliveries": sum(counts.values()), "counts": counts,
+        "target": run.target, "sent_to": describe_target(run.target),
     }
     try:
         from scheduler.tracking import tracking_counts
@@ -165,7 +174,9 @@ def status_command(
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         return
     console.print(f"run {row['run']} · {row['campaign']} · {row['channel']} · "
-                  f"[bold]{row['status']}[/]" + (f" ({row['reason']})" if row["reason"] else ""))
+                  f"[bold]{row['status']}[/]" + (f" ({row['reason']})" if row["reason"] else ""),
+                  highlight=False)
+    console.print(f"sent to {row['sent_to']}", highlight=False)
     table = Table("state", "deliveries", show_edge=False)
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
@@ -179,15 +190,24 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     from scheduler.config import load_settings
     from scheduler.dispatch.runner import ledger_from_settings
 
-    ledger = ledger_from_settings(load_settings())
+    settings = load_settings()
+    ledger = ledger_from_settings(settings)
     rows = [_run_row(ledger, run) for run in ledger.list_runs()]
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        typer.echo(json.dumps({"ledger": settings.ledger_label(), "runs": rows},
+                              ensure_ascii=False, indent=2))
         return
-    table = Table("run", "campaign", "status", "deliveries", "created", show_edge=False)
+    console.print(f"ledger: {settings.ledger_label()}", highlight=False, soft_wrap=True)
+    if not rows:
+        console.print("no runs yet: start one with `campaign run FILE`")
+        return
+    table = Table("run", "campaign", "status", "sent to", "deliveries", "created (UTC)",
+                  show_edge=False)
     for row in rows:
-        table.add_row(str(row["run"]), row["campaign"], row["status"], f"{row['deliveries']:,}",
-                      (row["created_at"] or "")[:19])
+        shown = "sandbox" if row["target"] == "sandbox" else (row["target"] or "?").removeprefix(
+            "service:")
+        table.add_row(str(row["run"]), row["campaign"], row["status"], shown,
+                      f"{row['deliveries']:,}", (row["created_at"] or "")[:16].replace("T", " "))
     console.print(table)
 
 

@@ -31,7 +31,7 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
                              "use `campaign run` to send it now")
     kind, _, text = trigger.partition(":")
     upcoming = next_fire_times(make_trigger(kind, text, spec.timezone))
-    ledger = ledger_from_settings(load_settings())
+    ledger = ledger_from_settings(load_settings(near=file))
     add_schedule(ledger, campaign.spec.name, str(file.resolve()), trigger, spec.timezone)
     console.print(f"scheduled {campaign.spec.name!r} ({trigger}, {spec.timezone})")
     if upcoming:
@@ -70,8 +70,11 @@ def serve_command(
         stop = asyncio.Event()
         with service_target(settings) as target, _sigint_sets(stop):
             if target.is_sandbox:
-                console.print(f"[yellow]No service configured: using the embedded sandbox at "
-                              f"{target.base_url}[/]")
+                console.print("[yellow]No service configured (CAMPAIGN_BASE_URL and "
+                              "CAMPAIGN_API_KEY): sending to the embedded sandbox; nothing "
+                              "leaves this machine[/]")
+            else:
+                console.print(f"sending to {target.ledger_value.removeprefix('service:')}")
             await Server(settings, ledger, target, console,
                          start_grace_s=start_grace).serve(stop)
 

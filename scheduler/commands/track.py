@@ -113,7 +113,13 @@ def receiver(
     settings = load_settings()
     ledger = ledger_from_settings(settings)
     host = host or settings.receiver_host
-    sock = _listen(host, settings.receiver_port if port is None else port)
+    if port is None and host == settings.receiver_host:
+        from scheduler.tracking.identity import bind_receiver_socket
+
+        sock = bind_receiver_socket(settings)  # the project's port, kept between processes
+        sock.listen(2048)
+    else:
+        sock = _listen(host, port or 0)
     base = f"http://{host}:{sock.getsockname()[1]}"
     console = _out()
     url = session_webhook_url(settings, base)
@@ -122,8 +128,8 @@ def receiver(
     console.print(escape(f"account webhook (SMS/voice): {base}/webhooks/account"
                          + ("" if settings.webhook_secret else " (refused: no webhook_secret)")))
     if settings.webhook_token is None:
-        console.print("no webhook_token is set: this process made a random one; set "
-                      "CAMPAIGN_WEBHOOK_TOKEN (or use --show-url) to register it by hand")
+        console.print("no webhook_token is set: the token kept in the state folder is used "
+                      "(--show-url prints the URL with it, to register it by hand)")
     config = uvicorn.Config(create_receiver(settings, ledger), log_level="warning",
                             access_log=False, lifespan="on")
     try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import socket
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,8 +34,17 @@ from scheduler.ledger.states import SENT_STATES, DeliveryState
 _SETTLED_BAD = {DeliveryState.FAILED, DeliveryState.EXPIRED, DeliveryState.UNKNOWN}
 
 
+def tracking_possible(settings: Settings, target_is_sandbox: bool, base_url: str | None
+                      ) -> bool:
+    """Whether the service can reach a receiver of ours: the sandbox or a service on this
+    machine over loopback, or any service given a public ``webhook_url``."""
+    local = urlsplit(base_url or "").hostname in ("127.0.0.1", "localhost", "::1")
+    return target_is_sandbox or local or bool(settings.webhook_url)
+
+
 def start_tracking(settings: Settings, ledger: Ledger, client: Any, target: ServiceTarget,
-                   console: Console | None = None) -> tuple[Any, str | None]:
+                   console: Console | None = None, *, sock: socket.socket | None = None
+                   ) -> tuple[Any, str | None]:
     """Start the webhook receiver; returns it and the URL to register on the senders.
 
     A service on this machine (the sandbox) reaches the receiver on loopback. A remote one
@@ -45,13 +55,14 @@ def start_tracking(settings: Settings, ledger: Ledger, client: Any, target: Serv
     """
     from scheduler.tracking import session_webhook_url, start_receiver
 
-    local = urlsplit(target.base_url).hostname in ("127.0.0.1", "localhost", "::1")
-    if not (target.is_sandbox or local or settings.webhook_url):
+    if not tracking_possible(settings, target.is_sandbox, target.base_url):
+        if sock is not None:
+            sock.close()
         if console is not None:
             console.print("[yellow]No webhook_url configured: delivery tracking is off "
                           "(set CAMPAIGN_WEBHOOK_URL to the receiver's public address)[/]")
         return None, None
-    server = start_receiver(settings, ledger, client)
+    server = start_receiver(settings, ledger, client, sock=sock)
     return server, session_webhook_url(settings, server)
 
 
@@ -129,23 +140,25 @@ def progress_totals(counts: dict[str, int]) -> tuple[int, int]:
 async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: Console, *,
                          target: ServiceTarget | None = None,
                          option_overrides: dict[str, Any] | None = None,
-                         show_progress: bool = True) -> RunResult:
-    """Dispatch ``run`` against the configured service (or the embedded sandbox)."""
+                         show_progress: bool = True,
+                         receiver_socket: socket.socket | None = None) -> RunResult:
+    """Dispatch ``run`` against the configured service (or the embedded sandbox).
+
+    ``receiver_socket``: the receiver's port, bound before planning (see
+    :func:`scheduler.tracking.identity.bind_receiver_socket`).
+    """
     from scheduler.service.client import ServiceClient
 
     senders = list(ledger.definition(run).get("senders") or [])
     with contextlib.ExitStack() as stack:
         if target is None:
             target = stack.enter_context(service_target(settings))
-            if target.is_sandbox:
-                console.print("[yellow]No service configured (CAMPAIGN_BASE_URL and "
-                              "CAMPAIGN_API_KEY): sending to the embedded sandbox at "
-                              f"{target.base_url}[/]")
         client = ServiceClient(target.base_url, target.api_key,
                                timeout_s=settings.http_timeout_s,
                                concurrency=settings.http_concurrency)
         async with client:
-            server, webhook_url = start_tracking(settings, ledger, client, target, console)
+            server, webhook_url = start_tracking(settings, ledger, client, target, console,
+                                                 sock=receiver_socket)
             if server is not None:
                 stack.callback(server.stop)
             await ensure_senders(client, target, senders, webhook_url)

@@ -1,8 +1,10 @@
 """From a campaign file to a finished run: plan, store, find the senders, dispatch.
 
 This is what ``campaign run``, ``campaign resume``, ``campaign serve`` and the demo share.
-The service is either the configured one (``base_url`` + key) or the embedded sandbox,
-started in-process on a free loopback port when no service is configured.
+The service is the configured one (``base_url`` + key) or, only when no service is
+configured at all, the embedded sandbox started in-process on a free loopback port. A
+service configured halfway (an address without a key, or a key without an address) is an
+error: sending to the sandbox instead would fake every result.
 """
 
 from __future__ import annotations
@@ -16,15 +18,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from scheduler.config import Settings
 from scheduler.dispatch.dispatcher import Dispatcher, RunResult
 from scheduler.dispatch.options import DispatchOptions
+from scheduler.errors import ConfigError
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
+from scheduler.ledger.states import FINISHED_RUN_STATUSES, SANDBOX_TARGET, RunStatus
 from scheduler.service.exceptions import ServiceError
 from scheduler.timeutil import Clock, utcnow
 
@@ -34,7 +38,7 @@ def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:
     return Ledger(open_ledger(settings.resolved_database_url()), clock=clock)
 
 
-@dataclass
+@dataclass(repr=False)
 class ServiceTarget:
     """Where sends go: a base URL and its key, and whether it is the embedded sandbox."""
 
@@ -47,14 +51,58 @@ class ServiceTarget:
         """Whether this is the in-process sandbox."""
         return self.sandbox is not None
 
+    @property
+    def ledger_value(self) -> str:
+        """What ``runs.target`` records: ``sandbox`` or ``service:<host[:port]>``."""
+        if self.is_sandbox:
+            return SANDBOX_TARGET
+        return f"service:{urlsplit(self.base_url).netloc or self.base_url}"
+
+    def __repr__(self) -> str:  # never the key
+        return f"ServiceTarget({self.ledger_value})"
+
+
+def target_value(settings: Settings) -> str:
+    """What ``runs.target`` will record for these settings (raises on half a service)."""
+    service = configured_service(settings)
+    if service is None:
+        return SANDBOX_TARGET
+    return f"service:{urlsplit(service[0]).netloc or service[0]}"
+
+
+def configured_service(settings: Settings) -> tuple[str, str] | None:
+    """``(base_url, key)`` of the configured service; ``None`` when none is configured.
+
+    A configuration with one half missing is a :class:`ConfigError` naming that half.
+    """
+    if not settings.service_configured:
+        return None
+    key = settings.resolved_api_key()
+    if settings.base_url and key:
+        return settings.base_url, key
+    if settings.base_url:
+        where = (f"api_key_file {settings.api_key_file} is empty" if settings.api_key_file
+                 else "CAMPAIGN_API_KEY is empty or unset")
+        host = urlsplit(settings.base_url).netloc or settings.base_url
+        raise ConfigError(
+            f"a service is configured (base_url {host}) but {where}: set CAMPAIGN_API_KEY "
+            "(or api_key_file) to the account's key; nothing was sent, and nothing goes to "
+            "the sandbox instead")
+    raise ConfigError(
+        "an API key is configured but no base_url: set CAMPAIGN_BASE_URL (or base_url in "
+        "config.toml) to the service's address; unset the key to use the embedded sandbox")
+
 
 @contextmanager
 def service_target(settings: Settings, *, force_sandbox: bool = False,
                    sandbox_config: dict[str, Any] | None = None) -> Iterator[ServiceTarget]:
-    """The configured service, or an embedded sandbox served on loopback while in use."""
-    key = settings.resolved_api_key()
-    if settings.base_url and key and not force_sandbox:
-        yield ServiceTarget(settings.base_url, key)
+    """The configured service, or an embedded sandbox served on loopback while in use.
+
+    ``force_sandbox`` is for the rehearsal, which never sends anything anywhere.
+    """
+    service = None if force_sandbox else configured_service(settings)
+    if service is not None:
+        yield ServiceTarget(*service)
         return
     from scheduler.httpserver import BackgroundServer
     from scheduler.sandbox import SandboxConfig, create_app
@@ -67,11 +115,16 @@ def service_target(settings: Settings, *, force_sandbox: bool = False,
 
 def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              fire_time: datetime | None = None,
-             on_progress: Callable[[int], None] | None = None) -> int:
+             on_progress: Callable[[int], None] | None = None,
+             target: str | None = None, skip_previous: bool = False) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
+    The run records its ``target`` and the fingerprint of the files it was planned from;
+    ``skip_previous`` skips numbers that received a step of the campaign's earlier runs to
+    the same target.
     """
+    from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(campaign_path)
@@ -80,15 +133,32 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     run_id = ledger.create_run(
         campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),
         definition=spec.model_dump(mode="json"), delivery_mode=spec.delivery,
-        timezone=spec.schedule.timezone, fire_time=fire_time,
+        timezone=spec.schedule.timezone, fire_time=fire_time, target=target,
+        fingerprint=fingerprint_of(campaign).model_dump_json(),
     )
     try:
-        ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress)
+        ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
+                          skip_previous_of=(spec.name, target) if skip_previous else None)
     except BaseException:
         ledger.set_status(run_id, RunStatus.FAILED, reason="the plan could not be stored")
         ledger.release(run_id)
         raise
     return run_id
+
+
+def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datetime,
+               on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+    """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``)."""
+    from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.campaign.plan import build_plan, load_campaign
+
+    campaign = load_campaign(campaign_path)
+    assert run.id is not None
+    return ledger.replan(
+        run.id, build_plan(campaign).chunks(), start_at=start_at,
+        definition=campaign.spec.model_dump(mode="json"),
+        fingerprint=fingerprint_of(campaign).model_dump_json(),
+        step_delays_s=[step.delay_s for step in campaign.steps], on_progress=on_progress)
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:

@@ -25,7 +25,7 @@ from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunLocked
 from scheduler.ledger.models import Fire, Run
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import RunStatus
+from scheduler.ledger.states import RunStatus, describe_target
 
 fires_table = Fire.__table__  # type: ignore[attr-defined]
 
@@ -45,6 +45,7 @@ class Server:
         self.triggers = Triggers(ledger, start_grace_s=start_grace_s)
         self.tasks: dict[int, asyncio.Task[Any]] = {}
         self.stops: dict[int, asyncio.Event] = {}
+        self.wrong_target: set[int] = set()  # runs of another target, said once
         self.webhook_url: str | None = None
         self.events_received = False
 
@@ -64,7 +65,7 @@ class Server:
             else:
                 try:
                     run_id = plan_run(self.ledger, fire.definition_path, start_at=now,
-                                      fire_time=fire_time)
+                                      fire_time=fire_time, target=self.target.ledger_value)
                     started.append(run_id)
                 except SchedulerError as exc:
                     status, reason = "failed", str(exc)
@@ -85,9 +86,19 @@ class Server:
         """
         for run_id in self.ledger.discard_interrupted_plans():
             self.console.print(f"run {run_id}: its planning was interrupted; discarded")
-        return [run for run in self.ledger.unfinished_runs()
+        runs = [run for run in self.ledger.unfinished_runs()
                 if run.status in (RunStatus.PLANNED, RunStatus.RUNNING) and run.planned_count
                 and run.id not in self.tasks and run.channel == "whatsapp"]
+        here = self.target.ledger_value
+        for run in runs:
+            if run.target not in (None, here) and run.id not in self.wrong_target:
+                self.wrong_target.add(run.id or 0)
+                self.console.print(
+                    f"[yellow]run {run.id} ({run.campaign_name}) was started against "
+                    f"{describe_target(run.target)}; this serve sends to "
+                    f"{describe_target(here)}: left alone (cancel it, or serve it with the "
+                    "settings it started with)[/]")
+        return [run for run in runs if run.target in (None, here)]
 
     async def _dispatch_one(self, client: Any, run: Run) -> None:
         assert run.id is not None

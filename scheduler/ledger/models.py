@@ -52,6 +52,10 @@ class Run(SQLModel, table=True):
     owner_pid: int | None = None
     owner_host: str | None = None
     heartbeat_at: datetime | None = None
+    # Where the sends went: "sandbox" or "service:<host>" (see scheduler.dispatch.runner).
+    target: str | None = None
+    # What the run was planned from (JSON; see scheduler.campaign.fingerprint).
+    fingerprint: str | None = Field(default=None, sa_type=Text)
 
 
 class Delivery(SQLModel, table=True):
@@ -169,3 +173,16 @@ class Schedule(SQLModel, table=True):
     trigger: str
     timezone: str
     created_at: datetime
+
+
+class ReceiverUptime(SQLModel, table=True):
+    """An interval during which a webhook receiver of this ledger was listening."""
+
+    __tablename__ = "receiver_uptime"
+
+    id: int | None = Field(default=None, primary_key=True)
+    pid: int
+    # A hash of the URL the service posts to (port and token), never the token itself.
+    url_key: str
+    started_at: datetime
+    last_seen_at: datetime

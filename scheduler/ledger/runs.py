@@ -38,9 +38,14 @@ _DONE, _ABORT = object(), object()
 class _PlanWriter(threading.Thread):
     """Writes plan chunks in one transaction on its own thread; see ``Ledger.store_plan``."""
 
-    def __init__(self, engine: Engine, run_id: int, start_at: datetime) -> None:
+    def __init__(self, engine: Engine, run_id: int, start_at: datetime, *,
+                 prepare: Callable[[Any], None] | None = None,
+                 finalize: Callable[[Any], int | None] | None = None) -> None:
         super().__init__(name=f"plan-writer-{run_id}", daemon=True)
         self.engine, self.run_id, self.start_at = engine, run_id, start_at
+        # prepare(conn) runs first, finalize(conn) last, in the same transaction; finalize
+        # may return the run's planned count when it is not the number of rows written.
+        self.prepare, self.finalize = prepare, finalize
         self.chunks: queue.Queue[Any] = queue.Queue(maxsize=2)
         self.queued = 0
         self.total = 0
@@ -51,12 +56,15 @@ class _PlanWriter(threading.Thread):
             with self.engine.begin() as conn:
                 if conn.dialect.name == "sqlite":  # index pages of a big plan stay in memory
                     conn.exec_driver_sql("PRAGMA cache_size=-131072")
+                if self.prepare is not None:
+                    self.prepare(conn)
                 while (chunk := self.chunks.get()) is not _DONE:
                     if chunk is _ABORT:
                         raise _Aborted
                     self._write(conn, chunk)
+                planned = self.finalize(conn) if self.finalize is not None else None
                 conn.execute(update(runs_table).where(runs_table.c.id == self.run_id)
-                             .values(planned_count=self.total))
+                             .values(planned_count=self.total if planned is None else planned))
         except BaseException as exc:  # handed to the planning thread
             self.error = exc
 
@@ -143,7 +151,8 @@ class Ledger:
     def create_run(
         self, *, campaign_name: str, channel: str, definition_path: str,
         definition: dict[str, Any], delivery_mode: str, timezone: str,
-        fire_time: datetime | None = None,
+        fire_time: datetime | None = None, target: str | None = None,
+        fingerprint: str | None = None,
     ) -> int:
         """A new run in status ``planned``; unique per (campaign, fire time)."""
         campaign_id = self.ensure_campaign(campaign_name, channel, definition_path)
@@ -152,7 +161,7 @@ class Ledger:
             status=RunStatus.PLANNED, delivery_mode=delivery_mode, timezone=timezone,
             fire_time=fire_time, definition_path=definition_path,
             definition=json.dumps(definition, ensure_ascii=False, default=str),
-            created_at=self.clock(),
+            created_at=self.clock(), target=target, fingerprint=fingerprint,
             # the planning process holds the run until its plan is stored (see
             # discard_interrupted_plans): nobody dispatches or discards a plan being written
             owner_pid=os.getpid(), owner_host=socket.gethostname(), heartbeat_at=self.clock(),
@@ -171,6 +180,7 @@ class Ledger:
     def store_plan(
         self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
         on_progress: Callable[[int], None] | None = None,
+        skip_previous_of: tuple[str, str | None] | None = None,
     ) -> int:
         """Bulk-insert every chunk of a plan in ONE transaction (all or nothing).
 
@@ -178,8 +188,74 @@ class Ledger:
         number that opted out after the CSV was written is never sent anything. The writes
         happen in a writer thread while this one keeps planning: SQLite releases the GIL
         while it works, so rendering and storing overlap on two cores.
+
+        ``skip_previous_of`` is (campaign, target): planned rows to numbers that received any
+        step of the campaign's earlier runs to that target become ``skipped`` in the same
+        transaction (a deliberate re-run).
         """
-        writer = _PlanWriter(self.engine, run_id, start_at)
+        finalize = None
+        if skip_previous_of is not None:
+            campaign, target = skip_previous_of
+
+            def finalize(conn: Any) -> None:
+                queries.skip_previous_recipients(conn, run_id, campaign, target)
+        writer = _PlanWriter(self.engine, run_id, start_at, finalize=finalize)
+        return self._feed(writer, chunks, on_progress)
+
+    def replan(
+        self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
+        definition: dict[str, Any], fingerprint: str, step_delays_s: list[float],
+        on_progress: Callable[[int], None] | None = None,
+    ) -> tuple[int, int]:
+        """Replace what a run has not yet handed to the service with a new plan.
+
+        In one transaction: rows still ``planned`` or ``skipped`` are deleted, the new plan
+        is written, and any new row whose recipient and step the run already sent, tried or
+        settled is dropped, so nothing is sent twice. Returns (rows written, rows dropped
+        as already handled); the run's definition and fingerprint become the new ones.
+        """
+        marks: dict[str, int] = {}
+
+        def prepare(conn: Any) -> None:
+            queries.drop_replaceable_rows(conn, run_id)
+            marks["last_old_id"] = queries.max_delivery_id(conn, run_id)
+
+        def finalize(conn: Any) -> int:
+            marks["dropped"] = queries.drop_already_handled(conn, run_id, marks["last_old_id"])
+            queries.continue_after_handled(conn, run_id, marks["last_old_id"], step_delays_s,
+                                           start_at)
+            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
+                definition=json.dumps(definition, ensure_ascii=False, default=str),
+                fingerprint=fingerprint))
+            return int(queries.count_rows(conn, run_id))
+
+        self.acquire(run_id)  # nobody dispatches the run while its plan is replaced
+        writer = _PlanWriter(self.engine, run_id, start_at, prepare=prepare, finalize=finalize)
+        try:
+            written = self._feed(writer, chunks, on_progress)
+        except BaseException:
+            self.release(run_id)  # the old plan stands (the transaction rolled back)
+            raise
+        return written, marks.get("dropped", 0)
+
+    def apply_definition(self, run_id: int, definition: dict[str, Any],
+                         fingerprint: str) -> int:
+        """Give an unfinished run a new definition for its pending rows (pacing changes).
+
+        Pace, windows, schedule and senders are read from the definition when the run is
+        dispatched, so storing it applies them; pending rows pinned to a sender that is no
+        longer listed are freed for the others. Returns how many rows were freed.
+        """
+        senders = [str(s) for s in definition.get("senders") or []]
+        with self.engine.begin() as conn:
+            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
+                definition=json.dumps(definition, ensure_ascii=False, default=str),
+                fingerprint=fingerprint))
+            return queries.unpin_removed_senders(conn, run_id, senders)
+
+    def _feed(self, writer: _PlanWriter, chunks: Iterable[list[dict[str, Any]]],
+              on_progress: Callable[[int], None] | None) -> int:
+        run_id = writer.run_id
         writer.start()
         try:
             for chunk in chunks:

@@ -88,3 +88,16 @@ SENT_STATES = frozenset(
 FINISHED_RUN_STATUSES = frozenset(
     {RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED}
 )
+
+
+#: ``runs.target`` of a run sent to the embedded sandbox; others are ``service:<host>``.
+SANDBOX_TARGET = "sandbox"
+
+
+def describe_target(value: str | None) -> str:
+    """A stored ``runs.target`` in words, the same in ``status``, ``runs`` and reports."""
+    if value == SANDBOX_TARGET:
+        return "the embedded sandbox on this machine (no real messages)"
+    if value and value.startswith("service:"):
+        return value.removeprefix("service:")
+    return "not recorded"

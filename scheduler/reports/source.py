@@ -51,6 +51,7 @@ class RunInfo:
     planned_count: int
     stop_reason: str | None
     definition: dict[str, Any] = field(default_factory=dict)
+    target: str | None = None
 
 
 def _zone_name(name: str | None) -> str:
@@ -88,6 +89,7 @@ def load_runs(conn: Connection, run_ids: Sequence[int]) -> list[RunInfo]:
             started_at=row["started_at"], finished_at=row["finished_at"],
             planned_count=row["planned_count"] or 0, stop_reason=row["stop_reason"],
             definition=definition if isinstance(definition, dict) else {},
+            target=row.get("target"),
         ))  # fmt: skip
     return out
 

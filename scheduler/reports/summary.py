@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
-from scheduler.ledger.states import SENT_STATES, DeliveryState
+from scheduler.ledger.states import SENT_STATES, DeliveryState, describe_target
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
 
@@ -135,6 +135,7 @@ def _run_section(runs: list[RunInfo]) -> list[Metric]:
         Metric("Run", "int", [r.id for r in runs]),
         join("Channel", [r.channel for r in runs]),
         join("Status", [r.status for r in runs]),
+        join("Sent to", [describe_target(r.target) for r in runs]),
         join("Time zone (times are local to it)", [r.timezone for r in runs]),
         dates("Planned at", "created_at", min),
         dates("Scheduled for", "fire_time", min),

@@ -23,6 +23,7 @@ import gc
 import json
 import logging
 import secrets
+import socket
 import time
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -67,10 +68,16 @@ _process_token: str | None = None
 
 
 def receiver_token(settings: Settings) -> str:
-    """The session webhook token: ``webhook_token``, else one random token per process."""
+    """The session webhook token: ``webhook_token``, else the one kept in the state folder
+    (see :mod:`scheduler.tracking.identity`), else one random token per process."""
     global _process_token
     if settings.webhook_token is not None and settings.webhook_token.get_secret_value():
         return settings.webhook_token.get_secret_value()
+    from scheduler.tracking.identity import load_identity
+
+    identity = load_identity(settings)
+    if identity is not None:
+        return identity.token
     if _process_token is None:
         _process_token = secrets.token_urlsafe(32)
     return _process_token
@@ -305,10 +312,17 @@ def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource 
 
 
 def start_receiver(settings: Settings, ledger: Ledger, client: ClientSource = None, *,
-                   host: str | None = None, port: int | None = None) -> BackgroundServer:
-    """Serve the receiver on ``receiver_host:receiver_port`` in a background thread."""
+                   host: str | None = None, port: int | None = None,
+                   sock: socket.socket | None = None) -> BackgroundServer:
+    """Serve the receiver in a background thread: on ``sock`` (bound beforehand, see
+    :func:`scheduler.tracking.identity.bind_receiver_socket`), else on ``host:port``, else
+    on the project's receiver port."""
     app = create_receiver(settings, ledger, client=client)
+    if sock is None and port is None:
+        from scheduler.tracking.identity import bind_receiver_socket
+
+        sock = bind_receiver_socket(settings)
     server = BackgroundServer(app, host=host or settings.receiver_host,
-                              port=settings.receiver_port if port is None else port)
+                              port=port or 0, sock=sock)
     return server.start()
 

@@ -15,6 +15,7 @@ The statements live in four modules, one role each; import them from here::
 
 - ``common``: the tables, JSON encoding, the suppression lookups;
 - ``plan``: the bulk insert of a plan;
+- ``reruns``: who already received a campaign, replacing a run's pending plan;
 - ``dispatch``: due rows, claim, outcomes, steps, counts, reconciliation;
 - ``tracking``: storing and applying webhook events, replies, opt-outs.
 """
@@ -25,4 +26,5 @@ from scheduler.ledger.queries.common import *  # noqa: F403
 from scheduler.ledger.queries.common import _dumps, _state_in  # noqa: F401
 from scheduler.ledger.queries.dispatch import *  # noqa: F403
 from scheduler.ledger.queries.plan import *  # noqa: F403
+from scheduler.ledger.queries.reruns import *  # noqa: F403
 from scheduler.ledger.queries.tracking import *  # noqa: F403

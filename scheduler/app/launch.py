@@ -1,0 +1,166 @@
+"""``campaign run FILE``: every check that can stop a run comes before the first write.
+
+Order, so that a mistake costs nothing: the settings (a half-configured service stops
+here), the campaign file, the receiver's port (a busy port stops here), the senders on a
+real service (missing or disconnected ones stop here), then the ledger's view of the
+campaign (a finished one-off campaign, an edited unfinished run, a run of another target),
+and only then planning and sending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from pathlib import Path
+
+from rich.console import Console
+
+from scheduler.app.choose_run import (
+    EditChoice,
+    check_choice,
+    check_target,
+    last_finished_run,
+    pending_changes,
+    refuse_edits,
+    refuse_repeat,
+)
+from scheduler.campaign.loader import Campaign
+from scheduler.config import Settings, load_settings
+from scheduler.errors import SchedulerError
+from scheduler.ledger.models import Run
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import DeliveryState, describe_target
+from scheduler.timeutil import utcnow
+
+
+def _check_channel(campaign: Campaign, file: Path) -> None:
+    if campaign.spec.channel != "whatsapp":
+        raise SchedulerError(f"{file}: dispatching {campaign.spec.channel} campaigns is not "
+                             "available yet; `campaign plan` estimates them")
+
+
+def _receiver_socket(settings: Settings, target: str, notes: list[str]) -> socket.socket | None:
+    """Bind the receiver's port now when this run will track deliveries."""
+    from scheduler.dispatch.foreground import tracking_possible
+    from scheduler.dispatch.runner import configured_service
+    from scheduler.tracking.identity import bind_receiver_socket
+
+    service = configured_service(settings)
+    if not tracking_possible(settings, target == "sandbox", service[0] if service else None):
+        return None
+    return bind_receiver_socket(settings, notes=notes)
+
+
+def _check_senders(settings: Settings, campaign: Campaign) -> None:
+    from scheduler.dispatch.runner import configured_service
+    from scheduler.service.sender_check import verify_senders
+
+    service = configured_service(settings)
+    if service is not None and campaign.spec.senders:
+        verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s)
+
+
+def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
+              choice: EditChoice | None, console: Console) -> Run:
+    """Continue an unfinished run: its target must match, and edits need a choice."""
+    from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.dispatch.runner import replan_run
+
+    assert run.id is not None
+    changes = pending_changes(run, campaign)
+    if changes:
+        counts = ledger.counts(run.id)
+        pending = counts.get(DeliveryState.PLANNED, 0)
+        if choice is None:
+            raise refuse_edits(run, changes, pending, file)
+        check_choice(choice, changes, file)
+        if choice == "apply-changes":
+            freed = ledger.apply_definition(run.id, campaign.spec.model_dump(mode="json"),
+                                            fingerprint_of(campaign).model_dump_json())
+            console.print(f"run {run.id}: applied to its {pending:,} pending deliveries: "
+                          + "; ".join(c.describe() for c in changes)
+                          + (f" ({freed:,} moved off removed senders)" if freed else ""),
+                          highlight=False)
+        elif choice == "replan":
+            with console.status("planning again…") as status:
+                written, kept = replan_run(
+                    ledger, run, file, start_at=utcnow(),
+                    on_progress=lambda n: status.update(f"planning again… {n:,} rows"))
+            console.print(f"run {run.id}: planned again from the edited files; {written:,} "
+                          f"rows written, {kept:,} left out because the run already handled "
+                          "that recipient's step", highlight=False)
+        else:
+            console.print(f"run {run.id}: continuing as planned; the edits are not used "
+                          "by this run", highlight=False)
+    console.print(f"continuing unfinished run {run.id} of {campaign.spec.name!r} "
+                  f"({run.status})", highlight=False)
+    return ledger.get_run(run.id)
+
+
+def launch_run(file: Path, console: Console, *, new_run: bool = False,
+               include_previous: bool = False, edit_choice: str | None = None) -> None:
+    """Check everything, then continue the campaign's unfinished run or plan a new one."""
+    from scheduler.campaign.plan import load_campaign
+    from scheduler.dispatch.foreground import describe, run_foreground
+    from scheduler.dispatch.runner import (
+        ledger_from_settings,
+        plan_run,
+        target_value,
+        unfinished_run_for,
+    )
+
+    settings = load_settings(near=file)
+    target = target_value(settings)  # a half-configured service stops here
+    campaign = load_campaign(file)
+    _check_channel(campaign, file)
+    console.print(f"{campaign.spec.name}: sending to {describe_target(target)}"
+                  + ("; set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY to send for real"
+                     if target == "sandbox" else ""), highlight=False)
+    notes: list[str] = []
+    sock = _receiver_socket(settings, target, notes)
+    with contextlib.ExitStack() as cleanup:
+        if sock is not None:
+            cleanup.callback(sock.close)
+        for note in notes:
+            console.print(f"[yellow]{note}[/]")
+        _check_senders(settings, campaign)
+        ledger = ledger_from_settings(settings)
+        run = unfinished_run_for(ledger, campaign.spec.name)
+        choice: EditChoice | None = edit_choice  # type: ignore[assignment]  # checked by cli
+        if run is not None:
+            if new_run:
+                raise SchedulerError(
+                    f"run {run.id} of {campaign.spec.name!r} is not finished: continue it with "
+                    f"`campaign run {file}`, or cancel it (`campaign cancel {run.id}`) before "
+                    "a new run")
+            check_target(run, target)
+            run = _continue(ledger, run, campaign, file, choice, console)
+        else:
+            earlier = None
+            if campaign.spec.schedule.cron is None:
+                earlier = last_finished_run(ledger, campaign.spec.name, target)
+                if earlier is not None and not new_run:
+                    raise refuse_repeat(earlier, campaign, file)
+            with console.status("planning…") as status:
+                run_id = plan_run(ledger, file, start_at=utcnow(), target=target,
+                                  skip_previous=earlier is not None and not include_previous,
+                                  on_progress=lambda n: status.update(f"planning… {n:,} rows"))
+            run = ledger.get_run(run_id)
+            counts = ledger.counts(run_id)
+            skipped_before = _skipped_as_received(ledger, run_id)
+            console.print(f"run {run_id}: {counts.get(DeliveryState.PLANNED, 0):,} deliveries "
+                          f"planned" + (f", {skipped_before:,} skipped: those numbers "
+                                        "already received this campaign" if skipped_before
+                                        else ""), highlight=False)
+        result = asyncio.run(run_foreground(settings, ledger, run, console,
+                                            receiver_socket=sock))
+        sock = None  # the receiver owns it now
+    describe(result, console)
+
+
+def _skipped_as_received(ledger: Ledger, run_id: int) -> int:
+    from scheduler.ledger.queries import count_skipped_as_received
+
+    with ledger.engine.connect() as conn:
+        return count_skipped_as_received(conn, run_id)

@@ -1,0 +1,125 @@
+"""The receiver's identity kept in the state folder: its webhook token and its port.
+
+The service retries a webhook it could not deliver for about six minutes, to the URL that
+was registered when the message was sent. If each process made a new token (or took a new
+port), events for sends in flight when a process died would be refused by the next one,
+and those sends would end ``unknown`` although the service accepted them. So the generated
+token, and the port where the user fixed none, are written once to
+``<state>/receiver.json`` (mode 0600; the token is a secret) and reused by every later
+process of the project: ``campaign run``, ``resume``, ``serve`` and ``receiver``.
+
+``webhook_token`` and ``receiver_port`` in the settings always win over what is kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from scheduler.config import Settings
+from scheduler.errors import ConfigError
+
+IDENTITY_FILE = "receiver.json"
+
+
+class ReceiverIdentity(BaseModel):
+    """What a project's receiver keeps between processes."""
+
+    token: str
+    port: int | None = None
+
+
+def _path(settings: Settings) -> Path | None:
+    try:
+        return settings.state_path() / IDENTITY_FILE
+    except ConfigError:  # no project: nowhere to keep it (a database URL was given)
+        return None
+
+
+def load_identity(settings: Settings) -> ReceiverIdentity | None:
+    """The kept identity, created (with a new random token) on first use; ``None`` without
+    a state folder."""
+    path = _path(settings)
+    if path is None:
+        return None
+    if path.is_file():
+        try:
+            return ReceiverIdentity.model_validate_json(path.read_bytes())
+        except (ValidationError, OSError):
+            pass  # unreadable: make a new one (old in-flight events are then refused)
+    identity = ReceiverIdentity(token=secrets.token_urlsafe(32))
+    save_identity(settings, identity)
+    return identity
+
+
+def save_identity(settings: Settings, identity: ReceiverIdentity) -> None:
+    """Write the identity atomically, readable by its owner only."""
+    path = _path(settings)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(identity.model_dump_json())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _bind(host: str, port: int) -> socket.socket | None:
+    # proto=IPPROTO_TCP: see scheduler.httpserver (TCP_NODELAY on accepted sockets)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None
+                         ) -> socket.socket:
+    """Bind the receiver's port now (before any planning), so a busy port stops the command
+    before it does anything.
+
+    ``receiver_port`` set: that port or a :class:`ConfigError`. Otherwise the port kept from
+    the last process, else (or when it is taken) a free one, which is kept for next time;
+    ``notes`` gets a line when the kept port had to change.
+    """
+    host = settings.receiver_host
+    if settings.receiver_port is not None:
+        sock = _bind(host, settings.receiver_port)
+        if sock is None:
+            raise ConfigError(
+                f"receiver_port {settings.receiver_port} on {host} is in use (is `campaign "
+                "serve`, `campaign receiver` or another run using it?): stop that process, "
+                "or set CAMPAIGN_RECEIVER_PORT to a free port (0 picks one)")
+        return sock
+    if settings.webhook_url:
+        raise ConfigError(
+            "webhook_url is set, so the receiver must listen on the port it forwards to: "
+            "set receiver_port (CAMPAIGN_RECEIVER_PORT) as well")
+    identity = load_identity(settings)
+    kept = identity.port if identity is not None else None
+    sock = _bind(host, kept) if kept else None
+    if sock is None:
+        sock = _bind(host, 0)
+        if sock is None:
+            raise ConfigError(f"cannot listen on {host}: no free port")
+        if kept and notes is not None:
+            notes.append(f"receiver port {kept} (kept from the last run) is in use; listening "
+                         f"on {sock.getsockname()[1]} instead, so webhooks retried to the old "
+                         "port for sends of an earlier process will not arrive here")
+    if identity is not None and identity.port != sock.getsockname()[1]:
+        identity.port = sock.getsockname()[1]
+        with contextlib.suppress(ConfigError):
+            save_identity(settings, identity)
+    return sock
