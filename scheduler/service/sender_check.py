@@ -61,8 +61,7 @@ class SenderProblem(BaseModel):
 
 def qr_hint(session_id: str) -> str:
     """The fix of a session waiting for its QR code to be scanned."""
-    return (f"scan the QR from `campaign sessions qr {session_id}` with WhatsApp on the "
-            "sender's phone (Linked devices → Link a device)")
+    return f"scan the QR from `campaign sessions qr {session_id}` with the sender's phone"
 
 
 def problem_for(session_id: str, record: SessionRecord | None) -> SenderProblem | None:
@@ -82,7 +81,7 @@ def problem_for(session_id: str, record: SessionRecord | None) -> SenderProblem 
     if status == READY_STATUS:
         return None
     if status in WAITING_STATUSES:
-        reason = f"is not connected yet (status {status}: waiting for the phone)"
+        reason = f"is not connected yet (status {status}, waiting for the phone)"
         fix = qr_hint(session_id)
         if status == "pair_code_ready":
             fix = f"enter the pairing code on the sender's phone, or {fix}"

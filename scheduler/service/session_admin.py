@@ -220,10 +220,17 @@ def qr_terminal_text(payload: str, *, max_columns: int = MAX_QR_COLUMNS) -> str 
 
 
 def default_qr_path(settings: Settings, session_id: str, cwd: Path | None = None) -> Path:
-    """``<state folder>/qr-<id>.png`` when the state folder exists, else in ``cwd``."""
+    """``<project's state folder>/qr-<id>.png`` when that folder exists, else in ``cwd``.
+
+    Outside a project, or before its state folder exists, the PNG goes to the current folder:
+    showing a QR code never creates a state folder.
+    """
     name = f"qr-{_UNSAFE_FILE_CHARS.sub('_', session_id) or 'session'}.png"
-    state = settings.state_dir
-    folder = state if state.is_dir() else (cwd or Path.cwd())
+    try:
+        state: Path | None = settings.state_path()
+    except ConfigError:  # no project: there is no state folder
+        state = None
+    folder = state if state is not None and state.is_dir() else (cwd or Path.cwd())
     return folder / name
 
 

@@ -110,6 +110,13 @@ def test_qr_goes_to_the_state_folder_when_there_is_one(cli: Cli, service_env, wo
     assert png.is_file()
     assert decoded(png) == status_json(cli, service_env, "loja-rj-01")["qrCode"]
     assert not (workdir / "qr-loja-rj-01.png").exists()
+    # From a folder inside the project, the PNG still goes to the project's state folder.
+    png.unlink()
+    inside = workdir / "data" / "lists"
+    inside.mkdir(parents=True)
+    shown = cli("sessions", "qr", "loja-rj-01", env=service_env, cwd=inside)
+    assert shown.code == 0, shown.both
+    assert png.is_file() and not list(inside.iterdir())
 
 
 def test_a_missing_session_says_how_to_create_it(cli: Cli, service_env):
