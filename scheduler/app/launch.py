@@ -156,7 +156,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
         result = asyncio.run(run_foreground(settings, ledger, run, console,
                                             receiver_socket=sock))
         sock = None  # the receiver owns it now
-    describe(result, console)
+    describe(result, console, ledger)
 
 
 def _skipped_as_received(ledger: Ledger, run_id: int) -> int:

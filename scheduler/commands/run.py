@@ -110,7 +110,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     ledger.release(run_id)
     console.print(f"run {run_id} → {describe_target(target)}")
     result = asyncio.run(run_foreground(settings, ledger, ledger.get_run(run_id), console))
-    describe(result, console)
+    describe(result, console, ledger)
 
 
 def resend_command(
@@ -118,16 +118,30 @@ def resend_command(
     failed: bool = typer.Option(False, "--failed", help="Queue failed deliveries again."),
     unknown: bool = typer.Option(False, "--unknown", help="Queue unknown (maybe sent) "
                                  "deliveries again: they may reach someone twice."),
+    unproven: bool = typer.Option(False, "--unproven", help="Queue the unknown deliveries "
+                                  "the service did not take (no proof within its retry "
+                                  "horizon while the receiver listened): safe to send."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
     from scheduler.config import load_settings
     from scheduler.dispatch.runner import ledger_from_settings
+    from scheduler.dispatch.unknowns import judge_run
+    from scheduler.timeutil import utcnow
 
-    if not (failed or unknown):
-        raise SchedulerError("say which deliveries to send again: --failed, --unknown or both")
+    if not (failed or unknown or unproven):
+        raise SchedulerError("say which deliveries to send again: --failed, --unproven or "
+                             "--unknown")
     ledger = ledger_from_settings(load_settings())
+    n = 0
+    if unproven and not unknown:
+        verdicts = judge_run(ledger, run_id, utcnow())
+        for line in verdicts.describe(run_id):
+            console.print(line, highlight=False)
+        if verdicts.unproven:
+            n += ledger.requeue(run_id, ["unknown"], ids=verdicts.unproven)
     states = [s for s, wanted in (("failed", failed), ("unknown", unknown)) if wanted]
-    n = ledger.requeue(run_id, states)
+    if states:
+        n += ledger.requeue(run_id, states)
     console.print(f"run {run_id}: {n} deliveries queued again; "
                   f"send them with `campaign resume {run_id}`")
 
@@ -145,6 +159,15 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         "reason": run.stop_reason, "deliveries": sum(counts.values()), "counts": counts,
         "target": run.target, "sent_to": describe_target(run.target),
     }
+    if counts.get("unknown"):
+        from scheduler.dispatch.unknowns import judge_run
+        from scheduler.timeutil import utcnow
+
+        verdicts = judge_run(ledger, run.id, utcnow())
+        row["unknown_detail"] = {"waiting": len(verdicts.waiting),
+                                 "unproven": len(verdicts.unproven),
+                                 "unknowable": len(verdicts.unknowable)}
+        row["unknown_verdicts"] = verdicts.describe(run.id)
     try:
         from scheduler.tracking import tracking_counts
     except ImportError:
@@ -183,6 +206,8 @@ def status_command(
     console.print(table)
     if "tracking" in row:
         console.print("  " + " · ".join(f"{k} {v:,}" for k, v in row["tracking"].items()))
+    for line in row.get("unknown_verdicts", []):
+        console.print(f"  {line}", highlight=False)
 
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

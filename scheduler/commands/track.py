@@ -130,7 +130,9 @@ def receiver(
     if settings.webhook_token is None:
         console.print("no webhook_token is set: the token kept in the state folder is used "
                       "(--show-url prints the URL with it, to register it by hand)")
-    config = uvicorn.Config(create_receiver(settings, ledger), log_level="warning",
+    app = create_receiver(settings, ledger)
+    app.state.receiver.listen_port = sock.getsockname()[1]
+    config = uvicorn.Config(app, log_level="warning",
                             access_log=False, lifespan="on")
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -170,23 +170,66 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                       else contextlib.nullcontext()):
                 bar.update(counts)
                 zone = ledger.definition(run).get("schedule", {}).get("timezone") or "UTC"
-                result = await dispatch(
-                    ledger, client, run, stop_event=stop, events_received=server is not None,
-                    on_progress=bar.update, progress_every_s=0.25,
-                    option_overrides={"verify_grace_s": settings.verify_grace_s,
-                                      **(option_overrides or {})},
-                    on_note=lambda entry: bar.note(entry, zone),
-                )
+
+                async def dispatch_now(this: Run) -> RunResult:
+                    return await dispatch(
+                        ledger, client, this, stop_event=stop,
+                        events_received=server is not None,
+                        on_progress=bar.update, progress_every_s=0.25,
+                        option_overrides={"verify_grace_s": settings.verify_grace_s,
+                                          **(option_overrides or {})},
+                        on_note=lambda entry: bar.note(entry, zone),
+                    )
+
+                result = await dispatch_now(run)
+                if (server is not None and result.status == "completed"
+                        and ledger.definition(run).get("resend_unproven")):
+                    result = await _resend_unproven(ledger, run, result, stop, console,
+                                                    dispatch_now)
                 bar.update(result.counts)
     return result
 
 
-def describe(result: RunResult, console: Console) -> None:
-    """Print how a dispatch ended."""
+async def _resend_unproven(ledger: Ledger, run: Run, result: RunResult, stop: asyncio.Event,
+                           console: Console,
+                           dispatch_now: Callable[[Run], Awaitable[RunResult]]) -> RunResult:
+    """``resend_unproven = true``: keep the receiver up through the service's retry horizon,
+    then send again exactly the ``unknown`` rows it did not take (see ``unknowns``)."""
+    from scheduler.dispatch.unknowns import judge_run
+
+    assert run.id is not None
+    while not stop.is_set():
+        verdicts = judge_run(ledger, run.id, ledger.clock())
+        if verdicts.unproven:
+            n = ledger.requeue(run.id, ["unknown"], ids=verdicts.unproven)
+            console.print(f"{n:,} unknown sends were not taken by the service (no proof "
+                          "within its retry horizon): sending them again "
+                          "(resend_unproven = true)", highlight=False)
+            result = await dispatch_now(ledger.get_run(run.id))
+            continue
+        if not verdicts.waiting or verdicts.settles_at is None:
+            break
+        wait_s = (verdicts.settles_at - ledger.clock()).total_seconds() + 1
+        console.print(f"waiting until {verdicts.settles_at:%H:%M:%S} UTC for the service's "
+                      f"proof of {len(verdicts.waiting):,} uncertain sends "
+                      "(resend_unproven = true; Ctrl-C leaves them unknown)", highlight=False)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), timeout=max(wait_s, 0.1))
+    return result
+
+
+def describe(result: RunResult, console: Console, ledger: Ledger | None = None) -> None:
+    """Print how a dispatch ended (with what can be said of ``unknown`` rows, given the
+    ledger)."""
     colour = {"completed": "green", "paused": "yellow", "cancelled": "red"}.get(
         result.status, "white")
     console.print(f"run {result.run_id}: [bold {colour}]{result.status}[/]"
                   + (f" ({result.reason})" if result.reason else ""))
     console.print("  " + ", ".join(f"{state} {n}" for state, n in sorted(result.counts.items())))
+    if ledger is not None and result.counts.get(DeliveryState.UNKNOWN):
+        from scheduler.dispatch.unknowns import judge_run
+
+        for line in judge_run(ledger, result.run_id, ledger.clock()).describe(result.run_id):
+            console.print(f"  {line}", highlight=False)
     if result.status == "paused":
         console.print(f"  continue with: campaign resume {result.run_id}")

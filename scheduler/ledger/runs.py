@@ -442,8 +442,9 @@ class Ledger:
                                                   runs_table.c.owner_pid == os.getpid())
                          .values(owner_pid=None, owner_host=None, heartbeat_at=None))
 
-    def requeue(self, run_id: int, states: list[str]) -> int:
-        """Queue deliveries in ``states`` (failed, unknown) again, with their later steps.
+    def requeue(self, run_id: int, states: list[str], *, ids: list[int] | None = None) -> int:
+        """Queue deliveries in ``states`` (failed, unknown; only ``ids`` when given) again,
+        with their later steps.
 
         The run becomes ``paused`` so ``campaign resume`` sends them; suppressed numbers stay
         skipped.
@@ -453,7 +454,7 @@ class Ledger:
             raise RunStateError(f"run {run_id} is being dispatched; pause it first")
         now = self.clock()
         with self.engine.begin() as conn:
-            n = queries.requeue(conn, run_id, states, now)
+            n = queries.requeue(conn, run_id, states, now, ids=ids)
             if n:
                 conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
                     status=RunStatus.PAUSED, finished_at=None, control=None,

@@ -17,6 +17,7 @@ The statements live in four modules, one role each; import them from here::
 - ``plan``: the bulk insert of a plan;
 - ``reruns``: who already received a campaign, replacing a run's pending plan;
 - ``dispatch``: due rows, claim, outcomes, steps, counts, reconciliation;
+- ``uptime``: when the receiver was listening (to judge ``unknown`` rows);
 - ``tracking``: storing and applying webhook events, replies, opt-outs.
 """
 
@@ -28,3 +29,4 @@ from scheduler.ledger.queries.dispatch import *  # noqa: F403
 from scheduler.ledger.queries.plan import *  # noqa: F403
 from scheduler.ledger.queries.reruns import *  # noqa: F403
 from scheduler.ledger.queries.tracking import *  # noqa: F403
+from scheduler.ledger.queries.uptime import *  # noqa: F403

@@ -351,12 +351,18 @@ def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
     return len(rows)
 
 
-def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime) -> int:
-    """Rows of ``run_id`` in ``states`` go back to ``planned`` (due now); the later steps
-    that were skipped because of them wait again for their previous step."""
-    targets = list(conn.execute(
-        select(deliveries.c.id, deliveries.c.to, deliveries.c.step).where(
-            deliveries.c.run_id == run_id, deliveries.c.state.in_(list(states)))))
+def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime, *,
+            ids: Sequence[int] | None = None) -> int:
+    """Rows of ``run_id`` in ``states`` (only ``ids`` among them, when given) go back to
+    ``planned`` (due now); the later steps that were skipped because of them wait again for
+    their previous step."""
+    stmt = select(deliveries.c.id, deliveries.c.to, deliveries.c.step).where(
+        deliveries.c.run_id == run_id, deliveries.c.state.in_(list(states)))
+    if ids is not None:
+        wanted = set(ids)
+        targets = [t for t in conn.execute(stmt) if t.id in wanted]
+    else:
+        targets = list(conn.execute(stmt))
     if not targets:
         return 0
     suppressed = suppressed_numbers(conn, (t.to for t in targets))

@@ -140,7 +140,7 @@ def continue_after_handled(conn: Connection, run_id: int, last_old_id: int,
                      .values(due_at=bindparam("b_due"), sender=bindparam("b_sender")), due)
     if stopped:
         conn.execute(update(deliveries).where(deliveries.c.id == bindparam("b_id"))
-                     .values(state=str(S.SKIPPED), reason="the previous step was not sent",
+                     .values(state=str(S.SKIPPED), reason="previous step not sent",
                              updated_at=now), stopped)
 
 

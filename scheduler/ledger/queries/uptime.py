@@ -1,0 +1,48 @@
+"""When the project's webhook receiver was listening, and the ``unknown`` rows to judge by it.
+
+A send with no ``messages.sent`` event can be called "not accepted by the service" only if
+the service's retried webhooks had somewhere to land: these rows record each receiver's
+listening interval (started, last seen alive), written by the receiver every few seconds.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, insert, select, update
+
+from scheduler.ledger.models import ReceiverUptime
+from scheduler.ledger.queries.common import deliveries
+from scheduler.ledger.states import DeliveryState as S
+
+uptime = ReceiverUptime.__table__  # type: ignore[attr-defined]
+
+
+def open_uptime(conn: Connection, pid: int, url_key: str, now: datetime) -> int:
+    """Record that a receiver started listening; returns the interval's id."""
+    result = conn.execute(insert(uptime).values(pid=pid, url_key=url_key, started_at=now,
+                                                last_seen_at=now).returning(uptime.c.id))
+    return int(result.scalar_one())
+
+
+def touch_uptime(conn: Connection, uptime_id: int, now: datetime) -> None:
+    """The receiver is still listening."""
+    conn.execute(update(uptime).where(uptime.c.id == uptime_id).values(last_seen_at=now))
+
+
+def uptime_intervals(conn: Connection, since: datetime
+                     ) -> list[tuple[str, datetime, datetime]]:
+    """``(url_key, started, last seen)`` of receivers still alive at ``since`` or later."""
+    rows = conn.execute(
+        select(uptime.c.url_key, uptime.c.started_at, uptime.c.last_seen_at)
+        .where(uptime.c.last_seen_at >= since)
+        .order_by(uptime.c.started_at))
+    return [(key, start, last) for key, start, last in rows]
+
+
+def unknown_rows(conn: Connection, run_id: int) -> list[tuple[int, datetime | None]]:
+    """``(id, dispatched_at)`` of the run's ``unknown`` deliveries."""
+    rows = conn.execute(select(deliveries.c.id, deliveries.c.dispatched_at)
+                        .where(deliveries.c.run_id == run_id,
+                               deliveries.c.state == str(S.UNKNOWN)))
+    return [(i, at) for i, at in rows]
