@@ -1,6 +1,10 @@
-"""``campaign demo``: the whole product in under a minute, against the embedded sandbox.
+"""``campaign demo``: the whole product in under a minute, against the embedded sandbox, or
+against the configured service when ``CAMPAIGN_BASE_URL`` and ``CAMPAIGN_API_KEY`` are both
+set (and said so first; a service off this machine must be confirmed with ``--yes``, since
+the demo's recipients are made-up numbers that may belong to real people).
 
-1. a session is created, its QR code shown in the terminal and scanned;
+1. a session is created, its QR code shown in the terminal and scanned (on a service, the
+   demo waits until someone scans it);
 2. one message of every type is sent, with each answer and each ``messages.sent`` event;
 3. ``campaigns/demo.toml`` (about 200 recipients, two senders) runs to completion with the
    progress bar, tracked through the webhook receiver;
@@ -67,23 +71,58 @@ def _sink() -> tuple[FastAPI, list[dict[str, Any]]]:
     return app, events
 
 
-async def showcase(base_url: str, api_key: str, console: Console) -> None:
-    """Create, show, scan a session, then send one message of each type."""
+#: How long the demo waits for someone to scan a session's QR code on a real service.
+SCAN_WAIT_S = 180.0
+
+
+async def connect_session(client: Any, base_url: str, session: str, console: Console, *,
+                          webhook_url: str | None = None, show_qr: bool = True) -> None:
+    """Create ``session`` (or reuse it), show its QR code, and wait until it is connected.
+
+    A sandbox (embedded or in another process) is "scanned" through its inspection
+    endpoint; a real service waits for a person to scan the code, up to ``SCAN_WAIT_S``.
+    """
+    import contextlib
+
     import httpx
 
+    from scheduler.errors import SchedulerError
+    from scheduler.service.exceptions import ServiceError
+
+    with contextlib.suppress(ServiceError):  # already there
+        await client.create_session(session, webhook_url=webhook_url)
+    if webhook_url:
+        await client.set_webhook(session, webhook_url)
+    if (await client.get_session(session)).status == "connected":
+        return
+    if show_qr:
+        qr = await client.get_qr(session)
+        console.print(f"   session {session!r} is {qr.status}; scan this QR code:")
+        segno.make(qr.qrCode or session, error="l").terminal(compact=True)
+    async with httpx.AsyncClient(base_url=base_url) as raw:
+        with contextlib.suppress(httpx.HTTPError):  # only a sandbox has this endpoint
+            await raw.post(f"/sandbox/sessions/{session}/scan")
+    deadline = time.monotonic() + SCAN_WAIT_S
+    while (status := (await client.get_session(session)).status) != "connected":
+        if time.monotonic() > deadline:
+            raise SchedulerError(f"session {session!r} is still {status} after "
+                                 f"{SCAN_WAIT_S:.0f} s: scan its QR code (`campaign sessions "
+                                 f"qr {session}`) and run the demo again")
+        await asyncio.sleep(1.0)
+
+
+async def showcase(base_url: str, api_key: str, console: Console) -> None:
+    """Create, show, scan a session, then send one message of each type."""
     from scheduler.service.client import ServiceClient
 
     app, events = _sink()
     with BackgroundServer(app) as sink:
         async with ServiceClient(base_url, api_key) as client:
             session = "demo-showcase"
-            await client.create_session(session, webhook_url=f"{sink.base_url}/hook")
-            qr = await client.get_qr(session)
-            console.print(f"[bold]1. Session {session!r}[/] is {qr.status}; scan this QR code:")
-            segno.make(qr.qrCode or session, error="l").terminal(compact=True)
-            async with httpx.AsyncClient(base_url=base_url) as raw:
-                await raw.post(f"/sandbox/sessions/{session}/scan")
-            console.print(f"   scanned: {(await client.get_session(session)).status}")
+            console.print(f"[bold]1. Session {session!r}[/]")
+            await connect_session(client, base_url, session, console,
+                                  webhook_url=f"{sink.base_url}/hook")
+            console.print(f"   connected: {(await client.get_session(session)).status}")
             console.print("[bold]2. One message of every type[/]")
             first_id = ""
             for name, fields in SHOWCASE.items():
@@ -106,31 +145,65 @@ async def showcase(base_url: str, api_key: str, console: Console) -> None:
                           f"to={data['to']['jid']} {data['message'][:30]!r}", soft_wrap=True)
 
 
-def run_demo(console: Console, root: Path) -> None:
-    """The whole demo; each part prints what it does."""
-    from scheduler.config import load_settings
-    from scheduler.dispatch.foreground import describe, run_foreground
-    from scheduler.dispatch.runner import ledger_from_settings, plan_run, service_target
-    from scheduler.timeutil import utcnow
+def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings, bool]:
+    """The demo's settings (its own ledger file) and whether it uses the embedded sandbox."""
+    from urllib.parse import urlsplit
 
-    started = time.monotonic()
-    base = load_settings()
+    from scheduler.config import load_settings
+    from scheduler.dispatch.runner import configured_service
+    from scheduler.errors import SchedulerError
+
+    base = load_settings(near=root / "campaigns" / "demo.toml")
+    service = configured_service(base)  # half a configuration stops here
     state = root / "state"
     db = state / "demo.db"
     for leftover in state.glob("demo.db*"):
         leftover.unlink()
-    settings = Settings(**{**base.model_dump(exclude={"api_key", "database_url"}),
-                           "database_url": f"sqlite:///{db}", "base_url": None})
-    with service_target(settings, force_sandbox=True) as target:
-        console.print(f"Embedded sandbox at {target.base_url} (nothing leaves this machine)")
+    values = {**base.model_dump(exclude={"database_url"}), "database_url": f"sqlite:///{db}"}
+    if service is None:
+        # a free port whatever the settings say: the tour must not collide with a running
+        # `campaign serve`, and the sandbox reaches the receiver on loopback
+        values |= {"base_url": None, "api_key": None, "api_key_file": None,
+                   "receiver_port": 0, "webhook_url": None}
+        console.print("No service configured: the tour runs against the embedded sandbox "
+                      "(nothing leaves this machine)")
+        return Settings(**values), True
+    host = urlsplit(service[0]).hostname or service[0]
+    console.print(f"CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY are set: the tour runs against "
+                  f"the service at {urlsplit(service[0]).netloc}", highlight=False)
+    if host not in ("127.0.0.1", "localhost", "::1") and not yes:
+        raise SchedulerError(
+            f"the demo would send real messages through {host} to the made-up numbers of "
+            "data/demo.csv (they may belong to real people): run `campaign demo --yes` to "
+            "go ahead, or unset CAMPAIGN_BASE_URL to use the embedded sandbox")
+    return Settings(**values), False
+
+
+def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
+    """The whole demo; each part prints what it does."""
+    from scheduler.dispatch.foreground import describe, run_foreground
+    from scheduler.dispatch.runner import ledger_from_settings, plan_run, service_target
+    from scheduler.service.client import ServiceClient
+    from scheduler.timeutil import utcnow
+
+    started = time.monotonic()
+    settings, sandbox = _demo_settings(root, yes=yes, console=console)
+    campaign_file = root / "campaigns" / "demo.toml"
+    with service_target(settings, force_sandbox=sandbox) as target:
+        if sandbox:
+            console.print(f"Embedded sandbox at {target.base_url}")
         asyncio.run(showcase(target.base_url, target.api_key, console))
         console.print("[bold]3. Campaign campaigns/demo.toml[/]")
+        if not sandbox:
+            asyncio.run(_connect_senders(ServiceClient, target.base_url, target.api_key,
+                                         campaign_file, console))
         ledger = ledger_from_settings(settings)
-        run_id = plan_run(ledger, root / "campaigns" / "demo.toml", start_at=utcnow())
+        run_id = plan_run(ledger, campaign_file, start_at=utcnow(),
+                          target=target.ledger_value)
         run = ledger.get_run(run_id)
         console.print(f"   run {run_id}: {run.planned_count} deliveries planned")
         result = asyncio.run(run_foreground(settings, ledger, run, console, target=target))
-        describe(result, console)
+        describe(result, console, ledger)
         time.sleep(1.0)  # let the last receipts arrive before the report
     console.print("[bold]4. Report[/]")
     try:
@@ -142,3 +215,13 @@ def run_demo(console: Console, root: Path) -> None:
         for path in report.paths:
             console.print(f"   wrote {path}")
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
+
+
+async def _connect_senders(client_class: Any, base_url: str, api_key: str, campaign_file: Path,
+                           console: Console) -> None:
+    """On a service: the demo campaign's senders exist and are connected before planning."""
+    from scheduler.campaign.plan import load_campaign
+
+    async with client_class(base_url, api_key) as client:
+        for name in load_campaign(campaign_file).spec.senders:
+            await connect_session(client, base_url, name, console)

@@ -10,6 +10,8 @@ from rich.console import Console
 
 def demo_command(
     root: Path = typer.Option(Path("."), "--root", help="Project folder holding campaigns/."),
+    yes: bool = typer.Option(False, "--yes", help="With a service off this machine "
+                             "configured: really send the demo's messages through it."),
 ) -> None:
     """Sessions, every message type, a 200-recipient campaign and its report, in seconds."""
     from scheduler.demo import run_demo
@@ -18,7 +20,7 @@ def demo_command(
     if not (root / "campaigns" / "demo.toml").is_file():
         raise SchedulerError(f"{root / 'campaigns' / 'demo.toml'} not found: run the demo from "
                              "the project folder or pass --root")
-    run_demo(Console(), root.resolve())
+    run_demo(Console(), root.resolve(), yes=yes)
 
 
 def register(app: typer.Typer) -> None:

@@ -110,7 +110,7 @@ def write_report(
                     from scheduler.config import load_settings
 
                     settings = load_settings()
-                folder = settings.reports_dir if settings is not None else Path("reports")
+                folder = settings.reports_path() if settings is not None else Path("reports")
                 stem = default_stem([r.campaign for r in runs], [r.id for r in runs])
                 target = resolve_output(output, folder, stem, fmt)
                 with AtomicFiles() as files:
