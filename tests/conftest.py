@@ -6,6 +6,11 @@
 - ``make_sandbox(**config)``: the same with settings changed (all stopped after the test).
 - ``webhook_sink``: a :class:`~scheduler.sandbox.testing.WebhookSink` that records every JSON
   POSTed to it (``url``, ``events``, ``wait_for(predicate, count, timeout)``).
+- ``ledger_url``: the URL of a fresh ledger for this test, SQLite or PostgreSQL depending on
+  the pass (``CAMPAIGN_TEST_DATABASE_URL`` / ``--database-url``, see ``tests/databases.py``);
+  ``make_ledger_url(name)`` for more than one; ``db_backend`` says which. A subprocess test
+  passes the URL on as ``CAMPAIGN_DATABASE_URL``. ``@pytest.mark.sqlite_only(reason=...)``
+  marks a test that is about SQLite itself (skipped on the PostgreSQL pass).
 
 Servers of one test are stopped in parallel at its end. Area-specific fixtures belong in
 each folder's own ``conftest.py``.
@@ -13,8 +18,10 @@ each folder's own ``conftest.py``.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,11 +29,87 @@ from hypothesis import settings
 
 from scheduler.sandbox import SandboxConfig
 from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink
+from tests.databases import ENV as DATABASE_ENV
+from tests.databases import LedgerUrls
 
 # Property tests check behaviour, not speed: no per-example deadline (a loaded CI machine
 # would otherwise fail them at random).
 settings.register_profile("project", deadline=None)
 settings.load_profile("project")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--database-url``: the PostgreSQL server of this pass (default: the environment's)."""
+    parser.addoption("--database-url", default=os.environ.get(DATABASE_ENV) or None,
+                     help=f"admin URL of a PostgreSQL server for the ledgers (else SQLite); "
+                          f"default ${DATABASE_ENV}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the ``sqlite_only`` marker and the ledger URL factory of this session."""
+    config.addinivalue_line("markers", "sqlite_only(reason): about SQLite itself; skipped "
+                                       "on the PostgreSQL pass")
+    config.stash[_URLS] = LedgerUrls(config.getoption("--database-url"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Drop the PostgreSQL databases of the session."""
+    urls = config.stash.get(_URLS, None)
+    if urls is not None:
+        urls.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Which database this pass runs on."""
+    return config.stash[_URLS].describe()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the PostgreSQL pass, skip the tests marked ``sqlite_only`` (with their reason)."""
+    if config.stash[_URLS].backend == "sqlite":
+        return
+    for item in items:
+        marker = item.get_closest_marker("sqlite_only")
+        if marker is not None:
+            reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+            item.add_marker(pytest.mark.skip(reason=f"SQLite only: {reason}"))
+
+
+_URLS = pytest.StashKey[LedgerUrls]()
+
+
+@pytest.fixture
+def db_backend(request: pytest.FixtureRequest) -> str:
+    """``sqlite`` or ``postgresql``: the database of this pass."""
+    return request.config.stash[_URLS].backend
+
+
+@pytest.fixture(scope="session")
+def ledger_urls(request: pytest.FixtureRequest) -> LedgerUrls:
+    """The session's :class:`~tests.databases.LedgerUrls` (module-scoped fixtures use
+    ``new(folder, lasting=True)``)."""
+    return request.config.stash[_URLS]
+
+
+@pytest.fixture
+def make_ledger_url(request: pytest.FixtureRequest,
+                    tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Factory: ``make_ledger_url(name="ledger", empty=False, copy_of=None)`` → the URL of a
+    fresh ledger (``tmp_path/<name>.db``, or a new PostgreSQL database dropped after the
+    test); ``copy_of`` copies a closed ledger."""
+    urls = request.config.stash[_URLS]
+
+    def new(name: str = "ledger", *, empty: bool = False, copy_of: str | None = None) -> str:
+        return urls.new(tmp_path, name, empty=empty, copy_of=copy_of)
+
+    yield new
+    urls.drop_created()
+
+
+@pytest.fixture
+def ledger_url(make_ledger_url: Callable[..., str]) -> str:
+    """The URL of a fresh ledger for this test (SQLite or PostgreSQL); ``open_ledger`` it."""
+    return make_ledger_url()
 
 
 class ServerReaper:

@@ -93,9 +93,9 @@ def service_factory() -> Iterator[Any]:
 
 
 @pytest.fixture
-def dledger(tmp_path: Path, fake_clock: FakeClock) -> Iterator[Ledger]:
-    """A ledger in a real SQLite file on the fake clock."""
-    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+def dledger(ledger_url: str, fake_clock: FakeClock) -> Iterator[Ledger]:
+    """A real ledger (SQLite file, or PostgreSQL on that pass) on the fake clock."""
+    engine = open_ledger(ledger_url)
     yield Ledger(engine, clock=fake_clock)
     engine.dispose()
 

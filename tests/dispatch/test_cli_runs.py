@@ -19,10 +19,11 @@ from tests.dispatch.conftest import Service, write_project
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
 
 
-def _env(service: Service, tmp_path: Path) -> dict[str, str]:
+def _env(service: Service, tmp_path: Path, ledger_url: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
     env.update(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
-               CAMPAIGN_STATE_DIR=str(tmp_path / "state"), CAMPAIGN_RECEIVER_PORT="0",
+               CAMPAIGN_STATE_DIR=str(tmp_path / "state"), CAMPAIGN_DATABASE_URL=ledger_url,
+               CAMPAIGN_RECEIVER_PORT="0",
                CAMPAIGN_CONFIG=str(tmp_path / "none.toml"), CAMPAIGN_VERIFY_GRACE_S="2")
     return env
 
@@ -46,14 +47,14 @@ def _status(env: dict[str, str], cwd: Path, run: int = 1) -> dict:
 
 
 @pytest.fixture
-def project(tmp_path: Path, service_factory):
+def project(tmp_path: Path, ledger_url: str, service_factory):
     service = service_factory()
     import asyncio
 
     asyncio.run(service.connect("s1"))
     path = write_project(tmp_path / "proj", 60, rate="15/s")
     write_project(tmp_path / "proj", 300, rate="20/s", name="grande")
-    return service, path, _env(service, tmp_path)
+    return service, path, _env(service, tmp_path, ledger_url)
 
 
 def test_sigkill_mid_run_then_run_again_continues_without_duplicates(project) -> None:

@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("point", ["after_claim", "before_http", "after_http", "after_commit"])
 @pytest.mark.parametrize("mode", ["at-most-once", "at-least-once"])
 async def test_kill_at_each_point_then_restart(point: str, mode: str, tmp_path: Path,
-                                               service_factory) -> None:
+                                               ledger_url: str, service_factory) -> None:
     service = service_factory()
     await service.connect("s1")
-    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    url = ledger_url
     ledger = Ledger(open_ledger(url))
     run_id = make_run(ledger, 12, definition={"delivery": mode}, start=datetime.now(UTC))
     child = subprocess.run(

@@ -15,9 +15,10 @@ from tests.dispatch.conftest import write_project
 DEAD_PID = 2**22 + 4321
 
 
-def test_a_run_whose_planner_died_is_discarded_and_planned_again(tmp_path: Path) -> None:
+def test_a_run_whose_planner_died_is_discarded_and_planned_again(tmp_path: Path,
+                                                                  ledger_url: str) -> None:
     path = write_project(tmp_path, 5, name="lote")
-    ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
+    ledger = Ledger(open_ledger(ledger_url))
     # the planner created the run, then was killed before the plan's transaction committed
     ledger.create_run(campaign_name="lote", channel="whatsapp",
                       definition_path=str(path), definition={}, delivery_mode="x",
@@ -33,8 +34,8 @@ def test_a_run_whose_planner_died_is_discarded_and_planned_again(tmp_path: Path)
     assert ledger.get_run(again).owner_pid is None  # released once stored
 
 
-def test_a_plan_still_being_written_is_left_alone(tmp_path: Path) -> None:
-    ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
+def test_a_plan_still_being_written_is_left_alone(ledger_url: str) -> None:
+    ledger = Ledger(open_ledger(ledger_url))
     run_id = ledger.create_run(campaign_name="lote", channel="whatsapp", definition_path="x",
                                definition={}, delivery_mode="x", timezone="UTC")
     assert ledger.discard_interrupted_plans() == []  # this process is alive and planning

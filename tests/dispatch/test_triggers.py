@@ -65,8 +65,8 @@ def _wait(predicate, timeout: float = 10.0) -> None:
         time.sleep(0.05)
 
 
-def test_a_fire_is_recorded_once(tmp_path: Path) -> None:
-    ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
+def test_a_fire_is_recorded_once(ledger_url: str) -> None:
+    ledger = Ledger(open_ledger(ledger_url))
     add_schedule(ledger, "c", "c.toml", "cron:0 9 * * *", "UTC")
     moment = datetime(2026, 11, 23, 9, tzinfo=UTC)
     assert record_fire(ledger, "c", moment) is True
@@ -76,8 +76,8 @@ def test_a_fire_is_recorded_once(tmp_path: Path) -> None:
     assert remove_schedule(ledger, "c") is False
 
 
-def test_misfires_are_coalesced_into_one_fire(tmp_path: Path) -> None:
-    ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
+def test_misfires_are_coalesced_into_one_fire(ledger_url: str) -> None:
+    ledger = Ledger(open_ledger(ledger_url))
     add_schedule(ledger, "c", "c.toml", "cron:* * * * *", "UTC")
     triggers = Triggers(ledger)
     now = datetime.now(UTC)
@@ -96,8 +96,8 @@ def test_misfires_are_coalesced_into_one_fire(tmp_path: Path) -> None:
         triggers.stop()
 
 
-def test_a_fire_later_than_the_start_grace_is_missed_not_started(tmp_path: Path) -> None:
-    ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
+def test_a_fire_later_than_the_start_grace_is_missed_not_started(ledger_url: str) -> None:
+    ledger = Ledger(open_ledger(ledger_url))
     past = datetime.now(UTC) - timedelta(hours=2)
     add_schedule(ledger, "c", "c.toml", f"at:{past.isoformat()}", "UTC")
     triggers = Triggers(ledger, start_grace_s=3600)
@@ -112,9 +112,10 @@ def test_a_fire_later_than_the_start_grace_is_missed_not_started(tmp_path: Path)
     assert ledger.list_runs() == []
 
 
-async def test_serve_starts_a_due_campaign_and_completes_it(tmp_path: Path) -> None:
+async def test_serve_starts_a_due_campaign_and_completes_it(tmp_path: Path,
+                                                            ledger_url: str) -> None:
     path = _project(tmp_path, datetime.now(UTC) + timedelta(seconds=1))
-    ledger = Ledger(open_ledger(f"sqlite:///{tmp_path / 'l.db'}"))
+    ledger = Ledger(open_ledger(ledger_url))
     add_schedule(ledger, "lembrete", str(path), "at:"
                  + (datetime.now(UTC) + timedelta(seconds=1)).isoformat(), "UTC")
     settings = Settings(state_dir=tmp_path / "state")

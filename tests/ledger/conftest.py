@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Ledger:
-    """A migrated ledger in a real SQLite file, on a clock fixed at T0."""
-    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+def ledger(ledger_url: str) -> Ledger:
+    """A migrated ledger (an SQLite file, or PostgreSQL on that pass), clock fixed at T0."""
+    engine = open_ledger(ledger_url)
     yield Ledger(engine, clock=lambda: T0)
     engine.dispose()
 

@@ -15,7 +15,6 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,9 +61,9 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def ledger(tmp_path: Path, clock: Clock) -> Iterator[Ledger]:
-    """A migrated ledger in a real SQLite file."""
-    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+def ledger(ledger_url: str, clock: Clock) -> Iterator[Ledger]:
+    """A migrated ledger: a real SQLite file, or PostgreSQL on that pass."""
+    engine = open_ledger(ledger_url)
     yield Ledger(engine, clock=clock)
     engine.dispose()
 

@@ -33,7 +33,7 @@ runner = CliRunner()
 def cli_env(whatsapp_run: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
             ) -> dict[str, str]:  # fmt: skip
     """Settings pointing at the scenario's ledger, with reports under tmp_path/reports."""
-    url = str(whatsapp_run.ledger.engine.url)
+    url = whatsapp_run.ledger.engine.url.render_as_string(hide_password=False)
     env = {
         "CAMPAIGN_DATABASE_URL": url,
         "CAMPAIGN_REPORTS_DIR": str(tmp_path / "reports"),

@@ -15,6 +15,7 @@ from PIL import Image
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.reports import ReportResult, write_report
+from tests.databases import LedgerUrls
 
 from .conftest import FORMULA, REPLY, Clock, Scenario, make_whatsapp_run
 
@@ -22,11 +23,12 @@ SHEETS = ["Summary", "Recipients", "Replies", "Opt-outs", "Errors", "Sends per h
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Scenario, ReportResult]]:
+def built(tmp_path_factory: pytest.TempPathFactory, ledger_urls: LedgerUrls
+          ) -> Iterator[tuple[Scenario, ReportResult]]:  # fmt: skip
     """The main scenario and its xlsx report, built once for this module (tests only read)."""
     folder = tmp_path_factory.mktemp("workbook")
     clock = Clock()
-    engine = open_ledger(f"sqlite:///{folder / 'ledger.db'}")
+    engine = open_ledger(ledger_urls.new(folder, lasting=True))
     scenario = make_whatsapp_run(Ledger(engine, clock=clock), clock)
     yield scenario, write_report(engine, [scenario.run_id], output=folder / "out")
     engine.dispose()

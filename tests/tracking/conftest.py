@@ -13,7 +13,6 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -95,9 +94,9 @@ class ReceiverHandle:
 
 
 @pytest.fixture
-def tledger(tmp_path: Path) -> Iterator[Ledger]:
-    """A ledger in a temporary SQLite file."""
-    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+def tledger(ledger_url: str) -> Iterator[Ledger]:
+    """A fresh ledger (SQLite file, or PostgreSQL on that pass)."""
+    engine = open_ledger(ledger_url)
     yield Ledger(engine)
     engine.dispose()
 

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
-from collections.abc import Iterator
+from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import store_and_apply
+from tests.databases import LedgerUrls
 from tests.dispatch.conftest import T0, make_run
 
 from .conftest import accepted_run, mid, number, receipt, received, rows, sent, sms, table, voice
@@ -104,15 +103,15 @@ def test_an_albums_several_events_close_one_delivery(tledger: Ledger) -> None:
 
 
 @pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def template(tmp_path_factory: pytest.TempPathFactory, ledger_urls: LedgerUrls) -> str:
     """A migrated ledger with a run: 4 accepted recipients × 2 steps, and one crashed row."""
-    path = tmp_path_factory.mktemp("template") / "ledger.db"
-    engine = open_ledger(f"sqlite:///{path}")
+    url = ledger_urls.new(tmp_path_factory.mktemp("template"), lasting=True)
+    engine = open_ledger(url)
     ledger = Ledger(engine)
     run_id = accepted_run(ledger, 5, steps=2)
     dispatching(ledger, run_id, number(4))
     engine.dispose()
-    yield path
+    return url
 
 
 def _stream() -> list[dict[str, Any]]:
@@ -134,8 +133,8 @@ def _stream() -> list[dict[str, Any]]:
     return events
 
 
-def _final(path: Path) -> dict[str, Any]:
-    engine = make_engine(f"sqlite:///{path}")
+def _final(url: str) -> dict[str, Any]:
+    engine = make_engine(url)
     ledger = Ledger(engine)
     keep = ("id", "state", "reason", "message_id_norm", "sent_at", "delivered_at", "read_at",
             "replied_at", "reply_text")
@@ -152,21 +151,21 @@ def _final(path: Path) -> dict[str, Any]:
         engine.dispose()
 
 
-def _play(template: Path, folder: Path, events: list[dict[str, Any]], batch: int) -> dict:
-    path = folder / f"ledger-{random.random()}.db"
-    shutil.copy(template, path)
-    engine = make_engine(f"sqlite:///{path}")  # already migrated
+def _play(url: str, events: list[dict[str, Any]], batch: int) -> dict:
+    engine = make_engine(url)  # a copy of the template: already migrated
     try:
         ingest(Ledger(engine), events, batch=batch)
     finally:
         engine.dispose()
-    return _final(path)
+    return _final(url)
 
 
 @pytest.fixture(scope="module")
-def expected(template: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def expected(template: str, tmp_path_factory: pytest.TempPathFactory,
+             ledger_urls: LedgerUrls) -> dict[str, Any]:
     """The final ledger of the ordered stream, one event per transaction."""
-    return _play(template, tmp_path_factory.mktemp("ordered"), _stream(), batch=1)
+    url = ledger_urls.new(tmp_path_factory.mktemp("ordered"), copy_of=template, lasting=True)
+    return _play(url, _stream(), batch=1)
 
 
 @settings(max_examples=30, deadline=None,
@@ -174,12 +173,13 @@ def expected(template: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
 @given(seed=st.integers(0, 2**32 - 1), repeats=st.lists(st.integers(0, 24), max_size=12),
        batch=st.integers(1, 12))
 def test_a_shuffled_duplicated_stream_gives_the_same_ledger(
-        template: Path, expected: dict[str, Any], tmp_path: Path, seed: int,
-        repeats: list[int], batch: int) -> None:
+        template: str, expected: dict[str, Any], make_ledger_url: Callable[..., str],
+        seed: int, repeats: list[int], batch: int) -> None:
     ordered = _stream()
     messy = ordered + [ordered[i % len(ordered)] for i in repeats]
     random.Random(seed).shuffle(messy)
-    assert _play(template, tmp_path, messy, batch=batch) == expected
+    url = make_ledger_url(f"ledger-{random.random()}", copy_of=template)
+    assert _play(url, messy, batch=batch) == expected
 
 
 def test_the_ordered_stream_gives_the_expected_ledger(expected: dict[str, Any]) -> None:

@@ -37,10 +37,10 @@ CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A ledger in ``tmp_path`` and a known token, through the environment."""
+def env(tmp_path: Path, ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A fresh ledger and a known token, through the environment."""
     values = {"CAMPAIGN_CONFIG": str(tmp_path / "absent.toml"),
-              "CAMPAIGN_DATABASE_URL": f"sqlite:///{tmp_path / 'campaign.db'}",
+              "CAMPAIGN_DATABASE_URL": ledger_url,
               "CAMPAIGN_WEBHOOK_TOKEN": TOKEN}
     for key, value in values.items():
         monkeypatch.setenv(key, value)

@@ -38,12 +38,12 @@ def _call(i: int) -> list[dict[str, Any]]:
                   talkSeconds=35, cause=16, causeDescription="NORMAL_CLEARING")]
 
 
-def test_voice_details_do_not_depend_on_the_order_of_events(tmp_path) -> None:
+def test_voice_details_do_not_depend_on_the_order_of_events(make_ledger_url) -> None:
     from scheduler.ledger.db import open_ledger
 
     finals = []
     for seed in (None, 1, 2, 3):
-        engine = open_ledger(f"sqlite:///{tmp_path / f'l{seed}.db'}")
+        engine = open_ledger(make_ledger_url(f"l{seed}"))
         ledger = Ledger(engine)
         run_id = accepted_run(ledger, 1)
         events = _call(0)

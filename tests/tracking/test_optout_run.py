@@ -7,7 +7,6 @@ import random
 import time
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,9 +30,9 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def fledger(tmp_path: Path, clock: FakeClock) -> Iterator[Ledger]:
-    """A ledger file on the simulated clock."""
-    engine = open_ledger(f"sqlite:///{tmp_path / 'ledger.db'}")
+def fledger(ledger_url: str, clock: FakeClock) -> Iterator[Ledger]:
+    """A ledger (SQLite file, or PostgreSQL on that pass) on the simulated clock."""
+    engine = open_ledger(ledger_url)
     yield Ledger(engine, clock=clock)
     engine.dispose()
 
