@@ -1,0 +1,40 @@
+"""Real-use tests: the `campaign` command in a subprocess, from folders a user would use."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
+
+
+def clean_env(**values: str) -> dict[str, str]:
+    """The environment without any CAMPAIGN_* setting of the machine, plus ``values``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
+    env["COLUMNS"] = "200"  # one message per line in captured output
+    env.update(values)
+    return env
+
+
+def cli(env: dict[str, str], *args: str, cwd: Path, timeout: float = 120
+        ) -> subprocess.CompletedProcess[str]:
+    """Run ``campaign ARGS`` in ``cwd`` and capture what it prints."""
+    return subprocess.run([*CAMPAIGN, *args], env=env, cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
+    """Poll ``predicate`` until it holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def text_sends(sends: list[dict]) -> list[dict]:
+    """The sandbox's accepted text sends."""
+    return [s for s in sends if s.get("path", "").endswith("/messages/send/text")]
