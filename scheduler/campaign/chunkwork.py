@@ -17,16 +17,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from scheduler.campaign.exceptions import CampaignError, Issue
+from scheduler.campaign.bounds import body_checker
+from scheduler.campaign.exceptions import (
+    CampaignError,
+    InvalidRenderedBodyError,
+    Issue,
+)
+from scheduler.campaign.linetypes import LinePolicy
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
 from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree
 from scheduler.campaign.segments import sms_segments
 from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
 
-#: One non-blank CSV row: (row, index of its first plan row, digits, region, invalid reason,
-#: raw phone value).
+#: One non-blank CSV row: (row, index of its first plan row, digits — None when the number
+#: is invalid or its line type unreachable —, region, why it is not sendable, raw value).
 Recipient = tuple[int, int, str | None, str | None, str | None, str]
+#: The reason of a step skipped because the definition has errors in it (validate only).
+BROKEN_STEP = "step_error: the step has errors in the campaign file"
 
 
 @dataclass
@@ -39,13 +47,16 @@ class ChunkResult:
     planned: Counter[int] = field(default_factory=Counter)  # rows planned per step
     skipped: Counter[int] = field(default_factory=Counter)  # rows skipped per step
     sms_parts: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
+    unreachable: int = 0  # valid numbers of a line type the channel does not reach
+    ninth_digit_added: int = 0
 
 
 class _StepRenderer:
     """Renders one step for a row and validates it with the endpoint's model."""
 
-    def __init__(self, step: CompiledStep, session: str) -> None:
+    def __init__(self, step: CompiledStep, session: str, campaign: Campaign) -> None:
         self.step = step
+        self.bounds = body_checker(step.kind.name, campaign.spec.bounds)
         self.kind = step.kind
         self.session = session
         self.validate = step.kind.model.__pydantic_validator__.validate_python
@@ -58,6 +69,19 @@ class _StepRenderer:
 
     def payload(self, ctx: dict[str, Any], to: str) -> dict[str, Any]:
         """The wire payload (no ``sessionId``/``to``); raises a ``TemplateError`` subclass."""
+        body = self._payload(ctx, to)
+        if self.bounds is not None:
+            problems = self.bounds(body)
+            if problems:
+                raise InvalidRenderedBodyError(
+                    [
+                        Issue("", message, key=f"{self.step.key}.{path}")
+                        for path, message in problems
+                    ]
+                )
+        return body
+
+    def _payload(self, ctx: dict[str, Any], to: str) -> dict[str, Any]:
         if self.quick is not None:
             try:
                 return self.quick(ctx)
@@ -71,8 +95,6 @@ class _StepRenderer:
         try:
             model = self.validate(body)
         except ValidationError:
-            from scheduler.campaign.exceptions import InvalidRenderedBodyError
-
             raise InvalidRenderedBodyError(
                 [
                     Issue(
@@ -106,10 +128,31 @@ class ChunkPlanner:
         self.campaign = campaign
         self.phone_slug = phone_slug
         self.slugs = variable_slugs
-        self.normalizer = PhoneNormalizer(campaign.spec.recipients.default_country)
-        self.renderers = [_StepRenderer(s, campaign.preview_session) for s in campaign.steps]
+        spec = campaign.spec.recipients
+        self.normalizer = PhoneNormalizer(
+            spec.default_country, add_ninth_digit=spec.add_ninth_digit
+        )
+        self.lines = LinePolicy(campaign.spec.channel, spec.line_types)
+        self.renderers = [
+            _StepRenderer(s, campaign.preview_session, campaign) if s.ok else None
+            for s in campaign.steps
+        ]
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.sms = campaign.spec.channel == "sms"
+        self.columns = ", ".join([*variable_slugs, "to"])
+
+    def _issue(self, issue: Issue, row: int) -> Issue:
+        """A render problem of ``row``, with its file, line and, for an undefined variable,
+        the names the row does have."""
+        label = self.campaign.label
+        file = issue.file or label
+        line = issue.line
+        if line is None and file == label:
+            line = self.campaign.line_of(issue.key)
+        message = issue.message
+        if message.startswith("undefined variable"):
+            message += f" (the CSV's columns, as template names: {self.columns})"
+        return Issue(file, message, key=issue.key, row=row, line=line)
 
     def plan(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]) -> ChunkResult:
         """Rows of every non-blank line: skipped for invalid numbers, else rendered."""
@@ -118,24 +161,33 @@ class ChunkPlanner:
         phones = columns[self.phone_slug]
         numbers = self.normalizer.normalize_many(phones)
         slugs, values = self.slugs, [columns[s] for s in self.slugs]
-        steps = [(r, r.step.index, r.kind.name, r.kind.path) for r in self.renderers]
-        label = self.campaign.label
+        steps = [
+            (r, s.index, s.kind.name, s.kind.path)
+            for r, s in zip(self.renderers, self.campaign.steps, strict=True)
+        ]
+        unreachable = self.lines.reason
         planned = result.planned
         for i, is_blank in enumerate(blank):
             if is_blank:
                 continue
             row = first_row + i
             variables = dict(zip(slugs, [col[i] for col in values], strict=True))
-            digits, region, why = numbers[i]
-            recipients.append((row, len(rows), digits, region, why, phones[i]))
+            digits, region, why, line_type, added = numbers[i]
+            reason = None
             if digits is None:
                 reason = f"invalid_number: {why}"
+            elif (why := unreachable(line_type)) is not None:
+                reason = why
+                result.unreachable += 1
+            result.ninth_digit_added += added
+            recipients.append((row, len(rows), None if reason else digits, region, why, phones[i]))
+            if reason is not None:
                 for _renderer, index, kind, path in steps:
                     result.skipped[index] += 1
                     rows.append(
                         {
                             "row": row,
-                            "to": phones[i],
+                            "to": digits or phones[i],
                             "step": index,
                             "kind": kind,
                             "path": path,
@@ -150,21 +202,15 @@ class ChunkPlanner:
             ctx = {**variables, "to": digits} if self.needs_to else variables
             for renderer, index, kind, path in steps:
                 state, reason, payload = "planned", None, {}
-                try:
-                    payload = renderer.payload(ctx, digits)
-                except CampaignError as exc:
-                    issues = [
-                        Issue(
-                            issue.file or label,
-                            issue.message,
-                            key=issue.key,
-                            row=row,
-                            line=issue.line,
-                        )
-                        for issue in exc.issues
-                    ]
-                    result.errors.setdefault(row, []).extend(issues)
-                    state, reason = "skipped", f"render_error: {issues[0].message}"
+                if renderer is None:
+                    state, reason = "skipped", BROKEN_STEP
+                else:
+                    try:
+                        payload = renderer.payload(ctx, digits)
+                    except CampaignError as exc:
+                        issues = [self._issue(issue, row) for issue in exc.issues]
+                        result.errors.setdefault(row, []).extend(issues)
+                        state, reason = "skipped", f"render_error: {issues[0].message}"
                 if state == "planned":
                     planned[index] += 1
                 else:

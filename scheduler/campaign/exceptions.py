@@ -10,7 +10,9 @@ Tree::
         │   ├── UnreadableRecipientsFile    not text, or pandas cannot parse it
         │   ├── EmptyRecipientsFile         no header, or a header and no rows
         │   ├── MissingColumnError          the phone column is not in the header
-        │   └── RaggedRowsError             rows with more fields than the header
+        │   ├── RaggedRowsError             rows with more fields than the header
+        │   ├── UnclosedQuoteError          a quote that opens a value and never closes
+        │   └── TooManyInvalidNumbers       more unreachable numbers than max_invalid
         └── TemplateError                   a message template
             ├── TemplateNotFoundError       a ``*_file`` template is missing
             ├── TemplateSyntaxError         Jinja2 syntax error (file and line)
@@ -95,6 +97,14 @@ class MissingColumnError(RecipientsError):
 
 class RaggedRowsError(RecipientsError):
     """Some rows have more fields than the header."""
+
+
+class UnclosedQuoteError(RecipientsError):
+    """A quote opens a value and never closes (with any other malformed rows found)."""
+
+
+class TooManyInvalidNumbers(RecipientsError):
+    """More numbers are invalid or unreachable on the channel than ``max_invalid`` allows."""
 
 
 class TemplateError(CampaignError):

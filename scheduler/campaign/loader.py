@@ -8,9 +8,16 @@ paths are used as they are. The rule depends only on where the campaign file is,
 working directory gives the same result.
 
 What is checked here, all of it before raising: TOML syntax; every key of the definition
-(pydantic); that the recipients and suppression files exist; every step's type and fields
-against the endpoint's model (with templates replaced by a placeholder); every template's
+(pydantic, in a person's words, with the key's line in the file); that the recipients and
+suppression files exist; every step's type and fields against the endpoint's model (with
+templates replaced by a placeholder) and the bounds of its constant parts; every template's
 syntax. Rows are checked later, when the plan renders them.
+
+``load_campaign(path, lenient=True)`` (``campaign validate``) does not raise for these: it
+returns a best-effort campaign (wrong keys dropped, see :mod:`scheduler.campaign.specerrors`)
+with the problems in ``campaign.issues`` and the broken steps marked, so the rows can still
+be checked in the same run. It raises only when nothing can be read further (a TOML syntax
+error, no recipients file).
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from typing import Any
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import ValidationError
 
-from scheduler.campaign.definition import CampaignSpec, step_delay
+from scheduler.campaign.bounds import body_checker
+from scheduler.campaign.definition import BoundsSpec, CampaignSpec, step_delay
 from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
 from scheduler.campaign.rendering import (
     compile_file_leaf,
@@ -34,6 +42,7 @@ from scheduler.campaign.rendering import (
     make_environment,
     placeholder_tree,
 )
+from scheduler.campaign.specerrors import describe, lenient_spec
 from scheduler.campaign.steps import (
     DISPATCHER_KEYS,
     PLACEHOLDER_SESSION,
@@ -45,17 +54,23 @@ from scheduler.campaign.steps import (
     model_problems,
     step_kind,
 )
+from scheduler.campaign.tomllines import key_lines, line_of
 from scheduler.dispatch.windows import SendWindow, load_zone
 
 
 @dataclass
 class CompiledStep:
-    """One step: its index, kind, delay after the previous step and its template tree."""
+    """One step: its index, kind, delay after the previous step and its template tree.
+
+    ``ok`` is false for a step with definition errors (only in a lenient load): its rows
+    are not rendered, since every row would repeat the same error.
+    """
 
     index: int
     kind: StepKind
     delay_s: float
     tree: dict[str, Any]
+    ok: bool = True
 
     @property
     def key(self) -> str:
@@ -74,6 +89,12 @@ class Campaign:
     recipients_file: Path
     suppression_files: list[Path]
     env: SandboxedEnvironment = field(repr=False)
+    lines: dict[str, int] = field(default_factory=dict, repr=False)
+    issues: list[Issue] = field(default_factory=list)
+
+    def line_of(self, key: str | None) -> int | None:
+        """The line of ``key`` (or of its nearest enclosing key) in the campaign file."""
+        return line_of(self.lines, key)
 
     @property
     def label(self) -> str:
@@ -136,11 +157,12 @@ def _resolve(root: Path, value: str) -> Path:
     return path if path.is_absolute() else (root / path)
 
 
-def _read_toml(path: Path, label: str) -> dict[str, Any]:
+def _read_toml(path: Path, label: str) -> tuple[dict[str, Any], str]:
     if not path.is_file():
         raise DefinitionError(Issue(label, "campaign file not found"))
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        return tomllib.loads(text), text
     except UnicodeDecodeError:
         raise DefinitionError(Issue(label, "not UTF-8 text")) from None
     except tomllib.TOMLDecodeError as exc:
@@ -152,15 +174,22 @@ def _read_toml(path: Path, label: str) -> dict[str, Any]:
 class _Collector:
     """Issues found so far, with the most specific error class they share."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, lines: dict[str, int]) -> None:
         self.label = label
+        self.lines = lines
         self.issues: list[Issue] = []
         self.classes: set[type[CampaignError]] = set()
 
     def add(self, message: str, key: str | None = None, **extra: Any) -> None:
-        """Record a definition problem of the campaign file."""
+        """Record a definition problem of the campaign file (at the key's line)."""
+        extra.setdefault("line", line_of(self.lines, key))
         self.issues.append(Issue(self.label, message, key=key, **extra))
         self.classes.add(DefinitionError)
+
+    def error(self) -> CampaignError:
+        """One error with every issue: their shared class, else DefinitionError."""
+        cls = next(iter(self.classes)) if len(self.classes) == 1 else DefinitionError
+        return cls(self.issues)
 
     def absorb(self, error: CampaignError) -> None:
         """Record every issue of an error raised while checking (e.g. a template's)."""
@@ -168,10 +197,9 @@ class _Collector:
         self.classes.add(type(error))
 
     def raise_if_any(self) -> None:
-        """Raise one error with every issue: their shared class, else DefinitionError."""
+        """Raise :meth:`error` when anything was found."""
         if self.issues:
-            cls = next(iter(self.classes)) if len(self.classes) == 1 else DefinitionError
-            raise cls(self.issues)
+            raise self.error()
 
 
 def _compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: _Collector) -> Any:
@@ -180,7 +208,9 @@ def _compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: _Collec
         if not is_template(node):
             return node
         try:
-            return compile_leaf(env, node, key=key, file=found.label)
+            return compile_leaf(
+                env, node, key=key, file=found.label, line=line_of(found.lines, key)
+            )
         except CampaignError as exc:
             found.absorb(exc)
             return node
@@ -198,7 +228,11 @@ def _compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: _Collec
                 continue
             try:
                 out[target] = compile_file_leaf(
-                    env, value, key=f"{key}.{target}", campaign_file=found.label
+                    env,
+                    value,
+                    key=f"{key}.{target}",
+                    campaign_file=found.label,
+                    line=line_of(found.lines, sub),
                 )
             except CampaignError as exc:
                 found.absorb(exc)
@@ -215,8 +249,10 @@ def _check_step(
     session: str,
     env: SandboxedEnvironment,
     found: _Collector,
+    bounds: BoundsSpec,
 ) -> CompiledStep | None:
     key = f"steps[{index}]"
+    before = len(found.issues)
     if not isinstance(raw, dict):
         found.add("a step must be a table ([[steps]])", key)
         return None
@@ -235,31 +271,36 @@ def _check_step(
         found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
     fields = {k: v for k, v in raw.items() if k not in RESERVED_KEYS | DISPATCHER_KEYS}
     tree = _compile_tree(fields, key, env, found)
-    body = full_body(kind, placeholder_tree(tree), PLACEHOLDER_TO, session)
+    constant = placeholder_tree(tree)
+    body = full_body(kind, constant, PLACEHOLDER_TO, session)
     for path, message in model_problems(kind, body):
         found.add(message, f"{key}.{path}" if path else key)
-    return CompiledStep(index, kind, delay, tree)
+    checker = body_checker(kind.name, bounds)
+    for path, message in checker(constant) if checker is not None else ():
+        found.add(message.removeprefix("rendered "), f"{key}.{path}")
+    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before)
 
 
-def load_campaign(path: Path | str) -> Campaign:
-    """Read, validate and compile a campaign file; raise one error listing every problem."""
+def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
+    """Read, validate and compile a campaign file; raise one error listing every problem.
+
+    With ``lenient=True`` the problems are in ``campaign.issues`` instead, on a best-effort
+    campaign (see the module doc); it still raises when there is nothing to go on with.
+    """
     path = Path(path).expanduser().resolve()
     label = str(path)
-    data = _read_toml(path, label)
+    data, text = _read_toml(path, label)
     root = path.parent.parent
-    found = _Collector(label)
+    found = _Collector(label, key_lines(text))
     spec: CampaignSpec | None = None
     try:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             loc = loc_path(tuple(err["loc"]))
-            message = err["msg"].removeprefix("Value error, ")
-            if err["type"] == "extra_forbidden":
-                message = f"unknown key {loc!r}"
-            elif err["type"] == "missing":
-                message = f"required key {loc!r} is missing"
-            found.add(message, loc or None)
+            found.add(describe(err), loc or None)
+        if lenient:
+            spec = lenient_spec(data)
     recipients = data.get("recipients") if isinstance(data.get("recipients"), dict) else {}
     recipients_file: Path | None = None
     suppression_files: list[Path] = []
@@ -271,11 +312,13 @@ def load_campaign(path: Path | str) -> Campaign:
                 f"paths are relative to {root})",
                 "recipients.file",
             )
+            recipients_file = None
     for i, name in enumerate(recipients.get("suppression") or []):
         if isinstance(name, str):
             resolved = _resolve(root, name)
-            suppression_files.append(resolved)
-            if not resolved.is_file():
+            if resolved.is_file():
+                suppression_files.append(resolved)
+            else:
                 found.add(
                     f"suppression file {name!r} not found ({resolved})",
                     f"recipients.suppression[{i}]",
@@ -286,12 +329,44 @@ def load_campaign(path: Path | str) -> Campaign:
     )
     senders = data.get("senders") if isinstance(data.get("senders"), list) else []
     session = str(senders[0]) if senders else PLACEHOLDER_SESSION
+    bounds = spec.bounds if spec is not None else BoundsSpec()
     steps: list[CompiledStep] = []
     raw_steps = data.get("steps") if isinstance(data.get("steps"), list) else []
     for index, raw in enumerate(raw_steps):
-        step = _check_step(index, raw, channel, session, env, found)
+        step = _check_step(index, raw, channel, session, env, found, bounds)
         if step is not None:
             steps.append(step)
-    found.raise_if_any()
+    if not lenient or spec is None or recipients_file is None:
+        found.raise_if_any()
     assert spec is not None and recipients_file is not None
-    return Campaign(path, root, spec, steps, recipients_file, suppression_files, env)
+    return Campaign(
+        path,
+        root,
+        spec,
+        steps,
+        recipients_file,
+        suppression_files,
+        env,
+        lines=found.lines,
+        issues=found.issues,
+    )
+
+
+def start_issues(campaign: Campaign, now: datetime) -> list[Issue]:
+    """A one-off ``schedule.at`` that has already passed, as an error of the definition."""
+    at = campaign.spec.schedule.at
+    if at is None or campaign.spec.schedule.cron is not None:
+        return []
+    start = campaign.start_time(now)
+    if start >= now:
+        return []
+    shown = start.astimezone(campaign.zone).strftime("%Y-%m-%d %H:%M")
+    return [
+        Issue(
+            campaign.label,
+            f"schedule.at {shown} ({campaign.spec.schedule.timezone}) is in the past: "
+            "set a future time, or remove at to send as soon as the campaign runs",
+            key="schedule.at",
+            line=campaign.line_of("schedule.at"),
+        )
+    ]

@@ -13,15 +13,19 @@ digits, or the raw value when invalid), ``step`` (0-based), ``kind`` (``"text"``
 ``"sms"``, ``"voice"``), ``path`` (endpoint), ``payload`` (the rendered wire body without
 ``sessionId`` and ``to``; ``{}`` when skipped), ``variables`` (the row's CSV columns by slug,
 the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason`` (``None``,
-``"invalid_number: …"``, ``"duplicate"``, ``"suppressed"``, or ``"render_error: …"`` when not
-strict) and ``region`` (phone region code such as ``"BR"``). A skipped recipient has one
-skipped row per step. Order of checks: invalid, suppressed, duplicate (the first occurrence
-of a number is kept).
+``"invalid_number: …"``, a line type the channel does not reach such as ``"landline: WhatsApp
+and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
+``"suppressed"``, or ``"render_error: …"`` when not strict) and ``region`` (phone region code
+such as ``"BR"``). A skipped recipient has one skipped row per step. Order of checks:
+invalid, unreachable line type, suppressed, duplicate (the first occurrence of a number is
+kept). Invalid and unreachable numbers are the campaign's *invalid* numbers: counted, listed
+by ``campaign validate`` and, past ``[recipients] max_invalid``, an error.
 
-With ``strict=True`` (the default, for storing a run) the first template or body error
-raises; with ``strict=False`` (``campaign validate``) errors are collected in
-``plan.stats.errors`` with their rows. Memory: one chunk of rows plus the set of numbers
-seen (for duplicates) and the suppression set.
+With ``strict=True`` (the default, for storing a run) the first template, body or CSV error
+raises, and so does going over ``max_invalid`` once every row is read (the ledger then
+rolls the whole plan back); with ``strict=False`` (``campaign validate``) errors are
+collected in ``plan.stats.errors`` with their rows, the same messages. Memory: one chunk of
+rows plus the set of numbers seen (for duplicates) and the suppression set.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from scheduler.campaign.chunkwork import (
     init_worker,
     plan_chunk_in_worker,
 )
+from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import (
     CampaignError,
     EmptyRecipientsFile,
@@ -49,6 +54,7 @@ from scheduler.campaign.exceptions import (
     Issue,
     SandboxViolationError,
     TemplateError,
+    TooManyInvalidNumbers,
     UndefinedVariableError,
 )
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
@@ -81,6 +87,8 @@ class PlanStats:
     duplicates: int = 0
     suppressed: int = 0
     invalid_total: int = 0
+    unreachable: int = 0
+    ninth_digit_added: int = 0
     invalid: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
     error_total: int = 0
@@ -100,19 +108,28 @@ class PlanStats:
             "suppressed": self.suppressed,
             "invalid": list(self.invalid),
             "invalid_total": self.invalid_total,
+            "unreachable": self.unreachable,
+            "ninth_digit_added": self.ninth_digit_added,
         }
 
     def add_error(self, issue: Issue) -> None:
-        """Keep an error; past :data:`MAX_SAME_ERROR` of the same kind only count it."""
+        """Keep an error; past :data:`MAX_SAME_ERROR` of the same kind only count it.
+
+        An undefined variable is a column the CSV does not have, so every row repeats it:
+        it is kept once (with the first row), not once a row.
+        """
         self.error_total += 1
         kind = (issue.key, issue.message)
         self._same_error[kind] += 1
-        if self._same_error[kind] <= MAX_SAME_ERROR:
+        limit = 1 if issue.message.startswith("undefined variable") else MAX_SAME_ERROR
+        if self._same_error[kind] <= limit:
             self.errors.append(issue)
 
     def finish(self) -> None:
         """Summarise errors that were only counted."""
         for (key, message), count in self._same_error.items():
+            if message.startswith("undefined variable"):
+                continue
             if count > MAX_SAME_ERROR:
                 file = next(e.file for e in self.errors if (e.key, e.message) == (key, message))
                 self.errors.append(
@@ -145,6 +162,7 @@ class Plan:
         self.stats = PlanStats()
         self.complete = False
         self.variable_slugs = [s for s in layout.slugs if s != phone_slug]
+        self._problems: list[Issue] = []  # malformed CSV rows, when not strict
 
     @property
     def steps(self) -> list[CompiledStep]:
@@ -155,7 +173,11 @@ class Plan:
         """Each chunk's work, in order: here, or in a bounded pool of worker processes."""
         label = str(self.campaign.recipients_file)
         reader = read_chunks(
-            self.campaign.recipients_file, self.layout, chunk_rows=self.chunk_rows, label=label
+            self.campaign.recipients_file,
+            self.layout,
+            chunk_rows=self.chunk_rows,
+            label=label,
+            problems=None if self.strict else self._problems,
         )
         if self.workers == 1:
             planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs)
@@ -194,11 +216,19 @@ class Plan:
                 result = next(results, None)
                 if result is not None:
                     self._settle(result, seen)
+            for issue in self._problems:
+                self.stats.add_error(issue)
+            self._problems.clear()
             if result is None:
                 break
             if result.rows:
                 yield result.rows
         self.stats.recipients_per_sender = _round_robin(self.stats.valid, self.campaign.senders)
+        over = invalid_limit_issue(self.campaign, self.stats)
+        if over is not None:
+            if self.strict:
+                raise TooManyInvalidNumbers(over)
+            self.stats.add_error(over)
         self.stats.finish()
         self.complete = True
 
@@ -249,6 +279,30 @@ class Plan:
         stats.duplicates += duplicates
         stats.suppressed += opted_out
         stats.invalid_total += invalid
+        stats.unreachable += result.unreachable
+        stats.ninth_digit_added += result.ninth_digit_added
+
+
+_REACH = {"whatsapp": "on WhatsApp", "sms": "by SMS", "voice": "by a call"}
+
+
+def invalid_limit_issue(campaign: Campaign, stats: PlanStats) -> Issue | None:
+    """The error of a plan with more invalid or unreachable numbers than ``max_invalid``."""
+    spec = campaign.spec.recipients
+    limit = invalid_limit(spec.max_invalid, stats.read)
+    if limit is None or stats.invalid_total <= limit:
+        return None
+    share = 100 * stats.invalid_total / stats.read if stats.read else 0.0
+    setting = spec.max_invalid if isinstance(spec.max_invalid, int) else f'"{spec.max_invalid}"'
+    return Issue(
+        campaign.label,
+        f"{stats.invalid_total:,} of {stats.read:,} numbers ({share:.1f}%) are invalid or "
+        f"cannot be reached {_REACH[campaign.spec.channel]}, more than max_invalid = {setting} "
+        f"allows ({limit:,}): correct the list (campaign validate lists them) or raise "
+        "max_invalid",
+        key="recipients.max_invalid",
+        line=campaign.line_of("recipients.max_invalid"),
+    )
 
 
 def _round_robin(count: int, senders: list[str]) -> Counter[str]:
@@ -287,7 +341,10 @@ def _error_class(issues: list[Issue]) -> type[CampaignError]:
 
 def load_suppression(campaign: Campaign) -> set[str]:
     """Every number of the campaign's suppression lists, normalised (invalid ones ignored)."""
-    normalizer = PhoneNormalizer(campaign.spec.recipients.default_country)
+    recipients = campaign.spec.recipients
+    normalizer = PhoneNormalizer(
+        recipients.default_country, add_ninth_digit=recipients.add_ninth_digit
+    )
     numbers: set[str] = set()
     for path in campaign.suppression_files:
         for value in iter_phone_values(path):

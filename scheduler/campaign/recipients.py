@@ -11,15 +11,19 @@
 - **Rows** are numbered from 1 (the header is not counted; blank lines are counted but
   produce no recipient, so row *n* is line *n + 1* of a file without quoted line breaks).
   Values are strings, stripped. A row with fewer fields than the header gets empty values;
-  rows with more fields are an error listing every such row.
+  rows with more fields, and a quote that never closes, are errors naming each row.
 
-pandas reads in chunks (``chunksize``), so memory stays flat; its errors are translated
-here into :mod:`scheduler.campaign.exceptions` classes.
+pandas reads in chunks (``chunksize``), so memory stays flat. When it stops at a malformed
+row, the rest of the file is read by :mod:`scheduler.campaign.rowscan`, which names every
+malformed row in words (pandas' wording never reaches the user): a strict read raises them
+all at once; a read given a ``problems`` list (``campaign validate``) records them there and
+goes on yielding the good rows, so their messages are checked in the same run.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import re
@@ -37,9 +41,12 @@ from scheduler.campaign.exceptions import (
     Issue,
     MissingColumnError,
     RaggedRowsError,
+    RecipientsError,
     RecipientsFileNotFound,
+    UnclosedQuoteError,
     UnreadableRecipientsFile,
 )
+from scheduler.campaign.rowscan import scan_records
 
 DELIMITERS = (";", ",", "\t", "|")
 _CP1252_UNDEFINED = bytes([0x81, 0x8D, 0x8F, 0x90, 0x9D])
@@ -201,30 +208,30 @@ def find_column(layout: CsvLayout, wanted: str | None, *, label: str, key: str) 
     )
 
 
-def ragged_rows(path: Path, layout: CsvLayout, *, label: str) -> RaggedRowsError:
-    """Scan the file with :mod:`csv` and list the rows with more fields than the header."""
+def malformed_rows(
+    path: Path, layout: CsvLayout, *, label: str, from_row: int = 1
+) -> RecipientsError:
+    """Every malformed row from ``from_row`` on, as one error (see :mod:`rowscan`)."""
     issues: list[Issue] = []
     total = 0
     width = len(layout.header)
-    with path.open("r", encoding=layout.encoding, newline="") as handle:
-        reader = csv.reader(handle, delimiter=layout.delimiter)
-        next(reader, None)
-        for number, record in enumerate(reader, start=1):
-            if len(record) > width:
-                total += 1
-                if len(issues) < MAX_RAGGED_LISTED:
-                    issues.append(
-                        Issue(
-                            label,
-                            f"ragged row: {len(record)} fields, the header has {width}",
-                            row=number,
-                        )
-                    )
+    for row, _line, _record, issue in scan_records(
+        path, layout.encoding, layout.delimiter, width, label
+    ):
+        if issue is None or row < from_row:
+            continue
+        total += 1
+        if len(issues) < MAX_RAGGED_LISTED:
+            issues.append(issue)
+    unclosed = any(i.message.startswith("unclosed quote") for i in issues)
     if total > len(issues):
-        issues.append(Issue(label, f"… and {total - len(issues)} more ragged rows"))
+        issues.append(Issue(label, f"… and {total - len(issues)} more malformed rows"))
     if not issues:
-        issues.append(Issue(label, "the rows do not match the header (ragged file)"))
-    return RaggedRowsError(issues)
+        issues.append(
+            Issue(label, f"cannot be read as a CSV file from row {from_row} on", row=from_row)
+        )
+        return UnreadableRecipientsFile(issues)
+    return UnclosedQuoteError(issues) if unclosed else RaggedRowsError(issues)
 
 
 @dataclass
@@ -239,11 +246,49 @@ class RowChunk:
         return len(self.blank)
 
 
-def read_chunks(
-    path: Path, layout: CsvLayout, *, chunk_rows: int = 50_000, label: str | None = None
+def _scanned_chunks(
+    path: Path, layout: CsvLayout, chunk_rows: int, from_row: int, label: str, problems: list[Issue]
 ) -> Iterator[RowChunk]:
-    """The data rows of the CSV, ``chunk_rows`` at a time, keyed by column slug."""
+    """Chunks of the rows from ``from_row`` on, read by :mod:`rowscan`; problems recorded."""
+    width = len(layout.header)
+    empty = [""] * width
+    lists: list[list[str]] = [[] for _ in layout.slugs]
+    blank: list[bool] = []
+    first = from_row
+    for row, _line, record, issue in scan_records(
+        path, layout.encoding, layout.delimiter, width, label
+    ):
+        if row < from_row:
+            continue
+        if issue is not None:
+            problems.append(issue)
+        values = empty if record is None else [v.strip() for v in record] + empty[len(record) :]
+        for column, value in zip(lists, values, strict=False):
+            column.append(value)
+        blank.append(not any(values))
+        if len(blank) >= chunk_rows:
+            yield RowChunk(first, dict(zip(layout.slugs, lists, strict=True)), blank)
+            first += len(blank)
+            lists, blank = [[] for _ in layout.slugs], []
+    if blank:
+        yield RowChunk(first, dict(zip(layout.slugs, lists, strict=True)), blank)
+
+
+def read_chunks(
+    path: Path,
+    layout: CsvLayout,
+    *,
+    chunk_rows: int = 50_000,
+    label: str | None = None,
+    problems: list[Issue] | None = None,
+) -> Iterator[RowChunk]:
+    """The data rows of the CSV, ``chunk_rows`` at a time, keyed by column slug.
+
+    Malformed rows raise (every one of them listed) unless ``problems`` is given: then
+    they are recorded there, yielded as blank rows, and reading goes on.
+    """
     label = label or str(path)
+    next_row = 1
     try:
         reader = pd.read_csv(
             path,
@@ -260,21 +305,18 @@ def read_chunks(
         )
     except EmptyDataError:
         raise EmptyRecipientsFile("the file is empty (no header, no rows)", file=label) from None
-    except (ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise UnreadableRecipientsFile(f"cannot be read: {exc}", file=label) from None
-    next_row = 1
-    with reader:
-        while True:
+    except (ParserError, UnicodeDecodeError, ValueError):
+        reader = None
+    with reader if reader is not None else contextlib.nullcontext():
+        while reader is not None:
             with warnings.catch_warnings():
                 warnings.simplefilter("error", ParserWarning)
                 try:
                     frame = next(reader)
                 except StopIteration:
-                    break
-                except (ParserError, ParserWarning):
-                    raise ragged_rows(path, layout, label=label) from None
-                except (UnicodeDecodeError, ValueError) as exc:
-                    raise UnreadableRecipientsFile(f"cannot be read: {exc}", file=label) from None
+                    return
+                except (ParserError, ParserWarning, UnicodeDecodeError, ValueError):
+                    break  # the rest is read by rowscan, below
             columns = {
                 slug: [v.strip() for v in frame.iloc[:, i].tolist()]
                 for i, slug in enumerate(layout.slugs)
@@ -285,6 +327,9 @@ def read_chunks(
                 blank = [b and not v for b, v in zip(blank, values, strict=True)]
             yield RowChunk(next_row, columns, blank)
             next_row += n
+    if problems is None:
+        raise malformed_rows(path, layout, label=label, from_row=next_row)
+    yield from _scanned_chunks(path, layout, chunk_rows, next_row, label, problems)
 
 
 def iter_phone_values(path: Path, *, label: str | None = None) -> Iterator[str]:

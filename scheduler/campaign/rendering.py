@@ -163,15 +163,32 @@ class FastTemplate:
         return cls(parts)
 
 
+def template_line(exc: BaseException, filename: str | None) -> int | None:
+    """The template line an error was raised at (Jinja puts template frames in tracebacks)."""
+    line = None
+    tb = exc.__traceback__
+    name = filename or "<template>"
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == name:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
 @dataclass
 class Leaf:
-    """One templated string of a step: where it is, where it came from, how to render it."""
+    """One templated string of a step: where it is, where it came from, how to render it.
+
+    ``line`` is where the string starts in the campaign file, for inline templates (their
+    errors name the campaign file); a template file's errors name the file and its line.
+    """
 
     key: str
     file: str
     template: jinja2.Template
     fast: FastTemplate | None
     variables: frozenset[str]
+    line: int | None = None
 
     def __post_init__(self) -> None:
         if self.fast is not None:  # the hot path: one generated function per leaf
@@ -187,43 +204,63 @@ class Leaf:
         except Exception as exc:
             raise self._error(exc) from None
 
+    def _where(self, exc: Exception) -> int | None:
+        found = template_line(exc, self.template.filename)
+        if self.line is None:
+            return found
+        return self.line + (found - 1 if found else 0)
+
     def _error(self, exc: Exception) -> TemplateError:
+        line = self._where(exc)
         if isinstance(exc, SecurityError):
             return SandboxViolationError(
-                Issue(self.file, f"sandbox violation: {exc}", key=self.key)
+                Issue(self.file, f"sandbox violation: {exc}", key=self.key, line=line)
             )
         if isinstance(exc, jinja2.UndefinedError):
             return UndefinedVariableError(
-                Issue(self.file, f"undefined variable: {exc.message}", key=self.key)
+                Issue(self.file, f"undefined variable: {exc.message}", key=self.key, line=line)
             )
         text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        return TemplateError(Issue(self.file, f"cannot render: {text}", key=self.key))
+        return TemplateError(Issue(self.file, f"cannot render: {text}", key=self.key, line=line))
 
 
-def _syntax_issue(exc: jinja2.TemplateSyntaxError, file: str, key: str) -> Issue:
-    return Issue(file, f"template syntax error: {exc.message}", key=key, line=exc.lineno)
+def _syntax_issue(
+    exc: jinja2.TemplateSyntaxError, file: str, key: str, base: int | None = None
+) -> Issue:
+    line = exc.lineno if base is None else base + max(exc.lineno - 1, 0)
+    return Issue(file, f"template syntax error: {exc.message}", key=key, line=line)
 
 
-def compile_leaf(env: SandboxedEnvironment, source: str, *, key: str, file: str) -> Leaf:
-    """Compile an inline template string (``file`` is the campaign file, for messages)."""
+def compile_leaf(
+    env: SandboxedEnvironment, source: str, *, key: str, file: str, line: int | None = None
+) -> Leaf:
+    """Compile an inline template string (``file`` is the campaign file, ``line`` where the
+    string starts in it, for messages)."""
     try:
         ast = env.parse(source)
         template = env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
-        raise TemplateSyntaxError(_syntax_issue(exc, file, key)) from None
+        raise TemplateSyntaxError(_syntax_issue(exc, file, key, line)) from None
     return Leaf(
         key,
         file,
         template,
         FastTemplate.build(ast, env),
         frozenset(meta.find_undeclared_variables(ast)),
+        line,
     )
 
 
 def compile_file_leaf(
-    env: SandboxedEnvironment, name: str, *, key: str, campaign_file: str
+    env: SandboxedEnvironment,
+    name: str,
+    *,
+    key: str,
+    campaign_file: str,
+    line: int | None = None,
 ) -> Leaf:
-    """Compile a template file of ``templates/`` (named relative to that folder)."""
+    """Compile a template file of ``templates/`` (named relative to that folder); ``line``
+    is where the campaign file names it."""
     loader = env.loader
     try:
         if loader is None:
@@ -231,7 +268,12 @@ def compile_file_leaf(
         source, filename, _ = loader.get_source(env, name)
     except jinja2.TemplateNotFound:
         raise TemplateNotFoundError(
-            Issue(campaign_file, f"template file {name!r} not found under templates/", key=key)
+            Issue(
+                campaign_file,
+                f"template file {name!r} not found under templates/",
+                key=key,
+                line=line,
+            )
         ) from None
     display = str(Path(filename or name))
     try:

@@ -1,8 +1,11 @@
 """``campaign validate``, ``campaign preview`` and ``campaign plan``: look before sending.
 
-- ``validate FILE [--json]``: checks the definition, reads every row, renders every message;
-  exit 1 when there is any definition or template error (invalid numbers, duplicates and
-  opt-outs are counted, not errors).
+- ``validate FILE [--json]``: every error it can find in one run: the definition (with its
+  TOML line), a one-off ``schedule.at`` already past, malformed CSV rows, templates (file
+  and line), every row's rendered messages (undefined variables list the CSV's columns;
+  bodies over the service's bounds); exit 1 on any. Invalid numbers, numbers of a line type
+  the channel does not reach, duplicates and opt-outs are counted, not errors, unless there
+  are more invalid numbers than ``[recipients] max_invalid`` allows.
 - ``preview FILE [--rows N] [--json]``: the first N valid recipients' messages, each body
   exactly as the client would send it (the first sender as ``sessionId``).
 - ``plan FILE [--start ISO] [--json]``: totals per sender and step, SMS segments and the
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 from rich.console import Console
 from rich.json import JSON
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -54,7 +58,7 @@ def _out() -> Console:
 
 def _print_issues(console: Console, issues: list[Issue]) -> None:
     for issue in issues:
-        console.print(f"[red]✗[/] {issue}", markup=True)
+        console.print(f"[red]✗[/] {escape(str(issue))}", markup=True)
 
 
 def _stats_table(stats: PlanStats) -> Table:
@@ -64,27 +68,34 @@ def _stats_table(stats: PlanStats) -> Table:
         ("valid", stats.valid),
         ("duplicates (first kept)", stats.duplicates),
         ("suppressed (opt-out)", stats.suppressed),
-        ("invalid numbers", stats.invalid_total),
+        ("invalid or unreachable numbers", stats.invalid_total),
+        ("  of which a line type the channel does not reach", stats.unreachable),
+        ("ninth digit added (add_ninth_digit)", stats.ninth_digit_added),
     ):
         table.add_row(name, f"{value:,}")
     return table
 
 
-def _check(path: Path) -> tuple[Campaign | None, PlanStats, list[Issue]]:
-    """Load, plan (not strict) and read every row; never raises a campaign error."""
+def _check(path: Path, now: datetime | None) -> tuple[Campaign | None, PlanStats, list[Issue]]:
+    """Every problem of a campaign in one pass (see the module doc); never raises a campaign
+    error. ``now`` checks that a one-off ``schedule.at`` has not passed."""
+    from scheduler.campaign.loader import start_issues
     from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
 
     stats, issues = PlanStats(), []
     campaign = None
     try:
-        campaign = load_campaign(path)
+        campaign = load_campaign(path, lenient=True)
+        issues.extend(campaign.issues)
+        if now is not None:
+            issues.extend(start_issues(campaign, now))
         plan = build_plan(campaign, strict=False)
         try:
             stats = plan.consume()
-        except CampaignError as exc:  # e.g. ragged rows found mid-file
+        except CampaignError as exc:
             stats = plan.stats
             issues.extend(exc.issues)
-        issues[:0] = stats.errors
+        issues.extend(stats.errors)
     except CampaignError as exc:
         issues.extend(exc.issues)
     return campaign, stats, issues
@@ -92,7 +103,9 @@ def _check(path: Path) -> tuple[Campaign | None, PlanStats, list[Issue]]:
 
 def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
     """Check a campaign: definition, recipients, every rendered message. Exit 1 on errors."""
-    _campaign, stats, issues = _check(file)
+    from scheduler.campaign.phones import NINTH_DIGIT
+
+    _campaign, stats, issues = _check(file, clock())
     if as_json:
         report = {
             "recipients": stats.recipients_json(),
@@ -108,10 +121,14 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
             for col in ("row", "value", "reason"):
                 table.add_column(col)
             for item in stats.invalid[:50]:
-                table.add_row(str(item["row"]), item["value"], item["reason"])
+                table.add_row(str(item["row"]), escape(item["value"]), escape(item["reason"]))
             console.print(table)
             if stats.invalid_total > 50:
                 console.print(f"… and {stats.invalid_total - 50:,} more invalid numbers")
+            if any(i["reason"].startswith(NINTH_DIGIT) for i in stats.invalid):
+                console.print(
+                    "note: [recipients] add_ninth_digit = true adds the missing ninth digit"
+                )
         _print_issues(console, issues)
         if issues:
             console.print(f"[bold red]{len(issues)} error(s)[/]", markup=True)
@@ -231,8 +248,9 @@ def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
 
 
 def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], list[Issue]]:
-    """The ``campaign plan --json`` object and the errors found."""
-    campaign, stats, issues = _check(path)
+    """The ``campaign plan --json`` object and the errors found (the same as ``validate``'s;
+    with ``--start`` the schedule's own start time is not checked)."""
+    campaign, stats, issues = _check(path, clock() if start_text is None else None)
     if campaign is None:
         return {"recipients": stats.recipients_json()}, issues
     start = _parse_start(start_text, campaign)

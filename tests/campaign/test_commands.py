@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
+from scheduler.commands import plan as plan_commands
 from scheduler.service.requests import SEND_KINDS, wire_body
 
 from .conftest import REPO, Project
@@ -25,7 +27,9 @@ CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]
 def _no_service(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No configured service: plan limits come from the file."""
     monkeypatch.delenv("CAMPAIGN_BASE_URL", raising=False)
-    monkeypatch.setenv("CAMPAIGN_CONFIG", str(tmp_path / "absent.toml"))
+    empty = tmp_path / "empty-config.toml"
+    empty.write_text("")  # a named settings file must exist
+    monkeypatch.setenv("CAMPAIGN_CONFIG", str(empty))
 
 
 def test_validate_json_shape_for_the_demo() -> None:
@@ -49,10 +53,12 @@ def test_validate_reports_rows_and_exits_1(project: Project) -> None:
     assert result.exit_code == 1
     report = json.loads(result.stdout)
     assert report["recipients"]["invalid"] == [{"row": 3, "value": "1234", "reason": "too short"}]
-    assert [e["row"] for e in report["errors"]] == [1, 2]
+    # every row lacks the column the same way: one error, with the columns the CSV has
+    assert [e["row"] for e in report["errors"]] == [1]
     error = report["errors"][0]
     assert error["key"] == "steps[0].text" and "apelido" in error["message"]
-    assert error["file"] == str(path.resolve())
+    assert "nome, cidade, valor, to" in error["message"]
+    assert error["file"] == str(path.resolve()) and error["line"] == 10
 
 
 def test_validate_definition_errors_all_at_once(project: Project) -> None:
@@ -127,10 +133,13 @@ def test_plan_estimate_with_plan_limit_from_the_file(project: Project) -> None:
     assert report["finish"] == "2025-03-10T09:24:00-03:00"
 
 
-def test_plan_human_output_and_jitter_mean(project: Project) -> None:
+def test_plan_human_output_and_jitter_mean(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_commands, "clock", lambda: datetime(2026, 1, 5, tzinfo=UTC))
     result = runner.invoke(app, ["plan", str(REPO / "campaigns" / "welcome.toml")])
     assert result.exit_code == 0, result.output
-    assert "finish 2025-03-10T09:12:15-03:00" in result.stdout
+    assert "finish 2027-03-08T09:12:15-03:00" in result.stdout
     assert "one send every 5.00 s" in result.stdout  # max(2 s, U(2 s, 8 s)) has mean 5 s
 
 

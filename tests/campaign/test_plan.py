@@ -99,9 +99,9 @@ def test_strict_plan_raises_and_loose_plan_collects(project: Project) -> None:
 
 
 def test_repeated_errors_are_capped_and_summarised(project: Project) -> None:
-    csv = "telefone;nome\n" + "".join(f"119{i:08d};n\n" for i in range(50))
-    path = project.basic('[[steps]]\ntype = "text"\ntext = "{{ nada }}"\n', csv=csv)
-    stats = build_plan(path, strict=False).consume()
+    csv = "telefone;nome\n" + "".join(f"119{i:08d};\n" for i in range(50))
+    path = project.basic('[[steps]]\ntype = "text"\ntext = "{{ nome }}"\n', csv=csv)
+    stats = build_plan(path, strict=False).consume()  # an empty text, in every row
     assert stats.error_total == 50 and len(stats.errors) == 21
     assert stats.errors[-1].message.startswith("… and 30 more rows")
 

@@ -80,9 +80,10 @@ def test_messy_csv_in_every_encoding_and_delimiter(
     assert by_row[5]["reason"] == "invalid_number: too short" and by_row[5]["to"] == "1234"
     assert by_row[7]["reason"] == "invalid_number: empty"
     assert by_row[10]["reason"].startswith("invalid_number:")
+    assert by_row[8]["reason"] == "landline: WhatsApp and SMS need a mobile number"
     stats = plan.stats
-    assert (stats.read, stats.valid, stats.duplicates, stats.invalid_total) == (10, 6, 1, 3)
-    assert [i["row"] for i in stats.invalid] == [5, 7, 10]
+    assert (stats.read, stats.valid, stats.duplicates, stats.invalid_total) == (10, 5, 1, 4)
+    assert [i["row"] for i in stats.invalid] == [5, 7, 8, 10] and stats.unreachable == 1
 
 
 def test_layout_detection(project: Project) -> None:
@@ -173,9 +174,10 @@ def test_ragged_rows_are_all_listed(project: Project) -> None:
     plan = build_plan(path)
     with pytest.raises(RaggedRowsError) as caught:
         plan.consume()
-    assert [(i.row, i.message) for i in caught.value.issues] == [
-        (2, "ragged row: 3 fields, the header has 2"),
-        (3, "ragged row: 4 fields, the header has 2"),
+    hint = " (a value containing ';' must be in double quotes)"
+    assert [(i.row, i.line, i.message) for i in caught.value.issues] == [
+        (2, 3, "ragged row: 3 fields, the header has 2" + hint),
+        (3, 4, "ragged row: 4 fields, the header has 2" + hint),
     ]
     first_row_ragged = project.basic(csv="nome;telefone\nAna;1;x\nBia;2\n")
     with pytest.raises(RaggedRowsError):
