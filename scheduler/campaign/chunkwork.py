@@ -10,6 +10,7 @@ initializer loads the campaign once per worker. Render errors are returned as da
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
 Recipient = tuple[int, int, str | None, str | None, str | None, str]
 #: The reason of a step skipped because the definition has errors in it (validate only).
 BROKEN_STEP = "step_error: the step has errors in the campaign file"
+_UNDEFINED = re.compile(r"undefined variable: '(\w+)' is undefined$")
 
 
 @dataclass
@@ -150,7 +152,13 @@ class ChunkPlanner:
         if line is None and file == label:
             line = self.campaign.line_of(issue.key)
         message = issue.message
-        if message.startswith("undefined variable"):
+        missing = _UNDEFINED.match(message)
+        if missing is not None:
+            message = (
+                f"undefined variable {missing.group(1)!r}: the CSV has no such column "
+                f"(its columns, as template names: {self.columns})"
+            )
+        elif message.startswith("undefined variable"):
             message += f" (the CSV's columns, as template names: {self.columns})"
         return Issue(file, message, key=issue.key, row=row, line=line)
 
