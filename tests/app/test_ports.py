@@ -1,0 +1,89 @@
+"""Ports and the demo: a busy port is found before planning; the demo uses what is set."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.app.conftest import cli, clean_env, text_sends
+from tests.dispatch.conftest import write_project
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def busy_port() -> Iterator[int]:
+    """A loopback port something else listens on."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1)
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+def test_a_busy_fixed_port_stops_the_run_before_planning(make_sandbox, tmp_path, busy_port
+                                                         ) -> None:
+    service = make_sandbox()
+    service.create_session("s1")
+    cwd = tmp_path / "shop"
+    campaign = write_project(cwd, 3)
+    env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
+                    CAMPAIGN_RECEIVER_PORT=str(busy_port))
+    out = cli(env, "run", str(campaign), cwd=cwd)
+    assert out.returncode == 1 and f"receiver_port {busy_port}" in out.stderr
+    assert "Traceback" not in out.stderr
+    runs = json.loads(cli(env, "runs", "--json", cwd=cwd).stdout)["runs"]
+    assert runs == [] and service.sends() == []
+
+
+def test_a_kept_port_taken_meanwhile_moves_to_a_free_one(make_sandbox, tmp_path, busy_port
+                                                         ) -> None:
+    service = make_sandbox()
+    service.create_session("s1")
+    cwd = tmp_path / "shop"
+    campaign = write_project(cwd, 3)
+    (cwd / "state").mkdir()
+    (cwd / "state" / "receiver.json").write_text(json.dumps({"token": "t" * 40,
+                                                             "port": busy_port}))
+    env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
+                    CAMPAIGN_VERIFY_GRACE_S="1")
+    out = cli(env, "run", str(campaign), cwd=cwd)
+    assert out.returncode == 0, out.stderr
+    assert f"receiver port {busy_port} (kept from the last run) is in use" in out.stdout
+    kept = json.loads((cwd / "state" / "receiver.json").read_text())
+    assert kept["port"] != busy_port and kept["token"] == "t" * 40
+    assert len(text_sends(service.sends())) == 3
+
+
+def _demo_project(tmp_path: Path) -> Path:
+    root = tmp_path / "demo-project"
+    for folder in ("campaigns", "templates", "data"):
+        shutil.copytree(ROOT / folder, root / folder)
+    return root
+
+
+def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, tmp_path
+                                                                  ) -> None:
+    service = make_sandbox()
+    root = _demo_project(tmp_path)
+    env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key)
+    out = cli(env, "demo", "--root", str(root), cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    host = service.base_url.removeprefix("http://")
+    assert f"the tour runs against the service at {host}" in out.stdout
+    assert "embedded sandbox" not in out.stdout
+    paths = {s["path"] for s in service.sends()}
+    assert "/api/v1/messages/send/pix" in str(paths) or any("pix" in p for p in paths)
+    assert len(text_sends(service.sends())) > 100  # the demo campaign went there too
+
+
+def test_the_demo_refuses_a_half_configured_service(tmp_path) -> None:
+    root = _demo_project(tmp_path)
+    out = cli(clean_env(CAMPAIGN_BASE_URL="http://127.0.0.1:9"), "demo", "--root", str(root),
+              cwd=tmp_path)
+    assert out.returncode == 1 and "CAMPAIGN_API_KEY" in out.stderr
