@@ -272,9 +272,17 @@ class CampaignSpec(Strict):
     @model_validator(mode="after")
     def _whatsapp_senders(self, info: ValidationInfo) -> CampaignSpec:
         """WhatsApp sends through sessions: at least one is needed."""
-        if self.channel == "whatsapp" and not self.senders and not lenient(info):
-            raise ValueError("senders: a WhatsApp campaign needs at least one session id")
+        problem = self.whole_file_problem()
+        if problem is not None and not lenient(info):
+            raise ValueError(f"{problem[0]}: {problem[1]}")
         return self
+
+    def whole_file_problem(self) -> tuple[str, str] | None:
+        """(key, message) of the check across keys, which pydantic skips when another key
+        is wrong (``campaign validate`` asks for it on the best-effort definition)."""
+        if self.channel == "whatsapp" and not self.senders:
+            return "senders", "a WhatsApp campaign needs at least one session id"
+        return None
 
 
 def step_delay(raw: Any) -> float:

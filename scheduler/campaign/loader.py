@@ -168,6 +168,8 @@ def _read_toml(path: Path, label: str) -> tuple[dict[str, Any], str]:
     except tomllib.TOMLDecodeError as exc:
         found = re.search(r"line (\d+)", str(exc))
         line = int(found.group(1)) if found else None
+        if line is None and "end of document" in str(exc):
+            line = max(text.count("\n"), 1)
         raise DefinitionError(Issue(label, f"not valid TOML: {exc}", line=line)) from None
 
 
@@ -281,6 +283,24 @@ def _check_step(
     return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before)
 
 
+def _keyed(err: Any) -> tuple[str, str | None]:
+    """(message, key path) of a pydantic error; a whole-file check that names its key
+    (``senders: a WhatsApp campaign needs …``) is filed under that key."""
+    key = loc_path(tuple(err["loc"])) or None
+    message = describe(err)
+    named = re.match(r"(\w+): (.+)", message)
+    if key is None and named is not None and named.group(1) in CampaignSpec.model_fields:
+        key, message = named.group(1), named.group(2)
+    return message, key
+
+
+def _cross_checks(spec: CampaignSpec | None, found: _Collector) -> None:
+    """Checks across keys that pydantic skipped because a key they read was wrong."""
+    problem = spec.whole_file_problem() if spec is not None else None
+    if problem is not None and not any(i.key == problem[0] for i in found.issues):
+        found.add(problem[1], problem[0])
+
+
 def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
     """Read, validate and compile a campaign file; raise one error listing every problem.
 
@@ -297,10 +317,10 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         spec = CampaignSpec.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
-            loc = loc_path(tuple(err["loc"]))
-            found.add(describe(err), loc or None)
+            found.add(*_keyed(err))
         if lenient:
             spec = lenient_spec(data)
+            _cross_checks(spec, found)
     recipients = data.get("recipients") if isinstance(data.get("recipients"), dict) else {}
     recipients_file: Path | None = None
     suppression_files: list[Path] = []

@@ -121,7 +121,7 @@ def model_problems(kind: StepKind, body: dict[str, Any]) -> list[tuple[str, str]
         problems = []
         for err in exc.errors(include_url=False):
             path = loc_path(tuple(p for p in err["loc"] if p != "__root__"))
-            message = err["msg"]
+            message = _in_words(err)
             if err["type"] == "extra_forbidden":
                 message = f"{kind.name} has no field {path!r}"
             elif err["type"] == "missing":
@@ -131,6 +131,22 @@ def model_problems(kind: StepKind, body: dict[str, Any]) -> list[tuple[str, str]
             problems.append((path, message))
         return problems
     return []
+
+
+def _in_words(err: Any) -> str:
+    """pydantic's message of a body error, as a campaign author would say it."""
+    ctx, kind = err.get("ctx") or {}, err["type"]
+    given = err.get("input")
+    count = len(given) if isinstance(given, list | str) else None
+    if kind == "too_short" and "min_length" in ctx:
+        return f"needs at least {ctx['min_length']} items, has {count}"
+    if kind == "too_long" and "max_length" in ctx:
+        return f"takes at most {ctx['max_length']} items, has {count}"
+    if kind == "string_too_short" and ctx.get("min_length") == 1:
+        return "must not be empty"
+    if kind == "string_too_long" and "max_length" in ctx:
+        return f"takes at most {ctx['max_length']} characters, has {count}"
+    return str(err["msg"]).removeprefix("Value error, ").replace("Input should be", "expected", 1)
 
 
 #: Strings a "free" templated field must accept unchanged (see :func:`free_leaves`).

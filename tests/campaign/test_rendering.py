@@ -162,7 +162,7 @@ def test_rendered_body_is_checked_with_the_endpoint_model(project: Project) -> N
         build_plan(path).consume()
     issue = caught.value.issues[0]
     assert issue.row == 2 and issue.key == "steps[0].question"
-    assert "at least 1 character" in issue.message
+    assert "must not be empty" in issue.message
 
 
 def test_template_files_render_with_trailing_newline_removed(project: Project) -> None:
