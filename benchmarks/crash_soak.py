@@ -108,7 +108,6 @@ def campaign_env(base_url: str, workdir: Path, **extra: str) -> dict[str, str]:
         CAMPAIGN_API_KEY=KEY,
         CAMPAIGN_STATE_DIR=str(workdir / "state"),
         CAMPAIGN_RECEIVER_PORT="0",
-        CAMPAIGN_CONFIG=str(workdir / "no-config.toml"),
         PYTHONUNBUFFERED="1",
         **extra,
     )
