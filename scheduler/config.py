@@ -75,6 +75,33 @@ class Settings(BaseSettings):
         """Whether the user named a service at all (an address, a key or a key file)."""
         return bool(self.base_url or self.api_key is not None or self.api_key_file)
 
+    def service_endpoint(self) -> tuple[str, str] | None:
+        """``(base_url, key)`` of the configured service; ``None`` when none is configured.
+
+        Half a configuration (an address without a key, or a key without an address) is a
+        :class:`ConfigError` naming the missing half: the embedded sandbox never stands in
+        for a service the user configured, since its results would be invented.
+        """
+        if not self.service_configured:
+            return None
+        key = self.resolved_api_key()
+        if self.base_url and key:
+            return self.base_url, key
+        if self.base_url:
+            from urllib.parse import urlsplit
+
+            host = urlsplit(self.base_url).netloc or self.base_url
+            where = (f"api_key_file {self.api_key_file} is empty" if self.api_key_file
+                     else "CAMPAIGN_API_KEY is empty or unset")
+            raise ConfigError(
+                f"a service is configured (base_url {host}) but no API key ({where}): set "
+                "CAMPAIGN_API_KEY (or api_key_file) to the account's key; nothing was sent, "
+                "and nothing goes to the sandbox instead")
+        raise ConfigError(
+            "an API key is configured but no service address (base_url): set "
+            "CAMPAIGN_BASE_URL (or base_url in config.toml) to the service's address; unset "
+            "the key to use the embedded sandbox")
+
     def state_path(self) -> Path:
         """The state folder (the ledger, the receiver's identity); needs a project."""
         if self.state_dir.is_absolute():

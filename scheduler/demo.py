@@ -150,11 +150,10 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
     from urllib.parse import urlsplit
 
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import configured_service
     from scheduler.errors import SchedulerError
 
     base = load_settings(near=root / "campaigns" / "demo.toml")
-    service = configured_service(base)  # half a configuration stops here
+    service = base.service_endpoint()  # half a configuration stops here
     state = root / "state"
     db = state / "demo.db"
     for leftover in state.glob("demo.db*"):

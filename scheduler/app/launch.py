@@ -43,20 +43,18 @@ def _check_channel(campaign: Campaign, file: Path) -> None:
 def _receiver_socket(settings: Settings, target: str, notes: list[str]) -> socket.socket | None:
     """Bind the receiver's port now when this run will track deliveries."""
     from scheduler.dispatch.foreground import tracking_possible
-    from scheduler.dispatch.runner import configured_service
     from scheduler.tracking.identity import bind_receiver_socket
 
-    service = configured_service(settings)
+    service = settings.service_endpoint()
     if not tracking_possible(settings, target == "sandbox", service[0] if service else None):
         return None
     return bind_receiver_socket(settings, notes=notes)
 
 
 def _check_senders(settings: Settings, campaign: Campaign) -> None:
-    from scheduler.dispatch.runner import configured_service
     from scheduler.service.sender_check import verify_senders
 
-    service = configured_service(settings)
+    service = settings.service_endpoint()
     if service is not None and campaign.spec.senders:
         verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s)
 

@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 from scheduler.config import Settings
 from scheduler.dispatch.dispatcher import Dispatcher, RunResult
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.errors import ConfigError
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.models import Run
@@ -64,33 +63,10 @@ class ServiceTarget:
 
 def target_value(settings: Settings) -> str:
     """What ``runs.target`` will record for these settings (raises on half a service)."""
-    service = configured_service(settings)
+    service = settings.service_endpoint()
     if service is None:
         return SANDBOX_TARGET
     return f"service:{urlsplit(service[0]).netloc or service[0]}"
-
-
-def configured_service(settings: Settings) -> tuple[str, str] | None:
-    """``(base_url, key)`` of the configured service; ``None`` when none is configured.
-
-    A configuration with one half missing is a :class:`ConfigError` naming that half.
-    """
-    if not settings.service_configured:
-        return None
-    key = settings.resolved_api_key()
-    if settings.base_url and key:
-        return settings.base_url, key
-    if settings.base_url:
-        where = (f"api_key_file {settings.api_key_file} is empty" if settings.api_key_file
-                 else "CAMPAIGN_API_KEY is empty or unset")
-        host = urlsplit(settings.base_url).netloc or settings.base_url
-        raise ConfigError(
-            f"a service is configured (base_url {host}) but {where}: set CAMPAIGN_API_KEY "
-            "(or api_key_file) to the account's key; nothing was sent, and nothing goes to "
-            "the sandbox instead")
-    raise ConfigError(
-        "an API key is configured but no base_url: set CAMPAIGN_BASE_URL (or base_url in "
-        "config.toml) to the service's address; unset the key to use the embedded sandbox")
 
 
 @contextmanager
@@ -100,7 +76,7 @@ def service_target(settings: Settings, *, force_sandbox: bool = False,
 
     ``force_sandbox`` is for the rehearsal, which never sends anything anywhere.
     """
-    service = None if force_sandbox else configured_service(settings)
+    service = None if force_sandbox else settings.service_endpoint()
     if service is not None:
         yield ServiceTarget(*service)
         return

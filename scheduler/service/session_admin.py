@@ -65,20 +65,9 @@ def configured_service(settings: Settings) -> tuple[str, str]:
     Both must be set: with neither, the error says how to configure a service (the embedded
     sandbox has no sessions to manage); with one of the two, it names the missing one.
     """
-    base_url = settings.base_url or None
-    key = settings.resolved_api_key() or None
-    if base_url and key:
-        return base_url, key
-    if base_url:
-        raise ConfigError(
-            f"the service address is set ({shown_url(base_url)}) but no API key: set "
-            "CAMPAIGN_API_KEY, or api_key_file in config.toml"
-        )
-    if key:
-        raise ConfigError(
-            "an API key is set but no service address: set CAMPAIGN_BASE_URL, or base_url "
-            "in config.toml"
-        )
+    service = settings.service_endpoint()  # half a configuration is an error there
+    if service is not None:
+        return service
     raise ConfigError(
         "no service configured: set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY (or base_url and "
         "api_key_file in config.toml); `campaign sessions` manages the sessions of a real "

@@ -25,7 +25,7 @@ def test_a_service_without_its_key_is_an_error_and_nothing_is_sent(make_sandbox,
         assert "CAMPAIGN_API_KEY" in out.stderr and "Traceback" not in out.stderr
         assert "sandbox" not in out.stdout.lower()
     out = cli(clean_env(CAMPAIGN_API_KEY=service.api_key), "run", str(campaign), cwd=elsewhere)
-    assert out.returncode == 1 and "no base_url" in out.stderr
+    assert out.returncode == 1 and "no service address" in out.stderr
     assert service.api_key not in out.stderr + out.stdout
     assert service.sends() == []
     runs = cli(clean_env(), "runs", "--json", cwd=tmp_path / "shop")
