@@ -13,15 +13,26 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import weakref
 from pathlib import Path
+from typing import Any
 
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.pool import Pool
 
 from scheduler.ledger.db import open_ledger
 
 #: The environment variable naming the PostgreSQL server of the second pass.
 ENV = "CAMPAIGN_TEST_DATABASE_URL"
+
+
+#: Every driver connection opened on the PostgreSQL pass (see :meth:`LedgerUrls._close_left`).
+_CONNECTIONS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _track(dbapi_connection: Any, _record: Any) -> None:
+    _CONNECTIONS.add(dbapi_connection)
 
 
 class LedgerUrls:
@@ -40,6 +51,7 @@ class LedgerUrls:
             if url.get_backend_name() != "postgresql":
                 raise ValueError(f"{ENV} must be a postgresql URL, got {url.drivername}")
             self.backend = "postgresql"
+            event.listen(Pool, "connect", _track)
 
     def describe(self) -> str:
         """One line for the test report's header."""
@@ -79,8 +91,21 @@ class LedgerUrls:
         return self._template
 
     def _drop(self, name: str) -> None:
+        self._close_left(name)
         with self._admin_engine().connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+    @staticmethod
+    def _close_left(database: str) -> None:
+        """Close the connections to ``database`` still open in this process.
+
+        A test (or the code it calls) that never disposes its engine leaves pooled
+        connections behind; SQLite's are closed quietly by the garbage collector, psycopg
+        warns (``ResourceWarning``, an error here) at whatever later test collects them.
+        """
+        for connection in list(_CONNECTIONS):
+            if not connection.closed and connection.info.dbname == database:
+                connection.close()
 
     # ------------------------------------------------------------------ the API
 

@@ -5,6 +5,8 @@ sender pool what happened; :func:`apply` writes a settlement in one transaction.
 this apart from the dispatcher's loop makes the rules readable in one place:
 
 - accepted → ``accepted`` with its ``messageId``; the recipient's next step is released;
+  events about that id stored before it (``messages.sent`` often comes first) are applied
+  in the same transaction;
 - ``fail`` (a 4xx about the message) → ``failed`` at once, with the service's text;
 - ``stop_run`` (401/403) → the row goes back to ``planned``; the run stops and says why;
 - ``sender_down`` → back to ``planned`` for another sender; the sender cools off;
@@ -29,6 +31,7 @@ from scheduler.ledger import queries
 from scheduler.ledger.queries import DueDelivery
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.exceptions import RateLimited, ServiceError
+from scheduler.tracking.early import match_early_events
 
 
 @dataclass(slots=True)
@@ -113,7 +116,8 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
 def apply(conn: Connection, run_id: int, s: Settlement, step_delays_s: tuple[float, ...],
           now: datetime) -> None:
     """Write a settlement (the caller's transaction)."""
-    queries.record_accepted(conn, s.accepted, now)
+    queries.record_accepted(conn, s.accepted, now)  # first: it takes the matching lock
+    match_early_events(conn, (m for _i, m in s.accepted), now)
     queries.release_next_steps(conn, run_id, s.released, step_delays_s, now)
     queries.record_retry(conn, s.retries, now)
     queries.record_final(conn, s.failed, S.FAILED, now)

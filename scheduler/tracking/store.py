@@ -89,6 +89,7 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
     def attempt(careful: bool) -> Ingested:
         out = Ingested()
         with engine.begin() as conn:
+            queries.lock_matching(conn)
             new = queries.insert_events(conn, list(rows.values()))
             fresh: list[tuple[int, Incoming]] = []
             for item in items:
@@ -124,6 +125,7 @@ def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
 
     def attempt(careful: bool) -> Applied:
         with engine.begin() as conn:
+            queries.lock_matching(conn)
             loaded, broken = _load(conn, queries.event_payloads(conn, list(event_ids)), now)
             applied, errors = _apply(conn, loaded, ctx, now, careful=careful)
             _finish(conn, applied, errors | broken, now)
@@ -147,12 +149,13 @@ def apply_unapplied(engine: Engine, ctx: ApplyContext, now: datetime, *,
 
 
 def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[tuple[int, str]]:
-    """Unmatched receipts among the last ``window`` events, to retry after a restart."""
+    """Unmatched sends and receipts among the last ``window`` events, to retry after a
+    restart (a ``messages.sent`` left unmatched by an older version included)."""
     try:
         with engine.connect() as conn:
             newest = queries.max_event_id(conn)
             return queries.recent_unmatched_events(conn, since_id=max(newest - window, 0),
-                                                   names=MATCHED_BY_ID)
+                                                   names=("messages.sent", *MATCHED_BY_ID))
     except DB_ERRORS as exc:
         raise LedgerError(f"could not read stored events: {exc}") from None
 

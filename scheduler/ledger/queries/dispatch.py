@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, select, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from scheduler.ledger.queries.common import (
     DueDelivery,
     _state_in,
     deliveries,
     events,
+    lock_matching,
     suppressed_numbers,
 )
 from scheduler.ledger.states import DeliveryState as S
@@ -96,11 +97,17 @@ def record_accepted(
 ) -> None:
     """Rows the service took: store ``messageId`` and move ``dispatching`` → ``accepted``.
 
-    A ``messages.sent`` event may already have moved the row to ``sent`` (reconciliation):
-    then only a missing message id is filled in.
+    Must be the first statement of its transaction: it takes the matching lock
+    (:func:`~scheduler.ledger.queries.tracking.lock_matching`), so that an event stored by
+    the receiver meanwhile is either seen here, or sees the message ids stored here; the
+    caller then applies the events that arrived first
+    (:func:`scheduler.tracking.early.match_early_events`) in the same transaction.
+    A ``messages.sent`` event may already have proved the row sent (it is then ``sent``
+    with that event's id): only what is missing is filled in, ``accepted_at`` included.
     """
     if not accepted:
         return
+    lock_matching(conn)
     params = [
         {"b_id": i, "b_mid": m, "b_norm": m.lower() if m else None, "b_now": now}
         for i, m in accepted
@@ -116,8 +123,11 @@ def record_accepted(
     )
     conn.execute(
         update(deliveries)
-        .where(deliveries.c.id == bindparam("b_id"), deliveries.c.message_id.is_(None))
-        .values(message_id=bindparam("b_mid"), message_id_norm=bindparam("b_norm"),
+        .where(deliveries.c.id == bindparam("b_id"),
+               or_(deliveries.c.message_id.is_(None), deliveries.c.accepted_at.is_(None)))
+        .values(message_id=func.coalesce(deliveries.c.message_id, bindparam("b_mid")),
+                message_id_norm=func.coalesce(deliveries.c.message_id_norm,
+                                              bindparam("b_norm")),
                 accepted_at=func.coalesce(deliveries.c.accepted_at, bindparam("b_now"))),
         params,
     )

@@ -154,6 +154,20 @@ def recent_unmatched_events(conn: Connection, *, since_id: int,
     return [(i, m) for i, m in conn.execute(stmt)]
 
 
+def unmatched_events_for(conn: Connection, norms: Iterable[str],
+                        names: Sequence[str]) -> list[tuple[int, str]]:
+    """Events of ``names`` stored ``unmatched`` (or not applied yet) with one of these
+    message ids: (id, payload), oldest first."""
+    wanted = sorted(set(norms))
+    found: list[tuple[int, str]] = []
+    for i in range(0, len(wanted), 500):
+        stmt = select(events.c.id, events.c.payload).where(
+            events.c.message_id_norm.in_(wanted[i:i + 500]), events.c.event.in_(list(names)),
+            or_(events.c.result == "unmatched", events.c.applied_at.is_(None)))
+        found.extend((e, p) for e, p in conn.execute(stmt))
+    return sorted(found)
+
+
 def max_event_id(conn: Connection) -> int:
     """The newest stored event's id (0 when there is none)."""
     return int(conn.execute(select(func.max(events.c.id))).scalar() or 0)

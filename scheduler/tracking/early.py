@@ -1,0 +1,50 @@
+"""Events that arrived before their delivery held the message id, matched when it is stored.
+
+The service may post ``messages.sent`` (or even a receipt) before the dispatcher has written
+down the ``messageId`` of its answer: the event is then stored ``unmatched``. The dispatcher
+calls :func:`match_early_events` in the transaction that records the accepted sends, right
+after :func:`~scheduler.ledger.queries.record_accepted` (which took the matching lock), so
+such an event moves its delivery in the same commit: ``sent`` with the event's time, on
+every database and whatever the timing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import Connection
+
+from scheduler.ledger import queries
+from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
+from scheduler.tracking.intake import Incoming, incoming_from_payload
+from scheduler.tracking.replies import OptOutWords
+
+logger = logging.getLogger("scheduler.tracking")
+
+#: The events matched to a delivery by message id alone.
+EARLY_EVENTS = ("messages.sent", *MATCHED_BY_ID)
+#: Only sends and receipts are loaded here: no reply, so no opt-out word is ever needed.
+_CTX = ApplyContext(OptOutWords(()))
+
+
+def match_early_events(conn: Connection, message_ids: Iterable[str | None],
+                       now: datetime) -> Applied:
+    """Apply the stored, unmatched events about ``message_ids`` (just stored on their
+    deliveries, in the caller's transaction); their ``result`` is updated."""
+    norms = {m.lower() for m in message_ids if m}  # as record_accepted stores them
+    if not norms:
+        return Applied()
+    stored = queries.unmatched_events_for(conn, norms, EARLY_EVENTS)
+    if not stored:
+        return Applied()
+    loaded: list[tuple[int, Incoming]] = []
+    for event_id, payload in stored:
+        try:
+            loaded.append((event_id, incoming_from_payload(payload, now)))
+        except Exception:  # a stored event that no longer parses: leave it as it is
+            logger.warning("stored event %s could not be parsed again", event_id)
+    applied = apply_batch(conn, loaded, _CTX, now)
+    queries.mark_events_applied(conn, sorted(applied.results.items()), now)
+    return applied
