@@ -11,15 +11,20 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
 	@touch $(STAMP)
 
 demo: $(STAMP)
 	@$(BIN)/campaign demo
 
+# The whole suite twice: on SQLite files, then on a throwaway PostgreSQL server on loopback
+# (scripts/pg-test-server: found on the machine, or installed from Debian's packages).
 test: $(STAMP)
 	@$(BIN)/ruff check scheduler tests benchmarks
-	@$(BIN)/python -m pytest
+	@echo "# tests on SQLite"
+	@CAMPAIGN_TEST_DATABASE_URL= $(BIN)/python -m pytest
+	@echo "# tests on PostgreSQL"
+	@bash scripts/pg-test-server run -- $(BIN)/python -m pytest
 
 lint: $(STAMP)
 	@$(BIN)/ruff check scheduler tests benchmarks

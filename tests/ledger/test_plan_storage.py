@@ -1,0 +1,62 @@
+"""The bulk path that stores a plan: exact text through it, and COPY on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from sqlalchemy import event, select
+
+from scheduler.ledger import queries
+from scheduler.ledger.runs import Ledger
+from tests.ledger.conftest import T0, plan_rows
+
+#: Text that a hand-rolled COPY or CSV encoding would corrupt.
+AWKWARD = 'tab\there, new\nline, back\\slash, \\N, "quotes", \'single\', ação, 🎉, \r end'
+
+
+def _run(ledger: Ledger) -> int:
+    return ledger.create_run(campaign_name="bulk", channel="whatsapp", definition_path="c.toml",
+                             definition={}, delivery_mode="at-most-once", timezone="UTC")
+
+
+def test_awkward_text_and_nulls_come_back_exactly(ledger: Ledger) -> None:
+    rows = plan_rows(3)
+    rows[0]["payload"] = {"text": AWKWARD, "n": None}
+    rows[0]["variables"] = {"nome": AWKWARD, "vazio": ""}
+    rows[1]["region"] = None
+    rows[2].update(state="skipped", reason=AWKWARD)
+    run_id = _run(ledger)
+    assert ledger.store_plan(run_id, [rows], start_at=T0) == 3
+
+    d = queries.deliveries
+    with ledger.engine.connect() as conn:
+        stored = [dict(r) for r in conn.execute(
+            select(d).where(d.c.run_id == run_id).order_by(d.c.seq)).mappings()]
+    assert json.loads(stored[0]["payload"]) == {"text": AWKWARD, "n": None}
+    assert json.loads(stored[0]["variables"]) == {"nome": AWKWARD, "vazio": ""}
+    assert stored[1]["region"] is None and stored[0]["region"] == "BR"
+    assert (stored[2]["state"], stored[2]["reason"], stored[2]["due_at"]) == (
+        "skipped", AWKWARD, None)
+    assert [r["due_at"] for r in stored[:2]] == [T0, T0]
+    assert [r["seq"] for r in stored] == [0, 1, 2]
+
+
+def test_a_plan_is_copied_not_inserted_row_by_row_on_postgresql(
+        ledger: Ledger, db_backend: str) -> None:
+    if db_backend != "postgresql":
+        pytest.skip("COPY is PostgreSQL's; SQLite takes the executemany path")
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    event.listen(ledger.engine, "before_cursor_execute", seen)
+    try:
+        run_id = _run(ledger)
+        ledger.store_plan(run_id, [plan_rows(500, steps=2)], start_at=T0)
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", seen)
+    assert ledger.counts(run_id) == {"planned": 1000}
+    assert not [s for s in statements if "INSERT INTO deliveries" in s]
