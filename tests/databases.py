@@ -32,7 +32,8 @@ _CONNECTIONS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def _track(dbapi_connection: Any, _record: Any) -> None:
-    _CONNECTIONS.add(dbapi_connection)
+    if type(dbapi_connection).__module__.startswith("psycopg"):  # not SQLite's (no weakref)
+        _CONNECTIONS.add(dbapi_connection)
 
 
 class LedgerUrls:
