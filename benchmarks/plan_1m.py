@@ -3,16 +3,21 @@
 Generates a semicolon CSV of Brazilian recipients in messy formats (2 % invalid numbers,
 1 % duplicates written in another format) in a temporary folder, with a two-step campaign
 (a text from a template file, then an image with a caption), and times
-``build_plan`` + reading every chunk, then storing them in a SQLite ledger when
-``scheduler.ledger`` offers it (``--no-store`` skips that). Prints JSON lines::
+``build_plan`` + reading every chunk, then storing them in a ledger (``--no-store`` skips
+that): a new SQLite file by default, the database of ``--database-url URL`` (default
+``$CAMPAIGN_BENCH_DATABASE_URL``; an empty database, e.g. PostgreSQL's
+``postgresql+psycopg://user@host/db``), or, with ``--postgres``, a throwaway PostgreSQL
+server started on loopback by ``scripts/pg-test-server`` (durable settings: fsync on).
+Prints JSON lines::
 
     {"figure": "P1", "value": <wall s>, "unit": "s", "rows": ..., "peak_rss_mb": ...,
-     "rows_per_s": ..., "stored": true|false, ...}
+     "rows_per_s": ..., "stored": true|false, "database": "sqlite"|"postgresql", ...}
     {"figure": "P1-plan-only", ...}                 # without the ledger (when storing)
     {"figure": "P1-vs-read_csv", "value": <ratio>, "unit": "ratio", ...}
 
 The baseline is a bare ``pandas.read_csv(path, sep=";", dtype=str)`` of the same file. Peak
-RSS is measured in a fresh child process per phase, so one phase cannot inflate another.
+RSS is measured in a fresh child process per phase, so one phase cannot inflate another
+(a PostgreSQL server's own memory is not in it).
 CPU seconds (``cpu_s``) are printed beside wall seconds: on a shared machine the wall time
 follows the load (``load_avg_1m``), the CPU time much less.
 ``--rows N`` shrinks the run; ``--quick`` is ``--rows 50000``.
@@ -21,16 +26,21 @@ follows the load (``load_avg_1m``), the CPU time much less.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from sqlalchemy.engine import make_url
 
 _FIRST_NAMES = (
     "Ana Maria João José Francisca Antônio Carlos Paulo Pedro Lucas Luiz Marcos Gabriel "
@@ -138,7 +148,7 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _phase_plan(campaign: Path, store: bool, queue: Any) -> None:
+def _phase_plan(campaign: Path, store: bool, database_url: str | None, queue: Any) -> None:
     from scheduler.campaign.plan import build_plan
 
     start, cpu = time.perf_counter(), time.process_time()
@@ -150,7 +160,8 @@ def _phase_plan(campaign: Path, store: bool, queue: Any) -> None:
         from scheduler.ledger.db import open_ledger
         from scheduler.ledger.runs import Ledger
 
-        ledger = Ledger(open_ledger(f"sqlite:///{campaign.parent.parent / 'ledger.db'}"))
+        url = database_url or f"sqlite:///{campaign.parent.parent / 'ledger.db'}"
+        ledger = Ledger(open_ledger(url))
         spec = plan.campaign.spec
         run_id = ledger.create_run(
             campaign_name=spec.name,
@@ -162,6 +173,7 @@ def _phase_plan(campaign: Path, store: bool, queue: Any) -> None:
             fire_time=None,
         )
         stored = ledger.store_plan(run_id, plan.chunks(), start_at=datetime.now(UTC))
+        ledger.engine.dispose()
     else:
         for _rows in plan.chunks():
             pass
@@ -208,21 +220,41 @@ def _ledger_available() -> bool:
     return hasattr(Ledger, "store_plan")
 
 
+@contextlib.contextmanager
+def _postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server (``scripts/pg-test-server start --durable``)."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "pg-test-server"
+    folder = tempfile.mkdtemp(prefix="p1-pg-")
+    try:
+        started = subprocess.run(["bash", str(script), "start", "--durable", folder],
+                                 check=True, capture_output=True, text=True)
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(["bash", str(script), "stop", folder], check=False)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Generate, plan, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--quick", action="store_true", help="same as --rows 50000")
     parser.add_argument("--no-store", action="store_true", help="do not store in the ledger")
+    parser.add_argument("--database-url", default=os.environ.get("CAMPAIGN_BENCH_DATABASE_URL"),
+                        help="store in this (empty) database instead of a new SQLite file")
+    parser.add_argument("--postgres", action="store_true",
+                        help="store in a throwaway PostgreSQL server on loopback")
     args = parser.parse_args(argv)
     rows = 50_000 if args.quick else args.rows
     store = not args.no_store and _ledger_available()
-    with tempfile.TemporaryDirectory(prefix="p1-") as tmp:
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(_postgres_server()) if args.postgres else args.database_url
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="p1-"))
         campaign = generate(Path(tmp), rows)
         csv = Path(tmp) / "data" / "recipients.csv"
         base = _run(_phase_read_csv, csv)
-        plan_only = _run(_phase_plan, campaign, False)
-        full = _run(_phase_plan, campaign, True) if store else plan_only
+        plan_only = _run(_phase_plan, campaign, False, None)
+        full = _run(_phase_plan, campaign, True, url) if store else plan_only
+    database = make_url(url).get_backend_name() if url else "sqlite"
     context = {
         "rows": rows,
         "valid": full["valid"],
@@ -243,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
                 "cpu_s": round(full["cpu"], 3),
                 "load_avg_1m": round(os.getloadavg()[0], 2),
                 "stored": store,
+                "database": database,
                 "deliveries_stored": full["stored"],
             }
         )
