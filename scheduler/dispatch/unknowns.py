@@ -78,7 +78,7 @@ def _covered(start: datetime, end: datetime, key: str, intervals: Sequence[Inter
     for k, began, last in sorted(intervals, key=lambda i: i[1]):
         if k != key or last + HEARTBEAT_SLACK < reach:
             continue
-        if began > reach + HEARTBEAT_SLACK:
+        if began > reach:
             return False
         reach = max(reach, last + HEARTBEAT_SLACK)
         if reach >= end:

@@ -24,7 +24,7 @@ def _env(service: Service, tmp_path: Path, ledger_url: str) -> dict[str, str]:
     env.update(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                CAMPAIGN_STATE_DIR=str(tmp_path / "state"), CAMPAIGN_DATABASE_URL=ledger_url,
                CAMPAIGN_RECEIVER_PORT="0",
-               CAMPAIGN_CONFIG=str(tmp_path / "none.toml"), CAMPAIGN_VERIFY_GRACE_S="2")
+               CAMPAIGN_VERIFY_GRACE_S="2")
     return env
 
 

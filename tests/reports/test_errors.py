@@ -37,7 +37,6 @@ def cli_env(whatsapp_run: Scenario, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     env = {
         "CAMPAIGN_DATABASE_URL": url,
         "CAMPAIGN_REPORTS_DIR": str(tmp_path / "reports"),
-        "CAMPAIGN_CONFIG": str(tmp_path / "absent.toml"),
     }
     for key, value in env.items():
         monkeypatch.setenv(key, value)

@@ -39,8 +39,7 @@ CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]
 @pytest.fixture
 def env(tmp_path: Path, ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """A fresh ledger and a known token, through the environment."""
-    values = {"CAMPAIGN_CONFIG": str(tmp_path / "absent.toml"),
-              "CAMPAIGN_DATABASE_URL": ledger_url,
+    values = {"CAMPAIGN_DATABASE_URL": ledger_url,
               "CAMPAIGN_WEBHOOK_TOKEN": TOKEN}
     for key, value in values.items():
         monkeypatch.setenv(key, value)
