@@ -52,7 +52,12 @@ def make_engine(url: str) -> Engine:
         kwargs["connect_args"] = {"check_same_thread": False, "timeout": 30}
     try:
         engine = create_engine(url, **kwargs)
-    except (SQLAlchemyError, ImportError) as exc:
+    except ImportError as exc:
+        hint = (" (the postgres extra installs psycopg 3: pip install -e '.[postgres]', "
+                "and use a postgresql+psycopg:// URL)"
+                if parsed.get_backend_name() == "postgresql" else "")
+        raise DatabaseUnavailable(f"cannot open {_redact(url)}: {exc}{hint}") from None
+    except SQLAlchemyError as exc:
         raise DatabaseUnavailable(f"cannot open {_redact(url)}: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
@@ -80,9 +85,9 @@ def migrate(engine: Engine) -> None:
     try:
         command.upgrade(alembic_config(engine), "head")
     except SQLAlchemyError as exc:
+        why = " ".join(str(getattr(exc, "orig", exc)).split())  # one line (libpq's has two)
         raise DatabaseUnavailable(
-            f"cannot migrate {_redact(str(engine.url))}: {exc.__class__.__name__}: "
-            f"{getattr(exc, 'orig', exc)}"
+            f"cannot migrate {_redact(str(engine.url))}: {exc.__class__.__name__}: {why}"
         ) from None
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
+from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries.common import _dumps, deliveries
 from scheduler.ledger.states import DeliveryState as S
 
@@ -66,11 +67,18 @@ def insert_deliveries(
 
 
 def _copy(conn: Connection, batch: list[tuple[Any, ...]]) -> None:
-    """``COPY deliveries ... FROM STDIN`` through psycopg, in the caller's transaction."""
+    """``COPY deliveries ... FROM STDIN`` through psycopg, in the caller's transaction.
+
+    The driver's own errors (SQLAlchemy does not see this statement) become
+    :class:`~scheduler.ledger.exceptions.LedgerError`.
+    """
     raw = conn.connection.driver_connection
     assert raw is not None
-    with raw.cursor() as cursor, cursor.copy(_COPY) as copy:
-        for row in batch:
-            copy.write_row(row)
+    try:
+        with raw.cursor() as cursor, cursor.copy(_COPY) as copy:
+            for row in batch:
+                copy.write_row(row)
+    except conn.dialect.loaded_dbapi.Error as exc:
+        raise LedgerError(f"could not store the plan: {type(exc).__name__}: {exc}") from None
 
 

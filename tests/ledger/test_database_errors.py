@@ -1,0 +1,32 @@
+"""A ledger URL that cannot be used is one clear line, with its password hidden."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.exceptions import DatabaseUnavailable
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]  # nothing listens there once closed
+
+
+def test_an_unreachable_postgresql_server_is_one_line_without_the_password() -> None:
+    url = f"postgresql+psycopg://shop:s3cret-pw@127.0.0.1:{_closed_port()}/campaign"
+    with pytest.raises(DatabaseUnavailable) as caught:
+        open_ledger(url)
+    message = str(caught.value)
+    assert message.startswith("cannot migrate postgresql+psycopg://shop:***@127.0.0.1:")
+    assert "s3cret-pw" not in message and "\n" not in message
+    assert "Connection refused" in message
+
+
+def test_a_driver_that_is_not_installed_names_the_extra() -> None:
+    with pytest.raises(DatabaseUnavailable, match=r"pip install -e '\.\[postgres\]'") as caught:
+        open_ledger("postgresql+pg8000://shop:s3cret-pw@127.0.0.1/campaign")
+    assert "s3cret-pw" not in str(caught.value)
