@@ -135,6 +135,12 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
             check_target(run, target)
             run = _continue(ledger, run, campaign, file, choice, console)
         else:
+            from scheduler.campaign.exceptions import DefinitionError
+            from scheduler.campaign.loader import start_issues
+
+            late = start_issues(campaign, utcnow())  # a new run only: a paused one resumes
+            if late:
+                raise DefinitionError(late)
             earlier = None
             if campaign.spec.schedule.cron is None:
                 earlier = last_finished_run(ledger, campaign.spec.name, target)
