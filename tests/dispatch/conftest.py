@@ -1,4 +1,4 @@
-"""Dispatcher test harness: a real sandbox on loopback, a real ledger file, a fake clock."""
+"""Dispatcher test harness: a real sandbox on loopback, a real ledger, a fake clock."""
 
 from __future__ import annotations
 

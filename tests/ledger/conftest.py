@@ -1,4 +1,4 @@
-"""Fixtures for ledger tests: a real SQLite file per test and a fixed clock."""
+"""Fixtures for ledger tests: a real ledger per test (SQLite or PostgreSQL), fixed clock."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Report fixtures: real SQLite ledgers holding runs in every state, with replies and opt-outs.
+"""Report fixtures: real ledgers holding runs in every state, with replies and opt-outs.
 
 ``whatsapp_run`` is the main scenario (20 recipients, one step, two senders)::
 

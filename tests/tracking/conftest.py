@@ -1,6 +1,6 @@
-"""Tracking test harness: a real receiver on loopback over a real SQLite ledger file.
+"""Tracking test harness: a real receiver on loopback over a real ledger.
 
-- ``tledger``: a ledger in a temporary SQLite file (real clock);
+- ``tledger``: a fresh ledger (SQLite file, or PostgreSQL on that pass; real clock);
 - ``make_receiver(ledger, **settings)``: serves ``create_receiver`` with uvicorn on a free
   port; returns a :class:`ReceiverHandle` (``post``, ``post_account``, ``post_raw`` ...);
 - event builders (``sent``, ``receipt``, ``received``, ``offer``, ``sms``) with the
