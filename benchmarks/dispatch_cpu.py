@@ -6,7 +6,7 @@ webhook. This process measures only its own CPU time (``time.process_time``: use
 all threads) for:
 
 - ``scheduler``: a run of N text deliveries stored in a SQLite ledger (a temporary file),
-  dispatched by ``scheduler.dispatch.runner.dispatch`` (the path ``campaign run`` takes,
+  dispatched by ``scheduler.dispatch.start.dispatch`` (the path ``campaign run`` takes,
   without the progress bar) across 100 senders at a very high rate (no pacing, no jitter),
   at the dispatcher's concurrency; planning/storing the run is not measured (that is P1);
 - ``bare``: ``ServiceClient.send_prepared`` in an asyncio loop with the same concurrency,
@@ -43,7 +43,7 @@ from typing import Any
 
 import httpx
 
-from scheduler.dispatch.runner import dispatch
+from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient

@@ -3,7 +3,7 @@
 The sandbox runs in ANOTHER process on 127.0.0.1 (``create_app`` under uvicorn, sessions
 auto-connected, no webhook). This process stores a run with more text deliveries than the
 senders can send in the time (so no sender ever runs dry), dispatches it with
-``scheduler.dispatch.runner.dispatch`` on the real clock (``rate = "2/s"``, no jitter, the
+``scheduler.dispatch.start.dispatch`` on the real clock (``rate = "2/s"``, no jitter, the
 default token bucket of 1), and stops it after ``--seconds`` (the stop event ``campaign
 run`` sets on Ctrl-C; in-flight sends finish).
 
@@ -45,7 +45,7 @@ from dispatch_cpu import (
 )
 
 from scheduler.dispatch.pacing import parse_rate
-from scheduler.dispatch.runner import dispatch
+from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient

@@ -1,21 +1,21 @@
 """The ``campaign`` command: a thin Typer front over the packages.
 
-Every module of :mod:`scheduler.commands` with a ``register(app)`` function adds its
-commands. A :class:`~scheduler.errors.SchedulerError` is printed as one line on stderr with
-exit code 1, never as a traceback; anything else is a bug and keeps its traceback.
+The command modules are listed below, in the order ``--help`` shows them; each adds its
+commands with ``register(app)``, and each command is a thin layer over a function of
+:mod:`scheduler.app` or of a package, which the tests call directly. A
+:class:`~scheduler.errors.SchedulerError` is printed as one line on stderr with exit code 1,
+never as a traceback; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import sys
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scheduler import commands
+from scheduler.commands import demo, plan, report, run, sandbox, schedule, sessions, track
 from scheduler.errors import SchedulerError
 
 app = typer.Typer(
@@ -27,15 +27,10 @@ app = typer.Typer(
 )
 
 
-def _register_commands() -> None:
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(app)
-
-
-_register_commands()
+#: Every command module, registered explicitly: this list is how the CLI is put together.
+COMMAND_MODULES = (plan, run, schedule, track, report, sessions, sandbox, demo)
+for _module in COMMAND_MODULES:
+    _module.register(app)
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ def _check_channel(campaign: Campaign, file: Path) -> None:
 
 def _receiver_socket(settings: Settings, target: str, notes: list[str]) -> socket.socket | None:
     """Bind the receiver's port now when this run will track deliveries."""
-    from scheduler.dispatch.foreground import tracking_possible
+    from scheduler.app.foreground import tracking_possible
     from scheduler.tracking.identity import bind_receiver_socket
 
     service = settings.service_endpoint()
@@ -62,8 +62,8 @@ def _check_senders(settings: Settings, campaign: Campaign) -> None:
 def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
               choice: EditChoice | None, console: Console) -> Run:
     """Continue an unfinished run: its target must match, and edits need a choice."""
+    from scheduler.app.planning import replan_run
     from scheduler.campaign.fingerprint import fingerprint_of
-    from scheduler.dispatch.runner import replan_run
 
     assert run.id is not None
     changes = pending_changes(run, campaign)
@@ -99,14 +99,10 @@ def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
 def launch_run(file: Path, console: Console, *, new_run: bool = False,
                include_previous: bool = False, edit_choice: str | None = None) -> None:
     """Check everything, then continue the campaign's unfinished run or plan a new one."""
+    from scheduler.app.foreground import describe, run_foreground
+    from scheduler.app.planning import plan_run, unfinished_run_for
+    from scheduler.app.wiring import ledger_from_settings, target_value
     from scheduler.campaign.plan import load_campaign
-    from scheduler.dispatch.foreground import describe, run_foreground
-    from scheduler.dispatch.runner import (
-        ledger_from_settings,
-        plan_run,
-        target_value,
-        unfinished_run_for,
-    )
 
     settings = load_settings(near=file)
     target = target_value(settings)  # a half-configured service stops here

@@ -14,7 +14,7 @@ def demo_command(
                              "configured: really send the demo's messages through it."),
 ) -> None:
     """Sessions, every message type, a 200-recipient campaign and its report, in seconds."""
-    from scheduler.demo import run_demo
+    from scheduler.app.demo import run_demo
     from scheduler.errors import SchedulerError
 
     if not (root / "campaigns" / "demo.toml").is_file():

@@ -59,7 +59,7 @@ def run_command(
     from scheduler.app.launch import launch_run
 
     if rehearse:
-        from scheduler.dispatch.rehearsal import print_rehearsal, rehearse_campaign
+        from scheduler.app.rehearsal import print_rehearsal, rehearse_campaign
 
         print_rehearsal(rehearse_campaign(file, start=_parse_start(start)), console)
         return
@@ -70,8 +70,8 @@ def run_command(
 
 
 def _control(action: str, run_id: int) -> None:
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
 
     ledger = ledger_from_settings(load_settings())
     run = ledger.request(run_id, action)
@@ -91,9 +91,9 @@ def cancel_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     """Resume a paused or interrupted run; continues it here unless a process holds it."""
     from scheduler.app.choose_run import check_target
+    from scheduler.app.foreground import describe, run_foreground
+    from scheduler.app.wiring import ledger_from_settings, target_value
     from scheduler.config import load_settings
-    from scheduler.dispatch.foreground import describe, run_foreground
-    from scheduler.dispatch.runner import ledger_from_settings, target_value
     from scheduler.ledger.exceptions import RunLocked
     from scheduler.ledger.states import describe_target
 
@@ -123,8 +123,8 @@ def resend_command(
                                   "horizon while the receiver listened): safe to send."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
     from scheduler.dispatch.unknowns import judge_run
     from scheduler.timeutil import utcnow
 
@@ -181,8 +181,8 @@ def status_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """A run's status: deliveries by state, and sent / delivered / read / replied / opted out."""
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
 
     ledger = ledger_from_settings(load_settings())
     if run_id is None:
@@ -212,8 +212,8 @@ def status_command(
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
 
     settings = load_settings()
     ledger = ledger_from_settings(settings)

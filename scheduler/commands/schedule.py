@@ -15,9 +15,9 @@ console = Console()
 
 def schedule_command(file: Path = typer.Argument(..., help="Campaign definition (TOML).")) -> None:
     """Register a campaign's schedule (its `at` or `cron`); `campaign serve` fires it."""
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.campaign.plan import load_campaign
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
     from scheduler.dispatch.triggers import add_schedule, make_trigger, next_fire_times
 
     campaign = load_campaign(file)
@@ -43,8 +43,8 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
 
 def unschedule_command(name: str = typer.Argument(..., help="Campaign name.")) -> None:
     """Forget a campaign's schedule (runs already made are kept)."""
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
     from scheduler.dispatch.triggers import remove_schedule
 
     ledger = ledger_from_settings(load_settings())
@@ -58,10 +58,10 @@ def serve_command(
                                       "start late; later it is recorded as missed."),
 ) -> None:
     """Fire scheduled campaigns, receive webhooks and dispatch every unfinished run."""
+    from scheduler.app.foreground import _sigint_sets
+    from scheduler.app.serve import Server
+    from scheduler.app.wiring import ledger_from_settings, service_target
     from scheduler.config import load_settings
-    from scheduler.dispatch.foreground import _sigint_sets
-    from scheduler.dispatch.runner import ledger_from_settings, service_target
-    from scheduler.dispatch.serve import Server
 
     settings = load_settings()
     ledger = ledger_from_settings(settings)

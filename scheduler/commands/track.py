@@ -50,8 +50,8 @@ def events(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
 ) -> None:
     """List stored webhook events, newest last."""
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
     from scheduler.tracking.counts import stored_events
 
     ledger = ledger_from_settings(load_settings())
@@ -106,8 +106,8 @@ def receiver(
     """Serve the webhook receiver alone until Ctrl-C."""
     import uvicorn
 
+    from scheduler.app.wiring import ledger_from_settings
     from scheduler.config import load_settings
-    from scheduler.dispatch.runner import ledger_from_settings
     from scheduler.tracking import create_receiver, session_webhook_url
 
     settings = load_settings()

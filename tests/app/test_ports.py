@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import cli, clean_env, text_sends
+from tests.app.conftest import clean_env, cli, text_sends
 from tests.dispatch.conftest import write_project
 
 ROOT = Path(__file__).resolve().parents[2]

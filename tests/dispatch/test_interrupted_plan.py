@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from scheduler.dispatch.runner import plan_run, unfinished_run_for
+from scheduler.app.planning import plan_run, unfinished_run_for
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger, runs_table
 from tests.dispatch.conftest import write_project

@@ -6,7 +6,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scheduler.dispatch.rehearsal import rehearse_campaign
+from scheduler.app.rehearsal import rehearse_campaign
 from tests.dispatch.conftest import write_project
 
 

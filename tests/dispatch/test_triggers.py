@@ -11,9 +11,9 @@ from apscheduler.triggers.cron import CronTrigger
 from rich.console import Console
 from sqlmodel import Session, select
 
+from scheduler.app.serve import Server
+from scheduler.app.wiring import service_target
 from scheduler.config import Settings
-from scheduler.dispatch.runner import service_target
-from scheduler.dispatch.serve import Server
 from scheduler.dispatch.triggers import (
     Triggers,
     add_schedule,

@@ -16,10 +16,12 @@ from rich.console import Console
 from sqlalchemy import select, update
 from sqlmodel import Session
 
+from scheduler.app.foreground import start_tracking
+from scheduler.app.planning import plan_run
+from scheduler.app.wiring import ServiceTarget, ensure_senders
 from scheduler.config import Settings
 from scheduler.dispatch.exceptions import DispatchError
-from scheduler.dispatch.foreground import start_tracking
-from scheduler.dispatch.runner import ServiceTarget, dispatch, ensure_senders, plan_run
+from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunLocked

@@ -24,9 +24,10 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from scheduler.app.wiring import ServiceTarget, ensure_senders, service_target
 from scheduler.config import Settings
 from scheduler.dispatch.dispatcher import RunResult
-from scheduler.dispatch.runner import ServiceTarget, dispatch, ensure_senders, service_target
+from scheduler.dispatch.start import dispatch
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState

@@ -180,8 +180,9 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
 
 def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
-    from scheduler.dispatch.foreground import describe, run_foreground
-    from scheduler.dispatch.runner import ledger_from_settings, plan_run, service_target
+    from scheduler.app.foreground import describe, run_foreground
+    from scheduler.app.planning import plan_run
+    from scheduler.app.wiring import ledger_from_settings, service_target
     from scheduler.service.client import ServiceClient
     from scheduler.timeutil import utcnow
 

@@ -18,8 +18,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from scheduler.app.planning import plan_run
+from scheduler.app.wiring import ensure_senders, service_target
 from scheduler.dispatch.dispatcher import RunResult, TimelineEntry
-from scheduler.dispatch.runner import dispatch, ensure_senders, plan_run, service_target
+from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import SimulatedClock, utcnow

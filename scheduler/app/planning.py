@@ -1,0 +1,78 @@
+"""Planning runs: a new run from a campaign file, a re-plan, the run to continue.
+
+The plan is stored in one transaction (all or nothing); each run records its target and
+the fingerprint of the files it was planned from (see ``scheduler.campaign.fingerprint``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from scheduler.ledger.models import Run
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import RunStatus
+
+
+def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
+             fire_time: datetime | None = None,
+             on_progress: Callable[[int], None] | None = None,
+             target: str | None = None, skip_previous: bool = False) -> int:
+    """Plan the campaign file and store it as a new run; returns the run id.
+
+    The plan is stored in one transaction: a bad row stops everything and stores nothing.
+    The run records its ``target`` and the fingerprint of the files it was planned from;
+    ``skip_previous`` skips numbers that received a step of the campaign's earlier runs to
+    the same target.
+    """
+    from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.campaign.plan import build_plan, load_campaign
+
+    campaign = load_campaign(campaign_path)
+    plan = build_plan(campaign)
+    spec = campaign.spec
+    run_id = ledger.create_run(
+        campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),
+        definition=spec.model_dump(mode="json"), delivery_mode=spec.delivery,
+        timezone=spec.schedule.timezone, fire_time=fire_time, target=target,
+        fingerprint=fingerprint_of(campaign).model_dump_json(),
+    )
+    try:
+        ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
+                          skip_previous_of=(spec.name, target) if skip_previous else None)
+    except BaseException:
+        ledger.set_status(run_id, RunStatus.FAILED, reason="the plan could not be stored")
+        ledger.release(run_id)
+        raise
+    return run_id
+
+
+def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datetime,
+               on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
+    """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``)."""
+    from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.campaign.plan import build_plan, load_campaign
+
+    campaign = load_campaign(campaign_path)
+    assert run.id is not None
+    return ledger.replan(
+        run.id, build_plan(campaign).chunks(), start_at=start_at,
+        definition=campaign.spec.model_dump(mode="json"),
+        fingerprint=fingerprint_of(campaign).model_dump_json(),
+        step_delays_s=[step.delay_s for step in campaign.steps], on_progress=on_progress)
+
+
+def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:
+    """The campaign's run started by ``campaign run`` that did not finish, if any.
+
+    A run whose planning was killed before its plan was stored is discarded (it holds no
+    rows), so the campaign is planned again instead of "continuing" an empty run.
+    """
+    ledger.discard_interrupted_plans(campaign_name=campaign_name)
+    for run in ledger.unfinished_runs(campaign_name=campaign_name):
+        if run.fire_time is None and run.planned_count:
+            return run
+    return None
+
+

@@ -1,0 +1,106 @@
+"""Settings → the parts of a running program: the ledger, the service (or the sandbox).
+
+One factory for what every command needs: :func:`ledger_from_settings` opens the project's
+ledger; :func:`service_target` gives the configured service or, only when no service is
+configured at all, the embedded sandbox on a free loopback port (half a configuration is a
+:class:`~scheduler.errors.ConfigError`, see ``Settings.service_endpoint``);
+:func:`ensure_senders` makes the run's sessions ready.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from scheduler.config import Settings
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import SANDBOX_TARGET
+from scheduler.service.client import ServiceClient
+from scheduler.service.exceptions import ServiceError
+from scheduler.timeutil import Clock, utcnow
+
+
+def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:
+    """The ledger of the configured database, migrated to the latest schema."""
+    return Ledger(open_ledger(settings.resolved_database_url()), clock=clock)
+
+
+@dataclass(repr=False)
+class ServiceTarget:
+    """Where sends go: a base URL and its key, and whether it is the embedded sandbox."""
+
+    base_url: str
+    api_key: str
+    sandbox: Any = None
+
+    @property
+    def is_sandbox(self) -> bool:
+        """Whether this is the in-process sandbox."""
+        return self.sandbox is not None
+
+    @property
+    def ledger_value(self) -> str:
+        """What ``runs.target`` records: ``sandbox`` or ``service:<host[:port]>``."""
+        if self.is_sandbox:
+            return SANDBOX_TARGET
+        return f"service:{urlsplit(self.base_url).netloc or self.base_url}"
+
+    def __repr__(self) -> str:  # never the key
+        return f"ServiceTarget({self.ledger_value})"
+
+
+def target_value(settings: Settings) -> str:
+    """What ``runs.target`` will record for these settings (raises on half a service)."""
+    service = settings.service_endpoint()
+    if service is None:
+        return SANDBOX_TARGET
+    return f"service:{urlsplit(service[0]).netloc or service[0]}"
+
+
+@contextmanager
+def service_target(settings: Settings, *, force_sandbox: bool = False,
+                   sandbox_config: dict[str, Any] | None = None) -> Iterator[ServiceTarget]:
+    """The configured service, or an embedded sandbox served on loopback while in use.
+
+    ``force_sandbox`` is for the rehearsal, which never sends anything anywhere.
+    """
+    service = None if force_sandbox else settings.service_endpoint()
+    if service is not None:
+        yield ServiceTarget(*service)
+        return
+    from scheduler.httpserver import BackgroundServer
+    from scheduler.sandbox import SandboxConfig, create_app
+
+    config = SandboxConfig(**(sandbox_config or {}))
+    app = create_app(config)
+    with BackgroundServer(app) as server:
+        yield ServiceTarget(server.base_url, config.api_key.get_secret_value(), sandbox=app)
+
+
+async def ensure_senders(client: Any, target: ServiceTarget, senders: list[str],
+                         webhook_url: str | None = None) -> None:
+    """Make sure every sender session exists; on the sandbox, create and connect them."""
+    if target.is_sandbox:
+        import httpx
+
+        for name in senders:
+            with contextlib.suppress(ServiceError):  # already there
+                await client.create_session(name, webhook_url=webhook_url)
+            async with httpx.AsyncClient(base_url=target.base_url) as raw:
+                await raw.post(f"/sandbox/sessions/{name}/scan")
+    elif webhook_url:
+        for name in senders:
+            await client.set_webhook(name, webhook_url)
+
+
+
+
+def client_for(settings: Settings, target: ServiceTarget) -> ServiceClient:
+    """The service client for ``target`` with the settings' time-out and concurrency."""
+    return ServiceClient(target.base_url, target.api_key, timeout_s=settings.http_timeout_s,
+                         concurrency=settings.http_concurrency)
