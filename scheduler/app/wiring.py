@@ -13,16 +13,24 @@ import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scheduler.config import Settings
+from scheduler.config import Settings, load_settings
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import ServiceError
 from scheduler.timeutil import Clock, utcnow
+
+
+def open_project(near: Path | None = None) -> tuple[Settings, Ledger]:
+    """The project's settings (found from ``near``, a campaign file, or the current folder)
+    and its ledger: what nearly every command starts with."""
+    settings = load_settings(near=near)
+    return settings, ledger_from_settings(settings)
 
 
 def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:

@@ -210,12 +210,13 @@ async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
     from scheduler.config import load_settings
     from scheduler.service.client import ServiceClient
 
-    settings = load_settings()
-    if not settings.base_url:
+    settings = load_settings(near=campaign.path)
+    service = settings.service_endpoint()  # half a configuration is an error, said above
+    if service is None:
         return None
     channel = _CHANNEL_QUOTA[campaign.spec.channel]
     quotas: list[Quota | None] = []
-    async with ServiceClient.from_settings(settings) as client:
+    async with ServiceClient(*service, timeout_s=settings.http_timeout_s) as client:
         for sender in campaign.senders:
             limits = await client.get_limits(sender)
             limit = getattr(limits.limits, channel, None)

@@ -70,10 +70,9 @@ def run_command(
 
 
 def _control(action: str, run_id: int) -> None:
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
 
-    ledger = ledger_from_settings(load_settings())
+    _, ledger = open_project()
     run = ledger.request(run_id, action)
     console.print(f"run {run_id}: {action} requested (status {run.status})")
 
@@ -92,14 +91,12 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     """Resume a paused or interrupted run; continues it here unless a process holds it."""
     from scheduler.app.choose_run import check_target
     from scheduler.app.foreground import describe, run_foreground
-    from scheduler.app.wiring import ledger_from_settings, target_value
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project, target_value
     from scheduler.ledger.exceptions import RunLocked
     from scheduler.ledger.states import describe_target
 
-    settings = load_settings()
+    settings, ledger = open_project()
     target = target_value(settings)
-    ledger = ledger_from_settings(settings)
     check_target(ledger.get_run(run_id), target)
     ledger.request(run_id, "resume")
     try:
@@ -123,15 +120,14 @@ def resend_command(
                                   "horizon while the receiver listened): safe to send."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
     from scheduler.dispatch.unknowns import judge_run
     from scheduler.timeutil import utcnow
 
     if not (failed or unknown or unproven):
         raise SchedulerError("say which deliveries to send again: --failed, --unproven or "
                              "--unknown")
-    ledger = ledger_from_settings(load_settings())
+    _, ledger = open_project()
     n = 0
     if unproven and not unknown:
         verdicts = judge_run(ledger, run_id, utcnow())
@@ -181,10 +177,9 @@ def status_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """A run's status: deliveries by state, and sent / delivered / read / replied / opted out."""
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
 
-    ledger = ledger_from_settings(load_settings())
+    _, ledger = open_project()
     if run_id is None:
         runs = ledger.list_runs()
         if not runs:
@@ -212,11 +207,9 @@ def status_command(
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
 
-    settings = load_settings()
-    ledger = ledger_from_settings(settings)
+    settings, ledger = open_project()
     rows = [_run_row(ledger, run) for run in ledger.list_runs()]
     if as_json:
         typer.echo(json.dumps({"ledger": settings.ledger_label(), "runs": rows},

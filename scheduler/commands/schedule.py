@@ -15,9 +15,8 @@ console = Console()
 
 def schedule_command(file: Path = typer.Argument(..., help="Campaign definition (TOML).")) -> None:
     """Register a campaign's schedule (its `at` or `cron`); `campaign serve` fires it."""
-    from scheduler.app.wiring import ledger_from_settings
+    from scheduler.app.wiring import open_project
     from scheduler.campaign.plan import load_campaign
-    from scheduler.config import load_settings
     from scheduler.dispatch.triggers import add_schedule, make_trigger, next_fire_times
 
     campaign = load_campaign(file)
@@ -31,7 +30,7 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
                              "use `campaign run` to send it now")
     kind, _, text = trigger.partition(":")
     upcoming = next_fire_times(make_trigger(kind, text, spec.timezone))
-    ledger = ledger_from_settings(load_settings(near=file))
+    _, ledger = open_project(near=file)
     add_schedule(ledger, campaign.spec.name, str(file.resolve()), trigger, spec.timezone)
     console.print(f"scheduled {campaign.spec.name!r} ({trigger}, {spec.timezone})")
     if upcoming:
@@ -43,11 +42,10 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
 
 def unschedule_command(name: str = typer.Argument(..., help="Campaign name.")) -> None:
     """Forget a campaign's schedule (runs already made are kept)."""
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
     from scheduler.dispatch.triggers import remove_schedule
 
-    ledger = ledger_from_settings(load_settings())
+    _, ledger = open_project()
     if not remove_schedule(ledger, name):
         raise SchedulerError(f"no schedule named {name!r} (see `campaign schedule FILE`)")
     console.print(f"unscheduled {name!r}")
@@ -60,11 +58,9 @@ def serve_command(
     """Fire scheduled campaigns, receive webhooks and dispatch every unfinished run."""
     from scheduler.app.foreground import _sigint_sets
     from scheduler.app.serve import Server
-    from scheduler.app.wiring import ledger_from_settings, service_target
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project, service_target
 
-    settings = load_settings()
-    ledger = ledger_from_settings(settings)
+    settings, ledger = open_project()
 
     async def main() -> None:
         stop = asyncio.Event()

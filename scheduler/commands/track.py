@@ -50,11 +50,10 @@ def events(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
 ) -> None:
     """List stored webhook events, newest last."""
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
     from scheduler.tracking.counts import stored_events
 
-    ledger = ledger_from_settings(load_settings())
+    _, ledger = open_project()
     if run is not None:
         ledger.get_run(run)  # RunNotFound: one line, exit 1
     console = _out()
@@ -106,12 +105,10 @@ def receiver(
     """Serve the webhook receiver alone until Ctrl-C."""
     import uvicorn
 
-    from scheduler.app.wiring import ledger_from_settings
-    from scheduler.config import load_settings
+    from scheduler.app.wiring import open_project
     from scheduler.tracking import create_receiver, session_webhook_url
 
-    settings = load_settings()
-    ledger = ledger_from_settings(settings)
+    settings, ledger = open_project()
     host = host or settings.receiver_host
     if port is None and host == settings.receiver_host:
         from scheduler.tracking.identity import bind_receiver_socket

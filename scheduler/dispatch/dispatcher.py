@@ -22,11 +22,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol
-
-import orjson
 
 from scheduler.dispatch import outcomes, reconcile
+from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool, SenderState
@@ -44,14 +42,6 @@ CONTROL_EVERY_S = 0.5
 FLUSH_BATCH = 256
 #: Rows read from the ledger per refill.
 REFILL = 512
-
-
-class SendsMessages(Protocol):
-    """The part of the service client the dispatcher uses."""
-
-    async def send_prepared(self, path: str, body: dict[str, Any]) -> Any:
-        """Send an already validated body; returns an object with ``messageId``."""
-        ...
 
 
 @dataclass
@@ -81,17 +71,23 @@ class Dispatcher:
     """Dispatches one run until it is done, paused, cancelled or stopped."""
 
     def __init__(
-        self, ledger: Ledger, client: SendsMessages, run_id: int, options: DispatchOptions, *,
-        clock: Clock = utcnow, sleep: Callable[[float], Awaitable[None]] = _real_sleep,
+        self, ledger: Ledger, client: ServiceCalls, run_id: int, options: DispatchOptions, *,
+        channel: Channel | None = None, clock: Clock = utcnow,
+        sleep: Callable[[float], Awaitable[None]] = _real_sleep,
         rng: random.Random | None = None, events_received: bool = False,
         on_progress: Callable[[dict[str, int]], None] | None = None,
         progress_every_s: float = 0.0,
         stop_event: asyncio.Event | None = None,
-        quotas: dict[str, tuple[float, datetime | None]] | None = None,
+        quotas: dict[str, Quota] | None = None,
         on_note: Callable[[TimelineEntry], None] | None = None,
     ) -> None:
         self.ledger = ledger
         self.client = client
+        if channel is None:
+            from scheduler.dispatch.channels import channel_for
+
+            channel = channel_for("whatsapp")
+        self.channel = channel
         self.run_id = run_id
         self.options = options
         self.clock = clock
@@ -261,11 +257,10 @@ class Dispatcher:
         return len(picked), wake
 
     async def _send(self, row: DueDelivery, sender: SenderState) -> None:
-        body = {"sessionId": sender.name, "to": row.to, **orjson.loads(row.payload)}
         outcome = outcomes.Outcome(row, sender)
         try:
-            result = await self.client.send_prepared(row.path, body)
-            outcome.message_id = getattr(result, "messageId", None)
+            request = self.channel.request(row, sender.name)
+            outcome.message_id = await self.channel.send(self.client, request)
         except ServiceError as exc:
             outcome.error = exc
         self._outcomes.append(outcome)
@@ -282,7 +277,8 @@ class Dispatcher:
         batch, self._outcomes = self._outcomes, []
         now = self.clock()
         settlement = outcomes.settle(batch, self.pool, self.options, self.rng, now,
-                                     events_received=self.events_received)
+                                     events_received=self.events_received,
+                                     verdict=self.channel.verdict)
         with self.ledger.engine.begin() as conn:
             outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, now)
         if settlement.verifying:

@@ -19,6 +19,7 @@ this apart from the dispatcher's loop makes the rules readable in one place:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -60,8 +61,12 @@ class Settlement:
 
 
 def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
-           rng: random.Random, now: datetime, *, events_received: bool) -> Settlement:
-    """Decide what each outcome does (see the module doc); updates the senders' health."""
+           rng: random.Random, now: datetime, *, events_received: bool,
+           verdict: Callable[[ServiceError], Verdict] = classify) -> Settlement:
+    """Decide what each outcome does (see the module doc); updates the senders' health.
+
+    ``verdict`` is the channel's reading of an error (``Channel.verdict``).
+    """
     out = Settlement()
     for o in outcomes:
         row = o.row
@@ -70,18 +75,18 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
             out.released.append((row.to, row.step, o.sender.name))
             pool.on_accepted(o.sender)
             continue
-        verdict, why = classify(o.error), str(o.error)
-        if verdict is Verdict.FAIL:
+        kind, why = verdict(o.error), str(o.error)
+        if kind is Verdict.FAIL:
             out.failed.append((row.id, "", why))
             out.stopped.append((row.to, row.step))
-        elif verdict is Verdict.STOP_RUN:
+        elif kind is Verdict.STOP_RUN:
             out.retries.append((row.id, now, why))
             out.stop_reason = f"the service refused the API key: {why}"
-        elif verdict is Verdict.SENDER_DOWN:
+        elif kind is Verdict.SENDER_DOWN:
             pool.on_down(o.sender, now, why)
             out.retries.append((row.id, now, why))
             out.notes.append(f"sender {o.sender.name} paused: {why}")
-        elif verdict is Verdict.AMBIGUOUS:
+        elif kind is Verdict.AMBIGUOUS:
             if events_received:
                 due = now + timedelta(seconds=options.verify_grace_s)
                 out.verifying.append((row.id, due, f"{why}; verifying against events"))
@@ -91,7 +96,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
                 out.unknown.append((row.id, "", f"ambiguous: {why}"))
                 out.stopped.append((row.to, row.step))
         else:
-            _retry_later(o, verdict, why, pool, options, rng, now, out)
+            _retry_later(o, kind, why, pool, options, rng, now, out)
     return out
 
 

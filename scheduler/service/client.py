@@ -111,14 +111,19 @@ class ServiceClient:
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> ServiceClient:
         """A client from the settings (base URL, key, time-out, concurrency)."""
-        if not settings.base_url:
-            raise ConfigError("base_url is not set (config.toml or CAMPAIGN_BASE_URL)")
-        api_key = settings.resolved_api_key()
-        if not api_key:
-            raise ConfigError("no API key: set CAMPAIGN_API_KEY or api_key_file")
+        service = settings.service_endpoint()
+        if service is None:
+            raise ConfigError("no service configured: set CAMPAIGN_BASE_URL and "
+                              "CAMPAIGN_API_KEY (or api_key_file)")
         options = {"timeout_s": settings.http_timeout_s,
                    "concurrency": settings.http_concurrency, **overrides}
-        return cls(settings.base_url, api_key, **options)
+        return cls(*service, **options)
+
+    def twin(self) -> ServiceClient:
+        """A new client with the same address, key and transport: its own connection pool,
+        for another event loop (a pool belongs to the loop that first used it)."""
+        return ServiceClient(self.base_url, self._key, transport=self.transport_kind,
+                             clock=self._clock)
 
     def __repr__(self) -> str:
         return f"ServiceClient(base_url={self.base_url!r}, transport={self.transport_kind!r})"

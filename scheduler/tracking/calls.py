@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from scheduler.config import Settings
 from scheduler.errors import SchedulerError
+from scheduler.service.client import ServiceClient
 from scheduler.tracking.apply import CallToReject
 
 logger = logging.getLogger("scheduler.tracking")
 
 #: A ``ServiceClient`` (a twin of it is used: same address and key, the receiver's own
 #: connection pool), a factory called on the receiver's loop, or None (from the settings).
-ClientSource = Any
+ClientSource = ServiceClient | Callable[[], ServiceClient] | None
 
 
 class CallRejecter:
@@ -31,28 +31,24 @@ class CallRejecter:
                  note: Callable[[int, str], Awaitable[None]]) -> None:
         self._settings = settings
         self._source = client
-        self._client: Any = None
+        self._client: ServiceClient | None = None
         self._owned = False
         self._note = note
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def _get_client(self) -> Any:
-        from scheduler.service.client import ServiceClient
-
+    def _get_client(self) -> ServiceClient | None:
         if self._client is None:
             source = self._source
             if isinstance(source, ServiceClient):
                 # Its connection pool belongs to the loop that first used it (the
                 # dispatcher's): the receiver's loop gets a twin with the same address and key.
-                key = source.http.headers.get("authorization", "")
-                self._client, self._owned = ServiceClient(source.base_url, key), True
-            elif source is None and self._settings.base_url and \
-                    self._settings.resolved_api_key():
-                self._client, self._owned = ServiceClient.from_settings(self._settings), True
-            elif callable(source) and not hasattr(source, "reject_call"):
-                self._client, self._owned = source(), True
+                self._client, self._owned = source.twin(), True
+            elif source is None:
+                if self._settings.service_endpoint() is not None:
+                    self._client = ServiceClient.from_settings(self._settings)
+                    self._owned = True
             else:
-                self._client = source
+                self._client, self._owned = source(), True
         return self._client
 
     def submit(self, calls: list[CallToReject]) -> None:

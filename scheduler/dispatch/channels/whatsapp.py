@@ -1,0 +1,56 @@
+"""WhatsApp: one send per delivery through a sender session; ``messages.sent`` proves it."""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import datetime
+
+import orjson
+
+from scheduler.dispatch.channel import Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.retry import Verdict, classify
+from scheduler.ledger.queries import DueDelivery
+from scheduler.service.exceptions import ServiceError
+
+
+class WhatsAppChannel:
+    """Sends through ``/api/v1/messages/send/*`` and ``/interactive/send/*`` (one by one)."""
+
+    name = "whatsapp"
+    proof_events = frozenset({"messages.sent"})
+    batch_size = 1
+
+    def request(self, row: DueDelivery, sender: str) -> SendRequest:
+        """The stored body (validated at plan time) with the session and the recipient."""
+        return SendRequest(row.path, {"sessionId": sender, "to": row.to,
+                                      **orjson.loads(row.payload)})
+
+    async def send(self, service: ServiceCalls, request: SendRequest) -> str | None:
+        """POST it; the ``messageId`` that ``messages.sent`` will carry as ``data.id``."""
+        result = await service.send_prepared(request.path, request.body)
+        return result.messageId
+
+    def verdict(self, error: ServiceError) -> Verdict:
+        """The common rules (``scheduler.dispatch.retry``)."""
+        return classify(error)
+
+    async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
+        """Each session's remaining ``messages`` from ``GET /api/v1/limits/{sessionId}``.
+
+        An unknown or partial answer means "no limit known" for that sender.
+        """
+        quotas: dict[str, Quota] = {}
+        for name in senders:
+            try:
+                limits = await service.get_limits(name)
+            except ServiceError:
+                continue
+            left = limits.remaining("messages")
+            if left is None:
+                continue
+            resets_at = None
+            if limits.resetsAt:
+                with contextlib.suppress(ValueError):
+                    resets_at = datetime.fromisoformat(limits.resetsAt.replace("Z", "+00:00"))
+            quotas[name] = (float(left), resets_at)
+        return quotas
