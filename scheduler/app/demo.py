@@ -25,6 +25,7 @@ from rich.console import Console
 
 from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
+from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
 
 DEMO_TO = "5511987654321"
@@ -75,7 +76,7 @@ def _sink() -> tuple[FastAPI, list[dict[str, Any]]]:
 SCAN_WAIT_S = 180.0
 
 
-async def connect_session(client: Any, base_url: str, session: str, console: Console, *,
+async def connect_session(client: ServiceClient, base_url: str, session: str, console: Console, *,
                           webhook_url: str | None = None, show_qr: bool = True) -> None:
     """Create ``session`` (or reuse it), show its QR code, and wait until it is connected.
 
@@ -113,7 +114,6 @@ async def connect_session(client: Any, base_url: str, session: str, console: Con
 
 async def showcase(base_url: str, api_key: str, console: Console) -> None:
     """Create, show, scan a session, then send one message of each type."""
-    from scheduler.service.client import ServiceClient
 
     app, events = _sink()
     with BackgroundServer(app) as sink:
@@ -183,7 +183,6 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run
     from scheduler.app.wiring import ledger_from_settings, service_target
-    from scheduler.service.client import ServiceClient
     from scheduler.timeutil import utcnow
 
     started = time.monotonic()

@@ -24,13 +24,14 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from scheduler.app.wiring import ServiceTarget, ensure_senders, service_target
+from scheduler.app.wiring import ServiceTarget, client_for, ensure_senders, service_target
 from scheduler.config import Settings
 from scheduler.dispatch.dispatcher import RunResult
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
+from scheduler.service.client import ServiceClient
 
 _SETTLED_BAD = {DeliveryState.FAILED, DeliveryState.EXPIRED, DeliveryState.UNKNOWN}
 
@@ -43,7 +44,7 @@ def tracking_possible(settings: Settings, target_is_sandbox: bool, base_url: str
     return target_is_sandbox or local or bool(settings.webhook_url)
 
 
-def start_tracking(settings: Settings, ledger: Ledger, client: Any, target: ServiceTarget,
+def start_tracking(settings: Settings, ledger: Ledger, client: ServiceClient, target: ServiceTarget,
                    console: Console | None = None, *, sock: socket.socket | None = None
                    ) -> tuple[Any, str | None]:
     """Start the webhook receiver; returns it and the URL to register on the senders.
@@ -148,15 +149,12 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
     ``receiver_socket``: the receiver's port, bound before planning (see
     :func:`scheduler.tracking.identity.bind_receiver_socket`).
     """
-    from scheduler.service.client import ServiceClient
 
     senders = list(ledger.definition(run).get("senders") or [])
     with contextlib.ExitStack() as stack:
         if target is None:
             target = stack.enter_context(service_target(settings))
-        client = ServiceClient(target.base_url, target.api_key,
-                               timeout_s=settings.http_timeout_s,
-                               concurrency=settings.http_concurrency)
+        client = client_for(settings, target)
         async with client:
             server, webhook_url = start_tracking(settings, ledger, client, target, console,
                                                  sock=receiver_socket)

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from scheduler.app.foreground import start_tracking
 from scheduler.app.planning import plan_run
-from scheduler.app.wiring import ServiceTarget, ensure_senders
+from scheduler.app.wiring import ServiceTarget, client_for, ensure_senders
 from scheduler.config import Settings
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.start import dispatch
@@ -28,6 +28,7 @@ from scheduler.ledger.exceptions import RunLocked
 from scheduler.ledger.models import Fire, Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus, describe_target
+from scheduler.service.client import ServiceClient
 
 fires_table = Fire.__table__  # type: ignore[attr-defined]
 
@@ -102,7 +103,7 @@ class Server:
                     "settings it started with)[/]")
         return [run for run in runs if run.target in (None, here)]
 
-    async def _dispatch_one(self, client: Any, run: Run) -> None:
+    async def _dispatch_one(self, client: ServiceClient, run: Run) -> None:
         assert run.id is not None
         stop = self.stops[run.id]
         try:
@@ -127,11 +128,8 @@ class Server:
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set; in-flight sends finish before returning."""
-        from scheduler.service.client import ServiceClient
 
-        client = ServiceClient(self.target.base_url, self.target.api_key,
-                               timeout_s=self.settings.http_timeout_s,
-                               concurrency=self.settings.http_concurrency)
+        client = client_for(self.settings, self.target)
         async with client:
             receiver, self.webhook_url = start_tracking(self.settings, self.ledger, client,
                                                         self.target, self.console)

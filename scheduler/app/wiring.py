@@ -90,7 +90,7 @@ def service_target(settings: Settings, *, force_sandbox: bool = False,
         yield ServiceTarget(server.base_url, config.api_key.get_secret_value(), sandbox=app)
 
 
-async def ensure_senders(client: Any, target: ServiceTarget, senders: list[str],
+async def ensure_senders(client: ServiceClient, target: ServiceTarget, senders: list[str],
                          webhook_url: str | None = None) -> None:
     """Make sure every sender session exists; on the sandbox, create and connect them."""
     if target.is_sandbox:

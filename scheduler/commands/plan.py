@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -33,13 +33,14 @@ from rich.table import Table
 from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.dispatch.pacing import Quota, estimate_finish
 from scheduler.errors import SchedulerError
+from scheduler.timeutil import utcnow
 
 if TYPE_CHECKING:
     from scheduler.campaign.loader import Campaign
     from scheduler.campaign.plan import PlanStats
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
-clock: Callable[[], datetime] = lambda: datetime.now(UTC)  # noqa: E731
+clock: Callable[[], datetime] = utcnow
 _CHANNEL_QUOTA = {"whatsapp": "messages", "sms": "sms", "voice": "voice"}
 
 FileArg = typer.Argument(..., help="The campaign definition (TOML).", show_default=False)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from scheduler.reports.columns import Column, Table
 from scheduler.reports.output import formula_like
 from scheduler.reports.sheetxml import MAX_CELL_CHARS, MAX_SHEET_ROWS
 from scheduler.reports.summary import ERROR_COLUMNS, Summary
+from scheduler.timeutil import utcnow
 
 OPTIONS = {"strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False,
            "nan_inf_to_errors": False}  # fmt: skip
@@ -145,7 +146,7 @@ class WorkbookWriter:
         ws.write_string(row, 0, "Notes", self.formats["section"])
         notes = [*summary.notes,
                  "Times are local to each run's time zone (spreadsheets have no zones).",
-                 f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC."]  # fmt: skip
+                 f"Generated {utcnow():%Y-%m-%d %H:%M} UTC."]  # fmt: skip
         for offset, note in enumerate(notes, start=1):
             ws.write_string(row + offset, 0, note)
         return ws, funnel[0], funnel[1]
