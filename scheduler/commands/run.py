@@ -97,7 +97,14 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
     settings, ledger = open_project()
     target = target_value(settings)
-    check_target(ledger.get_run(run_id), target)
+    run = ledger.get_run(run_id)
+    check_target(run, target)
+    service = settings.service_endpoint()
+    if service is not None:  # the embedded sandbox makes its own sessions
+        from scheduler.service.sender_check import verify_senders
+
+        senders = [str(s) for s in ledger.definition(run).get("senders") or []]
+        verify_senders(*service, senders, timeout_s=settings.http_timeout_s)
     ledger.request(run_id, "resume")
     try:
         ledger.acquire(run_id)
