@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection
-
-from scheduler.ledger import queries
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import ambiguous as aq
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.rows import AmbiguousRow, SentProof
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 
@@ -22,37 +23,35 @@ from scheduler.ledger.states import DeliveryState as S
 SKEW = timedelta(seconds=5)
 
 
-def _proof(conn: Connection, to: str, sender: str | None,
-           dispatched_at: datetime | None) -> tuple[str, datetime | None] | None:
-    since = dispatched_at - SKEW if dispatched_at is not None else None
-    found = queries.sent_events_for(conn, to, sender, since)
+def _proof(conn: Connection, row: AmbiguousRow) -> SentProof | None:
+    since = row.dispatched_at - SKEW if row.dispatched_at is not None else None
+    found = aq.sent_events_for(conn, row.to, row.sender, since)
     return found[0] if found else None
 
 
-def _settle(conn: Connection, run_id: int, rows: list[tuple[int, str, int, str | None,
-                                                            datetime | None]],
+def _settle(conn: Connection, run_id: int, rows: list[AmbiguousRow],
             now: datetime, *, at_least_once: bool, grace_s: float) -> dict[str, int]:
     counts = {"sent": 0, "unknown": 0, "requeued": 0, "verifying": 0}
     released: list[tuple[str, int, str | None]] = []
     stopped: list[tuple[str, int]] = []
-    for delivery_id, to, step, sender, dispatched_at in rows:
-        proof = _proof(conn, to, sender, dispatched_at)
+    for row in rows:
+        proof = _proof(conn, row)
         if proof is not None:
-            queries.mark_sent_from_event(conn, delivery_id, proof[0], proof[1], now)
-            released.append((to, step, sender))
+            aq.mark_proven_sent(conn, row.id, proof.message_id_norm, proof.occurred_at, now)
+            released.append((row.to, row.step, row.sender))
             counts["sent"] += 1
         elif grace_s > 0:
-            queries.mark_verifying(conn, [(delivery_id, now + timedelta(seconds=grace_s),
-                                           "interrupted; verifying against events")], now)
+            dq.mark_verifying(conn, [(row.id, now + timedelta(seconds=grace_s),
+                                      "interrupted; verifying against events")], now)
             counts["verifying"] += 1
         elif at_least_once:
-            queries.record_retry(conn, [(delivery_id, now, "ambiguous; sent again "
-                                         "(delivery = at-least-once)")], now)
+            dq.record_retry(conn, [(row.id, now, "ambiguous; sent again "
+                                    "(delivery = at-least-once)")], now)
             counts["requeued"] += 1
         else:
-            queries.record_final(conn, [(delivery_id, "", "no messages.sent event: may or "
-                                         "may not have been sent")], S.UNKNOWN, now)
-            stopped.append((to, step))
+            dq.record_final(conn, [(row.id, "", "no messages.sent event: may or "
+                                    "may not have been sent")], S.UNKNOWN, now)
+            stopped.append((row.to, row.step))
             counts["unknown"] += 1
     return counts | {"_released": released, "_stopped": stopped}  # type: ignore[dict-item]
 
@@ -61,9 +60,8 @@ def recover_after_crash(ledger: Ledger, run_id: int, now: datetime, *, at_least_
                         grace_s: float = 0.0, step_delays_s: tuple[float, ...] = (0.0,),
                         ) -> dict[str, int]:
     """At start-up: settle every row a previous owner left ``dispatching``."""
-    with ledger.engine.begin() as conn:
-        rows = [(i, to, step, sender, at) for i, to, sender, at, step, due
-                in queries.dispatching_rows(conn, run_id) if due is None]
+    with ledger.transaction("settle the rows a crash left in doubt") as conn:
+        rows = [row for row in dq.dispatching_rows(conn, run_id) if row.due_at is None]
         result = _settle(conn, run_id, rows, now, at_least_once=at_least_once,
                          grace_s=grace_s)
         _follow_up(conn, run_id, result, step_delays_s, now)
@@ -73,7 +71,7 @@ def recover_after_crash(ledger: Ledger, run_id: int, now: datetime, *, at_least_
 def settle_verifying(conn: Connection, run_id: int, now: datetime, *, at_least_once: bool,
                      step_delays_s: tuple[float, ...] = (0.0,)) -> int:
     """Rows whose grace is over: sent with proof, else unknown or queued again."""
-    rows = queries.verifying_due(conn, run_id, now)
+    rows = aq.verifying_due(conn, run_id, now)
     if not rows:
         return 0
     result = _settle(conn, run_id, rows, now, at_least_once=at_least_once, grace_s=0.0)
@@ -83,5 +81,5 @@ def settle_verifying(conn: Connection, run_id: int, now: datetime, *, at_least_o
 
 def _follow_up(conn: Connection, run_id: int, result: dict, step_delays_s: tuple[float, ...],
                now: datetime) -> None:
-    queries.release_next_steps(conn, run_id, result["_released"], step_delays_s, now)
-    queries.skip_later_steps(conn, run_id, result["_stopped"], "previous step not sent", now)
+    dq.release_next_steps(conn, run_id, result["_released"], step_delays_s, now)
+    dq.skip_later_steps(conn, run_id, result["_stopped"], "previous step not sent", now)

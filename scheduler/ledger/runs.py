@@ -23,6 +23,7 @@ from sqlmodel import Session
 from sqlmodel import select as model_select
 
 from scheduler.ledger import queries
+from scheduler.ledger.access import Scope
 from scheduler.ledger.exceptions import LedgerError, RunLocked, RunNotFound, RunStateError
 from scheduler.ledger.models import Campaign, Run, Suppression
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
@@ -127,6 +128,26 @@ class Ledger:
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.engine = engine
         self.clock = clock
+
+    # ------------------------------------------------------------------ the one door
+
+    def transaction(self, what: str = "write to the ledger") -> Scope:
+        """``with ledger.transaction("claim deliveries") as conn:`` one transaction for
+        :mod:`scheduler.ledger.queries` functions; database errors become ``LedgerError``
+        naming ``what`` (see :mod:`scheduler.ledger.access`)."""
+        return Scope(self.engine, what, write=True)
+
+    def read(self, what: str = "read the ledger") -> Scope:
+        """``with ledger.read("count deliveries") as conn:`` reads, nothing committed."""
+        return Scope(self.engine, what, write=False)
+
+    def snapshot(self, what: str = "read the ledger") -> Scope:
+        """Reads that all see the same state of the ledger (a report made mid-run)."""
+        return Scope(self.engine, what, write=False, snapshot=True)
+
+    def close(self) -> None:
+        """Close the ledger's pooled connections (the ledger can still be used after)."""
+        self.engine.dispose()
 
     # ------------------------------------------------------------------ campaigns and runs
 

@@ -72,7 +72,8 @@ DONE_STATES = frozenset(
         DeliveryState.UNDELIVERED,
     }
 )
-#: States that count as "the service took it".
+#: States that count as "the service took it" (the one definition of "sent"; reports,
+#: progress, re-runs and step release all use it).
 SENT_STATES = frozenset(
     {
         DeliveryState.ACCEPTED,
@@ -84,6 +85,11 @@ SENT_STATES = frozenset(
         DeliveryState.UNDELIVERED,
     }
 )
+#: States an event of the service proved: the message left (every state after ``accepted``).
+CONFIRMED_SENT_STATES = SENT_STATES - {DeliveryState.ACCEPTED}
+#: A recipient "received" a step when the service took it, or may have (``unknown``):
+#: a re-run skips such numbers.
+RECEIVED_STATES = SENT_STATES | {DeliveryState.UNKNOWN}
 #: Run statuses in which no more work will happen.
 FINISHED_RUN_STATUSES = frozenset(
     {RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.MISSED}

@@ -1,21 +1,23 @@
-"""The dispatcher's SQL: due rows, claim, outcomes, steps, counts, reconciliation."""
+"""The dispatcher's SQL: due rows, claim, outcomes, steps, counts.
+
+The hot path (figure P2): per loop turn, one read of due rows, one claim transaction (two
+statements), and one outcome transaction of a handful of ``executemany`` statements for
+the whole batch; each statement's docstring says why it has its shape. Rows a crash or a
+time-out left in doubt are settled by :mod:`scheduler.ledger.queries.ambiguous`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
-from scheduler.ledger.queries.common import (
-    DueDelivery,
-    _state_in,
-    deliveries,
-    events,
-    lock_matching,
-    suppressed_numbers,
-)
+from scheduler.ledger.queries.common import lock_matching, state_in
+from scheduler.ledger.queries.tables import deliveries
+from scheduler.ledger.rows import AmbiguousRow, DueDelivery
+from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 
 
@@ -24,7 +26,8 @@ def due_deliveries(
 ) -> list[DueDelivery]:
     """Planned rows of ``run_id`` whose time has come, in plan order, after ``after_seq``.
 
-    Served by ``ix_deliveries_claim`` (run_id, state, seq).
+    Hot (every refill, 512 rows): served by ``ix_deliveries_claim`` (run_id, state, seq),
+    and the ``seq`` cursor keeps each read from scanning the rows already taken.
     """
     stmt = (
         select(
@@ -97,8 +100,11 @@ def record_accepted(
 ) -> None:
     """Rows the service took: store ``messageId`` and move ``dispatching`` → ``accepted``.
 
+    Hot (every flush): two ``executemany`` statements for the whole batch, each guarded by
+    the row's state or its missing columns, so a repeat changes nothing.
+
     Must be the first statement of its transaction: it takes the matching lock
-    (:func:`~scheduler.ledger.queries.tracking.lock_matching`), so that an event stored by
+    (:func:`~scheduler.ledger.queries.common.lock_matching`), so that an event stored by
     the receiver meanwhile is either seen here, or sees the message ids stored here; the
     caller then applies the events that arrived first
     (:func:`scheduler.tracking.early.match_early_events`) in the same transaction.
@@ -115,7 +121,7 @@ def record_accepted(
     conn.execute(
         update(deliveries)
         .where(deliveries.c.id == bindparam("b_id"),
-               _state_in(S.DISPATCHING, S.UNKNOWN))
+               state_in(S.DISPATCHING, S.UNKNOWN))
         .values(state=S.ACCEPTED, message_id=bindparam("b_mid"),
                 message_id_norm=bindparam("b_norm"), accepted_at=bindparam("b_now"),
                 last_error=None, updated_at=bindparam("b_now")),
@@ -136,7 +142,10 @@ def record_accepted(
 def record_retry(
     conn: Connection, retries: Sequence[tuple[int, datetime, str]], now: datetime
 ) -> None:
-    """Rows to try again later: back to ``planned`` with a new ``due_at`` and the error."""
+    """Rows to try again later: back to ``planned`` with a new ``due_at`` and the error.
+
+    One ``executemany``; ``state = 'dispatching'`` keeps a late call from undoing a settled
+    row."""
     if not retries:
         return
     conn.execute(
@@ -152,7 +161,9 @@ def record_final(
     conn: Connection, rows: Sequence[tuple[int, str, str | None]], state: str, now: datetime,
     *, from_states: Sequence[str] = (S.DISPATCHING,),
 ) -> None:
-    """Move rows to a final ``state`` (failed, expired, skipped, unknown) with a reason."""
+    """Move rows to a final ``state`` (failed, expired, skipped, unknown) with a reason.
+
+    One ``executemany``; only rows still in ``from_states`` move (never backwards)."""
     if not rows:
         return
     values: dict[str, Any] = {"state": state, "updated_at": bindparam("b_now")}
@@ -162,7 +173,7 @@ def record_final(
         values["reason"] = bindparam("b_why")
     conn.execute(
         update(deliveries)
-        .where(deliveries.c.id == bindparam("b_id"), _state_in(*from_states))
+        .where(deliveries.c.id == bindparam("b_id"), state_in(*from_states))
         .values(**values),
         [{"b_id": i, "b_why": why, "b_now": now} for i, _s, why in rows],
     )
@@ -172,9 +183,11 @@ def release_next_steps(
     conn: Connection, run_id: int, released: Sequence[tuple[str, int, str | None]],
     delays_s: Sequence[float], now: datetime,
 ) -> None:
-    """After step *k* of a recipient was accepted, make step *k+1* due (same sender)."""
-    from datetime import timedelta
+    """After step *k* of a recipient was accepted, make step *k+1* due (same sender).
 
+    Hot (every flush): one ``executemany`` keyed by (run, to, step), served by
+    ``ix_deliveries_to``; ``due_at IS NULL`` keeps a repeat from moving a row twice.
+    """
     params = []
     for to, step, sender in released:
         nxt = step + 1
@@ -197,7 +210,9 @@ def skip_later_steps(
     conn: Connection, run_id: int, stopped: Sequence[tuple[str, int]], reason: str,
     now: datetime,
 ) -> None:
-    """A step failed, expired or was skipped: the recipient's later steps are skipped too."""
+    """A step failed, expired or was skipped: the recipient's later steps are skipped too.
+
+    One ``executemany`` over ``ix_deliveries_to``, only rows still ``planned``."""
     if not stopped:
         return
     conn.execute(
@@ -229,7 +244,8 @@ def pending_count(conn: Connection, run_id: int) -> int:
 
 
 def sent_today_by_sender(conn: Connection, since: datetime) -> dict[str, int]:
-    """Sends per sender since ``since`` (the start of the local day), across all runs."""
+    """Sends per sender since ``since`` (the start of the local day), across all runs
+    (once per dispatch, for the daily caps: a ``GROUP BY``, not a row per send)."""
     stmt = (
         select(deliveries.c.sender, func.count())
         .where(deliveries.c.sender.is_not(None), deliveries.c.dispatched_at >= since,
@@ -240,40 +256,23 @@ def sent_today_by_sender(conn: Connection, since: datetime) -> dict[str, int]:
 
 
 
-def dispatching_rows(conn: Connection, run_id: int) -> list[tuple[Any, ...]]:
-    """Rows left ``dispatching``: id, to, sender, dispatched_at, step, due_at."""
-    stmt = select(
-        deliveries.c.id, deliveries.c.to, deliveries.c.sender, deliveries.c.dispatched_at,
-        deliveries.c.step, deliveries.c.due_at,
-    ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING).order_by(
-        deliveries.c.seq
-    )
-    return [tuple(r) for r in conn.execute(stmt)]  # type: ignore[misc]
+#: The columns of an :class:`AmbiguousRow`, in its order.
+AMBIGUOUS_COLUMNS = (deliveries.c.id, deliveries.c.to, deliveries.c.step, deliveries.c.sender,
+                     deliveries.c.dispatched_at, deliveries.c.due_at)
 
 
-def sent_events_for(conn: Connection, number: str, session_id: str | None,
-                    since: datetime | None) -> list[tuple[str, datetime | None]]:
-    """``messages.sent`` events to ``number`` (from ``session_id``) at or after ``since``,
-    whose message id no delivery holds yet: (message id, when), oldest first."""
-    conds = [events.c.event == "messages.sent", events.c.number == number,
-             events.c.message_id_norm.is_not(None)]
-    if session_id is not None:
-        conds.append(events.c.session_id == session_id)
-    if since is not None:
-        conds.append(events.c.received_at >= since)
-    taken = select(deliveries.c.message_id_norm).where(
-        deliveries.c.message_id_norm == events.c.message_id_norm
-    ).exists()
-    stmt = (
-        select(events.c.message_id_norm, events.c.occurred_at)
-        .where(and_(*conds), ~taken)
-        .order_by(events.c.id)
-    )
-    return [(m, t) for m, t in conn.execute(stmt)]
+def dispatching_rows(conn: Connection, run_id: int) -> list[AmbiguousRow]:
+    """Rows of the run left ``dispatching`` (in flight at a crash, or being verified after a
+    time-out), in plan order."""
+    stmt = select(*AMBIGUOUS_COLUMNS).where(
+        deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING,
+    ).order_by(deliveries.c.seq)
+    return [AmbiguousRow(*r) for r in conn.execute(stmt)]
 
 
 def defer(conn: Connection, rows: Sequence[tuple[int, datetime]]) -> None:
-    """Planned rows that may not go yet (the recipient's window is closed): new ``due_at``."""
+    """Planned rows that may not go yet (the recipient's window is closed): new ``due_at``
+    (one ``executemany``; only rows still ``planned``)."""
     if rows:
         conn.execute(
             update(deliveries)
@@ -298,30 +297,6 @@ def mark_verifying(conn: Connection, rows: Sequence[tuple[int, datetime, str]],
                     updated_at=bindparam("b_now")),
             [{"b_id": i, "b_due": d, "b_err": e, "b_now": now} for i, d, e in rows],
         )
-
-
-def verifying_due(conn: Connection, run_id: int, now: datetime) -> list[tuple[int, str, int,
-                                                                              str | None,
-                                                                              datetime | None]]:
-    """Rows whose verification grace is over: id, to, step, sender, dispatched_at."""
-    stmt = select(deliveries.c.id, deliveries.c.to, deliveries.c.step, deliveries.c.sender,
-                  deliveries.c.dispatched_at).where(
-        deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING,
-        deliveries.c.due_at.is_not(None), deliveries.c.due_at <= now,
-    )
-    return [tuple(r) for r in conn.execute(stmt)]  # type: ignore[misc]
-
-
-def mark_sent_from_event(conn: Connection, delivery_id: int, message_id_norm: str,
-                         at: datetime | None, now: datetime) -> bool:
-    """An ambiguous row (``dispatching`` / ``unknown``) proven sent by a ``messages.sent``."""
-    result = conn.execute(
-        update(deliveries)
-        .where(deliveries.c.id == delivery_id, _state_in(S.DISPATCHING, S.UNKNOWN))
-        .values(state=S.SENT, message_id=message_id_norm, message_id_norm=message_id_norm,
-                sent_at=at or now, due_at=None, updated_at=now)
-    )
-    return bool(result.rowcount)
 
 
 def expire_pending(conn: Connection, run_id: int, now: datetime) -> int:
@@ -349,9 +324,8 @@ def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
             deliveries.c.due_at.is_(None), deliveries.c.step > 0,
             prev.c.state.not_in([S.PLANNED, S.DISPATCHING]))
     rows = list(conn.execute(waiting))
-    sent = {S.ACCEPTED, S.SENT, S.DELIVERED, S.READ}
     for delivery_id, _to, _step, prev_state, sender in rows:
-        if prev_state in sent:
+        if prev_state in SENT_STATES:
             conn.execute(update(deliveries).where(deliveries.c.id == delivery_id)
                          .values(due_at=now, sender=sender))
         else:
@@ -360,37 +334,4 @@ def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
                                  updated_at=now))
     return len(rows)
 
-
-def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime, *,
-            ids: Sequence[int] | None = None) -> int:
-    """Rows of ``run_id`` in ``states`` (only ``ids`` among them, when given) go back to
-    ``planned`` (due now); the later steps that were skipped because of them wait again for
-    their previous step."""
-    stmt = select(deliveries.c.id, deliveries.c.to, deliveries.c.step).where(
-        deliveries.c.run_id == run_id, deliveries.c.state.in_(list(states)))
-    if ids is not None:
-        wanted = set(ids)
-        targets = [t for t in conn.execute(stmt) if t.id in wanted]
-    else:
-        targets = list(conn.execute(stmt))
-    if not targets:
-        return 0
-    suppressed = suppressed_numbers(conn, (t.to for t in targets))
-    targets = [t for t in targets if t.to not in suppressed]
-    if not targets:
-        return 0
-    conn.execute(
-        update(deliveries).where(deliveries.c.id == bindparam("b_id")).values(
-            state=S.PLANNED, due_at=now, reason=None, updated_at=now),
-        [{"b_id": t.id} for t in targets],
-    )
-    conn.execute(
-        update(deliveries).where(
-            deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
-            deliveries.c.step > bindparam("b_step"), deliveries.c.state == S.SKIPPED,
-            deliveries.c.reason == "previous step not sent",
-        ).values(state=S.PLANNED, due_at=None, reason=None, updated_at=now),
-        [{"b_to": t.to, "b_step": t.step} for t in targets],
-    )
-    return len(targets)
 

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import Connection, insert
 
 from scheduler.ledger.exceptions import LedgerError
-from scheduler.ledger.queries.common import _dumps, deliveries
+from scheduler.ledger.queries.common import dumps
+from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.states import DeliveryState as S
 
 _INSERT_COLUMNS = (
@@ -53,7 +54,7 @@ def insert_deliveries(
         state = str(row["state"])
         batch.append((
             run_id, seq, row["row"], row["step"], row["kind"], row["path"], row["to"],
-            row.get("region"), _dumps(row["payload"]), _dumps(row.get("variables") or {}),
+            row.get("region"), dumps(row["payload"]), dumps(row.get("variables") or {}),
             state, row.get("reason"),
             due0 if state == planned_state and row["step"] == 0 else None, 0,
         ))

@@ -1,8 +1,10 @@
-"""Re-runs and re-plans: who already received a campaign, and replacing a run's pending plan.
+"""Re-runs, re-plans and re-queues: who already received a campaign, replacing a run's
+pending plan, and queueing settled rows again.
 
 Both run inside the plan writer's single transaction (see ``Ledger.store_plan`` and
 ``Ledger.replan``), so a crash leaves either the old plan or the new one, never a mix.
 Each is one set-based statement over the ``(to, run_id)`` index, whatever the plan's size.
+:func:`requeue` runs in its own transaction (``Ledger.requeue``).
 """
 
 from __future__ import annotations
@@ -26,15 +28,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
-from scheduler.ledger.models import Run
-from scheduler.ledger.queries.common import deliveries
-from scheduler.ledger.states import SENT_STATES
+from scheduler.ledger.queries.suppression import suppressed_numbers
+from scheduler.ledger.queries.tables import deliveries, runs
+from scheduler.ledger.states import RECEIVED_STATES, SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 
-runs = Run.__table__  # type: ignore[attr-defined]
-
-#: A recipient "received" a step when the service took it, or may have (``unknown``).
-RECEIVED_STATES = tuple(sorted(str(s) for s in (*SENT_STATES, S.UNKNOWN)))
+_RECEIVED = sorted(str(s) for s in RECEIVED_STATES)
 #: Rows of an old plan that a re-plan replaces: never handed to the service.
 REPLACEABLE_STATES = (str(S.PLANNED), str(S.SKIPPED))
 
@@ -53,7 +52,7 @@ def skip_previous_recipients(conn: Connection, run_id: int, campaign_name: str,
         .join(runs, runs.c.id == older.c.run_id)
         .where(runs.c.campaign_name == campaign_name, older.c.run_id != run_id,
                or_(runs.c.target.is_(None), runs.c.target == target),
-               older.c.to == deliveries.c.to, older.c.state.in_(RECEIVED_STATES))
+               older.c.to == deliveries.c.to, older.c.state.in_(_RECEIVED))
         .scalar_subquery()
     )
     # One statement: the reason names the newest earlier run that reached the number.
@@ -149,3 +148,37 @@ def count_skipped_as_received(conn: Connection, run_id: int) -> int:
     return conn.execute(select(func.count()).select_from(deliveries).where(
         deliveries.c.run_id == run_id, deliveries.c.state == str(S.SKIPPED),
         deliveries.c.reason.like("already received (run %"))).scalar_one()
+
+
+def requeue(conn: Connection, run_id: int, states: Sequence[str], now: datetime, *,
+            ids: Sequence[int] | None = None) -> int:
+    """Rows of ``run_id`` in ``states`` (only ``ids`` among them, when given) go back to
+    ``planned`` (due now); the later steps that were skipped because of them wait again for
+    their previous step."""
+    stmt = select(deliveries.c.id, deliveries.c.to, deliveries.c.step).where(
+        deliveries.c.run_id == run_id, deliveries.c.state.in_(list(states)))
+    if ids is not None:
+        wanted = set(ids)
+        targets = [t for t in conn.execute(stmt) if t.id in wanted]
+    else:
+        targets = list(conn.execute(stmt))
+    if not targets:
+        return 0
+    suppressed = suppressed_numbers(conn, (t.to for t in targets))
+    targets = [t for t in targets if t.to not in suppressed]
+    if not targets:
+        return 0
+    conn.execute(
+        update(deliveries).where(deliveries.c.id == bindparam("b_id")).values(
+            state=S.PLANNED, due_at=now, reason=None, updated_at=now),
+        [{"b_id": t.id} for t in targets],
+    )
+    conn.execute(
+        update(deliveries).where(
+            deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+            deliveries.c.step > bindparam("b_step"), deliveries.c.state == S.SKIPPED,
+            deliveries.c.reason == "previous step not sent",
+        ).values(state=S.PLANNED, due_at=None, reason=None, updated_at=now),
+        [{"b_to": t.to, "b_step": t.step} for t in targets],
+    )
+    return len(targets)

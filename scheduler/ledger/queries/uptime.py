@@ -11,11 +11,9 @@ from datetime import datetime
 
 from sqlalchemy import Connection, insert, select, update
 
-from scheduler.ledger.models import ReceiverUptime
-from scheduler.ledger.queries.common import deliveries
+from scheduler.ledger.queries.tables import deliveries, uptime
+from scheduler.ledger.rows import UnknownRow, UptimeInterval
 from scheduler.ledger.states import DeliveryState as S
-
-uptime = ReceiverUptime.__table__  # type: ignore[attr-defined]
 
 
 def open_uptime(conn: Connection, pid: int, url_key: str, now: datetime) -> int:
@@ -30,19 +28,18 @@ def touch_uptime(conn: Connection, uptime_id: int, now: datetime) -> None:
     conn.execute(update(uptime).where(uptime.c.id == uptime_id).values(last_seen_at=now))
 
 
-def uptime_intervals(conn: Connection, since: datetime
-                     ) -> list[tuple[str, datetime, datetime]]:
-    """``(url_key, started, last seen)`` of receivers still alive at ``since`` or later."""
+def uptime_intervals(conn: Connection, since: datetime) -> list[UptimeInterval]:
+    """When receivers still alive at ``since`` or later listened, oldest first."""
     rows = conn.execute(
         select(uptime.c.url_key, uptime.c.started_at, uptime.c.last_seen_at)
         .where(uptime.c.last_seen_at >= since)
         .order_by(uptime.c.started_at))
-    return [(key, start, last) for key, start, last in rows]
+    return [UptimeInterval(key, start, last) for key, start, last in rows]
 
 
-def unknown_rows(conn: Connection, run_id: int) -> list[tuple[int, datetime | None]]:
-    """``(id, dispatched_at)`` of the run's ``unknown`` deliveries."""
+def unknown_rows(conn: Connection, run_id: int) -> list[UnknownRow]:
+    """The run's ``unknown`` deliveries and when each was dispatched."""
     rows = conn.execute(select(deliveries.c.id, deliveries.c.dispatched_at)
                         .where(deliveries.c.run_id == run_id,
                                deliveries.c.state == str(S.UNKNOWN)))
-    return [(i, at) for i, at in rows]
+    return [UnknownRow(i, at) for i, at in rows]

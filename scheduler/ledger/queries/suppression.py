@@ -1,0 +1,49 @@
+"""The suppression list: numbers never sent anything again, on any channel or campaign."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+
+from sqlalchemy import Connection, select, update
+
+from scheduler.ledger.queries.tables import deliveries, suppressions
+from scheduler.ledger.states import DeliveryState as S
+
+
+def suppressed_numbers(conn: Connection, numbers: Iterable[str]) -> set[str]:
+    """Which of ``numbers`` are on the suppression list (500 per primary-key lookup, so a
+    plan chunk costs a few statements whatever the list's length)."""
+    wanted = list(set(numbers))
+    found: set[str] = set()
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i : i + 500]
+        found.update(
+            conn.execute(select(suppressions.c.number).where(
+                suppressions.c.number.in_(chunk))).scalars()
+        )
+    return found
+
+
+def skip_pending_for_number(conn: Connection, number: str, reason: str, now: datetime) -> int:
+    """An opted-out number: every pending (planned) delivery to it, in any run, is skipped."""
+    result = conn.execute(
+        update(deliveries)
+        .where(deliveries.c.to == number, deliveries.c.state == S.PLANNED)
+        .values(state=S.SKIPPED, reason=reason, updated_at=now)
+    )
+    return result.rowcount or 0
+
+
+def add_suppression(conn: Connection, number: str, *, source: str, reason: str | None,
+                    now: datetime) -> bool:
+    """List ``number`` and skip its pending deliveries (reason ``opted_out``), in the
+    caller's transaction; False when it was already listed (its pending rows are skipped
+    all the same: a row planned since it was listed)."""
+    exists = conn.execute(select(suppressions.c.number).where(
+        suppressions.c.number == number)).first()
+    if exists is None:
+        conn.execute(suppressions.insert().values(
+            number=number, source=source, reason=reason, created_at=now))
+    skip_pending_for_number(conn, number, "opted_out", now)
+    return exists is None

@@ -1,0 +1,35 @@
+"""The ledger's tables as SQLAlchemy Core objects (the SQLModel classes in ``models`` define
+them), for the statements of :mod:`scheduler.ledger.queries`."""
+
+from __future__ import annotations
+
+from sqlalchemy import Table
+
+from scheduler.ledger.models import (
+    Campaign,
+    Delivery,
+    Event,
+    Fire,
+    ReceiverUptime,
+    Reply,
+    Run,
+    Schedule,
+    Suppression,
+)
+
+
+def _table(model: type) -> Table:
+    table = model.__table__  # type: ignore[attr-defined]  # set by SQLModel for table=True
+    assert isinstance(table, Table)
+    return table
+
+
+campaigns = _table(Campaign)
+runs = _table(Run)
+deliveries = _table(Delivery)
+events = _table(Event)
+replies = _table(Reply)
+suppressions = _table(Suppression)
+fires = _table(Fire)
+schedules = _table(Schedule)
+uptime = _table(ReceiverUptime)

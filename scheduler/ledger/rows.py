@@ -1,0 +1,119 @@
+"""What the ledger's queries answer: typed rows, never bare positional tuples.
+
+Rows read on a hot path are built straight from the driver's tuples (a slotted dataclass
+or a named tuple costs about what the tuple did); named tuples also unpack as before, so
+``for event_id, payload in rows`` keeps working where order is the natural reading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
+
+
+@dataclass(frozen=True, slots=True)
+class DueDelivery:
+    """What the dispatcher needs of a row it is about to send."""
+
+    id: int
+    seq: int
+    step: int
+    to: str
+    path: str
+    payload: str
+    sender: str | None
+    region: str | None
+    attempts: int
+
+
+class AmbiguousRow(NamedTuple):
+    """A row left ``dispatching``: maybe sent. ``due_at`` set: its verification grace ends
+    then (a time-out); None: a crash left it (settled at the next start)."""
+
+    id: int
+    to: str
+    step: int
+    sender: str | None
+    dispatched_at: datetime | None
+    due_at: datetime | None
+
+
+class SentProof(NamedTuple):
+    """A ``messages.sent`` event whose message id no delivery holds yet."""
+
+    message_id_norm: str
+    occurred_at: datetime | None
+
+
+class StoredEvent(NamedTuple):
+    """A stored webhook event: its id and raw JSON payload."""
+
+    id: int
+    payload: str
+
+
+class UnmatchedEvent(NamedTuple):
+    """A stored event that matched no delivery yet, by the message id it names."""
+
+    id: int
+    message_id_norm: str
+
+
+class LatestDelivery(NamedTuple):
+    """The delivery a reply answers, and its run."""
+
+    delivery_id: int
+    run_id: int
+
+
+class UptimeInterval(NamedTuple):
+    """When a webhook receiver listened: its URL key, start, and last sign of life."""
+
+    url_key: str
+    started_at: datetime
+    last_seen_at: datetime
+
+
+class UnknownRow(NamedTuple):
+    """A delivery left ``unknown`` and when it was dispatched."""
+
+    id: int
+    dispatched_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class DueFire:
+    """A recorded fire of a scheduled campaign that no run was made from yet."""
+
+    id: int
+    campaign_name: str
+    definition_path: str
+    fire_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    """A campaign registered with ``campaign schedule``; ``trigger`` is ``cron:…``/``at:…``."""
+
+    name: str
+    definition_path: str
+    trigger: str
+    timezone: str
+
+
+@dataclass(frozen=True, slots=True)
+class Funnel:
+    """How far a run's deliveries got; each count includes the next (a read message was
+    also delivered and sent); ``opted_out`` counts numbers."""
+
+    sent: int
+    delivered: int
+    read: int
+    replied: int
+    opted_out: int
+
+    def as_dict(self) -> dict[str, int]:
+        """``{sent, delivered, read, replied, opted_out}``."""
+        return {"sent": self.sent, "delivered": self.delivered, "read": self.read,
+                "replied": self.replied, "opted_out": self.opted_out}
