@@ -35,8 +35,9 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from scheduler.config import Settings
-from scheduler.ledger import queries
 from scheduler.ledger.db import open_ledger
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import session_webhook_url, start_receiver
 
@@ -73,7 +74,7 @@ def build_ledger(path: Path, deliveries: int) -> tuple[Ledger, int]:
              "path": "/api/v1/messages/send/text", "payload": {"text": f"Olá {i}"},
              "state": "planned"} for i in range(deliveries)]
     ledger.store_plan(run_id, [rows], start_at=T0)
-    d = queries.deliveries
+    d = tables.deliveries
     with ledger.engine.begin() as conn:
         conn.execute(update(d).where(d.c.run_id == run_id).values(
             state="accepted", sender=SESSION, dispatched_at=T0, accepted_at=T0,
@@ -174,8 +175,8 @@ def measure(deliveries: int, concurrency: int, folder: Path) -> dict[str, Any]:
     finally:
         server.stop()
     with ledger.engine.connect() as conn:
-        stored = conn.execute(select(func.count()).select_from(queries.events)).scalar()
-        states = queries.counts_by_state(conn, run_id)
+        stored = conn.execute(select(func.count()).select_from(tables.events)).scalar()
+        states = dq.counts_by_state(conn, run_id)
     ledger.engine.dispose()
     events = len(result["latencies"])
     latencies = result["latencies"]

@@ -16,13 +16,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection
-
-from scheduler.ledger import queries
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import ambiguous as aq
+from scheduler.ledger.queries import events as eq
+from scheduler.ledger.queries import suppression as sq
+from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.event_data import CallOffer, MessageData
 from scheduler.service.events import CallOfferEvent, MessageEvent
-from scheduler.tracking.details import fold, merge_details
+from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
 from scheduler.tracking.replies import OptOutWords, reply_text
 
@@ -122,10 +124,10 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
     """``messages.sent``: ``sent`` by message id, else proof for an ambiguous row."""
     if not items:
         return
-    held = queries.held_message_ids(conn, (i.message_id_norm for _, i in items
-                                           if i.message_id_norm))
+    held = tq.held_message_ids(conn, (i.message_id_norm for _, i in items
+                                      if i.message_id_norm))
     matched = [(i.message_id_norm, i.when) for _, i in items if i.message_id_norm in held]
-    queries.track_progress(conn, S.SENT, matched, now, stamps=SENT_STAMPS)  # type: ignore[arg-type]
+    tq.track_progress(conn, S.SENT, matched, now, stamps=SENT_STAMPS)  # type: ignore[arg-type]
     for event_id, item in items:
         norm = item.message_id_norm
         if norm in held:
@@ -137,10 +139,9 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
             out.results[event_id] = UNMATCHED
             continue
         kinds = (data.type, "album") if data.type in ("image", "video") else (data.type,)
-        row = queries.ambiguous_row_for(conn, item.number, item.session_id,
-                                        item.when + ctx.skew, kinds=kinds,
-                                        strict_kinds=STRICT_KINDS)
-        if row is None or not queries.mark_proven_sent(conn, row, norm, item.when, now):
+        row = aq.ambiguous_row_for(conn, item.number, item.session_id,
+                                   item.when + ctx.skew, kinds=kinds, strict_kinds=STRICT_KINDS)
+        if row is None or not aq.mark_proven_sent(conn, row, norm, item.when, now):
             out.results[event_id] = UNMATCHED
             continue
         held.add(norm)
@@ -150,7 +151,7 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
 
 def _reapply_stored(conn: Connection, norm: str, now: datetime, out: Applied) -> None:
     """Receipts stored before their delivery had a message id: apply them now."""
-    stored = queries.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
+    stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
     late: list[tuple[int, Incoming]] = []
     for event_id, payload in stored:
         try:
@@ -165,8 +166,8 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
     """Receipts, SMS reports and voice events: move the delivery holding their id."""
     if not items:
         return
-    held = queries.held_message_ids(conn, (i.message_id_norm for _, i in items
-                                           if i.message_id_norm))
+    held = tq.held_message_ids(conn, (i.message_id_norm for _, i in items
+                                      if i.message_id_norm))
     groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, datetime]]] = defaultdict(list)
     for event_id, item in items:
         rule = _progress(item)
@@ -178,12 +179,12 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
             out.results[event_id] = UNMATCHED
             out.unmatched.append((event_id, item.message_id_norm))
     for (target, stamps), params in groups.items():
-        queries.track_progress(conn, target, params, now, stamps=stamps)
+        tq.track_progress(conn, target, params, now, stamps=stamps)
     extras = {i.message_id_norm for _, i in items
               if i.channel in ("sms", "voice") and i.message_id_norm in held}
     for norm in sorted(extras):  # type: ignore[type-var]
-        stored = queries.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
-        merge_details(conn, norm, fold(stored))
+        stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
+        tq.merge_details(conn, norm, fold(stored))
 
 
 def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyContext,
@@ -199,18 +200,19 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
     if number is None:
         return "ignored: the sender is not a phone number (@lid)"
     text = reply_text(data)
-    latest = queries.latest_delivery_to(conn, number, item.session_id, item.when + ctx.skew)
+    latest = tq.latest_delivery_to(conn, number, item.session_id, item.when + ctx.skew)
     opt_out = ctx.opt_out.matches(text)
-    queries.record_reply(conn, {
-        "event_id": event_id, "delivery_id": latest[0] if latest else None,
-        "run_id": latest[1] if latest else None, "number": number,
+    tq.record_reply(conn, {
+        "event_id": event_id, "delivery_id": latest.delivery_id if latest else None,
+        "run_id": latest.run_id if latest else None, "number": number,
         "session_id": item.session_id, "kind": data.type, "text": text, "opt_out": opt_out,
         "received_at": item.when,
     }, now)
-    result = f"reply to delivery {latest[0]}" if latest else "reply (no delivery to this number)"
+    result = (f"reply to delivery {latest.delivery_id}" if latest
+              else "reply (no delivery to this number)")
     if opt_out:
-        queries.add_suppression(conn, number, source="reply", reason="replied with an "
-                                "opt-out word", now=now)
+        sq.add_suppression(conn, number, source="reply", reason="replied with an "
+                           "opt-out word", now=now)
         result += "; opted out"
     return result
 

@@ -6,7 +6,8 @@ The report (:mod:`scheduler.reports.details`) reads these keys: SMS ``segments``
 event time first), never updated piecemeal, so the result does not depend on the order the
 events arrived in: the latest non-null value of a key wins, ``answered`` is true once any
 event says so, and ``digits`` are the keys of the ``call.dtmf`` events in time order unless
-an event reports the whole sequence.
+an event reports the whole sequence. The fold is stored by
+:func:`scheduler.ledger.queries.tracking.merge_details`.
 """
 
 from __future__ import annotations
@@ -15,9 +16,6 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import Connection, select, update
-
-from scheduler.ledger.queries import deliveries
 from scheduler.tracking.intake import parse_stamp
 
 #: Keys kept per channel, as the service spells them.
@@ -68,22 +66,3 @@ def fold(stored: Iterable[tuple[int, str]]) -> dict[str, Any]:
     if whole or pressed:
         details["digits"] = whole or "".join(pressed)
     return details
-
-
-def merge_details(conn: Connection, message_id_norm: str, extra: dict[str, Any]) -> None:
-    """Merge ``extra`` into the ``details`` JSON of the deliveries holding a message id
-    (SMS and voice events only: not a hot path, so not in ``ledger.queries``)."""
-    if not extra:
-        return
-    rows = conn.execute(select(deliveries.c.id, deliveries.c.details).where(
-        deliveries.c.message_id_norm == message_id_norm)).all()
-    for delivery_id, details in rows:
-        try:
-            current = json.loads(details) if details else {}
-        except ValueError:
-            current = {}
-        merged = {**current, **extra} if isinstance(current, dict) else dict(extra)
-        if merged != current:
-            conn.execute(update(deliveries).where(deliveries.c.id == delivery_id).values(
-                details=json.dumps(merged, ensure_ascii=False, separators=(",", ":"))))
-

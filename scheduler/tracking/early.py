@@ -3,7 +3,8 @@
 The service may post ``messages.sent`` (or even a receipt) before the dispatcher has written
 down the ``messageId`` of its answer: the event is then stored ``unmatched``. The dispatcher
 calls :func:`match_early_events` in the transaction that records the accepted sends, right
-after :func:`~scheduler.ledger.queries.record_accepted` (which took the matching lock), so
+after :func:`~scheduler.ledger.queries.dispatch.record_accepted` (which took the matching
+lock), so
 such an event moves its delivery in the same commit: ``sent`` with the event's time, on
 every database and whatever the timing.
 """
@@ -14,9 +15,8 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import Connection
-
-from scheduler.ledger import queries
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import events as eq
 from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
 from scheduler.tracking.intake import Incoming, incoming_from_payload
 from scheduler.tracking.replies import OptOutWords
@@ -36,7 +36,7 @@ def match_early_events(conn: Connection, message_ids: Iterable[str | None],
     norms = {m.lower() for m in message_ids if m}  # as record_accepted stores them
     if not norms:
         return Applied()
-    stored = queries.unmatched_events_for(conn, norms, EARLY_EVENTS)
+    stored = eq.unmatched_events_for(conn, norms, EARLY_EVENTS)
     if not stored:
         return Applied()
     loaded: list[tuple[int, Incoming]] = []
@@ -46,5 +46,5 @@ def match_early_events(conn: Connection, message_ids: Iterable[str | None],
         except Exception:  # a stored event that no longer parses: leave it as it is
             logger.warning("stored event %s could not be parsed again", event_id)
     applied = apply_batch(conn, loaded, _CTX, now)
-    queries.mark_events_applied(conn, sorted(applied.results.items()), now)
+    eq.mark_events_applied(conn, sorted(applied.results.items()), now)
     return applied

@@ -28,7 +28,6 @@ import socket
 import time
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fastapi import FastAPI
@@ -38,7 +37,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
+from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import Clock
 from scheduler.tracking import store
@@ -107,14 +108,12 @@ def session_webhook_url(settings: Settings, server: BackgroundServer | str | Non
 UPTIME_EVERY_S = 5.0
 
 
-def _write_uptime(engine: Any, uptime_id: int | None, pid: int, url_key: str,
+def _write_uptime(engine: Engine, uptime_id: int | None, pid: int, url_key: str,
                   now: datetime) -> int:
-    from scheduler.ledger.queries import open_uptime, touch_uptime
-
-    with engine.begin() as conn:
+    with transaction(engine, "record the receiver's uptime") as conn:
         if uptime_id is None:
-            return open_uptime(conn, pid, url_key, now)
-        touch_uptime(conn, uptime_id, now)
+            return uq.open_uptime(conn, pid, url_key, now)
+        uq.touch_uptime(conn, uptime_id, now)
         return uptime_id
 
 

@@ -6,29 +6,26 @@ durable and applied. If anything fails (a bug, a bad row), the transaction is ro
 and the batch is stored again with each event applied alone in a savepoint; one that still
 fails stays stored with ``applied_at`` NULL and its error as ``result``, to be applied
 again by :func:`apply_unapplied` at the next start. Database errors (SQLAlchemy's, and the
-driver's on the SQLite fast path) are translated to
-:class:`~scheduler.ledger.exceptions.LedgerError`."""
+driver's on the SQLite fast path) become :class:`~scheduler.ledger.exceptions.LedgerError`
+in the ledger's scopes (:mod:`scheduler.ledger.access`)."""
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
 
-from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
-
-from scheduler.ledger import queries
-from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.access import Connection, Engine, read, savepoint, transaction
+from scheduler.ledger.queries import common as cq
+from scheduler.ledger.queries import events as eq
+from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.rows import StoredEvent, UnmatchedEvent
 from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
 from scheduler.tracking.intake import Incoming, incoming_from_payload
 
 logger = logging.getLogger("scheduler.tracking")
-#: Errors of the database: SQLAlchemy's, and the driver's own on the SQLite fast path.
-DB_ERRORS = (SQLAlchemyError, sqlite3.Error)
 T = TypeVar("T")
 
 
@@ -49,7 +46,7 @@ def _apply(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContex
     applied, errors = Applied(), {}
     for event_id, item in batch:
         try:
-            with conn.begin_nested():
+            with savepoint(conn):
                 applied.merge(apply_batch(conn, [(event_id, item)], ctx, now))
         except Exception as exc:
             logger.exception("event %s (%s) could not be applied", event_id, item.name)
@@ -59,24 +56,21 @@ def _apply(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContex
 
 def _finish(conn: Connection, applied: Applied, errors: dict[int, str],
             now: datetime) -> None:
-    queries.mark_events_applied(conn, sorted(applied.results.items()), now)
+    eq.mark_events_applied(conn, sorted(applied.results.items()), now)
     for event_id, why in errors.items():
-        queries.note_event_result(conn, event_id, why)
+        eq.note_event_result(conn, event_id, why)
 
 
 def _twice(attempt: Callable[[bool], T], what: str) -> T:
     """``attempt(careful=False)``; if anything fails, all is rolled back and it is tried
-    again carefully (one event per savepoint). Database errors become ``LedgerError``."""
+    again carefully (one event per savepoint); a second failure is raised (a database error
+    as ``LedgerError``, by the attempt's scope)."""
     try:
-        try:
-            return attempt(False)
-        except Exception as exc:
-            logger.warning("%s failed (%s: %s); trying again event by event", what,
-                           type(exc).__name__, exc)
-            return attempt(True)
-    except DB_ERRORS as exc:
-        raise LedgerError(f"could not {what}: {type(exc).__name__}: "
-                          f"{getattr(exc, 'orig', exc)}") from None
+        return attempt(False)
+    except Exception as exc:
+        logger.warning("%s failed (%s: %s); trying again event by event", what,
+                       type(exc).__name__, exc)
+        return attempt(True)
 
 
 def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext,
@@ -88,9 +82,9 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
 
     def attempt(careful: bool) -> Ingested:
         out = Ingested()
-        with engine.begin() as conn:
-            queries.lock_matching(conn)
-            new = queries.insert_events(conn, list(rows.values()))
+        with transaction(engine, "store events") as conn:
+            cq.lock_matching(conn)
+            new = eq.insert_events(conn, list(rows.values()))
             fresh: list[tuple[int, Incoming]] = []
             for item in items:
                 event_id = new.pop(item.dedupe_key, None)
@@ -107,7 +101,7 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
     return _twice(attempt, "store events")
 
 
-def _load(conn: Connection, rows: list[tuple[int, str]], now: datetime
+def _load(rows: list[StoredEvent], now: datetime
           ) -> tuple[list[tuple[int, Incoming]], dict[int, str]]:
     loaded: list[tuple[int, Incoming]] = []
     broken: dict[int, str] = {}
@@ -124,9 +118,9 @@ def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
     """Apply stored events again (late matches, recovery); their results are updated."""
 
     def attempt(careful: bool) -> Applied:
-        with engine.begin() as conn:
-            queries.lock_matching(conn)
-            loaded, broken = _load(conn, queries.event_payloads(conn, list(event_ids)), now)
+        with transaction(engine, "apply stored events") as conn:
+            cq.lock_matching(conn)
+            loaded, broken = _load(eq.event_payloads(conn, list(event_ids)), now)
             applied, errors = _apply(conn, loaded, ctx, now, careful=careful)
             _finish(conn, applied, errors | broken, now)
             return applied
@@ -139,40 +133,31 @@ def apply_unapplied(engine: Engine, ctx: ApplyContext, now: datetime, *,
     """At start-up: apply every stored event whose ``applied_at`` is NULL (oldest first)."""
     total, after, everything = 0, 0, Applied()
     while True:
-        with engine.connect() as conn:
-            rows = queries.unapplied_events(conn, after_id=after, limit=batch)
+        with read(engine, "read the events left unapplied") as conn:
+            rows = eq.unapplied_events(conn, after_id=after, limit=batch)
         if not rows:
             return total, everything
-        after = rows[-1][0]
-        everything.merge(reapply(engine, [i for i, _ in rows], ctx, now))
+        after = rows[-1].id
+        everything.merge(reapply(engine, [r.id for r in rows], ctx, now))
         total += len(rows)
 
 
-def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[tuple[int, str]]:
+def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[UnmatchedEvent]:
     """Unmatched sends and receipts among the last ``window`` events, to retry after a
     restart (a ``messages.sent`` left unmatched by an older version included)."""
-    try:
-        with engine.connect() as conn:
-            newest = queries.max_event_id(conn)
-            return queries.recent_unmatched_events(conn, since_id=max(newest - window, 0),
-                                                   names=("messages.sent", *MATCHED_BY_ID))
-    except DB_ERRORS as exc:
-        raise LedgerError(f"could not read stored events: {exc}") from None
+    with read(engine, "read stored events") as conn:
+        newest = eq.max_event_id(conn)
+        return eq.recent_unmatched_events(conn, since_id=max(newest - window, 0),
+                                          names=("messages.sent", *MATCHED_BY_ID))
 
 
 def now_matched(engine: Engine, norms: Sequence[str]) -> set[str]:
     """Which of these message ids a delivery holds now."""
-    try:
-        with engine.connect() as conn:
-            return queries.held_message_ids(conn, norms)
-    except DB_ERRORS as exc:
-        raise LedgerError(f"could not read deliveries: {exc}") from None
+    with read(engine, "read deliveries") as conn:
+        return tq.held_message_ids(conn, norms)
 
 
 def note_result(engine: Engine, event_id: int, result: str) -> None:
     """Replace an event's result (after its call was rejected, or not)."""
-    try:
-        with engine.begin() as conn:
-            queries.note_event_result(conn, event_id, result)
-    except DB_ERRORS as exc:
-        raise LedgerError(f"could not note the result of event {event_id}: {exc}") from None
+    with transaction(engine, f"note the result of event {event_id}") as conn:
+        eq.note_event_result(conn, event_id, result)

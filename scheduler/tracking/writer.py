@@ -22,8 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine
-
+from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.timeutil import Clock
 from scheduler.tracking.apply import Applied, ApplyContext

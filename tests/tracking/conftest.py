@@ -21,8 +21,8 @@ from sqlalchemy import select, update
 
 from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
-from scheduler.ledger import queries
 from scheduler.ledger.db import open_ledger
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import create_receiver, session_webhook_url
 from scheduler.tracking.intake import sign
@@ -137,7 +137,7 @@ def accepted_run(ledger: Ledger, recipients: int, *, steps: int = 1, sender: str
     """A run whose step-0 rows were accepted (lower-case message ids, as the sandbox
     answers); later steps stay planned."""
     run_id = make_run(ledger, recipients, steps=steps, senders=(sender,))
-    d = queries.deliveries
+    d = tables.deliveries
     with ledger.engine.begin() as conn:
         for i in range(recipients):
             conn.execute(update(d).where(d.c.run_id == run_id, d.c.to == number(i),
@@ -150,7 +150,7 @@ def accepted_run(ledger: Ledger, recipients: int, *, steps: int = 1, sender: str
 
 def rows(ledger: Ledger, run_id: int | None = None) -> list[dict[str, Any]]:
     """Every delivery (of one run), in plan order."""
-    d = queries.deliveries
+    d = tables.deliveries
     stmt = select(d).order_by(d.c.id)
     if run_id is not None:
         stmt = stmt.where(d.c.run_id == run_id)
@@ -160,8 +160,8 @@ def rows(ledger: Ledger, run_id: int | None = None) -> list[dict[str, Any]]:
 
 def table(ledger: Ledger, name: str) -> list[dict[str, Any]]:
     """Every row of ``events``, ``replies`` or ``suppressions``."""
-    t = {"events": queries.events, "replies": queries.replies,
-         "suppressions": queries.suppressions}[name]
+    t = {"events": tables.events, "replies": tables.replies,
+         "suppressions": tables.suppressions}[name]
     with ledger.engine.connect() as conn:
         return [dict(r) for r in conn.execute(select(t)).mappings()]
 

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import update
 
-from scheduler.ledger import queries
 from scheduler.ledger.db import make_engine, open_ledger
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
@@ -38,7 +38,7 @@ def ingest(ledger: Ledger, events: list[dict[str, Any]], *, batch: int = 1) -> N
 
 def dispatching(ledger: Ledger, run_id: int, to: str, *, state: str = "dispatching") -> int:
     """Leave ``to``'s first step as a crash would: claimed, no message id."""
-    d = queries.deliveries
+    d = tables.deliveries
     with ledger.engine.begin() as conn:
         conn.execute(update(d).where(d.c.run_id == run_id, d.c.to == to, d.c.step == 0)
                      .values(state=state, sender="s1", dispatched_at=T0, message_id=None,
@@ -71,7 +71,7 @@ def test_message_ids_match_in_any_letter_case(tledger: Ledger) -> None:
 
 def test_events_never_touch_rows_outside_the_tracking_states(tledger: Ledger) -> None:
     run_id = accepted_run(tledger, 1)
-    d = queries.deliveries
+    d = tables.deliveries
     with tledger.engine.begin() as conn:
         conn.execute(update(d).where(d.c.run_id == run_id).values(state="failed"))
     ingest(tledger, [sent(number(0), mid(0)), receipt("message.read", number(0), mid(0), T0)])
@@ -81,7 +81,7 @@ def test_events_never_touch_rows_outside_the_tracking_states(tledger: Ledger) ->
 
 def test_an_albums_several_events_close_one_delivery(tledger: Ledger) -> None:
     run_id = make_run(tledger, 1, steps=2)
-    d = queries.deliveries
+    d = tables.deliveries
     with tledger.engine.begin() as conn:  # step 0 is an album, accepted; step 1 in flight
         conn.execute(update(d).where(d.c.run_id == run_id, d.c.step == 0).values(
             kind="album", state="accepted", sender="s1", dispatched_at=T0,

@@ -17,7 +17,8 @@ from typing import Any
 from sqlalchemy import text, update
 
 from scheduler.dispatch import outcomes
-from scheduler.ledger import queries
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
@@ -43,7 +44,7 @@ def in_flight(ledger: Ledger, recipients: int = 1, *, steps: int = 1) -> int:
     run_id = make_run(ledger, recipients, steps=steps)
     with ledger.engine.begin() as conn:
         ids = [r["id"] for r in rows(ledger, run_id) if r["step"] == 0]
-        assert queries.claim(conn, [(i, "s1") for i in ids], T0) == set(ids)
+        assert dq.claim(conn, [(i, "s1") for i in ids], T0) == set(ids)
     return run_id
 
 
@@ -140,7 +141,7 @@ def test_a_receiver_started_later_matches_sends_left_unmatched_by_an_older_versi
         tledger: Ledger, make_receiver) -> None:
     run_id = in_flight(tledger)
     ingest(tledger, lid_sent(0))
-    d = queries.deliveries
+    d = tables.deliveries
     with tledger.engine.begin() as conn:  # what an older version left: accepted, unmatched
         conn.execute(update(d).where(d.c.run_id == run_id).values(
             state="accepted", message_id=mid(0), message_id_norm=mid(0).lower(),

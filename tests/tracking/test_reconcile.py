@@ -8,7 +8,9 @@ from datetime import timedelta
 from sqlalchemy import update
 
 from scheduler.dispatch import reconcile
-from scheduler.ledger import queries
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import events as eq
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.intake import incoming_from
 from tests.dispatch.conftest import T0, make_run
@@ -22,7 +24,7 @@ def _claim(ledger: Ledger, run_id: int, to: str, *, at=T0) -> int:
     """The dispatcher's claim (committed before its HTTP call), then a crash."""
     [row] = [r for r in rows(ledger, run_id) if r["to"] == to and r["step"] == 0]
     with ledger.engine.begin() as conn:
-        queries.claim(conn, [(row["id"], "s1")], at)
+        dq.claim(conn, [(row["id"], "s1")], at)
     return row["id"]
 
 
@@ -92,9 +94,9 @@ def test_stored_events_serve_the_dispatchers_own_reconciliation(
     assert (event["number"], event["session_id"], event["message_id_norm"]) == (
         number(0), "s1", CRASHED_ID.lower())
     crashed = _claim(tledger, run_id, number(0))
-    d = queries.deliveries
+    d = tables.deliveries
     with tledger.engine.begin() as conn:  # pretend it was received after the dispatch
-        conn.execute(update(queries.events).values(received_at=T0 + timedelta(seconds=2)))
+        conn.execute(update(tables.events).values(received_at=T0 + timedelta(seconds=2)))
         conn.execute(update(d).where(d.c.id == crashed).values(dispatched_at=T0))
     counts = reconcile.recover_after_crash(tledger, run_id, T0 + timedelta(minutes=1),
                                            at_least_once=False)
@@ -111,7 +113,7 @@ def test_a_receipt_before_the_message_id_is_recorded_applies_once_it_is(
     receiver.post(receipt("message.delivered", number(0), CRASHED_ID, delivered_at))
     assert table(tledger, "events")[0]["result"] == "unmatched"
     with tledger.engine.begin() as conn:  # the dispatcher commits the send's outcome
-        queries.record_accepted(conn, [(claimed, CRASHED_ID.lower())], T0)
+        dq.record_accepted(conn, [(claimed, CRASHED_ID.lower())], T0)
     row = wait_until(lambda: (r := _state(tledger, claimed))["state"] == "delivered" and r)
     assert row["delivered_at"] == delivered_at
     assert wait_until(lambda: table(tledger, "events")[0]["result"] == "delivered")
@@ -124,7 +126,7 @@ def test_events_stored_but_never_applied_are_applied_at_start(
     event = sent(number(0), CRASHED_ID, T0 + timedelta(seconds=1))
     item = incoming_from(event, json.dumps(event), T0 + timedelta(seconds=1))
     with tledger.engine.begin() as conn:  # stored, then the process died before applying
-        queries.insert_events(conn, [item.row()])
+        eq.insert_events(conn, [item.row()])
     assert table(tledger, "events")[0]["applied_at"] is None
     receiver = make_receiver(tledger)
     assert _state(tledger, claimed)["state"] == "sent"

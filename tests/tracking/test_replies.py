@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from scheduler.config import DEFAULT_OPT_OUT_WORDS
-from scheduler.ledger import queries
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.replies import OptOutWords, fold
 from tests.dispatch.conftest import T0
@@ -38,7 +38,7 @@ def test_fold_ignores_case_accents_and_surrounding_punctuation() -> None:
 
 def test_a_reply_goes_to_the_recipients_latest_delivery(tledger: Ledger, make_receiver) -> None:
     run_id = accepted_run(tledger, 2, steps=2)
-    d = queries.deliveries
+    d = tables.deliveries
     later = T0 + timedelta(minutes=10)
     with tledger.engine.begin() as conn:  # recipient 0's second step went out later
         conn.execute(update(d).where(d.c.run_id == run_id, d.c.to == number(0),

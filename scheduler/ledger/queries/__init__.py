@@ -85,7 +85,7 @@ from scheduler.ledger.queries.suppression import (
     skip_pending_for_number,
     suppressed_numbers,
 )
-from scheduler.ledger.queries.tables import deliveries, events, replies, suppressions
+from scheduler.ledger.queries.tables import deliveries, replies, suppressions
 from scheduler.ledger.queries.tracking import (
     held_message_ids,
     latest_delivery_to,
