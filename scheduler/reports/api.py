@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from sqlalchemy import Connection, Engine
-from sqlalchemy.exc import SQLAlchemyError
 
+from scheduler.ledger.access import Connection, Engine, read, snapshot
+from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.queries import reports as rq
 from scheduler.reports import charts, details, source, summary
 from scheduler.reports.columns import (
     Column,
@@ -67,17 +68,16 @@ def _engine(ledger: Ledger | Engine) -> Engine:
     return ledger if isinstance(ledger, Engine) else ledger.engine
 
 
-def _read_error(exc: SQLAlchemyError) -> ReportReadError:
-    detail = getattr(exc, "orig", None) or exc
-    return ReportReadError(f"cannot read the ledger: {exc.__class__.__name__}: {detail}")
+def _read_error(exc: LedgerError) -> ReportReadError:
+    return ReportReadError(f"cannot read the ledger: {exc}")
 
 
 def campaign_runs(ledger: Ledger | Engine, name: str) -> list[int]:
     """Every run id of campaign ``name``, oldest first (:class:`CampaignNotFound` if none)."""
     try:
-        with _engine(ledger).connect() as conn:
+        with read(_engine(ledger), "read the campaign's runs") as conn:
             return source.campaign_run_ids(conn, name)
-    except SQLAlchemyError as exc:
+    except LedgerError as exc:
         raise _read_error(exc) from None
 
 
@@ -99,28 +99,24 @@ def write_report(
     fmt = check_format(fmt)
     if not run_ids:
         raise NothingToReport("nothing to report: give one or more run ids, or --campaign NAME")
-    engine = _engine(ledger)
     try:
-        with engine.connect() as conn:
-            if engine.dialect.name == "postgresql":
-                conn = conn.execution_options(isolation_level="REPEATABLE READ")
-            with conn.begin():
-                runs = source.load_runs(conn, run_ids)
-                if output is None and settings is None:
-                    from scheduler.config import load_settings
+        with snapshot(_engine(ledger), "read the report's rows") as conn:
+            runs = source.load_runs(conn, run_ids)
+            if output is None and settings is None:
+                from scheduler.config import load_settings
 
-                    settings = load_settings()
-                folder = settings.reports_path() if settings is not None else Path("reports")
-                stem = default_stem([r.campaign for r in runs], [r.id for r in runs])
-                target = resolve_output(output, folder, stem, fmt)
-                with AtomicFiles() as files:
-                    if fmt == "csv":
-                        rows, pngs = {"Recipients": _write_csv(conn, runs, files.temp_for(target))
-                                      }, []  # fmt: skip
-                    else:
-                        rows, pngs = _write_xlsx(conn, runs, target, files)
-                    files.commit()
-    except SQLAlchemyError as exc:
+                settings = load_settings()
+            folder = settings.reports_path() if settings is not None else Path("reports")
+            stem = default_stem([r.campaign for r in runs], [r.id for r in runs])
+            target = resolve_output(output, folder, stem, fmt)
+            with AtomicFiles() as files:
+                if fmt == "csv":
+                    rows, pngs = {"Recipients": _write_csv(conn, runs, files.temp_for(target))
+                                  }, []  # fmt: skip
+                else:
+                    rows, pngs = _write_xlsx(conn, runs, target, files)
+                files.commit()
+    except LedgerError as exc:
         raise _read_error(exc) from None
     except OSError as exc:  # e.g. the disk filled up while writing
         raise OutputNotWritable(f"cannot write the report: {exc.strerror or exc}") from None
@@ -134,7 +130,7 @@ def write_report(
 def _variables(conn: Connection, runs: Sequence[source.RunInfo]) -> dict[str, float]:
     widths: dict[str, float] = {}
     for run in runs:
-        for key, width in variable_keys(source.variable_samples(conn, run.id)).items():
+        for key, width in variable_keys(rq.variable_samples(conn, run.id)).items():
             widths[key] = max(widths.get(key, 0.0), width)
     return widths
 
@@ -145,10 +141,10 @@ def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dic
 
     def frames() -> Iterator[dict[str, Any]]:
         for run in runs:
-            for chunk in source.delivery_chunks(conn, run.id):
+            for chunk in rq.delivery_chunks(conn, run.id, source.CHUNK_ROWS):
                 yield layout.frame(chunk)
 
-    return Table("Recipients", layout.columns, source.count_deliveries(conn, [r.id for r in runs]),
+    return Table("Recipients", layout.columns, rq.count_deliveries(conn, [r.id for r in runs]),
                  frames)  # fmt: skip
 
 
@@ -157,8 +153,8 @@ def _other_tables(conn: Connection, runs: Sequence[source.RunInfo],
     ids = [r.id for r in runs]
     replies, opted = RepliesLayout(runs, variables), OptOutsLayout(runs)
     return [
-        Table("Replies", replies.columns, source.count_replies(conn, ids),
-              lambda: (replies.frame(c) for c in source.reply_chunks(conn, ids))),
+        Table("Replies", replies.columns, rq.count_replies(conn, ids),
+              lambda: (replies.frame(c) for c in rq.reply_chunks(conn, ids, source.CHUNK_ROWS))),
         Table("Opt-outs", opted.columns, len(optouts),
               lambda: iter([opted.frame(optouts)] if len(optouts) else [])),
     ]  # fmt: skip
@@ -174,15 +170,15 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
                 files: AtomicFiles) -> tuple[dict[str, int], list[Path]]:  # fmt: skip
     ids = [r.id for r in runs]
     zones = {r.id: r.timezone for r in runs}
-    groups = source.state_groups(conn, ids)
-    scan = (details.scan(source.detail_rows(conn, ids)) if groups["n_details"].sum()
-            else details.DetailScan())  # fmt: skip
-    optouts = source.optouts(conn, ids)
-    summ = summary.build(runs, groups, scan.totals, source.skip_reasons(conn, ids), optouts)
+    groups = rq.state_groups(conn, ids)
+    scan = (details.scan(rq.detail_rows(conn, ids, source.CHUNK_ROWS))
+            if groups["n_details"].sum() else details.DetailScan())  # fmt: skip
+    optouts = rq.optouts(conn, ids)
+    summ = summary.build(runs, groups, scan.totals, rq.skip_reasons(conn, ids), optouts)
     hourly = summary.hourly_sends(
         (local_times(minutes["at"], run.id, zones), minutes["n"])
-        for run in runs for minutes in [source.send_minutes(conn, run.id)])  # fmt: skip
-    errors = summary.errors_table(source.error_groups(conn, ids), runs, groups)
+        for run in runs for minutes in [rq.send_minutes(conn, run.id)])  # fmt: skip
+    errors = summary.errors_table(rq.error_groups(conn, ids), runs, groups)
     variables = _variables(conn, runs)
     tables = [
         _recipients(conn, runs, variables, scan),
@@ -239,7 +235,7 @@ def _csv_values(frame: dict[str, Any], columns: Sequence[Column]) -> pd.DataFram
 def _write_csv(conn: Connection, runs: list[source.RunInfo], path: Path) -> int:
     """The Recipients table as CSV (UTF-8 with BOM, formula-like text prefixed with ``'``)."""
     ids = [r.id for r in runs]
-    scan = details.scan(source.detail_rows(conn, ids))
+    scan = details.scan(rq.detail_rows(conn, ids, source.CHUNK_ROWS))
     table = _recipients(conn, runs, _variables(conn, runs), scan)
     rows = 0
     with open(path, "w", encoding="utf-8-sig", newline="") as fh:

@@ -174,7 +174,7 @@ class RecipientsLayout:
         self.columns = cols
 
     def frame(self, chunk: Mapping[str, list[Any]]) -> Frame:
-        """The table's values for one chunk of ``source.delivery_chunks`` (one run).
+        """The table's values for one chunk of ``ledger.queries.reports.delivery_chunks`` (one run).
 
         Text columns come from the driver as ``str`` or ``None`` and are kept as they are.
         """
@@ -232,7 +232,7 @@ class RepliesLayout:
         ]  # fmt: skip
 
     def frame(self, chunk: pd.DataFrame) -> Frame:
-        """The table's values for one chunk of ``source.reply_chunks``."""
+        """The table's values for one chunk of ``ledger.queries.reports.reply_chunks``."""
         runs = chunk["run_id"]
         out: dict[str, Any] = {
             "run_id": runs, "received_at": local_times(chunk["received_at"], runs, self.zones),
@@ -264,7 +264,7 @@ class OptOutsLayout:
         ]  # fmt: skip
 
     def frame(self, chunk: pd.DataFrame) -> Frame:
-        """The table's values for one chunk of ``source.optout_chunks``."""
+        """The table's values for one chunk of ``ledger.queries.reports.optouts``."""
         runs = chunk["run_id"]
         utc = utc_times(chunk["created_at"])
         planned = pd.to_datetime(runs.map(self.created), utc=True)

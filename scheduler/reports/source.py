@@ -1,38 +1,21 @@
-"""Everything a report reads from the ledger: runs, aggregates, and rows streamed in chunks.
-
-Aggregates (counts by state, errors, skip reasons) are ``GROUP BY`` queries, so the
-database does the counting and Python sees a few hundred rows whatever the run's size. Row
-tables (recipients, replies, opt-outs) are read with ``pandas.read_sql(..., chunksize=N)``
-from plain SQL text: SQLAlchemy's per-value type processing is skipped (times arrive as the
-database's text or datetimes and are parsed by :func:`pandas.to_datetime` a column at a
-time), and no ORM object is ever built. Every function takes a Connection that the caller
-holds inside one transaction, so every sheet of a report describes the same snapshot.
-"""
+"""The runs a report is about, as the report shows them; the rows themselves are read by
+:mod:`scheduler.ledger.queries.reports`, ``CHUNK_ROWS`` at a time."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import pandas as pd
-from sqlalchemy import Connection, bindparam, select, text
-
-from scheduler.ledger.models import Run
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import reports as rq
 from scheduler.reports.exceptions import CampaignNotFound, RunsNotFound
-
-runs_table = Run.__table__  # type: ignore[attr-defined]
 
 #: Rows per chunk when streaming a table.
 CHUNK_ROWS = 5_000
-#: States that count as errors in the Errors sheet (besides any row with a last error).
-ERROR_STATES = ("failed", "unknown", "expired", "undelivered")
-
-_TIME_COLUMNS = ("dispatched_at", "accepted_at", "sent_at", "delivered_at", "read_at",
-                 "replied_at", "failed_at")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,201 +46,35 @@ def _zone_name(name: str | None) -> str:
     return name or "UTC"
 
 
-def _ids(sql: str) -> Any:
-    return text(sql).bindparams(bindparam("ids", expanding=True))
-
-
 def load_runs(conn: Connection, run_ids: Sequence[int]) -> list[RunInfo]:
     """The runs with these ids, in id order; :class:`RunsNotFound` names any that is missing."""
     wanted = sorted(set(run_ids))
-    rows = conn.execute(select(runs_table).where(runs_table.c.id.in_(wanted))).mappings().all()
-    found = {row["id"]: row for row in rows}
+    found = rq.runs_by_id(conn, wanted)
     missing = [i for i in wanted if i not in found]
     if missing:
         raise RunsNotFound(missing)
     out = []
     for run_id in wanted:
-        row = found[run_id]
+        run = found[run_id]
         try:
-            definition = json.loads(row["definition"] or "{}")
+            definition = json.loads(run.definition or "{}")
         except ValueError:
             definition = {}
         out.append(RunInfo(
-            id=run_id, campaign=row["campaign_name"], channel=row["channel"],
-            status=row["status"], timezone=_zone_name(row["timezone"]),
-            created_at=row["created_at"], fire_time=row["fire_time"],
-            started_at=row["started_at"], finished_at=row["finished_at"],
-            planned_count=row["planned_count"] or 0, stop_reason=row["stop_reason"],
+            id=run_id, campaign=run.campaign_name, channel=run.channel,
+            status=run.status, timezone=_zone_name(run.timezone),
+            created_at=run.created_at, fire_time=run.fire_time,
+            started_at=run.started_at, finished_at=run.finished_at,
+            planned_count=run.planned_count or 0, stop_reason=run.stop_reason,
             definition=definition if isinstance(definition, dict) else {},
-            target=row.get("target"),
+            target=run.target,
         ))  # fmt: skip
     return out
 
 
 def campaign_run_ids(conn: Connection, name: str) -> list[int]:
     """Every run id of campaign ``name``, oldest first; :class:`CampaignNotFound` if none."""
-    ids = list(conn.execute(select(runs_table.c.id).where(runs_table.c.campaign_name == name)
-                            .order_by(runs_table.c.id)).scalars())  # fmt: skip
+    ids = rq.campaign_run_ids(conn, name)
     if not ids:
         raise CampaignNotFound(name)
     return ids
-
-
-def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
-    """Delivery counts by run, sender, step and state, with how many rows of each group have
-    reached each transition (whatever their state says).
-
-    Columns: ``run_id, sender, step, state, kind, n, n_sent`` (accepted, sent, delivered or
-    read time set), ``n_delivered`` (delivered or read time), ``n_read``, ``n_replied``. A
-    few rows per (run, sender, step), whatever the run's size.
-    """
-    sql = ("SELECT run_id, sender, step, state, MIN(kind) AS kind, COUNT(*) AS n,"
-           " COUNT(COALESCE(accepted_at, sent_at, delivered_at, read_at)) AS n_sent,"
-           " COUNT(COALESCE(delivered_at, read_at)) AS n_delivered, COUNT(read_at) AS n_read,"
-           " COUNT(CASE WHEN replied_at IS NOT NULL OR reply_text IS NOT NULL THEN 1 END)"
-           " AS n_replied, COUNT(details) AS n_details FROM deliveries WHERE run_id IN :ids"
-           " GROUP BY run_id, sender, step, state")  # fmt: skip
-    frame = pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
-    for name in (
-        "run_id",
-        "step",
-        "n",
-        "n_sent",
-        "n_delivered",
-        "n_read",
-        "n_replied",
-        "n_details",
-    ):
-        frame[name] = frame[name].astype("int64")
-    frame["sender"] = frame["sender"].astype(object).where(frame["sender"].notna(), "")
-    return frame
-
-
-def detail_rows(conn: Connection, run_ids: Sequence[int]) -> Iterator[list[Any]]:
-    """``(run_id, sender, step, details)`` of rows that carry channel details, in chunks."""
-    sql = ("SELECT run_id, sender, step, details FROM deliveries "
-           "WHERE run_id IN :ids AND details IS NOT NULL")  # fmt: skip
-    result = conn.execute(_ids(sql), {"ids": list(run_ids)})
-    while batch := result.fetchmany(CHUNK_ROWS):
-        yield list(batch)
-
-
-def send_minutes(conn: Connection, run_id: int) -> pd.DataFrame:
-    """Sends of the run per UTC minute (``at``, ``n``): when each sent row left (dispatch
-    time, else acceptance, else sent). The database groups them where it knows how."""
-    at = "COALESCE(dispatched_at, accepted_at, sent_at)"
-    dialect = conn.dialect.name
-    minute = (f"substr({at}, 1, 16)" if dialect == "sqlite" else
-              f"date_trunc('minute', {at})" if dialect == "postgresql" else at)  # fmt: skip
-    sql = text(f"SELECT {minute} AS at, COUNT(*) AS n FROM deliveries "
-               f"WHERE run_id = :run AND {at} IS NOT NULL GROUP BY {minute}")  # fmt: skip
-    return pd.read_sql(sql, conn, params={"run": run_id})
-
-
-def error_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
-    """Errors grouped by run, state and message: count, first and last time, one number."""
-    states = ", ".join(f"'{s}'" for s in ERROR_STATES)
-    message = "COALESCE(last_error, reason, '')"
-    when = "COALESCE(failed_at, updated_at, dispatched_at)"
-    sql = (f"SELECT run_id, state, {message} AS message, COUNT(*) AS n, MIN({when}) AS first_at,"
-           f' MAX({when}) AS last_at, MIN("to") AS example FROM deliveries '
-           f"WHERE run_id IN :ids AND (state IN ({states}) OR last_error IS NOT NULL) "
-           f"GROUP BY run_id, state, {message} ORDER BY run_id, COUNT(*) DESC")  # fmt: skip
-    return pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
-
-
-def skip_reasons(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
-    """Skipped rows by run and reason (``run_id, reason, n``)."""
-    sql = (
-        "SELECT run_id, COALESCE(reason, '') AS reason, COUNT(*) AS n FROM deliveries "
-        "WHERE run_id IN :ids AND state = 'skipped' GROUP BY run_id, COALESCE(reason, '')"
-    )
-    return pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
-
-
-def variable_samples(conn: Connection, run_id: int, limit: int = 200) -> list[dict[str, Any]]:
-    """The CSV columns (``variables``) of the run's first rows: their keys and typical widths."""
-    sql = text("SELECT variables FROM deliveries WHERE run_id = :run ORDER BY id LIMIT :n")
-    out = []
-    for (raw,) in conn.execute(sql, {"run": run_id, "n": limit}):
-        try:
-            value = json.loads(raw or "{}")
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            out.append(value)
-    return out
-
-
-# ---------------------------------------------------------------------- streamed tables
-
-#: Columns of a Recipients chunk, in the order of :data:`_DELIVERY_SQL`.
-DELIVERY_COLUMNS = ("row", "step", "kind", "to", "state", "reason", "sender", "attempts",
-                    "last_error", "message_id", *_TIME_COLUMNS, "reply_text", "variables",
-                    "details")  # fmt: skip
-_DELIVERY_SQL = (
-    f"SELECT {', '.join(chr(34) + c + chr(34) for c in DELIVERY_COLUMNS)} "
-    "FROM deliveries WHERE run_id = {run_id} ORDER BY id"
-)
-
-_REPLY_FROM = (
-    "FROM replies r LEFT JOIN deliveries d ON d.id = r.delivery_id "
-    "WHERE r.run_id IN :ids OR (r.run_id IS NULL AND d.run_id IN :ids)"
-)
-_REPLY_SQL = (
-    "SELECT COALESCE(r.run_id, d.run_id) AS run_id, r.received_at, r.number, d.step,"
-    " r.session_id, r.kind, r.text, r.opt_out, d.variables "
-    f"{_REPLY_FROM} ORDER BY r.received_at, r.id"
-)
-
-# Driven by the run's rows (index on run_id) with a primary-key probe of the suppression
-# list for each, so a long global list costs nothing.
-_OPTOUT_SQL = (
-    "SELECT t.run_id, s.number, s.created_at, s.source, s.reason, "
-    "(SELECT r.text FROM replies r WHERE r.number = s.number AND r.opt_out = :yes "
-    " ORDER BY r.id DESC LIMIT 1) AS reply_text "
-    'FROM (SELECT d.run_id, d."to" FROM deliveries d JOIN suppressions x ON x.number = d."to" '
-    ' WHERE d.run_id IN :ids GROUP BY d.run_id, d."to") t '
-    'JOIN suppressions s ON s.number = t."to" ORDER BY t.run_id, s.created_at, s.number'
-)
-
-
-def count_deliveries(conn: Connection, run_ids: Sequence[int]) -> int:
-    """Rows of the Recipients table."""
-    sql = _ids("SELECT COUNT(*) FROM deliveries WHERE run_id IN :ids")
-    return int(conn.execute(sql, {"ids": list(run_ids)}).scalar() or 0)
-
-
-def delivery_chunks(conn: Connection, run_id: int, chunk_rows: int | None = None
-                    ) -> Iterator[dict[str, list[Any]]]:  # fmt: skip
-    """The run's deliveries in plan order, ``chunk_rows`` at a time, as column → raw values.
-
-    Read through the driver (no per-value processing): the widest table of a report is
-    read at the speed of the database driver. ``run_id`` is an int, written as a literal.
-    """
-    result = conn.exec_driver_sql(_DELIVERY_SQL.format(run_id=int(run_id)))
-    while batch := result.fetchmany(chunk_rows or CHUNK_ROWS):
-        columns = dict(zip(DELIVERY_COLUMNS, map(list, zip(*batch, strict=True)), strict=True))
-        columns["run_id"] = [run_id] * len(batch)
-        yield columns
-
-
-def count_replies(conn: Connection, run_ids: Sequence[int]) -> int:
-    """Rows of the Replies table."""
-    sql = _ids(f"SELECT COUNT(*) {_REPLY_FROM}")
-    return int(conn.execute(sql, {"ids": list(run_ids)}).scalar() or 0)
-
-
-def reply_chunks(conn: Connection, run_ids: Sequence[int], chunk_rows: int | None = None
-                 ) -> Iterator[pd.DataFrame]:  # fmt: skip
-    """Replies to these runs, oldest first, with the replying recipient's CSV columns."""
-    yield from pd.read_sql(_ids(_REPLY_SQL), conn, params={"ids": list(run_ids)},
-                           chunksize=chunk_rows or CHUNK_ROWS)  # fmt: skip
-
-
-def optouts(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
-    """Recipients of these runs on the suppression list, with their opt-out message.
-
-    Read whole: a run's opt-outs are a small share of its recipients.
-    """
-    return pd.read_sql(_ids(_OPTOUT_SQL), conn, params={"ids": list(run_ids), "yes": True})

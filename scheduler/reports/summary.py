@@ -77,7 +77,7 @@ def report_channel(runs: Sequence[RunInfo]) -> str:
 
 
 def _flags(groups: pd.DataFrame) -> pd.DataFrame:
-    """Each group's count of every funnel flag (see ``source.state_groups``)."""
+    """Each group's count of every funnel flag (see ``ledger.queries.reports.state_groups``)."""
     state, n = groups["state"], groups["n"]
     flags = {
         "deliveries": n,
@@ -195,8 +195,8 @@ def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels
 
 def build(runs: list[RunInfo], groups: pd.DataFrame, extras: pd.DataFrame,
           skipped: pd.DataFrame, optouts: pd.DataFrame) -> Summary:  # fmt: skip
-    """The Summary from ``source.state_groups``, ``details.scan(...).totals``,
-    ``source.skip_reasons`` and ``source.optout_times``."""
+    """The Summary from ``ledger.queries.reports.state_groups``, ``details.scan(...).totals``,
+    ``ledger.queries.reports.skip_reasons`` and ``.optouts``."""
     channel = report_channel(runs)
     channels = {r.channel for r in runs}
     flags = _flags(groups)

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
-from scheduler.ledger import queries
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Reply
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 
 #: Monday 23 Nov 2026, 12:00 UTC = 09:00 in São Paulo.
@@ -113,7 +114,7 @@ def store(
 
 def ids_by_row(ledger: Ledger, run_id: int) -> list[int]:
     """Delivery ids in plan order."""
-    d = queries.deliveries
+    d = tables.deliveries
     with ledger.engine.connect() as conn:
         return list(
             conn.execute(
@@ -124,7 +125,7 @@ def ids_by_row(ledger: Ledger, run_id: int) -> list[int]:
 
 def set_rows(ledger: Ledger, ids: list[int], **values: Any) -> None:
     """Plain Core update of some deliveries."""
-    d = queries.deliveries
+    d = tables.deliveries
     with ledger.engine.begin() as conn:
         conn.execute(update(d).where(d.c.id.in_(ids)).values(**values))
 
@@ -185,20 +186,20 @@ def make_whatsapp_run(ledger: Ledger, clock: Clock) -> Scenario:
     ledger.set_status(run_id, "running")
     with ledger.engine.begin() as conn:
         for i in range(16):
-            queries.claim(
+            dq.claim(
                 conn, [(ids[i], "s1" if i % 2 == 0 else "s2")], T0 + timedelta(minutes=10 * i)
             )
         for i in range(14):
-            queries.record_accepted(
+            dq.record_accepted(
                 conn, [(ids[i], f"MSG-{i:03d}")], T0 + timedelta(minutes=10 * i, seconds=1)
             )
-        queries.record_final(
+        dq.record_final(
             conn,
             [(ids[14], "", "400: number is not on WhatsApp")],
             "failed",
             T0 + timedelta(minutes=140, seconds=1),
         )
-        queries.record_final(
+        dq.record_final(
             conn,
             [(ids[15], "", "no messages.sent after a crash")],
             "unknown",
