@@ -44,11 +44,11 @@ from dispatch_cpu import (
     store_text_run,
 )
 
-from scheduler.dispatch.pacing import parse_rate
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
+from scheduler.units import parse_rate
 
 SENDERS = 50
 RATE = "2/s"

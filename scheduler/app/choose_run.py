@@ -19,7 +19,6 @@ from typing import Literal
 
 from scheduler.campaign.fingerprint import Change, compare, fingerprint_of, load_fingerprint
 from scheduler.campaign.loader import Campaign
-from scheduler.dispatch.windows import load_zone
 from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -30,6 +29,7 @@ from scheduler.ledger.states import (
     RunStatus,
     describe_target,
 )
+from scheduler.units import load_zone
 
 EditChoice = Literal["apply-changes", "replan", "as-planned"]
 

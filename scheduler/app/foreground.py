@@ -109,7 +109,7 @@ class RunProgress:
 
     def note(self, entry: Any, timezone: str) -> None:
         """Print a timeline entry above the bar (window pauses, senders paused, ...)."""
-        from scheduler.dispatch.windows import load_zone
+        from scheduler.units import load_zone
 
         local = entry.at.astimezone(load_zone(timezone))
         self.progress.console.print(f"[dim]{local:%Y-%m-%d %H:%M:%S}[/] {entry.what}",
@@ -150,7 +150,8 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
     :func:`scheduler.tracking.identity.bind_receiver_socket`).
     """
 
-    senders = list(ledger.definition(run).get("senders") or [])
+    options = ledger.options(run)
+    senders = list(options.senders)
     with contextlib.ExitStack() as stack:
         if target is None:
             target = stack.enter_context(service_target(settings))
@@ -168,7 +169,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             with _sigint_sets(stop), (bar.progress if show_progress
                                       else contextlib.nullcontext()):
                 bar.update(counts)
-                zone = ledger.definition(run).get("schedule", {}).get("timezone") or "UTC"
+                zone = options.timezone
 
                 async def dispatch_now(this: Run) -> RunResult:
                     return await dispatch(
@@ -182,7 +183,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
 
                 result = await dispatch_now(run)
                 if (server is not None and result.status == "completed"
-                        and ledger.definition(run).get("resend_unproven")):
+                        and options.resend_unproven):
                     result = await _resend_unproven(ledger, run, result, stop, console,
                                                     dispatch_now)
                 bar.update(result.counts)

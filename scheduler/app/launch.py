@@ -64,6 +64,7 @@ def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
     """Continue an unfinished run: its target must match, and edits need a choice."""
     from scheduler.app.planning import replan_run
     from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.campaign.options import run_options
 
     assert run.id is not None
     changes = pending_changes(run, campaign)
@@ -75,7 +76,8 @@ def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
         check_choice(choice, changes, file)
         if choice == "apply-changes":
             freed = ledger.apply_definition(run.id, campaign.spec.model_dump(mode="json"),
-                                            fingerprint_of(campaign).model_dump_json())
+                                            fingerprint_of(campaign).model_dump_json(),
+                                            run_options(campaign))
             console.print(f"run {run.id}: applied to its {pending:,} pending deliveries: "
                           + "; ".join(c.describe() for c in changes)
                           + (f" ({freed:,} moved off removed senders)" if freed else ""),

@@ -27,6 +27,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     the same target.
     """
     from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.campaign.options import run_options
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(campaign_path)
@@ -36,7 +37,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),
         definition=spec.model_dump(mode="json"), delivery_mode=spec.delivery,
         timezone=spec.schedule.timezone, fire_time=fire_time, target=target,
-        fingerprint=fingerprint_of(campaign).model_dump_json(),
+        fingerprint=fingerprint_of(campaign).model_dump_json(), options=run_options(campaign),
     )
     try:
         ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
@@ -52,6 +53,7 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
                on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``)."""
     from scheduler.campaign.fingerprint import fingerprint_of
+    from scheduler.campaign.options import run_options
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(campaign_path)
@@ -60,7 +62,7 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
         run.id, build_plan(campaign).chunks(), start_at=start_at,
         definition=campaign.spec.model_dump(mode="json"),
         fingerprint=fingerprint_of(campaign).model_dump_json(),
-        step_delays_s=[step.delay_s for step in campaign.steps], on_progress=on_progress)
+        options=run_options(campaign), on_progress=on_progress)
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:

@@ -56,7 +56,7 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             ledger = Ledger(engine, clock=clock)
             run_id = plan_run(ledger, path, start_at=start)
             run = ledger.get_run(run_id)
-            senders = list(ledger.definition(run).get("senders") or [])
+            senders = list(ledger.options(run).senders)
             settings = Settings(base_url=None)
             sandbox = {"seed": seed, "clock": clock, "reply_rate": 0.0, "delivered_rate": 0.0}
             with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target:
@@ -81,7 +81,7 @@ def rehearse_campaign(path: Path, *, start: datetime | None = None, seed: int = 
 
 def print_rehearsal(rehearsal: Rehearsal, console: Console) -> None:
     """The timeline a real run would have, in the campaign's time zone."""
-    from scheduler.dispatch.windows import load_zone
+    from scheduler.units import load_zone
 
     zone = load_zone(rehearsal.timezone)
     console.print(f"[bold]Rehearsal of {rehearsal.campaign!r}[/] (simulated clock, embedded "

@@ -107,7 +107,7 @@ class Server:
         assert run.id is not None
         stop = self.stops[run.id]
         try:
-            senders = list(self.ledger.definition(run).get("senders") or [])
+            senders = list(self.ledger.options(run).senders)
             await ensure_senders(client, self.target, senders, self.webhook_url)
             result = await dispatch(self.ledger, client, run, stop_event=stop,
                                     events_received=self.events_received,

@@ -67,8 +67,17 @@ from pydantic import (
 )
 
 from scheduler.campaign.linetypes import LineTypeName
-from scheduler.dispatch.pacing import parse_duration, parse_jitter, parse_rate
-from scheduler.dispatch.windows import load_zone, parse_clock, parse_days, parse_window
+from scheduler.run_options import (
+    DEFAULT_DAYS,
+    DEFAULT_DELIVERY,
+    DEFAULT_JITTER,
+    DEFAULT_RATE,
+    DEFAULT_ROTATION,
+    DEFAULT_TIMEZONE,
+    DeliveryMode,
+    Rotation,
+)
+from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone, parse_duration
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 Channel = Literal["whatsapp", "sms", "voice"]
@@ -141,28 +150,15 @@ class ScheduleSpec(Strict):
 
     at: datetime | None = None
     cron: str | None = None
-    timezone: str = "America/Sao_Paulo"
-    window: str | None = None
-    days: str = "*"
-    latest: datetime | str | None = None
+    timezone: str = DEFAULT_TIMEZONE
+    window: ClockWindow | None = None
+    days: Days = Days.parse(DEFAULT_DAYS)
+    latest: datetime | ClockTime | None = None
 
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
         load_zone(value)
-        return value
-
-    @field_validator("window")
-    @classmethod
-    def _window(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_window(value)
-        return value
-
-    @field_validator("days")
-    @classmethod
-    def _days(cls, value: str) -> str:
-        parse_days(value)
         return value
 
     @field_validator("cron")
@@ -177,12 +173,12 @@ class ScheduleSpec(Strict):
                 raise ValueError(f"cron {value!r}: {exc}") from None
         return value
 
-    @field_validator("latest")
+    @field_validator("latest", mode="before")
     @classmethod
-    def _latest(cls, value: datetime | str | None) -> datetime | str | None:
+    def _latest(cls, value: Any) -> Any:
         if isinstance(value, str):
             try:
-                parse_clock(value)
+                return ClockTime.parse(value)
             except ValueError:
                 try:
                     return datetime.fromisoformat(value)
@@ -203,32 +199,10 @@ class ScheduleSpec(Strict):
 class PaceSpec(Strict):
     """``[pace]``: per-sender rate, jitter, daily cap, plan limit when no service says it."""
 
-    rate: str = "20/min"
-    jitter: str = "0"
+    rate: Rate = Rate.parse(DEFAULT_RATE)
+    jitter: Jitter = Jitter.parse(DEFAULT_JITTER)
     daily_cap: int | None = Field(default=None, ge=1)
     plan_limit: int | None = Field(default=None, ge=0)
-
-    @field_validator("rate")
-    @classmethod
-    def _rate(cls, value: str) -> str:
-        parse_rate(value)
-        return value
-
-    @field_validator("jitter")
-    @classmethod
-    def _jitter(cls, value: str) -> str:
-        parse_jitter(value)
-        return value
-
-    @property
-    def rate_per_s(self) -> float:
-        """Sends per second per sender."""
-        return parse_rate(self.rate)
-
-    @property
-    def jitter_s(self) -> tuple[float, float]:
-        """Jitter bounds in seconds."""
-        return parse_jitter(self.jitter)
 
 
 class BoundsSpec(Strict):
@@ -249,8 +223,8 @@ class CampaignSpec(Strict):
     description: str | None = None
     channel: Channel = "whatsapp"
     senders: list[NonEmpty] = Field(default_factory=list)
-    delivery: Literal["at-most-once", "at-least-once"] = "at-most-once"
-    sender_rotation: Literal["round-robin", "least-used"] = "round-robin"
+    delivery: DeliveryMode = DEFAULT_DELIVERY
+    sender_rotation: Rotation = DEFAULT_ROTATION
     recipient_timezone: bool = False
     # Re-send, by itself, an `unknown` send the service did not take (no proof within its
     # webhook retry horizon while the receiver listened); see scheduler.dispatch.unknowns.

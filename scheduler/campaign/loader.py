@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ from scheduler.campaign.steps import (
     step_kind,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
-from scheduler.dispatch.windows import SendWindow, load_zone
+from scheduler.units import load_zone
 
 
 @dataclass
@@ -107,14 +107,6 @@ class Campaign:
         return load_zone(self.spec.schedule.timezone)
 
     @property
-    def window(self) -> SendWindow | None:
-        """The send window, if the campaign has one."""
-        schedule = self.spec.schedule
-        if schedule.window is None:
-            return None
-        return SendWindow.parse(schedule.window, schedule.days, schedule.timezone)
-
-    @property
     def senders(self) -> list[str]:
         """Sender ids; SMS and voice campaigns without any send as ``"account"``."""
         return list(self.spec.senders) or ["account"]
@@ -137,19 +129,6 @@ class Campaign:
             fire = trigger.get_next_fire_time(None, now.astimezone(zone))
             return fire if fire is not None else now
         return now
-
-    def latest_time(self, start: datetime) -> datetime | None:
-        """The latest send time of a run starting at ``start`` (``HH:MM`` is on that day)."""
-        latest, zone = self.spec.schedule.latest, self.zone
-        if latest is None:
-            return None
-        if isinstance(latest, datetime):
-            return latest if latest.tzinfo is not None else latest.replace(tzinfo=zone)
-        hours, minutes = (int(p) for p in latest.split(":"))
-        local = start.astimezone(zone)
-        moment = datetime.combine(local.date(), datetime.min.time(), tzinfo=zone)
-        moment += timedelta(hours=hours, minutes=minutes)
-        return moment if moment > local else moment + timedelta(days=1)
 
 
 def _resolve(root: Path, value: str) -> Path:

@@ -32,6 +32,7 @@ from rich.table import Table
 
 from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.dispatch.pacing import Quota, estimate_finish
+from scheduler.dispatch.windows import SendWindow
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import utcnow
 
@@ -260,18 +261,21 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
     quotas, source = plan_quotas(campaign)
     senders = campaign.senders
     counts = [stats.recipients_per_sender[s] * len(steps) for s in senders]
+    from scheduler.campaign.options import run_options
+
+    options = run_options(campaign)
     estimate = estimate_finish(
         counts,
         start=start,
-        rate=spec.pace.rate_per_s,
-        jitter=spec.pace.jitter_s,
-        window=campaign.window,
-        daily_cap=spec.pace.daily_cap,
+        rate=options.rate_per_s,
+        jitter=options.jitter_s,
+        window=SendWindow.of(options.window, options.timezone),
+        daily_cap=options.daily_cap,
         quotas=quotas,
-        tz=campaign.zone,
-        extra_delay_s=sum(step.delay_s for step in steps),
+        tz=options.zone,
+        extra_delay_s=sum(options.step_delays_s),
     )
-    latest = campaign.latest_time(start)
+    latest = options.latest_for(start)
     report = {
         "campaign": spec.name,
         "channel": spec.channel,

@@ -103,7 +103,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     if service is not None:  # the embedded sandbox makes its own sessions
         from scheduler.service.sender_check import verify_senders
 
-        senders = [str(s) for s in ledger.definition(run).get("senders") or []]
+        senders = list(ledger.options(run).senders)
         verify_senders(*service, senders, timeout_s=settings.http_timeout_s)
     ledger.request(run_id, "resume")
     try:

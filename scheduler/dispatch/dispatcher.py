@@ -28,13 +28,14 @@ from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool, SenderState
-from scheduler.dispatch.windows import load_zone, zone_for_number, zone_for_region
+from scheduler.dispatch.windows import zone_for_number, zone_for_region
 from scheduler.ledger import queries
 from scheduler.ledger.queries import DueDelivery
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.exceptions import ServiceError
 from scheduler.timeutil import Clock, utcnow
+from scheduler.units import load_zone
 
 #: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
 CONTROL_EVERY_S = 0.5

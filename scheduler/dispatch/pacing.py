@@ -3,6 +3,7 @@
 Pure functions of their arguments: the clock (``now``) and randomness (a
 :class:`random.Random`) are always passed in, so tests use fixed datetimes and seeds.
 
+The rate and jitter texts are read by :mod:`scheduler.units`; this module does the maths.
 Semantics, shared by the dispatcher and ``campaign plan``:
 
 - **rate** (``"30/min"``) is a ceiling per sender, a token bucket of ``burst`` tokens
@@ -19,81 +20,11 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from scheduler.dispatch.windows import SendWindow, next_local_midnight
-
-_UNITS = {
-    "ms": 0.001,
-    "msec": 0.001,
-    "millisecond": 0.001,
-    "milliseconds": 0.001,
-    "s": 1.0,
-    "sec": 1.0,
-    "secs": 1.0,
-    "second": 1.0,
-    "seconds": 1.0,
-    "m": 60.0,
-    "min": 60.0,
-    "mins": 60.0,
-    "minute": 60.0,
-    "minutes": 60.0,
-    "h": 3600.0,
-    "hr": 3600.0,
-    "hour": 3600.0,
-    "hours": 3600.0,
-    "d": 86400.0,
-    "day": 86400.0,
-    "days": 86400.0,
-}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
-_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:/|per\s+)\s*(\d+(?:\.\d+)?)?\s*([a-z]+)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds of ``"500ms"``, ``"2s"``, ``"30m"``, ``"1h30m"``, ``"2d"`` (``"0"`` is 0)."""
-    spec = text.strip().lower()
-    if spec in {"0", "none", ""}:
-        return 0.0
-    pos, total = 0, 0.0
-    for match in _DURATION_PART.finditer(spec):
-        if spec[pos : match.start()].strip() or match.group(2) not in _UNITS:
-            break
-        total += float(match.group(1)) * _UNITS[match.group(2)]
-        pos = match.end()
-    else:
-        if pos and not spec[pos:].strip():
-            return total
-    raise ValueError(f"duration {text!r}: expected e.g. 500ms, 2s, 5m, 1h30m, 1d")
-
-
-def parse_rate(text: str) -> float:
-    """Events per second of ``"30/min"``, ``"2/s"``, ``"1000/h"``, ``"500/day"``, ``"10/5min"``."""
-    match = _RATE.match(text.lower())
-    if not match or match.group(3) not in _UNITS:
-        raise ValueError(f"rate {text!r}: expected COUNT/UNIT, e.g. 30/min, 2/s, 1000/h, 500/day")
-    count = float(match.group(1))
-    per = float(match.group(2) or 1) * _UNITS[match.group(3)]
-    if count <= 0 or per <= 0:
-        raise ValueError(f"rate {text!r}: must be more than zero")
-    return count / per
-
-
-def parse_jitter(text: str) -> tuple[float, float]:
-    """(min, max) seconds of ``"2s-8s"``, ``"500ms-1s"``, ``"3s"`` (fixed) or ``"0"`` (none)."""
-    parts = text.split("-")
-    if len(parts) > 2:
-        raise ValueError(f"jitter {text!r}: expected MIN-MAX, e.g. 2s-8s")
-    try:
-        low, high = parse_duration(parts[0]), parse_duration(parts[-1])
-    except ValueError:
-        raise ValueError(f"jitter {text!r}: expected MIN-MAX, e.g. 2s-8s or 500ms-1s") from None
-    if low > high:
-        raise ValueError(f"jitter {text!r}: the minimum is above the maximum")
-    return low, high
 
 
 def mean_interval(rate: float, jitter: tuple[float, float] = (0.0, 0.0)) -> float:

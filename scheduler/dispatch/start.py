@@ -27,12 +27,12 @@ async def dispatch(
     option_overrides: dict[str, Any] | None = None,
     on_note: Callable[[Any], None] | None = None,
 ) -> RunResult:
-    """Dispatch ``run`` to the end (or a stop) with its stored definition."""
+    """Dispatch ``run`` to the end (or a stop) with its stored options."""
     if run.status in FINISHED_RUN_STATUSES:
         raise RunStateError(f"run {run.id} is already {run.status}")
     assert run.id is not None
-    options = DispatchOptions.from_definition(
-        ledger.definition(run), start=run.started_at or clock(), **(option_overrides or {})
+    options = DispatchOptions.for_run(
+        ledger.options(run), start=run.started_at or clock(), **(option_overrides or {})
     )
     kwargs: dict[str, Any] = {}
     if sleep is not None:

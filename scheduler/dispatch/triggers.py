@@ -29,10 +29,10 @@ from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from scheduler.dispatch.windows import load_zone
 from scheduler.ledger.models import Fire, Schedule
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import utcnow
+from scheduler.units import load_zone
 
 log = logging.getLogger(__name__)
 

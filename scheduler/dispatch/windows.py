@@ -1,7 +1,8 @@
 """Send windows: when a campaign may send, in a time zone, by local wall-clock time.
 
 A window is a daily interval (``"09:00-20:00"``) on some days of the week (``"mon-sat"``,
-``"mon,wed,fri"``, Portuguese ``"seg-sab"`` too). An overnight window (``"22:00-06:00"``)
+``"mon,wed,fri"``, Portuguese ``"seg-sab"`` too; the texts are read by
+:mod:`scheduler.units`). An overnight window (``"22:00-06:00"``)
 belongs to the day it opens on: Saturday's 22:00-06:00 runs into Sunday morning. Equal start
 and end (``"00:00-00:00"``) means the whole day. Every instant is computed with
 :mod:`zoneinfo`, so DST days are right: a 09:00-20:00 window opens at 09:00 local on both
@@ -12,101 +13,16 @@ first occurrence. All comparisons are made in UTC. Pure functions: no clock is r
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import phonenumbers
 from phonenumbers import timezone as pn_timezone
 
-_DAY_NUMBERS = {
-    "mon": 0,
-    "monday": 0,
-    "seg": 0,
-    "segunda": 0,
-    "tue": 1,
-    "tuesday": 1,
-    "ter": 1,
-    "terca": 1,
-    "terça": 1,
-    "wed": 2,
-    "wednesday": 2,
-    "qua": 2,
-    "quarta": 2,
-    "thu": 3,
-    "thursday": 3,
-    "qui": 3,
-    "quinta": 3,
-    "fri": 4,
-    "friday": 4,
-    "sex": 4,
-    "sexta": 4,
-    "sat": 5,
-    "saturday": 5,
-    "sab": 5,
-    "sáb": 5,
-    "sabado": 5,
-    "sábado": 5,
-    "sun": 6,
-    "sunday": 6,
-    "dom": 6,
-    "domingo": 6,
-}
-_ALL_DAYS = frozenset(range(7))
-_CLOCK = re.compile(r"^\s*([01]?\d|2[0-4]):([0-5]\d)\s*$")
-
-
-def parse_days(text: str) -> frozenset[int]:
-    """Weekday numbers (Monday 0) of ``"mon-sat"``, ``"mon,wed,fri"``, ``"fri-mon"``, ``"*"``."""
-    spec = text.strip().lower()
-    if spec in {"*", "all", "daily", "every day", "todos"}:
-        return _ALL_DAYS
-    days: set[int] = set()
-    for part in spec.split(","):
-        part = part.strip()
-        if not part:
-            raise ValueError(f"days {text!r}: empty item")
-        ends = [p.strip() for p in part.split("-")]
-        if len(ends) > 2 or any(e not in _DAY_NUMBERS for e in ends):
-            raise ValueError(
-                f"days {text!r}: {part!r} is not a day or a range of days (e.g. mon-sat)"
-            )
-        first, last = _DAY_NUMBERS[ends[0]], _DAY_NUMBERS[ends[-1]]
-        day = first
-        days.add(day)
-        while day != last:  # ranges wrap around the week: "fri-mon"
-            day = (day + 1) % 7
-            days.add(day)
-    return frozenset(days)
-
-
-def parse_clock(text: str) -> int:
-    """Minutes after local midnight of ``"HH:MM"`` (``"24:00"`` is 1440, the day's end)."""
-    match = _CLOCK.match(text)
-    if not match or (match.group(1) == "24" and match.group(2) != "00"):
-        raise ValueError(f"time {text!r}: expected HH:MM between 00:00 and 24:00")
-    return int(match.group(1)) * 60 + int(match.group(2))
-
-
-def parse_window(text: str) -> tuple[int, int]:
-    """``"09:00-20:00"`` → (540, 1200) minutes; an overnight window has start > end."""
-    parts = text.split("-")
-    if len(parts) != 2:
-        raise ValueError(f"window {text!r}: expected HH:MM-HH:MM, e.g. 09:00-20:00")
-    return parse_clock(parts[0]), parse_clock(parts[1])
-
-
-def load_zone(name: str | tzinfo) -> tzinfo:
-    """A :class:`zoneinfo.ZoneInfo` for an IANA name (a tzinfo is returned as is)."""
-    if isinstance(name, tzinfo):
-        return name
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(f"time zone {name!r} is not an IANA zone name") from None
+from scheduler.run_options import WindowOptions
+from scheduler.units import UnitError, load_zone, parse_clock, parse_days, parse_window
 
 
 def _local(day: date, minutes: int, tz: tzinfo) -> datetime:
@@ -129,11 +45,15 @@ def _require_aware(dt: datetime) -> None:
 
 @dataclass(frozen=True)
 class SendWindow:
-    """A daily send window on some weekdays, by wall-clock time in ``tz``."""
+    """A daily send window on some weekdays, by wall-clock time in ``tz``.
 
-    start: str = "00:00"
-    end: str = "00:00"
-    days: str = "*"
+    ``start`` and ``end`` are ``"HH:MM"`` or minutes after midnight; ``days`` is text such
+    as ``"mon-sat"`` or weekday numbers (Monday 0).
+    """
+
+    start: str | int = "00:00"
+    end: str | int = "00:00"
+    days: str | Iterable[int] = "*"
     tz: str | tzinfo = "UTC"
     _start: int = field(init=False, repr=False, compare=False)
     _end: int = field(init=False, repr=False, compare=False)
@@ -141,25 +61,32 @@ class SendWindow:
     _zone: tzinfo = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        start, end = parse_clock(self.start), parse_clock(self.end)
+        start = self.start if isinstance(self.start, int) else parse_clock(self.start)
+        end = self.end if isinstance(self.end, int) else parse_clock(self.end)
         if start == 1440:
-            raise ValueError("a window cannot start at 24:00")
+            raise UnitError("a window cannot start at 24:00")
         if end == start:  # the whole day
             end = start + 1440
         elif end < start:  # overnight: ends on the next day
             end += 1440
+        days = parse_days(self.days) if isinstance(self.days, str) else frozenset(self.days)
         object.__setattr__(self, "_start", start)
         object.__setattr__(self, "_end", end)
-        object.__setattr__(self, "_days", parse_days(self.days))
+        object.__setattr__(self, "_days", days)
         object.__setattr__(self, "_zone", load_zone(self.tz))
 
     @classmethod
     def parse(cls, window: str, days: str = "*", tz: str | tzinfo = "UTC") -> SendWindow:
         """Build from the definition's ``window = "09:00-20:00"`` form."""
-        parts = window.split("-")
-        if len(parts) != 2:
-            raise ValueError(f"window {window!r}: expected HH:MM-HH:MM, e.g. 09:00-20:00")
-        return cls(parts[0].strip(), parts[1].strip(), days, tz)
+        start, end = parse_window(window)
+        return cls(start, end, days, tz)
+
+    @classmethod
+    def of(cls, window: WindowOptions | None, tz: str | tzinfo) -> SendWindow | None:
+        """The window of a run's options (``None``: the run has no window)."""
+        if window is None:
+            return None
+        return cls(window.opens_min, window.closes_min, window.weekdays, tz)
 
     @property
     def zone(self) -> tzinfo:

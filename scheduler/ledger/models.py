@@ -1,7 +1,7 @@
 """SQLModel tables of the ledger.
 
 Times are aware datetimes (stored by SQLModel's ``UTCDateTime``, read back in UTC).
-JSON columns (``payload``, ``variables``, ``definition``) are text
+JSON columns (``payload``, ``variables``, ``definition``, ``options``) are text
 written by our own ``json.dumps`` so that bulk inserts skip per-row type processing.
 """
 
@@ -56,6 +56,9 @@ class Run(SQLModel, table=True):
     target: str | None = None
     # What the run was planned from (JSON; see scheduler.campaign.fingerprint).
     fingerprint: str | None = Field(default=None, sa_type=Text)
+    # The run's options, parsed at plan time (JSON of scheduler.run_options.RunOptions, with
+    # its version); NULL only for runs stored before migration 0003.
+    options: str | None = Field(default=None, sa_type=Text)
 
 
 class Delivery(SQLModel, table=True):

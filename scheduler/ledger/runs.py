@@ -27,6 +27,7 @@ from scheduler.ledger.access import Scope
 from scheduler.ledger.exceptions import LedgerError, RunLocked, RunNotFound, RunStateError
 from scheduler.ledger.models import Campaign, Run, Suppression
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
+from scheduler.run_options import RunOptions, from_snapshot
 from scheduler.timeutil import Clock, utcnow
 
 #: A heartbeat older than this means the owner is gone.
@@ -173,9 +174,15 @@ class Ledger:
         self, *, campaign_name: str, channel: str, definition_path: str,
         definition: dict[str, Any], delivery_mode: str, timezone: str,
         fire_time: datetime | None = None, target: str | None = None,
-        fingerprint: str | None = None,
+        fingerprint: str | None = None, options: RunOptions | None = None,
     ) -> int:
-        """A new run in status ``planned``; unique per (campaign, fire time)."""
+        """A new run in status ``planned``; unique per (campaign, fire time).
+
+        ``options`` are the run's parsed options (``campaign.options.run_options``); a run
+        made without them (a hand-built test run) gets those of its ``definition``.
+        """
+        if options is None:
+            options = from_snapshot(definition)
         campaign_id = self.ensure_campaign(campaign_name, channel, definition_path)
         run = Run(
             campaign_id=campaign_id, campaign_name=campaign_name, channel=channel,
@@ -183,6 +190,7 @@ class Ledger:
             fire_time=fire_time, definition_path=definition_path,
             definition=json.dumps(definition, ensure_ascii=False, default=str),
             created_at=self.clock(), target=target, fingerprint=fingerprint,
+            options=options.to_json(),
             # the planning process holds the run until its plan is stored (see
             # discard_interrupted_plans): nobody dispatches or discards a plan being written
             owner_pid=os.getpid(), owner_host=socket.gethostname(), heartbeat_at=self.clock(),
@@ -225,7 +233,7 @@ class Ledger:
 
     def replan(
         self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
-        definition: dict[str, Any], fingerprint: str, step_delays_s: list[float],
+        definition: dict[str, Any], fingerprint: str, options: RunOptions,
         on_progress: Callable[[int], None] | None = None,
     ) -> tuple[int, int]:
         """Replace what a run has not yet handed to the service with a new plan.
@@ -233,7 +241,8 @@ class Ledger:
         In one transaction: rows still ``planned`` or ``skipped`` are deleted, the new plan
         is written, and any new row whose recipient and step the run already sent, tried or
         settled is dropped, so nothing is sent twice. Returns (rows written, rows dropped
-        as already handled); the run's definition and fingerprint become the new ones.
+        as already handled); the run's definition, options and fingerprint become the new
+        ones.
         """
         marks: dict[str, int] = {}
 
@@ -243,11 +252,11 @@ class Ledger:
 
         def finalize(conn: Any) -> int:
             marks["dropped"] = queries.drop_already_handled(conn, run_id, marks["last_old_id"])
-            queries.continue_after_handled(conn, run_id, marks["last_old_id"], step_delays_s,
-                                           start_at)
+            queries.continue_after_handled(conn, run_id, marks["last_old_id"],
+                                           list(options.step_delays_s), start_at)
             conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
                 definition=json.dumps(definition, ensure_ascii=False, default=str),
-                fingerprint=fingerprint))
+                fingerprint=fingerprint, options=options.to_json()))
             return int(queries.count_rows(conn, run_id))
 
         self.acquire(run_id)  # nobody dispatches the run while its plan is replaced
@@ -260,19 +269,19 @@ class Ledger:
         return written, marks.get("dropped", 0)
 
     def apply_definition(self, run_id: int, definition: dict[str, Any],
-                         fingerprint: str) -> int:
-        """Give an unfinished run a new definition for its pending rows (pacing changes).
+                         fingerprint: str, options: RunOptions) -> int:
+        """Give an unfinished run a new definition and options for its pending rows (pacing
+        changes).
 
-        Pace, windows, schedule and senders are read from the definition when the run is
-        dispatched, so storing it applies them; pending rows pinned to a sender that is no
+        Pace, windows, schedule and senders are read from the options when the run is
+        dispatched, so storing them applies them; pending rows pinned to a sender that is no
         longer listed are freed for the others. Returns how many rows were freed.
         """
-        senders = [str(s) for s in definition.get("senders") or []]
         with self.engine.begin() as conn:
             conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
                 definition=json.dumps(definition, ensure_ascii=False, default=str),
-                fingerprint=fingerprint))
-            return queries.unpin_removed_senders(conn, run_id, senders)
+                fingerprint=fingerprint, options=options.to_json()))
+            return queries.unpin_removed_senders(conn, run_id, list(options.senders))
 
     def _feed(self, writer: _PlanWriter, chunks: Iterable[list[dict[str, Any]]],
               on_progress: Callable[[int], None] | None) -> int:
@@ -334,9 +343,12 @@ class Ledger:
                 if r.status not in FINISHED_RUN_STATUSES]
         return sorted(runs, key=lambda r: r.id or 0)
 
-    def definition(self, run: Run) -> dict[str, Any]:
-        """The definition snapshot stored with the run."""
-        return json.loads(run.definition or "{}")
+    def options(self, run: Run) -> RunOptions:
+        """The run's options as planned; a run stored before options were (migration 0003)
+        has them rebuilt from its definition snapshot."""
+        if run.options is not None:
+            return RunOptions.from_json(run.options, run_id=run.id)
+        return from_snapshot(json.loads(run.definition or "{}"))
 
     def counts(self, run_id: int) -> dict[str, int]:
         """Deliveries of the run by state."""

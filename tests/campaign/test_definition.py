@@ -14,6 +14,7 @@ from scheduler.campaign.exceptions import (
     TemplateSyntaxError,
 )
 from scheduler.campaign.loader import load_campaign
+from scheduler.campaign.options import run_options
 from scheduler.campaign.plan import build_plan
 from scheduler.errors import SchedulerError
 
@@ -39,7 +40,7 @@ def test_demo_campaign_shape() -> None:
     campaign = load_campaign(REPO / "campaigns" / "demo.toml")
     assert len(campaign.spec.senders) == 2
     assert [s.kind.name for s in campaign.steps] == ["text", "image"]
-    assert campaign.spec.pace.rate_per_s >= 5 and campaign.spec.pace.jitter_s == (0.0, 0.0)
+    assert campaign.spec.pace.rate.per_s >= 5 and campaign.spec.pace.jitter.bounds_s == (0, 0)
     stats = build_plan(campaign).consume()
     assert 150 <= stats.read <= 250
     assert stats.invalid_total >= 3 and stats.duplicates >= 2 and stats.suppressed >= 2
@@ -214,4 +215,4 @@ def test_start_and_latest_times(project: Project) -> None:
     campaign = load_campaign(path)
     start = campaign.start_time(datetime(2025, 3, 5, 12, 0, tzinfo=UTC))  # a Wednesday
     assert start.isoformat() == "2025-03-10T09:00:00-03:00"
-    assert campaign.latest_time(start).isoformat() == "2025-03-10T18:00:00-03:00"
+    assert run_options(campaign).latest_for(start).isoformat() == "2025-03-10T18:00:00-03:00"

@@ -16,67 +16,12 @@ from scheduler.dispatch.pacing import (
     SenderPace,
     estimate_finish,
     mean_interval,
-    parse_duration,
-    parse_jitter,
-    parse_rate,
     sender_finish,
 )
 from scheduler.dispatch.windows import SendWindow
 
 SP = ZoneInfo("America/Sao_Paulo")
 T0 = datetime(2025, 3, 10, 10, 0, tzinfo=SP)  # a Monday
-
-
-@pytest.mark.parametrize(
-    ("text", "per_second"),
-    [
-        ("30/min", 0.5),
-        ("2/s", 2.0),
-        ("1000/h", 1000 / 3600),
-        ("500/day", 500 / 86400),
-        ("10/5min", 10 / 300),
-        ("30 per minute", 0.5),
-        ("1.5/sec", 1.5),
-        ("60/hour", 1 / 60),
-    ],
-)
-def test_parse_rate(text: str, per_second: float) -> None:
-    assert parse_rate(text) == pytest.approx(per_second)
-
-
-@pytest.mark.parametrize("text", ["fast", "30", "0/min", "30/fortnight", "/min", "-1/s"])
-def test_parse_rate_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="rate"):
-        parse_rate(text)
-
-
-@pytest.mark.parametrize(
-    ("text", "bounds"),
-    [
-        ("2s-8s", (2.0, 8.0)),
-        ("500ms-1s", (0.5, 1.0)),
-        ("3s", (3.0, 3.0)),
-        ("0", (0.0, 0.0)),
-        ("1m-1m30s", (60.0, 90.0)),
-    ],
-)
-def test_parse_jitter(text: str, bounds: tuple[float, float]) -> None:
-    assert parse_jitter(text) == bounds
-
-
-@pytest.mark.parametrize("text", ["8s-2s", "2-8", "2s-8s-9s", "soon"])
-def test_parse_jitter_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="jitter"):
-        parse_jitter(text)
-
-
-def test_parse_duration() -> None:
-    assert parse_duration("1h30m") == 5400
-    assert parse_duration("2d") == 172800
-    assert parse_duration("250ms") == 0.25
-    for bad in ("1x", "h", "1h x", "10 minutes later"):
-        with pytest.raises(ValueError):
-            parse_duration(bad)
 
 
 def test_mean_interval() -> None:

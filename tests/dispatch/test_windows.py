@@ -1,4 +1,5 @@
-"""Send windows as pure functions of fixed datetimes: days, overnight, DST, recipient zones."""
+"""Send windows as pure functions of fixed datetimes: days, overnight, DST, recipient zones
+(the window and day texts are read by scheduler.units: tests/test_units.py)."""
 
 from __future__ import annotations
 
@@ -10,48 +11,12 @@ import pytest
 from scheduler.dispatch.windows import (
     SendWindow,
     next_local_midnight,
-    parse_clock,
-    parse_days,
-    parse_window,
     zone_for_number,
     zone_for_region,
 )
 
 SP = ZoneInfo("America/Sao_Paulo")
 NY = ZoneInfo("America/New_York")
-
-
-@pytest.mark.parametrize(
-    ("text", "days"),
-    [
-        ("mon-sat", {0, 1, 2, 3, 4, 5}),
-        ("mon,wed,fri", {0, 2, 4}),
-        ("fri-mon", {4, 5, 6, 0}),
-        ("*", set(range(7))),
-        ("seg-sex", {0, 1, 2, 3, 4}),
-        ("Sáb, dom", {5, 6}),
-        ("mon-wed,sat", {0, 1, 2, 5}),
-        ("sun", {6}),
-    ],
-)
-def test_parse_days(text: str, days: set[int]) -> None:
-    assert parse_days(text) == days
-
-
-@pytest.mark.parametrize("text", ["", "mon-", "funday", "mon-tue-wed", "mon,,tue"])
-def test_parse_days_rejects(text: str) -> None:
-    with pytest.raises(ValueError, match="days"):
-        parse_days(text)
-
-
-def test_parse_clock_and_window() -> None:
-    assert parse_clock("09:30") == 570 and parse_clock("24:00") == 1440
-    assert parse_window("22:00-06:00") == (1320, 360)
-    for bad in ("9", "25:00", "24:01", "12:60"):
-        with pytest.raises(ValueError):
-            parse_clock(bad)
-    with pytest.raises(ValueError):
-        parse_window("09:00")
 
 
 def test_daytime_window_mon_sat() -> None:
