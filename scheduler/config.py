@@ -118,13 +118,9 @@ class Settings(BaseSettings):
 
     def ledger_label(self) -> str:
         """The ledger as shown to people: its URL without a password, and the project."""
-        from sqlalchemy.engine import make_url
+        from scheduler.ledger.db import redact_url
 
-        url = self.resolved_database_url()
-        try:
-            shown = make_url(url).render_as_string(hide_password=True)
-        except Exception:
-            shown = "<unparseable URL>"
+        shown = redact_url(self.resolved_database_url())
         where = f" (project {self.project_dir})" if self.project_dir else ""
         return f"{shown}{where}"
 

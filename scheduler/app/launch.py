@@ -162,7 +162,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
 
 
 def _skipped_as_received(ledger: Ledger, run_id: int) -> int:
-    from scheduler.ledger.queries import count_skipped_as_received
+    from scheduler.ledger.queries import reruns
 
-    with ledger.engine.connect() as conn:
-        return count_skipped_as_received(conn, run_id)
+    with ledger.read(f"count the rows of run {run_id} skipped as received") as conn:
+        return reruns.count_skipped_as_received(conn, run_id)

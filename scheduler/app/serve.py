@@ -13,8 +13,6 @@ from datetime import timedelta
 from typing import Any
 
 from rich.console import Console
-from sqlalchemy import select, update
-from sqlmodel import Session
 
 from scheduler.app.foreground import start_tracking
 from scheduler.app.planning import plan_run
@@ -25,12 +23,11 @@ from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunLocked
-from scheduler.ledger.models import Fire, Run
+from scheduler.ledger.models import Run
+from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.service.client import ServiceClient
-
-fires_table = Fire.__table__  # type: ignore[attr-defined]
 
 
 class Server:
@@ -57,8 +54,8 @@ class Server:
         now = self.ledger.clock()
         started: list[int] = []
         self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
-        with Session(self.ledger.engine) as session:
-            due = list(session.execute(select(Fire).where(Fire.status == "due")).scalars())
+        with self.ledger.read("read the due fires") as conn:
+            due = sch.due_fires(conn)
         for fire in due:
             fire_time = fire.fire_time
             status, run_id, reason = "started", None, None
@@ -72,10 +69,8 @@ class Server:
                     started.append(run_id)
                 except SchedulerError as exc:
                     status, reason = "failed", str(exc)
-            with self.ledger.engine.begin() as conn:
-                conn.execute(update(fires_table).where(fires_table.c.id == fire.id,
-                                                       fires_table.c.status == "due")
-                             .values(status=status, run_id=run_id, reason=reason))
+            with self.ledger.transaction(f"record what became of fire {fire.id}") as conn:
+                sch.settle_fire(conn, fire.id, status, run_id, reason)
             self.console.print(f"{fire.campaign_name} due at {fire_time:%Y-%m-%d %H:%M} UTC: "
                                f"{status}" + (f" (run {run_id})" if run_id else "")
                                + (f": {reason}" if reason else ""))

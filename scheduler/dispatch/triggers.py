@@ -21,15 +21,11 @@ from apscheduler.events import (
     JobExecutionEvent,
     JobSubmissionEvent,
 )
-from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
 
-from scheduler.ledger.models import Fire, Schedule
+from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import utcnow
 from scheduler.units import load_zone
@@ -58,19 +54,11 @@ def make_trigger(kind: str, spec: str, timezone: str) -> Any:
 
 def record_fire(ledger: Ledger, name: str, fire_time: datetime, *, status: str = "due",
                 reason: str | None = None) -> bool:
-    """Record that ``name`` was due at ``fire_time``; False when it was already recorded."""
-    with Session(ledger.engine) as session:
-        schedule = session.get(Schedule, name)
-        if schedule is None:
-            return False
-        session.add(Fire(campaign_name=name, definition_path=schedule.definition_path,
-                         fire_time=fire_time, recorded_at=ledger.clock(), status=status,
-                         reason=reason))
-        try:
-            session.commit()
-        except IntegrityError:
-            return False
-    return True
+    """Record that ``name`` was due at ``fire_time``; False when it was already recorded
+    (or ``name`` is no longer scheduled)."""
+    with ledger.transaction(f"record the fire of {name}") as conn:
+        return sch.record_fire(conn, name, fire_time, recorded_at=ledger.clock(),
+                               status=status, reason=reason)
 
 
 class Triggers:
@@ -80,7 +68,7 @@ class Triggers:
         self.ledger = ledger
         self.start_grace_s = start_grace_s
         self.scheduler = BackgroundScheduler(
-            jobstores={"default": SQLAlchemyJobStore(engine=ledger.engine)},
+            jobstores={"default": sch.job_store(ledger.engine)},
             job_defaults={"coalesce": True, "misfire_grace_time": int(start_grace_s),
                           "max_instances": 1},
             timezone="UTC",
@@ -110,9 +98,9 @@ class Triggers:
 
     def sync(self) -> list[str]:
         """Make APScheduler's jobs match the ``schedules`` table; returns the names."""
-        with Session(self.ledger.engine) as session:
-            schedules = list(session.execute(select(Schedule)).scalars())
-            fired = set(session.execute(select(Fire.campaign_name).distinct()).scalars())
+        with self.ledger.read("read the schedules") as conn:
+            schedules = sch.all_schedules(conn)
+            fired = sch.fired_campaigns(conn)
         wanted = {s.name for s in schedules}
         for job in self.scheduler.get_jobs():
             if job.id not in wanted:
@@ -147,34 +135,14 @@ class Triggers:
 def add_schedule(ledger: Ledger, name: str, definition_path: str, trigger: str,
                  timezone: str) -> None:
     """Register (or replace) a campaign's schedule; ``serve`` picks it up."""
-    with Session(ledger.engine) as session:
-        existing = session.get(Schedule, name)
-        if existing is None:
-            session.add(Schedule(name=name, definition_path=definition_path, trigger=trigger,
-                                 timezone=timezone, created_at=ledger.clock()))
-        else:
-            existing.definition_path, existing.trigger = definition_path, trigger
-            existing.timezone = timezone
-        session.commit()
+    with ledger.transaction(f"schedule {name}") as conn:
+        sch.put_schedule(conn, name, definition_path, trigger, timezone, ledger.clock())
 
 
 def remove_schedule(ledger: Ledger, name: str) -> bool:
     """Forget a campaign's schedule (and its APScheduler job); False when unknown."""
-    with Session(ledger.engine) as session:
-        schedule = session.get(Schedule, name)
-        if schedule is None:
-            return False
-        session.delete(schedule)
-        session.commit()
-    with ledger.engine.begin() as conn:
-        from sqlalchemy import inspect as sa_inspect
-
-        if sa_inspect(conn).has_table("apscheduler_jobs"):
-            from sqlalchemy import column, table
-
-            jobs = table("apscheduler_jobs", column("id"))
-            conn.execute(delete(jobs).where(jobs.c.id == name))
-    return True
+    with ledger.transaction(f"remove the schedule of {name}") as conn:
+        return sch.delete_schedule(conn, name)
 
 
 def next_fire_times(trigger: Any, count: int = 3, now: datetime | None = None) -> list[datetime]:

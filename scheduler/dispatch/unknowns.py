@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler.ledger import queries
+from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 
 #: After this, the service has stopped retrying a webhook (service-facts: 7 tries, ~315 s).
@@ -69,6 +69,8 @@ class UnknownVerdicts:
         return lines
 
 
+#: When a receiver listened: (URL key, started, last seen); the ledger answers
+#: :class:`~scheduler.ledger.rows.UptimeInterval`.
 Interval = tuple[str, datetime, datetime]
 
 
@@ -95,7 +97,8 @@ def _key_at(moment: datetime, intervals: Sequence[Interval]) -> str | None:
 
 def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
                    intervals: Sequence[Interval], now: datetime) -> UnknownVerdicts:
-    """Sort ``(id, dispatched_at)`` rows into waiting, unproven and unknowable at ``now``."""
+    """Sort ``(id, dispatched_at)`` rows (:class:`~scheduler.ledger.rows.UnknownRow`) into
+    waiting, unproven and unknowable at ``now``."""
     out = UnknownVerdicts()
     for row_id, sent_at in rows:
         if sent_at is None:
@@ -116,13 +119,13 @@ def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
 
 def judge_run(ledger: Ledger, run_id: int, now: datetime) -> UnknownVerdicts:
     """Judge the ``unknown`` rows of a run against the ledger's receiver uptime."""
-    with ledger.engine.connect() as conn:
-        rows = queries.unknown_rows(conn, run_id)
+    with ledger.read(f"read the unknown rows of run {run_id}") as conn:
+        rows = uq.unknown_rows(conn, run_id)
         if not rows:
             return UnknownVerdicts()
-        times = [at for _, at in rows if at is not None]
+        times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
         since = (min(times) if times else now) - RETRY_HORIZON
-        intervals = queries.uptime_intervals(conn, since)
+        intervals = uq.uptime_intervals(conn, since)
     return judge_unknowns(rows, intervals, now)
 
 

@@ -6,8 +6,6 @@ SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit survives a killed 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,6 @@ from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.orm import Session
 
 from scheduler.ledger.exceptions import DatabaseUnavailable
 
@@ -37,8 +34,8 @@ def make_engine(url: str) -> Engine:
     """An engine for ``url``; for SQLite, creates the folder and applies the pragmas."""
     try:
         parsed = make_url(url)
-    except ArgumentError:
-        raise DatabaseUnavailable(f"database URL is not valid: {_redact(url)}") from None
+    except (ArgumentError, ValueError):
+        raise DatabaseUnavailable(f"database URL is not valid: {redact_url(url)}") from None
     kwargs: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         database = parsed.database or ""
@@ -56,18 +53,19 @@ def make_engine(url: str) -> Engine:
         hint = (" (the postgres extra installs psycopg 3: pip install -e '.[postgres]', "
                 "and use a postgresql+psycopg:// URL)"
                 if parsed.get_backend_name() == "postgresql" else "")
-        raise DatabaseUnavailable(f"cannot open {_redact(url)}: {exc}{hint}") from None
+        raise DatabaseUnavailable(f"cannot open {redact_url(url)}: {exc}{hint}") from None
     except SQLAlchemyError as exc:
-        raise DatabaseUnavailable(f"cannot open {_redact(url)}: {exc}") from None
+        raise DatabaseUnavailable(f"cannot open {redact_url(url)}: {exc}") from None
     if parsed.get_backend_name() == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
     return engine
 
 
-def _redact(url: str) -> str:
+def redact_url(url: str) -> str:
+    """``url`` as shown to people: its password replaced by ``***``."""
     try:
         return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
+    except (ArgumentError, ValueError):  # e.g. a port that is not a number
         return "<unparseable URL>"
 
 
@@ -87,7 +85,7 @@ def migrate(engine: Engine) -> None:
     except SQLAlchemyError as exc:
         why = " ".join(str(getattr(exc, "orig", exc)).split())  # one line (libpq's has two)
         raise DatabaseUnavailable(
-            f"cannot migrate {_redact(str(engine.url))}: {exc.__class__.__name__}: {why}"
+            f"cannot migrate {redact_url(str(engine.url))}: {exc.__class__.__name__}: {why}"
         ) from None
 
 
@@ -96,15 +94,3 @@ def open_ledger(url: str) -> Engine:
     engine = make_engine(url)
     migrate(engine)
     return engine
-
-
-@contextmanager
-def session_scope(engine: Engine) -> Iterator[Session]:
-    """A session that commits on success and rolls back on error."""
-    with Session(engine, expire_on_commit=False) as session:
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run, judge_unknowns
-from scheduler.ledger import queries
 from scheduler.ledger.db import open_ledger
+from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from tests.dispatch.conftest import make_run
 
@@ -61,8 +61,8 @@ def test_resend_unproven_queues_exactly_the_unproven_rows(ledger_url: str) -> No
             if ledger.engine.dialect.name == "sqlite" else
             "UPDATE deliveries SET state = 'unknown', dispatched_at = %s WHERE id = %s",
             [(T, ids[0]), (T, ids[1]), (T + 500 * S, ids[2])])
-        key_id = queries.open_uptime(conn, 1, "k", T - 60 * S)
-        queries.touch_uptime(conn, key_id, T + 30 * S)  # heard the first attempts only
+        key_id = uq.open_uptime(conn, 1, "k", T - 60 * S)
+        uq.touch_uptime(conn, key_id, T + 30 * S)  # heard the first attempts only
     clock["now"] = T + 400 * S
     verdicts = judge_run(ledger, run_id, clock["now"])
     assert sorted(verdicts.unproven) == ids[:2] and verdicts.waiting == [ids[2]]
