@@ -4,6 +4,8 @@ Tree::
 
     SchedulerError                  anything the program reports to a user without a traceback
     ├── ConfigError                 settings file or environment is wrong
+    ├── units.UnitError             a rate, duration, window, … is not readable (also a ValueError)
+    ├── run_options.OptionsError    a run's stored options cannot be read
     ├── service.exceptions.ServiceError     (scheduler/service/exceptions.py)
     ├── campaign.exceptions.CampaignError   (scheduler/campaign/exceptions.py)
     ├── ledger.exceptions.LedgerError       (scheduler/ledger/exceptions.py)

@@ -148,13 +148,14 @@ def latest_parts(raw: datetime | ClockTime | str | None,
     """(latest_at, latest_clock_min) of a definition's ``latest`` (``"HH:MM"`` or a
     date-time, as text or read); a naive date-time is in the campaign's zone."""
     if isinstance(raw, str):
+        text = raw
         try:
-            raw = ClockTime.parse(raw)
+            raw = ClockTime.parse(text)
         except UnitError:
             try:
-                raw = datetime.fromisoformat(raw)
+                raw = datetime.fromisoformat(text)
             except ValueError:
-                raise UnitError(f"latest {raw!r}: expected HH:MM or an ISO date-time") from None
+                raise UnitError(f"latest {text!r}: expected HH:MM or an ISO date-time") from None
     if raw is None:
         return None, None
     if isinstance(raw, ClockTime):

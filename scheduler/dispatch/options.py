@@ -19,6 +19,8 @@ from scheduler.run_options import (
     DEFAULT_RATE,
     DEFAULT_ROTATION,
     DEFAULT_TIMEZONE,
+    DeliveryMode,
+    Rotation,
     RunOptions,
 )
 from scheduler.units import parse_jitter, parse_rate
@@ -37,9 +39,9 @@ class DispatchOptions:
     window: SendWindow | None = None
     recipient_timezone: bool = False
     latest: datetime | None = None
-    delivery_mode: str = DEFAULT_DELIVERY
+    delivery_mode: DeliveryMode = DEFAULT_DELIVERY
     step_delays_s: tuple[float, ...] = (0.0,)
-    rotation: str = DEFAULT_ROTATION
+    rotation: Rotation = DEFAULT_ROTATION
     max_attempts: int = 5
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 300.0
