@@ -56,8 +56,8 @@ from dispatch_cpu import KEY, create_sessions, free_port, log, start_sandbox, st
 from sqlalchemy import select
 
 from scheduler.ledger.db import open_ledger
-from scheduler.ledger.queries import deliveries
-from scheduler.ledger.runs import runs_table
+from scheduler.ledger.queries.tables import deliveries
+from scheduler.ledger.queries.tables import runs as runs_table
 from scheduler.ledger.states import DONE_STATES, SENT_STATES
 
 SENDERS = ("soak-1", "soak-2", "soak-3", "soak-4")

@@ -1,126 +1,40 @@
 """Runs and campaigns in the ledger: create, store a plan, control, lease, finish.
 
-A run is dispatched by at most one live process at a time: the owner writes its pid, host
-and a heartbeat; another process may take the run over only when the owner's heartbeat is
-stale or its pid is gone. Pause and cancel requests from other processes are written to
-``runs.control`` and obeyed by the owner within its polling interval.
+A run is dispatched by at most one live process at a time (see :mod:`scheduler.ledger.lease`).
+Pause and cancel requests from other processes are written to ``runs.control`` and obeyed by
+the owner within its polling interval. Every method opens its own transaction through
+:mod:`scheduler.ledger.access`, so a database error is one ``LedgerError`` line.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import queue
 import socket
-import threading
 from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlmodel import Session
-from sqlmodel import select as model_select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import select
 
-from scheduler.ledger import queries
-from scheduler.ledger.access import Scope
-from scheduler.ledger.exceptions import LedgerError, RunLocked, RunNotFound, RunStateError
+from scheduler.ledger import access
+from scheduler.ledger.access import Connection, Engine, Scope
+from scheduler.ledger.exceptions import RunLocked, RunNotFound, RunStateError
+from scheduler.ledger.lease import owner_alive, planner_alive
 from scheduler.ledger.models import Campaign, Run, Suppression
+from scheduler.ledger.planwriter import PlanWriter
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import reruns
+from scheduler.ledger.queries import runs as rq
+from scheduler.ledger.queries import suppression as sq
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
 from scheduler.run_options import RunOptions, from_snapshot
 from scheduler.timeutil import Clock, utcnow
 
-#: A heartbeat older than this means the owner is gone.
-LEASE_STALE_AFTER = timedelta(seconds=10)
 
-runs_table = Run.__table__  # type: ignore[attr-defined]
-_DONE, _ABORT = object(), object()
-
-
-class _PlanWriter(threading.Thread):
-    """Writes plan chunks in one transaction on its own thread; see ``Ledger.store_plan``."""
-
-    def __init__(self, engine: Engine, run_id: int, start_at: datetime, *,
-                 prepare: Callable[[Any], None] | None = None,
-                 finalize: Callable[[Any], int | None] | None = None) -> None:
-        super().__init__(name=f"plan-writer-{run_id}", daemon=True)
-        self.engine, self.run_id, self.start_at = engine, run_id, start_at
-        # prepare(conn) runs first, finalize(conn) last, in the same transaction; finalize
-        # may return the run's planned count when it is not the number of rows written.
-        self.prepare, self.finalize = prepare, finalize
-        self.chunks: queue.Queue[Any] = queue.Queue(maxsize=2)
-        self.queued = 0
-        self.total = 0
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            with self.engine.begin() as conn:
-                if conn.dialect.name == "sqlite":  # index pages of a big plan stay in memory
-                    conn.exec_driver_sql("PRAGMA cache_size=-131072")
-                if self.prepare is not None:
-                    self.prepare(conn)
-                while (chunk := self.chunks.get()) is not _DONE:
-                    if chunk is _ABORT:
-                        raise _Aborted
-                    self._write(conn, chunk)
-                planned = self.finalize(conn) if self.finalize is not None else None
-                conn.execute(update(runs_table).where(runs_table.c.id == self.run_id)
-                             .values(planned_count=self.total if planned is None else planned))
-        except BaseException as exc:  # handed to the planning thread
-            self.error = exc
-
-    def _write(self, conn: Any, chunk: list[dict[str, Any]]) -> None:
-        suppressed = queries.suppressed_numbers(
-            conn, (r["to"] for r in chunk if r["state"] == DeliveryState.PLANNED))
-        if suppressed:
-            for r in chunk:
-                if r["state"] == DeliveryState.PLANNED and r["to"] in suppressed:
-                    r["state"], r["reason"] = DeliveryState.SKIPPED, "suppressed"
-        self.total += queries.insert_deliveries(conn, self.run_id, chunk,
-                                                first_seq=self.total, start_at=self.start_at)
-
-    def put(self, item: Any) -> bool:
-        """Hand a chunk over (waits while two are pending); False once the writer failed."""
-        while self.is_alive():
-            try:
-                self.chunks.put(item, timeout=0.2)
-            except queue.Full:
-                continue
-            if item is not _DONE and item is not _ABORT:
-                self.queued += len(item)
-            return True
-        return False
-
-    def abort(self) -> None:
-        """The plan failed: roll everything back."""
-        self.put(_ABORT)
-        self.join()
-
-    def finish(self) -> int:
-        """Commit and return the number of rows stored, or raise the writer's error."""
-        self.put(_DONE)
-        self.join()
-        if isinstance(self.error, SQLAlchemyError):
-            raise LedgerError(f"could not store the plan of run {self.run_id}: "
-                              f"{self.error}") from None
-        if self.error is not None:
-            raise self.error
-        return self.total
-
-
-class _Aborted(Exception):
-    """The planning thread gave up; the writer rolls back."""
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _json(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 class Ledger:
@@ -155,10 +69,8 @@ class Ledger:
     def ensure_campaign(self, name: str, channel: str, definition_path: str) -> int:
         """The id of campaign ``name``, created or updated."""
         now = self.clock()
-        with Session(self.engine) as session:
-            campaign = session.exec(
-                model_select(Campaign).where(Campaign.name == name)
-            ).first()
+        with access.session(self.engine, f"record campaign {name}") as session:
+            campaign = session.exec(select(Campaign).where(Campaign.name == name)).first()
             if campaign is None:
                 campaign = Campaign(name=name, channel=channel, definition_path=definition_path,
                                     created_at=now, updated_at=now)
@@ -188,23 +100,23 @@ class Ledger:
             campaign_id=campaign_id, campaign_name=campaign_name, channel=channel,
             status=RunStatus.PLANNED, delivery_mode=delivery_mode, timezone=timezone,
             fire_time=fire_time, definition_path=definition_path,
-            definition=json.dumps(definition, ensure_ascii=False, default=str),
+            definition=_json(definition),
             created_at=self.clock(), target=target, fingerprint=fingerprint,
             options=options.to_json(),
             # the planning process holds the run until its plan is stored (see
             # discard_interrupted_plans): nobody dispatches or discards a plan being written
             owner_pid=os.getpid(), owner_host=socket.gethostname(), heartbeat_at=self.clock(),
         )
-        try:
-            with Session(self.engine) as session:
-                session.add(run)
+        with access.session(self.engine, f"create a run of {campaign_name}") as session:
+            session.add(run)
+            try:
                 session.commit()
-                assert run.id is not None
-                return run.id
-        except IntegrityError:
-            raise RunStateError(
-                f"campaign {campaign_name!r} already has a run for {fire_time}"
-            ) from None
+            except IntegrityError:  # caught here, before the session translates it
+                raise RunStateError(
+                    f"campaign {campaign_name!r} already has a run for {fire_time}"
+                ) from None
+            assert run.id is not None
+            return run.id
 
     def store_plan(
         self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
@@ -226,9 +138,9 @@ class Ledger:
         if skip_previous_of is not None:
             campaign, target = skip_previous_of
 
-            def finalize(conn: Any) -> None:
-                queries.skip_previous_recipients(conn, run_id, campaign, target)
-        writer = _PlanWriter(self.engine, run_id, start_at, finalize=finalize)
+            def finalize(conn: Connection) -> None:
+                reruns.skip_previous_recipients(conn, run_id, campaign, target)
+        writer = PlanWriter(self.engine, run_id, start_at, finalize=finalize)
         return self._feed(writer, chunks, on_progress)
 
     def replan(
@@ -246,21 +158,20 @@ class Ledger:
         """
         marks: dict[str, int] = {}
 
-        def prepare(conn: Any) -> None:
-            queries.drop_replaceable_rows(conn, run_id)
-            marks["last_old_id"] = queries.max_delivery_id(conn, run_id)
+        def prepare(conn: Connection) -> None:
+            reruns.drop_replaceable_rows(conn, run_id)
+            marks["last_old_id"] = reruns.max_delivery_id(conn, run_id)
 
-        def finalize(conn: Any) -> int:
-            marks["dropped"] = queries.drop_already_handled(conn, run_id, marks["last_old_id"])
-            queries.continue_after_handled(conn, run_id, marks["last_old_id"],
-                                           list(options.step_delays_s), start_at)
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
-                definition=json.dumps(definition, ensure_ascii=False, default=str),
-                fingerprint=fingerprint, options=options.to_json()))
-            return int(queries.count_rows(conn, run_id))
+        def finalize(conn: Connection) -> int:
+            marks["dropped"] = reruns.drop_already_handled(conn, run_id, marks["last_old_id"])
+            reruns.continue_after_handled(conn, run_id, marks["last_old_id"],
+                                          list(options.step_delays_s), start_at)
+            rq.update_run(conn, run_id, definition=_json(definition), fingerprint=fingerprint,
+                          options=options.to_json())
+            return int(reruns.count_rows(conn, run_id))
 
         self.acquire(run_id)  # nobody dispatches the run while its plan is replaced
-        writer = _PlanWriter(self.engine, run_id, start_at, prepare=prepare, finalize=finalize)
+        writer = PlanWriter(self.engine, run_id, start_at, prepare=prepare, finalize=finalize)
         try:
             written = self._feed(writer, chunks, on_progress)
         except BaseException:
@@ -277,13 +188,12 @@ class Ledger:
         dispatched, so storing them applies them; pending rows pinned to a sender that is no
         longer listed are freed for the others. Returns how many rows were freed.
         """
-        with self.engine.begin() as conn:
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
-                definition=json.dumps(definition, ensure_ascii=False, default=str),
-                fingerprint=fingerprint, options=options.to_json()))
-            return queries.unpin_removed_senders(conn, run_id, list(options.senders))
+        with self.transaction(f"apply the new definition to run {run_id}") as conn:
+            rq.update_run(conn, run_id, definition=_json(definition), fingerprint=fingerprint,
+                          options=options.to_json())
+            return reruns.unpin_removed_senders(conn, run_id, list(options.senders))
 
-    def _feed(self, writer: _PlanWriter, chunks: Iterable[list[dict[str, Any]]],
+    def _feed(self, writer: PlanWriter, chunks: Iterable[list[dict[str, Any]]],
               on_progress: Callable[[int], None] | None) -> int:
         run_id = writer.run_id
         writer.start()
@@ -311,19 +221,20 @@ class Ledger:
         """
         gone: list[int] = []
         for run in self.list_runs(campaign_name=campaign_name):
-            if run.status != RunStatus.PLANNED or run.planned_count or self._planner_alive(run):
+            if (run.status != RunStatus.PLANNED or run.planned_count
+                    or planner_alive(run, self.clock())):
                 continue
             assert run.id is not None
-            with self.engine.begin() as conn:
-                if queries.counts_by_state(conn, run.id):
+            with self.transaction(f"discard the interrupted plan of run {run.id}") as conn:
+                if dq.counts_by_state(conn, run.id):
                     continue
-                conn.execute(runs_table.delete().where(runs_table.c.id == run.id))
+                rq.delete_run(conn, run.id)
             gone.append(run.id)
         return gone
 
     def get_run(self, run_id: int) -> Run:
         """The run with that id, or :class:`RunNotFound`."""
-        with Session(self.engine, expire_on_commit=False) as session:
+        with access.session(self.engine, f"read run {run_id}") as session:
             run = session.get(Run, run_id)
             if run is None:
                 raise RunNotFound(run_id)
@@ -331,10 +242,10 @@ class Ledger:
 
     def list_runs(self, *, campaign_name: str | None = None) -> list[Run]:
         """Every run, newest first."""
-        stmt = model_select(Run).order_by(Run.id.desc())  # type: ignore[union-attr]
+        stmt = select(Run).order_by(Run.id.desc())  # type: ignore[union-attr]
         if campaign_name:
             stmt = stmt.where(Run.campaign_name == campaign_name)
-        with Session(self.engine, expire_on_commit=False) as session:
+        with access.session(self.engine, "list the runs") as session:
             return list(session.exec(stmt).all())
 
     def unfinished_runs(self, *, campaign_name: str | None = None) -> list[Run]:
@@ -352,8 +263,8 @@ class Ledger:
 
     def counts(self, run_id: int) -> dict[str, int]:
         """Deliveries of the run by state."""
-        with self.engine.connect() as conn:
-            return queries.counts_by_state(conn, run_id)
+        with self.read(f"count the deliveries of run {run_id}") as conn:
+            return dq.counts_by_state(conn, run_id)
 
     # ------------------------------------------------------------------ status and control
 
@@ -367,12 +278,10 @@ class Ledger:
             values["control"] = None
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = now
-        with self.engine.begin() as conn:
+        with self.transaction(f"set the status of run {run_id}") as conn:
             if status == RunStatus.RUNNING:
-                conn.execute(update(runs_table).where(runs_table.c.id == run_id,
-                                                      runs_table.c.started_at.is_(None))
-                             .values(started_at=now))
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(**values))
+                rq.mark_started(conn, run_id, now)
+            rq.update_run(conn, run_id, **values)
 
     def request(self, run_id: int, action: str) -> Run:
         """Ask the run to ``pause``, ``resume`` or ``cancel``; survives restarts."""
@@ -380,100 +289,63 @@ class Ledger:
         if run.status in FINISHED_RUN_STATUSES:
             raise RunStateError(f"run {run_id} is already {run.status}")
         now = self.clock()
-        with self.engine.begin() as conn:
+        alive = owner_alive(run, now)
+        with self.transaction(f"{action} run {run_id}") as conn:
             if action == "pause":
-                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
-                             .values(control="pause", status=RunStatus.PAUSED))
+                rq.update_run(conn, run_id, control="pause", status=RunStatus.PAUSED)
             elif action == "resume":
-                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
-                             .values(control=None, status=RunStatus.RUNNING
-                                     if self._owner_alive(run) else RunStatus.PAUSED))
+                rq.update_run(conn, run_id, control=None,
+                              status=RunStatus.RUNNING if alive else RunStatus.PAUSED)
             elif action == "cancel":
-                conn.execute(update(runs_table).where(runs_table.c.id == run_id)
-                             .values(control="cancel"))
-                if not self._owner_alive(run):
+                rq.update_run(conn, run_id, control="cancel")
+                if not alive:
                     self._cancel_now(conn, run_id, now)
             else:
                 raise RunStateError(f"unknown action {action!r}")
         return self.get_run(run_id)
 
-    def _cancel_now(self, conn: Any, run_id: int, now: datetime) -> None:
-        queries.record_final(
-            conn, [(i, "", "cancelled") for i in self._planned_ids(conn, run_id)],
+    @staticmethod
+    def _cancel_now(conn: Connection, run_id: int, now: datetime) -> None:
+        dq.record_final(
+            conn, [(i, "", "cancelled") for i in rq.planned_ids(conn, run_id)],
             DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
         )
-        conn.execute(update(runs_table).where(runs_table.c.id == run_id)
-                     .values(status=RunStatus.CANCELLED, finished_at=now, control=None,
-                             stop_reason="cancelled by the operator"))
+        rq.update_run(conn, run_id, status=RunStatus.CANCELLED, finished_at=now, control=None,
+                      stop_reason="cancelled by the operator")
 
     def cancel_pending(self, run_id: int) -> None:
         """Owner side of a cancel: skip every planned row, mark the run cancelled."""
-        with self.engine.begin() as conn:
+        with self.transaction(f"cancel run {run_id}") as conn:
             self._cancel_now(conn, run_id, self.clock())
-
-    @staticmethod
-    def _planned_ids(conn: Any, run_id: int) -> list[int]:
-        d = queries.deliveries
-        return list(conn.execute(select(d.c.id).where(
-            d.c.run_id == run_id, d.c.state == DeliveryState.PLANNED)).scalars())
 
     def control(self, run_id: int) -> str | None:
         """The pending control request of the run (``pause``, ``cancel`` or None)."""
-        with self.engine.connect() as conn:
-            return conn.execute(select(runs_table.c.control)
-                                .where(runs_table.c.id == run_id)).scalar()
+        with self.read(f"read the control request of run {run_id}") as conn:
+            return rq.control_of(conn, run_id)
 
     # ------------------------------------------------------------------ lease
-
-    def _owner_alive(self, run: Run) -> bool:
-        if run.owner_pid is None or run.heartbeat_at is None:
-            return False
-        if run.owner_host == socket.gethostname() and not _pid_alive(run.owner_pid):
-            return False
-        heartbeat = run.heartbeat_at
-        return self.clock() - heartbeat < LEASE_STALE_AFTER or (
-            run.owner_host == socket.gethostname() and run.owner_pid == os.getpid()
-        )
-
-    def _planner_alive(self, run: Run) -> bool:
-        """Whether the process that created the run may still be storing its plan.
-
-        A plan is stored in one long write transaction, during which the planner cannot
-        write a heartbeat; on this host its pid tells, elsewhere the creation time does.
-        """
-        if run.owner_pid is None:
-            return False
-        if run.owner_host == socket.gethostname():
-            return _pid_alive(run.owner_pid)
-        return self.clock() - run.created_at < timedelta(hours=1)
 
     def acquire(self, run_id: int) -> Run:
         """Take the run for this process, or :class:`RunLocked` if a live process holds it."""
         run = self.get_run(run_id)
-        if run.owner_pid not in (None, os.getpid()) and self._owner_alive(run):
+        if run.owner_pid not in (None, os.getpid()) and owner_alive(run, self.clock()):
             raise RunLocked(
                 f"run {run_id} is being dispatched by process {run.owner_pid} on "
                 f"{run.owner_host}; use `campaign pause|cancel {run_id}` to control it"
             )
-        with self.engine.begin() as conn:
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
-                owner_pid=os.getpid(), owner_host=socket.gethostname(),
-                heartbeat_at=self.clock()))
+        with self.transaction(f"take run {run_id}") as conn:
+            rq.take_lease(conn, run_id, os.getpid(), socket.gethostname(), self.clock())
         return self.get_run(run_id)
 
     def heartbeat(self, run_id: int) -> None:
         """Tell other processes the owner is alive."""
-        with self.engine.begin() as conn:
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id,
-                                                  runs_table.c.owner_pid == os.getpid())
-                         .values(heartbeat_at=self.clock()))
+        with self.transaction(f"write the heartbeat of run {run_id}") as conn:
+            rq.beat(conn, run_id, os.getpid(), self.clock())
 
     def release(self, run_id: int) -> None:
         """Give the run up (end of dispatch, pause, or Ctrl-C)."""
-        with self.engine.begin() as conn:
-            conn.execute(update(runs_table).where(runs_table.c.id == run_id,
-                                                  runs_table.c.owner_pid == os.getpid())
-                         .values(owner_pid=None, owner_host=None, heartbeat_at=None))
+        with self.transaction(f"release run {run_id}") as conn:
+            rq.drop_lease(conn, run_id, os.getpid())
 
     def requeue(self, run_id: int, states: list[str], *, ids: list[int] | None = None) -> int:
         """Queue deliveries in ``states`` (failed, unknown; only ``ids`` when given) again,
@@ -483,15 +355,14 @@ class Ledger:
         skipped.
         """
         run = self.get_run(run_id)
-        if run.status == RunStatus.RUNNING and self._owner_alive(run):
+        if run.status == RunStatus.RUNNING and owner_alive(run, self.clock()):
             raise RunStateError(f"run {run_id} is being dispatched; pause it first")
         now = self.clock()
-        with self.engine.begin() as conn:
-            n = queries.requeue(conn, run_id, states, now, ids=ids)
+        with self.transaction(f"queue deliveries of run {run_id} again") as conn:
+            n = reruns.requeue(conn, run_id, states, now, ids=ids)
             if n:
-                conn.execute(update(runs_table).where(runs_table.c.id == run_id).values(
-                    status=RunStatus.PAUSED, finished_at=None, control=None,
-                    stop_reason=f"{n} deliveries queued again"))
+                rq.update_run(conn, run_id, status=RunStatus.PAUSED, finished_at=None,
+                              control=None, stop_reason=f"{n} deliveries queued again")
         return n
 
     # ------------------------------------------------------------------ suppression
@@ -501,17 +372,11 @@ class Ledger:
 
         Returns False when it was already there (idempotent).
         """
-        now = self.clock()
-        with self.engine.begin() as conn:
-            exists = conn.execute(select(queries.suppressions.c.number).where(
-                queries.suppressions.c.number == number)).first()
-            if exists is None:
-                conn.execute(queries.suppressions.insert().values(
-                    number=number, source=source, reason=reason, created_at=now))
-            queries.skip_pending_for_number(conn, number, "opted_out", now)
-        return exists is None
+        with self.transaction("add a number to the suppression list") as conn:
+            return sq.add_suppression(conn, number, source=source, reason=reason,
+                                      now=self.clock())
 
     def suppressions(self) -> list[Suppression]:
         """The whole suppression list."""
-        with Session(self.engine, expire_on_commit=False) as session:
-            return list(session.exec(model_select(Suppression)).all())
+        with access.session(self.engine, "read the suppression list") as session:
+            return list(session.exec(select(Suppression)).all())

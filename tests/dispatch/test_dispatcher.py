@@ -13,7 +13,7 @@ from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.windows import SendWindow
-from scheduler.ledger import queries
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
@@ -42,8 +42,8 @@ def _at(send: dict) -> datetime:
 
 def _rows(ledger: Ledger, run_id: int) -> list[dict]:
     with ledger.engine.connect() as conn:
-        return [dict(r) for r in conn.execute(queries.deliveries.select().where(
-            queries.deliveries.c.run_id == run_id).order_by(queries.deliveries.c.seq)).mappings()]
+        return [dict(r) for r in conn.execute(tables.deliveries.select().where(
+            tables.deliveries.c.run_id == run_id).order_by(tables.deliveries.c.seq)).mappings()]
 
 
 async def test_every_step_is_sent_once_in_order_by_the_same_sender(
@@ -181,8 +181,8 @@ async def test_a_rejected_body_fails_at_once_with_the_services_message(
     await service.connect("s1")
     run_id = make_run(dledger, 3, steps=2)
     with dledger.engine.begin() as conn:  # corrupt one stored body: an unknown field
-        conn.execute(queries.deliveries.update().where(
-            queries.deliveries.c.run_id == run_id, queries.deliveries.c.seq == 0,
+        conn.execute(tables.deliveries.update().where(
+            tables.deliveries.c.run_id == run_id, tables.deliveries.c.seq == 0,
         ).values(payload='{"text": "x", "colour": "red"}'))
     _, result = await _dispatch(dledger, service, run_id, fake_clock, _options())
     assert result.counts == {"accepted": 4, "failed": 1, "skipped": 1}

@@ -11,7 +11,7 @@ from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.outcomes import Outcome, settle
 from scheduler.dispatch.retry import Verdict, backoff_delay, classify, retry_delay
 from scheduler.dispatch.senders import SenderPool
-from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import (
     Forbidden,
     RateLimited,

@@ -8,9 +8,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import inspect, update
 
-from scheduler.ledger import queries
 from scheduler.ledger.exceptions import RunLocked, RunNotFound, RunStateError
-from scheduler.ledger.runs import Ledger, runs_table
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import tables
+from scheduler.ledger.queries.tables import runs as runs_table
+from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
 from tests.ledger.conftest import T0, plan_rows
 
@@ -34,7 +36,7 @@ def test_plan_is_stored_whole_with_due_times_and_skips(ledger: Ledger) -> None:
     assert ledger.counts(run_id) == {"planned": 18, "skipped": 2}
     assert ledger.get_run(run_id).planned_count == 20
     with ledger.engine.connect() as conn:
-        due = queries.due_deliveries(conn, run_id, T0, limit=100)
+        due = dq.due_deliveries(conn, run_id, T0, limit=100)
     # only step 0 is due; step 1 waits for step 0 to be accepted
     assert [d.step for d in due] == [0] * 9
     assert [d.seq for d in due] == sorted(d.seq for d in due)
@@ -57,8 +59,8 @@ def test_suppressed_numbers_are_skipped_when_stored(ledger: Ledger) -> None:
     run_id = _run(ledger)
     ledger.store_plan(run_id, [plan_rows(4)], start_at=T0)
     with ledger.engine.connect() as conn:
-        rows = conn.execute(queries.deliveries.select().where(
-            queries.deliveries.c.to == "5511900000002")).mappings().all()
+        rows = conn.execute(tables.deliveries.select().where(
+            tables.deliveries.c.to == "5511900000002")).mappings().all()
     assert [(r["state"], r["reason"]) for r in rows] == [("skipped", "suppressed")]
 
 
@@ -66,9 +68,9 @@ def test_claim_moves_only_planned_rows_once(ledger: Ledger) -> None:
     run_id = _run(ledger)
     ledger.store_plan(run_id, [plan_rows(3)], start_at=T0)
     with ledger.engine.begin() as conn:
-        due = queries.due_deliveries(conn, run_id, T0, limit=10)
-        assert queries.claim(conn, [(d.id, "s1") for d in due], T0) == {d.id for d in due}
-        assert queries.claim(conn, [(d.id, "s2") for d in due], T0) == set()
+        due = dq.due_deliveries(conn, run_id, T0, limit=10)
+        assert dq.claim(conn, [(d.id, "s1") for d in due], T0) == {d.id for d in due}
+        assert dq.claim(conn, [(d.id, "s2") for d in due], T0) == set()
     assert ledger.counts(run_id) == {"dispatching": 3}
 
 
@@ -76,12 +78,12 @@ def test_accepting_a_step_releases_the_next_with_the_same_sender(ledger: Ledger)
     run_id = _run(ledger)
     ledger.store_plan(run_id, [plan_rows(1, steps=3)], start_at=T0)
     with ledger.engine.begin() as conn:
-        (first,) = queries.due_deliveries(conn, run_id, T0, limit=10)
-        queries.claim(conn, [(first.id, "s7")], T0)
-        queries.record_accepted(conn, [(first.id, "3EB0ABC")], T0)
-        queries.release_next_steps(conn, run_id, [(first.to, 0, "s7")], [0, 30, 0], T0)
-        assert queries.due_deliveries(conn, run_id, T0, limit=10) == []
-        (second,) = queries.due_deliveries(conn, run_id, T0 + timedelta(seconds=30), limit=10)
+        (first,) = dq.due_deliveries(conn, run_id, T0, limit=10)
+        dq.claim(conn, [(first.id, "s7")], T0)
+        dq.record_accepted(conn, [(first.id, "3EB0ABC")], T0)
+        dq.release_next_steps(conn, run_id, [(first.to, 0, "s7")], [0, 30, 0], T0)
+        assert dq.due_deliveries(conn, run_id, T0, limit=10) == []
+        (second,) = dq.due_deliveries(conn, run_id, T0 + timedelta(seconds=30), limit=10)
     assert (second.step, second.sender) == (1, "s7")
 
 
@@ -89,10 +91,10 @@ def test_failure_skips_the_recipients_later_steps(ledger: Ledger) -> None:
     run_id = _run(ledger)
     ledger.store_plan(run_id, [plan_rows(1, steps=3)], start_at=T0)
     with ledger.engine.begin() as conn:
-        (first,) = queries.due_deliveries(conn, run_id, T0, limit=10)
-        queries.claim(conn, [(first.id, "s1")], T0)
-        queries.record_final(conn, [(first.id, "", "HTTP 400: bad")], DeliveryState.FAILED, T0)
-        queries.skip_later_steps(conn, run_id, [(first.to, 0)], "previous step failed", T0)
+        (first,) = dq.due_deliveries(conn, run_id, T0, limit=10)
+        dq.claim(conn, [(first.id, "s1")], T0)
+        dq.record_final(conn, [(first.id, "", "HTTP 400: bad")], DeliveryState.FAILED, T0)
+        dq.skip_later_steps(conn, run_id, [(first.to, 0)], "previous step failed", T0)
     assert ledger.counts(run_id) == {"failed": 1, "skipped": 2}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event, select
 
-from scheduler.ledger import queries
+from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from tests.ledger.conftest import T0, plan_rows
 
@@ -30,7 +30,7 @@ def test_awkward_text_and_nulls_come_back_exactly(ledger: Ledger) -> None:
     run_id = _run(ledger)
     assert ledger.store_plan(run_id, [rows], start_at=T0) == 3
 
-    d = queries.deliveries
+    d = tables.deliveries
     with ledger.engine.connect() as conn:
         stored = [dict(r) for r in conn.execute(
             select(d).where(d.c.run_id == run_id).order_by(d.c.seq)).mappings()]
