@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from scheduler.dispatch.retry import Verdict
-from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits, SendResult
 

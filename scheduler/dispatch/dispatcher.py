@@ -3,7 +3,7 @@
 Order of events for one delivery, and why:
 
 1. pick a sender that the pace allows now;
-2. mark the row ``dispatching`` and **commit** (``queries.claim``), then
+2. mark the row ``dispatching`` and **commit** (``ledger.queries.dispatch.claim``), then
 3. call the service; 4. queue the outcome; 5. commit outcomes in small batches.
 
 A crash between 2 and 5 leaves the row ``dispatching``: ambiguous, reconciled from events at
@@ -29,8 +29,8 @@ from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
-from scheduler.ledger import queries
-from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.exceptions import ServiceError
@@ -152,8 +152,8 @@ class Dispatcher:
     def _make_pool(self, now: datetime) -> SenderPool:
         day_start = now.astimezone(self._zone).replace(hour=0, minute=0, second=0,
                                                         microsecond=0)
-        with self.ledger.engine.connect() as conn:
-            sent_today = queries.sent_today_by_sender(conn, day_start)
+        with self.ledger.read("count today's sends per sender") as conn:
+            sent_today = dq.sent_today_by_sender(conn, day_start)
         pool = SenderPool(
             list(self.options.senders), rate=self.options.rate, rng=self.rng,
             jitter=self.options.jitter, daily_cap=self.options.daily_cap, tz=self._zone,
@@ -190,13 +190,13 @@ class Dispatcher:
             self._verify_timeouts(now)
             if not self._buffer and not self._refill(now):
                 if not self._inflight and not self._outcomes:
-                    with self.ledger.engine.connect() as conn:
-                        if queries.pending_count(conn, self.run_id) == 0:
+                    with self.ledger.read("look for work left") as conn:
+                        if dq.pending_count(conn, self.run_id) == 0:
                             return
-                        next_due = queries.next_due_time(conn, self.run_id)
+                        next_due = dq.next_due_time(conn, self.run_id)
                     if next_due is None and not self._has_verifying():
-                        with self.ledger.engine.begin() as conn:
-                            queries.repair_waiting_steps(conn, self.run_id, now)
+                        with self.ledger.transaction("release waiting steps") as conn:
+                            dq.repair_waiting_steps(conn, self.run_id, now)
                     await self._idle(now, next_due)
                 else:
                     await self._wait_inflight(0.05)
@@ -207,12 +207,12 @@ class Dispatcher:
             await self._idle(now, wake)
 
     def _refill(self, now: datetime) -> bool:
-        with self.ledger.engine.connect() as conn:
-            rows = queries.due_deliveries(conn, self.run_id, now, limit=REFILL,
+        with self.ledger.read("read due deliveries") as conn:
+            rows = dq.due_deliveries(conn, self.run_id, now, limit=REFILL,
                                           after_seq=self._last_seq)
             if not rows and self._last_seq >= 0:
                 self._last_seq = -1  # retried rows may sit behind the cursor
-                rows = queries.due_deliveries(conn, self.run_id, now, limit=REFILL)
+                rows = dq.due_deliveries(conn, self.run_id, now, limit=REFILL)
         if rows:
             self._last_seq = rows[-1].seq
             self._buffer.extend(rows)
@@ -244,11 +244,11 @@ class Dispatcher:
             picked.append((row, sender))
             self._buffer.popleft()
         if deferred:
-            with self.ledger.engine.begin() as conn:
-                queries.defer(conn, deferred)
+            with self.ledger.transaction("defer deliveries to their window") as conn:
+                dq.defer(conn, deferred)
         if picked:
-            with self.ledger.engine.begin() as conn:
-                moved = queries.claim(conn, [(r.id, s.name) for r, s in picked], now)
+            with self.ledger.transaction("claim deliveries") as conn:
+                moved = dq.claim(conn, [(r.id, s.name) for r, s in picked], now)
             # a row skipped since it was read (opt-out, cancel) did not move: not sent
             picked = [(row, sender) for row, sender in picked if row.id in moved]
             for row, sender in picked:
@@ -280,7 +280,7 @@ class Dispatcher:
         settlement = outcomes.settle(batch, self.pool, self.options, self.rng, now,
                                      events_received=self.events_received,
                                      verdict=self.channel.verdict)
-        with self.ledger.engine.begin() as conn:
+        with self.ledger.transaction("record the outcomes of sends") as conn:
             outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, now)
         if settlement.verifying:
             due = min(d for _id, d, _why in settlement.verifying)
@@ -297,7 +297,7 @@ class Dispatcher:
         """Rows whose send timed out: settle them from ``messages.sent`` once the grace ends."""
         if self._verify_at is None or now < self._verify_at:
             return
-        with self.ledger.engine.begin() as conn:
+        with self.ledger.transaction("settle the rows being verified") as conn:
             settled = reconcile.settle_verifying(
                 conn, self.run_id, now, at_least_once=self.options.at_least_once,
                 step_delays_s=self.options.step_delays_s)
@@ -307,18 +307,18 @@ class Dispatcher:
             self._last_seq = -1
 
     def _earliest_verifying(self) -> datetime | None:
-        with self.ledger.engine.connect() as conn:
-            return min((due for *_rest, due in queries.dispatching_rows(conn, self.run_id)
+        with self.ledger.read("read the rows being verified") as conn:
+            return min((due for *_rest, due in dq.dispatching_rows(conn, self.run_id)
                         if due is not None), default=None)
 
     def _has_verifying(self) -> bool:
-        with self.ledger.engine.connect() as conn:
+        with self.ledger.read("read the rows being verified") as conn:
             return any(due is not None for *_rest, due
-                       in queries.dispatching_rows(conn, self.run_id))
+                       in dq.dispatching_rows(conn, self.run_id))
 
     def _expire_rest(self, now: datetime) -> None:
-        with self.ledger.engine.begin() as conn:
-            n = queries.expire_pending(conn, self.run_id, now)
+        with self.ledger.transaction("expire the rows past the latest time") as conn:
+            n = dq.expire_pending(conn, self.run_id, now)
         self._note(now, f"latest send time reached: {n} deliveries expired")
 
     # ------------------------------------------------------------------ waiting and control

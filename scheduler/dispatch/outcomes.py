@@ -23,13 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sqlalchemy import Connection
-
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.retry import Verdict, classify, retry_delay
 from scheduler.dispatch.senders import SenderPool, SenderState
-from scheduler.ledger import queries
-from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.exceptions import RateLimited, ServiceError
 from scheduler.tracking.early import match_early_events
@@ -121,14 +120,14 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
 def apply(conn: Connection, run_id: int, s: Settlement, step_delays_s: tuple[float, ...],
           now: datetime) -> None:
     """Write a settlement (the caller's transaction)."""
-    queries.record_accepted(conn, s.accepted, now)  # first: it takes the matching lock
+    dq.record_accepted(conn, s.accepted, now)  # first: it takes the matching lock
     match_early_events(conn, (m for _i, m in s.accepted), now)
-    queries.release_next_steps(conn, run_id, s.released, step_delays_s, now)
-    queries.record_retry(conn, s.retries, now)
-    queries.record_final(conn, s.failed, S.FAILED, now)
-    queries.record_final(conn, s.unknown, S.UNKNOWN, now)
-    queries.mark_verifying(conn, s.verifying, now)
-    queries.skip_later_steps(conn, run_id, s.stopped, "previous step not sent", now)
+    dq.release_next_steps(conn, run_id, s.released, step_delays_s, now)
+    dq.record_retry(conn, s.retries, now)
+    dq.record_final(conn, s.failed, S.FAILED, now)
+    dq.record_final(conn, s.unknown, S.UNKNOWN, now)
+    dq.mark_verifying(conn, s.verifying, now)
+    dq.skip_later_steps(conn, run_id, s.stopped, "previous step not sent", now)
 
 
 __all__ = ["Outcome", "Settlement", "apply", "settle"]

@@ -9,7 +9,7 @@ import orjson
 
 from scheduler.dispatch.channel import Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.retry import Verdict, classify
-from scheduler.ledger.queries import DueDelivery
+from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError
 
 
