@@ -147,3 +147,73 @@ def test_relative_and_package_imports_are_resolved() -> None:
     assert names == ["scheduler.dispatch", "scheduler.units", "scheduler.units",
                      "scheduler.errors", "scheduler.ledger.queries"]
     assert [_unit(n) for n in names] == ["dispatch", "units", "units", "errors", "ledger"]
+
+
+# ---------------------------------------------------------------------- the ledger's door
+
+#: Database libraries: only ``scheduler/ledger`` imports them.
+DATABASE_LIBRARIES = frozenset({"sqlalchemy", "sqlmodel", "sqlite3", "psycopg", "psycopg2",
+                                "alembic"})
+#: Calls that run SQL or manage a transaction by hand (``ledger.access`` does that).
+SQL_CALLS = frozenset({"execute", "executemany", "exec_driver_sql", "begin_nested"})
+
+
+def _is_engine(node: ast.expr) -> bool:
+    """``engine`` or ``<anything>.engine``."""
+    return (isinstance(node, ast.Name) and node.id == "engine") or (
+        isinstance(node, ast.Attribute) and node.attr == "engine")
+
+
+def sql_uses(tree: ast.AST, module: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, what) of every database import and hand-made SQL call in a module."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        for name in _imported(node, module, is_package):
+            if DATABASE_LIBRARIES & set(name.split(".")):
+                found.append((node.lineno, f"imports {name}"))  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr = node.func.attr
+            if attr in SQL_CALLS:
+                found.append((node.lineno, f".{attr}(…)"))
+            elif attr in ("begin", "connect") and _is_engine(node.func.value):
+                found.append((node.lineno, f"engine.{attr}()"))
+    return sorted(found)
+
+
+def test_no_sql_outside_the_ledger() -> None:
+    """Only ``scheduler/ledger`` talks to the database: other packages call
+    ``ledger.queries`` functions inside ``ledger.transaction()`` / ``ledger.read()``, never
+    import a database library, build SQL, or open a transaction themselves."""
+    offences = []
+    scanned = 0
+    for path, module in _modules():
+        if module == "scheduler.ledger" or module.startswith("scheduler.ledger."):
+            continue
+        scanned += 1
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        offences += [f"{path.relative_to(ROOT.parent)}:{line}: {what}"
+                     for line, what in sql_uses(tree, module, path.name == "__init__.py")]
+    assert scanned > 50  # it looked at the whole package
+    assert not offences, "SQL outside scheduler/ledger:\n" + "\n".join(offences)
+
+
+def test_the_sandbox_has_no_database() -> None:
+    """The embedded sandbox stands for the remote service: it keeps its state in memory and
+    never reaches the ledger."""
+    edges = package_imports()
+    assert [(s, t) for s, t in edges if s == "sandbox" and t == "ledger"] == []
+
+
+def test_the_sql_scanner_sees_imports_and_calls() -> None:
+    tree = ast.parse(
+        "import sqlite3\nfrom sqlalchemy import select\n"
+        "from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore\n"
+        "with self.ledger.engine.begin() as conn:\n    conn.execute(select(t))\n"
+        "engine.connect()\nraw.exec_driver_sql('PRAGMA x')\nconn.begin_nested()\n"
+        "with ledger.transaction('x') as conn:\n    dq.claim(conn, rows, now)\n"
+        "client.connect()\nfrom scheduler.ledger.queries import dispatch as dq\n")
+    assert sql_uses(tree, "scheduler.dispatch.example") == [
+        (1, "imports sqlite3"), (2, "imports sqlalchemy"),
+        (3, "imports apscheduler.jobstores.sqlalchemy"), (4, "engine.begin()"),
+        (5, ".execute(…)"), (6, "engine.connect()"), (7, ".exec_driver_sql(…)"),
+        (8, ".begin_nested(…)")]
