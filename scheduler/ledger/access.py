@@ -55,7 +55,10 @@ def database_errors(engine: Engine) -> tuple[type[BaseException], ...]:
 
 def _one_line(exc: BaseException) -> str:
     cause = getattr(exc, "orig", None) or exc  # the driver's error, without SQL or params
-    return f"{type(cause).__name__}: {' '.join(str(cause).split())}"
+    # PostgreSQL's full text quotes the statement ("LINE 1: SELECT …"); its primary message
+    # is the sentence alone
+    primary = getattr(getattr(cause, "diag", None), "message_primary", None)
+    return f"{type(cause).__name__}: {' '.join(str(primary or cause).split())}"
 
 
 def translate(exc: BaseException, what: str) -> LedgerError:

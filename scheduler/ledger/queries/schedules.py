@@ -73,10 +73,11 @@ def record_fire(conn: Connection, name: str, fire_time: datetime, *, recorded_at
     if path is None:
         return False
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    result = conn.execute(insert(fires).values(
+    stmt = insert(fires).values(
         campaign_name=name, definition_path=path, fire_time=fire_time,
-        recorded_at=recorded_at, status=status, reason=reason).on_conflict_do_nothing())
-    return bool(result.rowcount)
+        recorded_at=recorded_at, status=status, reason=reason)
+    # RETURNING tells whether a row went in (rowcount is -1 with PostgreSQL's RETURNING)
+    return conn.execute(stmt.on_conflict_do_nothing().returning(fires.c.id)).first() is not None
 
 
 def due_fires(conn: Connection) -> list[DueFire]:

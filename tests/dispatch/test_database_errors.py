@@ -1,0 +1,34 @@
+"""A ledger that fails under the dispatcher stops it with one line, never a driver traceback."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from scheduler.dispatch.dispatcher import Dispatcher
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.runs import Ledger
+from tests.dispatch.conftest import FakeClock, make_run
+
+
+async def test_a_missing_table_stops_the_dispatcher_with_one_ledger_error(
+        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
+    service = service_factory(clock=fake_clock)
+    await service.connect("s1")
+    run_id = make_run(dledger, 5)
+    with dledger.engine.begin() as conn:  # the ledger loses its deliveries under the run
+        conn.exec_driver_sql("ALTER TABLE deliveries RENAME TO deliveries_gone")
+    options = DispatchOptions(senders=("s1",), rate=10.0, timezone="America/Sao_Paulo")
+    async with service.client() as client:
+        dispatcher = Dispatcher(dledger, client, run_id, options, clock=fake_clock,
+                                sleep=fake_clock.sleep, rng=random.Random(3))
+        with pytest.raises(LedgerError) as caught:
+            await dispatcher.run()
+    message = str(caught.value)
+    assert message.startswith("could not ") and "deliveries" in message
+    assert "\n" not in message and "SELECT" not in message
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert service.sends() == []  # nothing was sent
+    assert dledger.get_run(run_id).owner_pid is None  # the run was given up
