@@ -10,6 +10,7 @@ retries webhooks for minutes), a row waits in ``dispatching`` until its grace en
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler.ledger.access import Connection
@@ -29,11 +30,21 @@ def _proof(conn: Connection, row: AmbiguousRow) -> SentProof | None:
     return found[0] if found else None
 
 
-def _settle(conn: Connection, run_id: int, rows: list[AmbiguousRow],
-            now: datetime, *, at_least_once: bool, grace_s: float) -> dict[str, int]:
-    counts = {"sent": 0, "unknown": 0, "requeued": 0, "verifying": 0}
-    released: list[tuple[str, int, str | None]] = []
-    stopped: list[tuple[str, int]] = []
+@dataclass
+class _Settled:
+    """How many rows went each way, and the recipients whose next step is released or
+    stopped."""
+
+    counts: dict[str, int] = field(default_factory=lambda: {
+        "sent": 0, "unknown": 0, "requeued": 0, "verifying": 0})
+    released: list[tuple[str, int, str | None]] = field(default_factory=list)
+    stopped: list[tuple[str, int]] = field(default_factory=list)
+
+
+def _settle(conn: Connection, rows: list[AmbiguousRow], now: datetime, *,
+            at_least_once: bool, grace_s: float) -> _Settled:
+    out = _Settled()
+    counts, released, stopped = out.counts, out.released, out.stopped
     for row in rows:
         proof = _proof(conn, row)
         if proof is not None:
@@ -53,7 +64,7 @@ def _settle(conn: Connection, run_id: int, rows: list[AmbiguousRow],
                                     "may not have been sent")], S.UNKNOWN, now)
             stopped.append((row.to, row.step))
             counts["unknown"] += 1
-    return counts | {"_released": released, "_stopped": stopped}  # type: ignore[dict-item]
+    return out
 
 
 def recover_after_crash(ledger: Ledger, run_id: int, now: datetime, *, at_least_once: bool,
@@ -62,10 +73,9 @@ def recover_after_crash(ledger: Ledger, run_id: int, now: datetime, *, at_least_
     """At start-up: settle every row a previous owner left ``dispatching``."""
     with ledger.transaction("settle the rows a crash left in doubt") as conn:
         rows = [row for row in dq.dispatching_rows(conn, run_id) if row.due_at is None]
-        result = _settle(conn, run_id, rows, now, at_least_once=at_least_once,
-                         grace_s=grace_s)
+        result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=grace_s)
         _follow_up(conn, run_id, result, step_delays_s, now)
-    return {k: v for k, v in result.items() if not k.startswith("_")}
+    return result.counts
 
 
 def settle_verifying(conn: Connection, run_id: int, now: datetime, *, at_least_once: bool,
@@ -74,12 +84,12 @@ def settle_verifying(conn: Connection, run_id: int, now: datetime, *, at_least_o
     rows = aq.verifying_due(conn, run_id, now)
     if not rows:
         return 0
-    result = _settle(conn, run_id, rows, now, at_least_once=at_least_once, grace_s=0.0)
+    result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=0.0)
     _follow_up(conn, run_id, result, step_delays_s, now)
     return len(rows)
 
 
-def _follow_up(conn: Connection, run_id: int, result: dict, step_delays_s: tuple[float, ...],
-               now: datetime) -> None:
-    dq.release_next_steps(conn, run_id, result["_released"], step_delays_s, now)
-    dq.skip_later_steps(conn, run_id, result["_stopped"], "previous step not sent", now)
+def _follow_up(conn: Connection, run_id: int, result: _Settled,
+               step_delays_s: tuple[float, ...], now: datetime) -> None:
+    dq.release_next_steps(conn, run_id, result.released, step_delays_s, now)
+    dq.skip_later_steps(conn, run_id, result.stopped, "previous step not sent", now)

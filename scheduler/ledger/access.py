@@ -107,8 +107,8 @@ class Scope:
         conn, self._conn = self._conn, None
         assert conn is not None
         try:
-            if conn.in_transaction():
-                if error is None and self._write:
+            if self._write and conn.in_transaction():  # a read's is rolled back by close()
+                if error is None:
                     conn.commit()
                 else:
                     conn.rollback()

@@ -26,7 +26,7 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -129,7 +129,7 @@ class LateMatches:
         self.most = most
         self._waiting: dict[int, tuple[str, float]] = {}
 
-    def add(self, pairs: list[tuple[int, str]]) -> None:
+    def add(self, pairs: Iterable[tuple[int, str]]) -> None:
         """Remember (event id, message id) pairs that matched nothing (the oldest go first
         when there are too many)."""
         now = time.monotonic()

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, or_, text
+from sqlalchemy import Connection, Table, or_, text
+from sqlalchemy.dialects import postgresql, sqlite
 
 from scheduler.ledger.queries.tables import deliveries
 
@@ -21,6 +22,13 @@ def dumps(value: Any) -> str:
 def state_in(*states: str) -> Any:
     """``state IN (...)`` spelled with OR, which executemany accepts (IN expands per call)."""
     return or_(*(deliveries.c.state == str(s) for s in states))
+
+
+def insert_or_ignore(dialect: str, table: Table) -> Any:
+    """An ``INSERT`` into ``table`` that can be made ``… ON CONFLICT DO NOTHING`` on SQLite
+    and PostgreSQL (call ``.on_conflict_do_nothing()`` on it)."""
+    make: Any = sqlite.insert if dialect == "sqlite" else postgresql.insert
+    return make(table)
 
 
 #: The advisory lock key of :func:`lock_matching` (any constant; "cmpn" in ASCII).

@@ -16,19 +16,15 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, or_, select, update
 from sqlmodel.sql.sqltypes import UTCDateTime
 
-from scheduler.ledger.queries.common import raw, sqlite_time
+from scheduler.ledger.queries.common import insert_or_ignore, raw, sqlite_time
 from scheduler.ledger.queries.tables import deliveries, events, replies
 from scheduler.ledger.rows import StoredEvent, UnmatchedEvent
 
 
 @functools.cache
 def _insert_events_stmt(dialect: str) -> Any:
-    if dialect == "sqlite":
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
     return (
-        dialect_insert(events)
+        insert_or_ignore(dialect, events)
         .on_conflict_do_nothing(index_elements=["dedupe_key"])
         .returning(events.c.id, events.c.dedupe_key)
     )

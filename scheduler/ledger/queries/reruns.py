@@ -76,8 +76,8 @@ def drop_replaceable_rows(conn: Connection, run_id: int) -> int:
 
 def max_delivery_id(conn: Connection, run_id: int) -> int:
     """The highest delivery id of a run (0 when it has none)."""
-    return conn.execute(select(func.coalesce(func.max(deliveries.c.id), 0))
-                        .where(deliveries.c.run_id == run_id)).scalar_one()
+    return int(conn.execute(select(func.coalesce(func.max(deliveries.c.id), 0))
+                            .where(deliveries.c.run_id == run_id)).scalar_one())
 
 
 def drop_already_handled(conn: Connection, run_id: int, first_new_id: int) -> int:

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, column, delete, inspect, select, table, update
-from sqlalchemy.dialects import postgresql, sqlite
 
+from scheduler.ledger.queries.common import insert_or_ignore
 from scheduler.ledger.queries.tables import fires, schedules
 from scheduler.ledger.rows import DueFire, ScheduleRow
 
@@ -72,8 +72,7 @@ def record_fire(conn: Connection, name: str, fire_time: datetime, *, recorded_at
                         .where(schedules.c.name == name)).scalar()
     if path is None:
         return False
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(fires).values(
+    stmt = insert_or_ignore(conn.dialect.name, fires).values(
         campaign_name=name, definition_path=path, fire_time=fire_time,
         recorded_at=recorded_at, status=status, reason=reason)
     # RETURNING tells whether a row went in (rowcount is -1 with PostgreSQL's RETURNING)
