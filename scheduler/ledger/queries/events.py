@@ -43,7 +43,11 @@ def _sqlite_insert_events(count: int) -> str:
 
 
 def insert_events(conn: Connection, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
-    """Store raw events; a ``dedupe_key`` already stored is skipped. Returns key → new id."""
+    """Store raw events; a ``dedupe_key`` already stored is skipped. Returns key → new id.
+
+    Hot (every receiver batch): one multi-row ``INSERT … ON CONFLICT DO NOTHING RETURNING``
+    per 500 events, so a repeat costs nothing and the new ids come back in the same trip.
+    """
     if not rows:
         return {}
     if conn.dialect.name != "sqlite":
@@ -71,7 +75,9 @@ _MARK_APPLIED = (update(events).where(events.c.id == bindparam("b_id"))
 
 def mark_events_applied(conn: Connection, results: Sequence[tuple[int, str]],
                         now: datetime) -> None:
-    """Record that events were applied, and what they did (``result``)."""
+    """Record that events were applied, and what they did (``result``).
+
+    Hot (every receiver batch): one ``executemany`` keyed by the primary key."""
     if not results:
         return
     if conn.dialect.name == "sqlite":

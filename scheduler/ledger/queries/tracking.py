@@ -49,7 +49,9 @@ _HELD = select(deliveries.c.message_id_norm).where(
 
 
 def held_message_ids(conn: Connection, norms: Iterable[str]) -> set[str]:
-    """Which normalised message ids some delivery holds."""
+    """Which normalised message ids some delivery holds.
+
+    Hot (every receiver batch): ``IN`` lists of 500 over ``ix_deliveries_msgid``."""
     wanted = list(set(norms))
     found: set[str] = set()
     sqlite = conn.dialect.name == "sqlite"
@@ -81,6 +83,9 @@ def _progress_stmt(target: str, stamps: tuple[str, ...]) -> Any:
 def track_progress(conn: Connection, target: str, params: Sequence[tuple[str, datetime]],
                    now: datetime, *, stamps: Sequence[str]) -> None:
     """Move deliveries holding each message id forward to ``target``; never backwards.
+
+    Hot (every receiver batch): one ``executemany`` per (target, stamps) group; the
+    ``CASE`` keeps a row's higher state and earliest times, so no read is needed first.
 
     ``params`` are (message id, when); each column of ``stamps`` (``sent_at``,
     ``delivered_at``, ``read_at``) keeps the earliest time any event gave it.
