@@ -29,6 +29,7 @@ from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
+from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -103,6 +104,9 @@ class Dispatcher:
         self.stop_event = stop_event or asyncio.Event()
         self.timeline: list[TimelineEntry] = []
         self._outcomes: list[outcomes.Outcome] = []
+        # settled outcomes not yet written: they go out with the next claim, in the same
+        # transaction (one commit per loop turn), or on their own before any wait
+        self._pending: list[tuple[outcomes.Settlement, datetime]] = []
         self._inflight: set[asyncio.Task[None]] = set()
         self._batch_done = asyncio.Event()  # set when ``_want`` outcomes are waiting
         self._want = 1
@@ -179,8 +183,11 @@ class Dispatcher:
             self._control()
             if self._stop_status is not None:
                 return
-            self._flush()
+            self._settle_outcomes()
+            if self._stop_status is not None:
+                return
             if self.options.latest is not None and now >= self.options.latest:
+                self._commit_pending()
                 self._expire_rest(now)
                 return
             if window is not None and not self.options.recipient_timezone \
@@ -189,6 +196,7 @@ class Dispatcher:
                 continue
             self._verify_timeouts(now)
             if not self._buffer and not self._refill(now):
+                self._commit_pending()
                 if not self._inflight and not self._outcomes:
                     with self.ledger.read("look for work left") as conn:
                         if dq.pending_count(conn, self.run_id) == 0:
@@ -204,6 +212,7 @@ class Dispatcher:
             claimed, wake = self._claim_ready(now)
             if claimed:
                 continue
+            self._commit_pending()
             await self._idle(now, wake)
 
     def _refill(self, now: datetime) -> bool:
@@ -247,8 +256,13 @@ class Dispatcher:
             with self.ledger.transaction("defer deliveries to their window") as conn:
                 dq.defer(conn, deferred)
         if picked:
-            with self.ledger.transaction("claim deliveries") as conn:
+            # one transaction per loop turn: the outcomes settled since the last one, then
+            # the claim, committed together before any of the new sends goes out
+            with self.ledger.transaction("record outcomes and claim deliveries") as conn:
+                self._write_pending(conn)
                 moved = dq.claim(conn, [(r.id, s.name) for r, s in picked], now)
+            self._pending.clear()
+            self._report_progress()
             # a row skipped since it was read (opt-out, cancel) did not move: not sent
             picked = [(row, sender) for row, sender in picked if row.id in moved]
             for row, sender in picked:
@@ -270,8 +284,8 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ outcomes
 
-    def _flush(self) -> None:
-        """Commit every queued outcome in one transaction (rules in ``outcomes``)."""
+    def _settle_outcomes(self) -> None:
+        """Decide what every queued answer does (rules in ``outcomes``); written later."""
         if not self._outcomes:
             return
         assert self.pool is not None
@@ -280,8 +294,7 @@ class Dispatcher:
         settlement = outcomes.settle(batch, self.pool, self.options, self.rng, now,
                                      events_received=self.events_received,
                                      verdict=self.channel.verdict)
-        with self.ledger.transaction("record the outcomes of sends") as conn:
-            outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, now)
+        self._pending.append((settlement, now))
         if settlement.verifying:
             due = min(d for _id, d, _why in settlement.verifying)
             self._verify_at = due if self._verify_at is None else min(self._verify_at, due)
@@ -289,6 +302,26 @@ class Dispatcher:
             self._note(now, note)
         if settlement.stop_reason is not None:
             self._stop(RunStatus.PAUSED, settlement.stop_reason)
+
+    def _write_pending(self, conn: Connection) -> None:
+        for settlement, at in self._pending:
+            outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, at)
+
+    def _commit_pending(self) -> None:
+        """Write the settled outcomes in a transaction of their own (nothing to claim)."""
+        if not self._pending:
+            return
+        with self.ledger.transaction("record the outcomes of sends") as conn:
+            self._write_pending(conn)
+        self._pending.clear()
+        self._report_progress()
+
+    def _flush(self) -> None:
+        """Settle and write every queued outcome now."""
+        self._settle_outcomes()
+        self._commit_pending()
+
+    def _report_progress(self) -> None:
         if self.on_progress is not None and time.monotonic() >= self._next_progress:
             self._next_progress = time.monotonic() + self.progress_every_s
             self.on_progress(self.ledger.counts(self.run_id))
