@@ -1,4 +1,6 @@
-"""Errors of the ledger; SQLAlchemy errors are translated here and never reach callers.
+"""Errors of the ledger. Database errors (SQLAlchemy's and the drivers') never reach
+callers: :mod:`scheduler.ledger.access`, the only way into the database, turns them into
+:class:`LedgerError` (one line naming what failed) at the end of each transaction or read.
 
 Tree::
 
