@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
@@ -69,6 +70,7 @@ class SenderPool:
                 pace.daily.record(now, already)
             self.senders[name] = SenderState(name, pace, rate)
         self._order = list(self.senders)
+        self._position = {name: i for i, name in enumerate(self._order)}
         self._cursor = 0
 
     def set_quota(self, name: str, left: float, resets_at: datetime | None) -> None:
@@ -98,15 +100,19 @@ class SenderPool:
             earliest = ready if earliest is None or ready < earliest else earliest
         return None, earliest
 
-    def _candidates(self) -> list[SenderState]:
+    def _candidates(self) -> Iterator[SenderState]:
+        """Senders in the order they are tried; lazy, since the first usually may send
+        (building the whole list of 100 senders per delivery showed in figure P2)."""
         if self.rotation == "least-used":
-            return sorted(self.senders.values(), key=lambda s: (s.claimed, s.name))
-        n = len(self._order)
-        return [self.senders[self._order[(self._cursor + i) % n]] for i in range(n)]
+            yield from sorted(self.senders.values(), key=lambda s: (s.claimed, s.name))
+            return
+        order, senders, n = self._order, self.senders, len(self._order)
+        for i in range(n):
+            yield senders[order[(self._cursor + i) % n]]
 
     def _advance(self, state: SenderState) -> None:
         if self.rotation != "least-used":
-            self._cursor = (self._order.index(state.name) + 1) % len(self._order)
+            self._cursor = (self._position[state.name] + 1) % len(self._order)
 
     def on_claim(self, state: SenderState, ready: datetime, now: datetime) -> None:
         """A send is about to go out on ``state``: spend a token.
