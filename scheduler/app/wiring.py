@@ -10,6 +10,7 @@ configured at all, the embedded sandbox on a free loopback port (half a configur
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,8 +35,15 @@ def open_project(near: Path | None = None) -> tuple[Settings, Ledger]:
 
 
 def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:
-    """The ledger of the configured database, migrated to the latest schema."""
-    return Ledger(open_ledger(settings.resolved_database_url()), clock=clock)
+    """The ledger of the configured database, migrated to the latest schema.
+
+    Its pooled connections are closed when the ledger is dropped (the end of a command,
+    also one invoked in-process): PostgreSQL connections left to the garbage collector
+    are a ``ResourceWarning`` each.
+    """
+    ledger = Ledger(open_ledger(settings.resolved_database_url()), clock=clock)
+    weakref.finalize(ledger, ledger.engine.dispose)
+    return ledger
 
 
 @dataclass(repr=False)
