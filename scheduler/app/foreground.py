@@ -26,7 +26,7 @@ from rich.progress import (
 
 from scheduler.app.wiring import ServiceTarget, client_for, ensure_senders, service_target
 from scheduler.config import Settings
-from scheduler.dispatch.dispatcher import RunResult
+from scheduler.dispatch.results import RunResult
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger

@@ -20,7 +20,7 @@ from rich.table import Table
 
 from scheduler.app.planning import plan_run
 from scheduler.app.wiring import ensure_senders, service_target
-from scheduler.dispatch.dispatcher import RunResult, TimelineEntry
+from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger

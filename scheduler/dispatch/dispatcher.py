@@ -4,7 +4,8 @@ Order of events for one delivery, and why:
 
 1. pick a sender that the pace allows now;
 2. mark the row ``dispatching`` and **commit** (``ledger.queries.dispatch.claim``), then
-3. call the service; 4. queue the outcome; 5. commit outcomes in small batches.
+3. call the service through the run's channel; 4. queue the outcome; 5. write the outcomes
+   of a batch with the next claim, in one transaction per loop turn.
 
 A crash between 2 and 5 leaves the row ``dispatching``: ambiguous, reconciled from events at
 the next start (``reconcile``), never re-sent blindly in the default at-most-once mode.
@@ -20,14 +21,14 @@ import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler.dispatch import outcomes, reconcile
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.senders import SenderPool, SenderState
+from scheduler.dispatch.results import RunResult, TimelineEntry
+from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
@@ -40,29 +41,8 @@ from scheduler.units import load_zone
 
 #: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
 CONTROL_EVERY_S = 0.5
-#: Outcomes are committed when this many are waiting, or at the next loop turn.
-FLUSH_BATCH = 256
 #: Rows read from the ledger per refill.
 REFILL = 512
-
-
-@dataclass
-class TimelineEntry:
-    """Something a user would want to see on the run's timeline."""
-
-    at: datetime
-    what: str
-
-
-@dataclass
-class RunResult:
-    """How a dispatch ended."""
-
-    run_id: int
-    status: str
-    counts: dict[str, int]
-    reason: str | None = None
-    timeline: list[TimelineEntry] = field(default_factory=list)
 
 
 async def _real_sleep(seconds: float) -> None:
@@ -158,20 +138,8 @@ class Dispatcher:
                                                         microsecond=0)
         with self.ledger.read("count today's sends per sender") as conn:
             sent_today = dq.sent_today_by_sender(conn, day_start)
-        pool = SenderPool(
-            list(self.options.senders), rate=self.options.rate, rng=self.rng,
-            jitter=self.options.jitter, daily_cap=self.options.daily_cap, tz=self._zone,
-            rotation=self.options.rotation, cooloff_s=self.options.sender_cooloff_s,
-            failure_threshold=self.options.failure_threshold, sent_today=sent_today, now=now,
-        )
-        if self.options.plan_limit is not None:
-            for name in self.options.senders:
-                left = self.options.plan_limit - sent_today.get(name, 0)
-                pool.set_quota(name, left, day_start + timedelta(days=1))
-        for name, (left, resets_at) in self.quotas.items():
-            if name in pool.senders:
-                pool.set_quota(name, left, resets_at)
-        return pool
+        return pool_for_run(self.options, self.rng, self._zone, sent_today, day_start,
+                            self.quotas, now)
 
     # ------------------------------------------------------------------ main loop
 
@@ -202,7 +170,7 @@ class Dispatcher:
                         if dq.pending_count(conn, self.run_id) == 0:
                             return
                         next_due = dq.next_due_time(conn, self.run_id)
-                    if next_due is None and not self._has_verifying():
+                    if next_due is None and self._earliest_verifying() is None:
                         with self.ledger.transaction("release waiting steps") as conn:
                             dq.repair_waiting_steps(conn, self.run_id, now)
                     await self._idle(now, next_due)
@@ -340,14 +308,7 @@ class Dispatcher:
             self._last_seq = -1
 
     def _earliest_verifying(self) -> datetime | None:
-        with self.ledger.read("read the rows being verified") as conn:
-            return min((due for *_rest, due in dq.dispatching_rows(conn, self.run_id)
-                        if due is not None), default=None)
-
-    def _has_verifying(self) -> bool:
-        with self.ledger.read("read the rows being verified") as conn:
-            return any(due is not None for *_rest, due
-                       in dq.dispatching_rows(conn, self.run_id))
+        return reconcile.earliest_verifying(self.ledger, self.run_id)
 
     def _expire_rest(self, now: datetime) -> None:
         with self.ledger.transaction("expire the rows past the latest time") as conn:

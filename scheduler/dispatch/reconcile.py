@@ -93,3 +93,10 @@ def _follow_up(conn: Connection, run_id: int, result: _Settled,
                step_delays_s: tuple[float, ...], now: datetime) -> None:
     dq.release_next_steps(conn, run_id, result.released, step_delays_s, now)
     dq.skip_later_steps(conn, run_id, result.stopped, "previous step not sent", now)
+
+
+def earliest_verifying(ledger: Ledger, run_id: int) -> datetime | None:
+    """When the first row being verified ends its grace (None: no row is being verified)."""
+    with ledger.read("read the rows being verified") as conn:
+        return min((due for *_rest, due in dq.dispatching_rows(conn, run_id)
+                    if due is not None), default=None)

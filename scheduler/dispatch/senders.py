@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
+from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.pacing import SenderPace
 
 #: A 429 doubles a sender's interval, up to this factor.
@@ -172,3 +173,24 @@ class SenderPool:
     def all_down(self) -> bool:
         """Whether every sender is currently paused for a fault."""
         return all(s.down_reason is not None for s in self.senders.values())
+
+
+def pool_for_run(options: DispatchOptions, rng: random.Random, zone: tzinfo,
+                 sent_today: dict[str, int], day_start: datetime,
+                 quotas: dict[str, tuple[float, datetime | None]], now: datetime) -> SenderPool:
+    """The pool of a run's senders: its pace, today's sends, the plan's and the service's
+    quotas."""
+    pool = SenderPool(
+        list(options.senders), rate=options.rate, rng=rng, jitter=options.jitter,
+        daily_cap=options.daily_cap, tz=zone, rotation=options.rotation,
+        cooloff_s=options.sender_cooloff_s, failure_threshold=options.failure_threshold,
+        sent_today=sent_today, now=now,
+    )
+    if options.plan_limit is not None:
+        for name in options.senders:
+            left = options.plan_limit - sent_today.get(name, 0)
+            pool.set_quota(name, left, day_start + timedelta(days=1))
+    for name, (left, resets_at) in quotas.items():
+        if name in pool.senders:
+            pool.set_quota(name, left, resets_at)
+    return pool

@@ -9,8 +9,9 @@ from typing import Any
 
 from scheduler.dispatch.channel import ServiceCalls
 from scheduler.dispatch.channels import channel_for
-from scheduler.dispatch.dispatcher import Dispatcher, RunResult
+from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.results import RunResult
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
