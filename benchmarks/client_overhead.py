@@ -31,6 +31,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+from _harness import free_port, log
 
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
@@ -42,11 +43,6 @@ TEXT = "Olá {name}! Sua oferta exclusiva chegou: 20% de desconto até domingo. 
 CONCURRENCIES = (1, 8, 64)
 VARIANTS = ("bare", "aiohttp", "httpx", "typed")
 Send = Callable[[dict[str, Any]], Awaitable[Any]]
-
-
-def log(message: str) -> None:
-    """Progress on stderr (stdout carries only the JSON lines)."""
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- servers
@@ -77,17 +73,9 @@ async def _health() -> Any:
     return web.json_response({"ok": True})
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def start_server(kind: str) -> tuple[subprocess.Popen[str], str]:
     """Start ``campaign sandbox`` (or the stub) in another process; answer it and its URL."""
-    port = _free_port()
+    port = free_port()
     if kind == "sandbox":
         cmd = [sys.executable, "-c", "from scheduler.cli import main; main()", "sandbox",
                "--port", str(port), "--api-key", KEY, "--seed", "1", "--reply-rate", "0"]

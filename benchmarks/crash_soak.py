@@ -25,225 +25,39 @@ Counted at the end, from the sandbox's ``/sandbox/sends`` and the ledger:
 One JSON object per line on stdout: ``{"figure": "R1", "value": <duplicates>, "unit":
 "count", ...}``. Bar: 0 duplicates, 0 lost; goal: resumed in <= 5 s. ``--quick`` shrinks
 the run (2,000 deliveries, 5 kills).
-
-The helpers here (project, environment, process and ledger checks) are shared by
-``faults.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import random
 import secrets
 import shutil
-import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
-from collections import Counter
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-import httpx
-from dispatch_cpu import KEY, create_sessions, free_port, log, start_sandbox, stop_process
-from sqlalchemy import select
-
-from scheduler.ledger.db import open_ledger
-from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.queries.tables import runs as runs_table
-from scheduler.ledger.states import DONE_STATES, SENT_STATES
+from _harness import (
+    QUIET,
+    SendLog,
+    campaign_env,
+    create_sessions,
+    emit,
+    free_port,
+    kill_group,
+    log,
+    spawn_run,
+    start_sandbox,
+    stop_process,
+    verdict,
+    write_project,
+)
 
 SENDERS = ("soak-1", "soak-2", "soak-3", "soak-4")
-#: The sandbox of the reliability figures: no receipts or replies, quick webhook retries.
-QUIET = {
-    "seed": 1,
-    "auto_connect": True,
-    "delivered_rate": 0.0,
-    "read_rate": 0.0,
-    "reply_rate": 0.0,
-    "recipient_delay_ms": [0, 0],
-}
-
-
-# --------------------------------------------------------------------------- the project
-
-
-def phone(i: int) -> str:
-    """The CSV phone number of recipient ``i`` (a São Paulo mobile, national format)."""
-    return f"119{87_650_000 + i:08d}"
-
-
-def write_project(
-    root: Path, recipients: int, *, rate: str, senders: tuple[str, ...], name: str
-) -> Path:
-    """A project folder (campaigns/, data/, templates/) with one text campaign; its file."""
-    for folder in ("campaigns", "data", "templates"):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-    lines = ["nome,telefone"] + [f"Pessoa {i},{phone(i)}" for i in range(recipients)]
-    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sender_list = ", ".join(f'"{s}"' for s in senders)
-    path = root / "campaigns" / f"{name}.toml"
-    path.write_text(
-        f'name = "{name}"\nsenders = [{sender_list}]\n'
-        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
-        f'[schedule]\ntimezone = "UTC"\n[pace]\nrate = "{rate}"\n'
-        '[[steps]]\ntype = "text"\ntext = "Oi {{ nome }}, sua oferta chegou!"\n',
-        encoding="utf-8",
-    )
-    return path
-
-
-def campaign_env(base_url: str, workdir: Path, **extra: str) -> dict[str, str]:
-    """The environment of ``campaign``: the sandbox, a private state folder, no config file."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
-    env.update(
-        CAMPAIGN_BASE_URL=base_url,
-        CAMPAIGN_API_KEY=KEY,
-        CAMPAIGN_STATE_DIR=str(workdir / "state"),
-        CAMPAIGN_RECEIVER_PORT="0",
-        PYTHONUNBUFFERED="1",
-        **extra,
-    )
-    return env
-
-
-def campaign_command() -> list[str]:
-    """``campaign`` of this virtual environment."""
-    script = Path(sys.executable).parent / "campaign"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "scheduler.cli"]
-
-
-def spawn_run(path: Path, env: dict[str, str], logfile: IO[bytes]) -> subprocess.Popen[bytes]:
-    """``campaign run FILE`` in its own process group; stdout and stderr go to ``logfile``."""
-    return subprocess.Popen(
-        [*campaign_command(), "run", str(path)],
-        env=env,
-        cwd=path.parent.parent,
-        stdout=logfile,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-
-
-def kill_group(proc: subprocess.Popen[Any]) -> None:
-    """SIGKILL ``proc``'s whole process group and reap it."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-
-
-# --------------------------------------------------------------------------- the sandbox
-
-
-class SendLog:
-    """The sandbox's accepted sends, fetched incrementally (``?since=``)."""
-
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=60, trust_env=False)
-        self.sends: list[dict[str, Any]] = []
-
-    def refresh(self) -> int:
-        """Fetch the sends made since the last call; the total so far."""
-        response = self.http.get("/sandbox/sends", params={"since": len(self.sends)})
-        response.raise_for_status()
-        data = response.json()
-        self.sends.extend(data["sends"] if isinstance(data, dict) else data)
-        return len(self.sends)
-
-    def at(self, index: int) -> float:
-        """The sandbox's timestamp of send ``index`` (epoch seconds)."""
-        stamp = str(self.sends[index]["at"]).replace("Z", "+00:00")
-        return datetime.fromisoformat(stamp).timestamp()
-
-    def close(self) -> None:
-        """Close the HTTP client."""
-        self.http.close()
-
-
-# --------------------------------------------------------------------------- the verdict
-
-
-@dataclass
-class Verdict:
-    """What the ledger and the sandbox say after a run."""
-
-    runs: list[dict[str, Any]]
-    counts: dict[str, int]
-    duplicates: int
-    extra_sends: int
-    lost: int
-    lost_unsent: int
-    lost_claimed_sent: int
-    unknown: int
-    unknown_sent: int
-    retries: int
-    sandbox_sends: int
-    details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def completed(self) -> bool:
-        """Whether every run of the campaign ended ``completed``."""
-        return bool(self.runs) and all(r["status"] == "completed" for r in self.runs)
-
-
-def verdict(
-    state_dir: Path, sends: list[dict[str, Any]], expected: int, senders: tuple[str, ...]
-) -> Verdict:
-    """Compare the ledger (every run in ``state_dir``) with the sandbox's sends."""
-    ours = [s for s in sends if s.get("sessionId") in senders]
-    per_to = Counter(str(s["to"]) for s in ours)
-    engine = open_ledger(f"sqlite:///{state_dir / 'campaign.db'}")
-    try:
-        with engine.connect() as conn:
-            runs = [
-                dict(r._mapping)
-                for r in conn.execute(
-                    select(runs_table.c.id, runs_table.c.status, runs_table.c.planned_count)
-                )
-            ]
-            rows = conn.execute(
-                select(deliveries.c.to, deliveries.c.state, deliveries.c.attempts)
-            ).all()
-    finally:
-        engine.dispose()
-    counts = Counter(str(state) for _to, state, _a in rows)
-    best: dict[str, str] = {}  # per recipient: a sent state wins, then a final one
-    for to, state, _attempts in rows:
-        prev = best.get(to)
-        if (
-            prev is None
-            or state in SENT_STATES
-            or (state in DONE_STATES and prev not in SENT_STATES)
-        ):
-            best[to] = state
-    unsent_open = sum(
-        1 for to, state in best.items() if state not in DONE_STATES and per_to[to] == 0
-    )
-    missing = max(0, expected - len(best))  # recipients with no ledger row at all
-    missing_unsent = max(0, missing - sum(1 for to in per_to if to not in best))
-    claimed = sum(1 for to, state in best.items() if state in SENT_STATES and per_to[to] == 0)
-    unknown_rows = [to for to, state, _a in rows if state == "unknown"]
-    return Verdict(
-        runs=[{k: (str(v) if k == "status" else v) for k, v in r.items()} for r in runs],
-        counts=dict(counts),
-        duplicates=sum(1 for n in per_to.values() if n > 1),
-        extra_sends=sum(n - 1 for n in per_to.values() if n > 1),
-        lost=unsent_open + missing_unsent + claimed,
-        lost_unsent=unsent_open + missing_unsent,
-        lost_claimed_sent=claimed,
-        unknown=len(unknown_rows),
-        unknown_sent=sum(1 for to in unknown_rows if per_to[to] > 0),
-        retries=sum(max(0, int(a) - 1) for _to, _s, a in rows),
-        sandbox_sends=len(ours),
-    )
 
 
 # --------------------------------------------------------------------------- the soak
@@ -422,7 +236,7 @@ def main() -> None:
             log(f"kept {workdir}")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(json.dumps(line), flush=True)
+    emit(line)
 
 
 if __name__ == "__main__":

@@ -17,31 +17,30 @@ round's baseline); with several rounds the median ratio is kept. One JSON object
 stdout: ``{"figure": "P2", "value": <scheduler/bare>, "unit": "ratio", ...}``. First bar
 <= 3x; goal <= 1.5x. ``--quick`` shrinks the run; ``--profile FILE`` writes a cProfile of
 the (last) scheduler measurement.
-
-The helpers here (``start_sandbox``, ``stop_process``, ``store_text_run``) are shared by
-``pacing.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import cProfile
-import json
-import os
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import httpx
+from _harness import (
+    KEY,
+    TEXT,
+    create_sessions,
+    emit,
+    log,
+    number,
+    start_sandbox,
+    stop_process,
+    store_text_run,
+)
 
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
@@ -49,146 +48,8 @@ from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
 
-ROOT = Path(__file__).resolve().parents[1]
-KEY = "bench-key-0123456789"
 PATH = SEND_KINDS["text"].path
-TEXT = "Olá {i}! Sua oferta exclusiva chegou: 20% de desconto até domingo. Responda SAIR."
 SENDERS = 100
-
-SANDBOX_CODE = """
-import json, sys, uvicorn
-from scheduler.sandbox import SandboxConfig, create_app
-config = SandboxConfig(api_key=sys.argv[2], **json.loads(sys.argv[3]))
-uvicorn.run(create_app(config), host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-            access_log=False)
-"""
-
-
-def log(message: str) -> None:
-    """Progress on stderr (stdout carries only the JSON lines)."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_sandbox(config: dict[str, Any], *, key: str = KEY) -> tuple[subprocess.Popen[bytes], str]:
-    """Serve the sandbox with ``config`` in another process (own process group).
-
-    Returns the process and its base URL once ``/sandbox/health`` answers.
-    """
-    port = free_port()
-    cmd = [sys.executable, "-c", SANDBOX_CODE, str(port), key, json.dumps(config)]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        with httpx.Client(base_url=base_url, timeout=2, trust_env=False) as http:
-            for _ in range(600):
-                if proc.poll() is not None:
-                    break
-                try:
-                    http.get("/sandbox/health").raise_for_status()
-                    return proc, base_url
-                except httpx.HTTPError:
-                    time.sleep(0.05)
-    except BaseException:
-        stop_process(proc)
-        raise
-    stop_process(proc)
-    raise SystemExit("the sandbox did not start")
-
-
-def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
-    """Terminate ``proc``'s process group (started with ``start_new_session``), then kill it."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=timeout)
-
-
-def create_sessions(
-    base_url: str, names: list[str], *, key: str = KEY, webhook_url: str | None = None
-) -> None:
-    """Create (auto-connected) sandbox sessions."""
-    with httpx.Client(
-        base_url=base_url, timeout=10, headers={"Authorization": key}, trust_env=False
-    ) as http:
-        for name in names:
-            body: dict[str, Any] = {"sessionId": name, "type": "unofficial"}
-            if webhook_url:
-                body["webhookUrl"] = webhook_url
-            http.post("/api/v1/sessions", json=body).raise_for_status()
-
-
-def sandbox_sends(base_url: str, since: int = 0) -> list[dict[str, Any]]:
-    """The sandbox's log of accepted sends, from index ``since``."""
-    with httpx.Client(base_url=base_url, timeout=60, trust_env=False) as http:
-        response = http.get("/sandbox/sends", params={"since": since})
-        response.raise_for_status()
-        data = response.json()
-    return data["sends"] if isinstance(data, dict) else data
-
-
-def number(i: int) -> str:
-    """The recipient of delivery ``i`` (a Brazilian mobile number)."""
-    return f"55119{i:08d}"
-
-
-def store_text_run(
-    ledger: Ledger, deliveries: int, senders: list[str], *, rate: str, name: str, start: datetime
-) -> int:
-    """A stored run of ``deliveries`` one-step text deliveries over ``senders``; its id."""
-    snapshot = {
-        "name": name,
-        "senders": senders,
-        "pace": {"rate": rate},
-        "schedule": {"timezone": "UTC"},
-        "steps": [{"type": "text"}],
-    }
-    run_id = ledger.create_run(
-        campaign_name=name,
-        channel="whatsapp",
-        definition_path=f"{name}.toml",
-        definition=snapshot,
-        delivery_mode="at-most-once",
-        timezone="UTC",
-    )
-    rows = [
-        {
-            "row": i + 1,
-            "to": number(i),
-            "step": 0,
-            "kind": "text",
-            "path": PATH,
-            "payload": {"text": TEXT.format(i=i)},
-            "variables": {},
-            "region": "BR",
-            "state": "planned",
-            "reason": None,
-        }
-        for i in range(deliveries)
-    ]
-    chunk = 5000
-    ledger.store_plan(
-        run_id, [rows[i : i + chunk] for i in range(0, len(rows), chunk)], start_at=start
-    )
-    return run_id
-
 
 # --------------------------------------------------------------------------- measuring
 
@@ -293,22 +154,19 @@ def run(args: argparse.Namespace, base_url: str, workdir: Path) -> None:
     if profile is not None:
         profile.dump_stats(args.profile)
         log(f"profile of the scheduler written to {args.profile}")
-    print(
-        json.dumps(
-            {
-                "figure": "P2",
-                "value": round(statistics.median(ratios), 3),
-                "unit": "ratio",
-                "deliveries": args.deliveries,
-                "senders": SENDERS,
-                "scheduler_us_per_delivery": round(statistics.median(sched_us), 1),
-                "bare_us_per_delivery": round(statistics.median(bare_us), 1),
-                "concurrency": args.concurrency,
-                "rounds": args.rounds,
-                "ratios": [round(r, 3) for r in ratios],
-            }
-        ),
-        flush=True,
+    emit(
+        {
+            "figure": "P2",
+            "value": round(statistics.median(ratios), 3),
+            "unit": "ratio",
+            "deliveries": args.deliveries,
+            "senders": SENDERS,
+            "scheduler_us_per_delivery": round(statistics.median(sched_us), 1),
+            "bare_us_per_delivery": round(statistics.median(bare_us), 1),
+            "concurrency": args.concurrency,
+            "rounds": args.rounds,
+            "ratios": [round(r, 3) for r in ratios],
+        }
     )
 
 

@@ -24,7 +24,6 @@ line on stdout: ``{"figure": "R2", "value": <duplicates>, "unit": "count", "faul
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import subprocess
 import tempfile
@@ -32,16 +31,20 @@ import time
 from pathlib import Path
 from typing import Any
 
-from crash_soak import (
+from _harness import (
     QUIET,
     SendLog,
     campaign_env,
+    create_sessions,
+    emit,
     kill_group,
+    log,
     spawn_run,
+    start_sandbox,
+    stop_process,
     verdict,
     write_project,
 )
-from dispatch_cpu import create_sessions, log, start_sandbox, stop_process
 
 SENDERS = tuple(f"faulty-{i}" for i in range(1, 9))
 #: Shares of the faults: 5xx, time-outs, 429 (10 %, 5 %, 5 % at the 20 % level).
@@ -142,7 +145,7 @@ def main() -> None:
     args = parser.parse_args()
     args.deliveries = args.deliveries or (500 if args.quick else 5000)
     for level in (float(x) for x in args.levels.split(",")):
-        print(json.dumps(one_level(args, level)), flush=True)
+        emit(one_level(args, level))
 
 
 if __name__ == "__main__":

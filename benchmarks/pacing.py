@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
@@ -34,9 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dispatch_cpu import (
+from _harness import (
     KEY,
     create_sessions,
+    emit,
     log,
     sandbox_sends,
     start_sandbox,
@@ -158,25 +158,19 @@ def main() -> None:
         f"{result.per_sender_min:.4f}..{result.per_sender_max:.4f}"
     )
     if status != "paused" or counts.get("planned", 0) == 0:
-        print(
-            f"warning: the run ended {status} with {counts}; senders may have run dry",
-            file=sys.stderr,
-        )
-    print(
-        json.dumps(
-            {
-                "figure": "P3",
-                "value": round(result.overall, 5),
-                "unit": "ratio",
-                "senders": SENDERS,
-                "rate_per_sender": rate,
-                "seconds": seconds,
-                "worst_sender_ratio": round(result.worst, 5),
-                "max_in_any_1s": result.max_in_any_1s,
-                "sends": result.sends,
-            }
-        ),
-        flush=True,
+        log(f"warning: the run ended {status} with {counts}; senders may have run dry")
+    emit(
+        {
+            "figure": "P3",
+            "value": round(result.overall, 5),
+            "unit": "ratio",
+            "senders": SENDERS,
+            "rate_per_sender": rate,
+            "seconds": seconds,
+            "worst_sender_ratio": round(result.worst, 5),
+            "max_in_any_1s": result.max_in_any_1s,
+            "sends": result.sends,
+        }
     )
 
 

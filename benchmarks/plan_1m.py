@@ -31,7 +31,6 @@ import json
 import multiprocessing
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from _harness import peak_rss_mb
 from sqlalchemy.engine import make_url
 
 _FIRST_NAMES = (
@@ -144,10 +144,6 @@ def generate(root: Path, rows: int, seed: int = 1) -> Path:
     return campaign
 
 
-def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def _phase_plan(campaign: Path, store: bool, database_url: str | None, queue: Any) -> None:
     from scheduler.campaign.plan import build_plan
 
@@ -183,7 +179,7 @@ def _phase_plan(campaign: Path, store: bool, database_url: str | None, queue: An
         {
             "wall": wall,
             "cpu": cpu,
-            "peak_rss_mb": _peak_mb(),
+            "peak_rss_mb": peak_rss_mb(),
             "read": stats.read,
             "valid": stats.valid,
             "duplicates": stats.duplicates,
@@ -199,7 +195,7 @@ def _phase_read_csv(csv: Path, queue: Any) -> None:
     start, cpu = time.perf_counter(), time.process_time()
     frame = pd.read_csv(csv, sep=";", dtype=str)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    queue.put({"wall": wall, "cpu": cpu, "peak_rss_mb": _peak_mb(), "read": len(frame)})
+    queue.put({"wall": wall, "cpu": cpu, "peak_rss_mb": peak_rss_mb(), "read": len(frame)})
 
 
 def _run(target: Any, *args: Any) -> dict[str, Any]:

@@ -22,13 +22,14 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+from _harness import peak_rss_mb
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 CITIES = ("São Paulo", "Campinas", "Rio de Janeiro", "Niterói", "Belo Horizonte", "Curitiba")
@@ -119,10 +120,6 @@ def build(db: Path, rows: int) -> int:
     return run_id
 
 
-def _peak_rss_mb() -> float:
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
 def main() -> None:
     """Build the ledger in a child, then time the reports here and print JSON lines."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -158,7 +155,7 @@ def main() -> None:
         print(json.dumps({
             "figure": "P5", "value": round(result.seconds, 2), "unit": "s", "rows": rows,
             "cpu_s": round(cpu, 2), "load_avg_1m": round(os.getloadavg()[0], 1),
-            "peak_rss_mb": _peak_rss_mb(), "file_mb": round(result.path.stat().st_size / 1e6, 1),
+            "peak_rss_mb": peak_rss_mb(), "file_mb": round(result.path.stat().st_size / 1e6, 1),
             "sheet_rows": result.rows, "build_s": round(build_s, 1),
         }), flush=True)  # fmt: skip
         cpu = time.process_time()
@@ -167,7 +164,7 @@ def main() -> None:
         print(json.dumps({
             "figure": "P5-csv", "value": round(result.seconds, 2), "unit": "s", "rows": rows,
             "cpu_s": round(cpu, 2),
-            "peak_rss_mb": _peak_rss_mb(), "file_mb": round(result.path.stat().st_size / 1e6, 1),
+            "peak_rss_mb": peak_rss_mb(), "file_mb": round(result.path.stat().st_size / 1e6, 1),
         }), flush=True)  # fmt: skip
         engine.dispose()
 

@@ -25,13 +25,13 @@ import asyncio
 import json
 import multiprocessing as mp
 import statistics
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _harness import log, number
 from sqlalchemy import func, select, update
 
 from scheduler.config import Settings
@@ -45,16 +45,6 @@ TOKEN = "bench-token-0123456789abcdef"
 SESSION = "bench-sender"
 OWN_JID = "5511987650000@s.whatsapp.net"
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-def log(message: str) -> None:
-    """Progress on stderr (stdout carries only the JSON lines)."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def number(i: int) -> str:
-    """The recipient of delivery ``i``."""
-    return f"55119{i:08d}"
 
 
 def message_id(i: int) -> str:

@@ -11,9 +11,12 @@
   ``make_ledger_url(name)`` for more than one; ``db_backend`` says which. A subprocess test
   passes the URL on as ``CAMPAIGN_DATABASE_URL``. ``@pytest.mark.sqlite_only(reason=...)``
   marks a test that is about SQLite itself (skipped on the PostgreSQL pass).
+- ``clock``: a :class:`~tests.factories.FakeClock` at ``T0``; ``ledger``: a migrated ledger
+  on ``ledger_url`` whose clock is ``clock``.
 
 Servers of one test are stopped in parallel at its end. Area-specific fixtures belong in
-each folder's own ``conftest.py``.
+each folder's own ``conftest.py``; what tests build (projects, runs, clocks) is in
+``tests/factories.py``, and no test imports a conftest.
 """
 
 from __future__ import annotations
@@ -27,10 +30,12 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from scheduler.ledger.runs import Ledger
 from scheduler.sandbox import SandboxConfig
 from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink
 from tests.databases import ENV as DATABASE_ENV
 from tests.databases import LedgerUrls
+from tests.factories import FakeClock, open_test_ledger
 
 # Property tests check behaviour, not speed: no per-example deadline (a loaded CI machine
 # would otherwise fail them at random).
@@ -110,6 +115,19 @@ def make_ledger_url(request: pytest.FixtureRequest,
 def ledger_url(make_ledger_url: Callable[..., str]) -> str:
     """The URL of a fresh ledger for this test (SQLite or PostgreSQL); ``open_ledger`` it."""
     return make_ledger_url()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A simulated clock at ``T0`` that moves when the code sleeps on it or a test sets it."""
+    return FakeClock()
+
+
+@pytest.fixture
+def ledger(ledger_url: str, clock: FakeClock) -> Iterator[Ledger]:
+    """A migrated ledger (an SQLite file, or PostgreSQL on that pass) on ``clock``."""
+    with open_test_ledger(ledger_url, clock) as opened:
+        yield opened
 
 
 class ServerReaper:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from tests.app.conftest import CAMPAIGN, clean_env, cli, text_sends, wait_for
-from tests.dispatch.conftest import write_project
+from tests.app.support import CAMPAIGN, clean_env, cli, text_sends, wait_for
+from tests.factories import write_project
 
 
 def _webhook_url(service) -> str:

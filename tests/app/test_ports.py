@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import clean_env, cli, text_sends
-from tests.dispatch.conftest import write_project
+from tests.app.support import clean_env, cli, text_sends
+from tests.factories import write_project
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,8 +7,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from tests.app.conftest import CAMPAIGN, clean_env, cli, text_sends, wait_for
-from tests.dispatch.conftest import write_project
+from tests.app.support import CAMPAIGN, clean_env, cli, text_sends, wait_for
+from tests.factories import write_project
 
 
 def _service_env(service, **extra: str) -> dict[str, str]:

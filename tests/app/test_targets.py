@@ -7,8 +7,8 @@ from pathlib import Path
 
 from openpyxl import load_workbook
 
-from tests.app.conftest import clean_env, cli, text_sends
-from tests.dispatch.conftest import write_project
+from tests.app.support import clean_env, cli, text_sends
+from tests.factories import write_project
 
 
 def test_a_service_without_its_key_is_an_error_and_nothing_is_sent(make_sandbox, tmp_path

@@ -8,7 +8,7 @@ from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run, judge_unknowns
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
-from tests.dispatch.conftest import make_run
+from tests.factories import make_run
 
 T = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 S = timedelta(seconds=1)

@@ -15,8 +15,7 @@ from typer.testing import CliRunner
 from scheduler.cli import app
 from scheduler.commands import plan as plan_commands
 from scheduler.service.requests import SEND_KINDS, wire_body
-
-from .conftest import REPO, Project
+from tests.factories import REPO, Project
 
 runner = CliRunner()
 #: The console script's entry point (``campaign = "scheduler.cli:main"``), run as a process.

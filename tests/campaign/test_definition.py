@@ -17,8 +17,7 @@ from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.options import run_options
 from scheduler.campaign.plan import build_plan
 from scheduler.errors import SchedulerError
-
-from .conftest import REPO, Project
+from tests.factories import REPO, Project
 
 EXAMPLES = sorted((REPO / "campaigns").glob("*.toml"))
 

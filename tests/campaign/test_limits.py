@@ -25,8 +25,7 @@ from scheduler.campaign.plan import build_plan
 from scheduler.cli import app
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
-
-from .conftest import Project
+from tests.factories import Project
 
 runner = CliRunner()
 #: 10 rows: 7 mobiles, a landline, a toll-free number and a number too short.

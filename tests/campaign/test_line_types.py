@@ -21,8 +21,7 @@ from scheduler.campaign.plan import build_plan
 from scheduler.cli import app
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
-
-from .conftest import Project
+from tests.factories import Project
 
 BR = PhoneNormalizer("BR")
 NINTH = "Brazilian mobile missing the ninth digit: 11 8765-4321 → 11 98765-4321?"

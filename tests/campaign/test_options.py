@@ -18,8 +18,7 @@ from scheduler.run_options import (
     WindowOptions,
     from_snapshot,
 )
-
-from .conftest import Project
+from tests.factories import Project
 
 SP = ZoneInfo("America/Sao_Paulo")
 

@@ -9,8 +9,7 @@ import pytest
 from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.plan import build_plan, load_campaign
 from scheduler.service.requests import SEND_KINDS, wire_body
-
-from .conftest import REPO, Project
+from tests.factories import REPO, Project
 
 KEYS = {"row", "to", "step", "kind", "path", "payload", "variables", "state", "reason", "region"}
 TWO_STEPS = (

@@ -15,8 +15,7 @@ from scheduler.campaign.exceptions import (
 )
 from scheduler.campaign.plan import build_plan
 from scheduler.campaign.recipients import detect_delimiter, read_layout, slugify
-
-from .conftest import Project
+from tests.factories import Project
 
 #: Every number format of the issue, plus invalid and duplicate rows.
 MESSY_ROWS = [

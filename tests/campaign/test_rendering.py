@@ -18,8 +18,7 @@ from scheduler.campaign.exceptions import (
 from scheduler.campaign.plan import build_plan
 from scheduler.campaign.rendering import FastTemplate, compile_leaf, make_environment
 from scheduler.campaign.segments import sms_segments
-
-from .conftest import Project
+from tests.factories import Project
 
 ENV = make_environment()
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import Project
+from tests.factories import Project
 
 CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]
 

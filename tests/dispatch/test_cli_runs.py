@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dispatch.conftest import Service, write_project
+from tests.factories import Service, write_project
 
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
 

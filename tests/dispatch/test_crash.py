@@ -22,7 +22,7 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DONE_STATES
 from scheduler.service.client import ServiceClient
-from tests.dispatch.conftest import make_run
+from tests.factories import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

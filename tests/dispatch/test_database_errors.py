@@ -10,20 +10,20 @@ from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.runs import Ledger
-from tests.dispatch.conftest import FakeClock, make_run
+from tests.factories import FakeClock, make_run
 
 
 async def test_a_missing_table_stops_the_dispatcher_with_one_ledger_error(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 5)
-    with dledger.engine.begin() as conn:  # the ledger loses its deliveries under the run
+    run_id = make_run(ledger, 5)
+    with ledger.engine.begin() as conn:  # the ledger loses its deliveries under the run
         conn.exec_driver_sql("ALTER TABLE deliveries RENAME TO deliveries_gone")
     options = DispatchOptions(senders=("s1",), rate=10.0, timezone="America/Sao_Paulo")
     async with service.client() as client:
-        dispatcher = Dispatcher(dledger, client, run_id, options, clock=fake_clock,
-                                sleep=fake_clock.sleep, rng=random.Random(3))
+        dispatcher = Dispatcher(ledger, client, run_id, options, clock=clock,
+                                sleep=clock.sleep, rng=random.Random(3))
         with pytest.raises(LedgerError) as caught:
             await dispatcher.run()
     message = str(caught.value)
@@ -31,4 +31,4 @@ async def test_a_missing_table_stops_the_dispatcher_with_one_ledger_error(
     assert "\n" not in message and "SELECT" not in message
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
     assert service.sends() == []  # nothing was sent
-    assert dledger.get_run(run_id).owner_pid is None  # the run was given up
+    assert ledger.get_run(run_id).owner_pid is None  # the run was given up

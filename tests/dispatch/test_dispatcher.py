@@ -17,7 +17,7 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
-from tests.dispatch.conftest import T0, FakeClock, Service, make_run
+from tests.factories import T0, FakeClock, Service, make_run
 
 
 def _options(**kw) -> DispatchOptions:
@@ -47,11 +47,11 @@ def _rows(ledger: Ledger, run_id: int) -> list[dict]:
 
 
 async def test_every_step_is_sent_once_in_order_by_the_same_sender(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1", "s2")
-    run_id = make_run(dledger, 20, steps=2, senders=("s1", "s2"))
-    _, result = await _dispatch(dledger, service, run_id, fake_clock,
+    run_id = make_run(ledger, 20, steps=2, senders=("s1", "s2"))
+    _, result = await _dispatch(ledger, service, run_id, clock,
                                 _options(senders=("s1", "s2"), step_delays_s=(0.0, 30.0)))
     assert result.status == RunStatus.COMPLETED
     assert result.counts == {"accepted": 40}
@@ -67,15 +67,15 @@ async def test_every_step_is_sent_once_in_order_by_the_same_sender(
         assert second["sessionId"] == first["sessionId"]  # sticky sender
         assert _at(second) - _at(first) >= timedelta(seconds=30)  # the step's delay
     assert Counter(s["sessionId"] for s in sends) == {"s1": 20, "s2": 20}  # rotation
-    assert all(r["message_id"] for r in _rows(dledger, run_id))
+    assert all(r["message_id"] for r in _rows(ledger, run_id))
 
 
-async def test_the_rate_is_kept_per_sender(dledger: Ledger, service_factory,
-                                           fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+async def test_the_rate_is_kept_per_sender(ledger: Ledger, service_factory,
+                                           clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 12)
-    await _dispatch(dledger, service, run_id, fake_clock, _options(rate=2.0))
+    run_id = make_run(ledger, 12)
+    await _dispatch(ledger, service, run_id, clock, _options(rate=2.0))
     times = [_at(s) for s in service.sends()]
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
     assert len(times) == 12
@@ -83,12 +83,12 @@ async def test_the_rate_is_kept_per_sender(dledger: Ledger, service_factory,
     assert (times[-1] - times[0]).total_seconds() == pytest.approx(5.5, abs=0.05)
 
 
-async def test_jitter_adds_a_random_pause_between_sends(dledger: Ledger, service_factory,
-                                                        fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+async def test_jitter_adds_a_random_pause_between_sends(ledger: Ledger, service_factory,
+                                                        clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 10)
-    await _dispatch(dledger, service, run_id, fake_clock, _options(rate=10.0, jitter=(2.0, 8.0)))
+    run_id = make_run(ledger, 10)
+    await _dispatch(ledger, service, run_id, clock, _options(rate=10.0, jitter=(2.0, 8.0)))
     times = [_at(s) for s in service.sends()]
     gaps = [(b - a).total_seconds() for a, b in itertools.pairwise(times)]
     assert all(2.0 - 1e-6 <= g <= 8.0 + 0.2 for g in gaps)
@@ -96,12 +96,12 @@ async def test_jitter_adds_a_random_pause_between_sends(dledger: Ledger, service
 
 
 async def test_a_window_that_closes_mid_run_reopens_the_next_day(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 100)
+    run_id = make_run(ledger, 100)
     window = SendWindow.parse("09:00-09:01", "mon-fri", "America/Sao_Paulo")  # 12:00Z
-    dispatcher, result = await _dispatch(dledger, service, run_id, fake_clock,
+    dispatcher, result = await _dispatch(ledger, service, run_id, clock,
                                          _options(rate=1.0, window=window))
     assert result.status == RunStatus.COMPLETED
     days = Counter(_at(s).date() for s in service.sends())
@@ -113,50 +113,50 @@ async def test_a_window_that_closes_mid_run_reopens_the_next_day(
 
 
 async def test_the_daily_cap_spreads_sends_over_local_days(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 12)
-    await _dispatch(dledger, service, run_id, fake_clock, _options(rate=5.0, daily_cap=5))
+    run_id = make_run(ledger, 12)
+    await _dispatch(ledger, service, run_id, clock, _options(rate=5.0, daily_cap=5))
     zone = SendWindow(tz="America/Sao_Paulo").zone
     per_day = Counter(_at(s).astimezone(zone).date() for s in service.sends())
     assert sorted(per_day.values()) == [2, 5, 5]
 
 
 async def test_the_latest_send_time_expires_what_is_left(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 10)
-    _, result = await _dispatch(dledger, service, run_id, fake_clock,
+    run_id = make_run(ledger, 10)
+    _, result = await _dispatch(ledger, service, run_id, clock,
                                 _options(rate=1.0, latest=T0 + timedelta(seconds=3.5)))
     assert result.counts == {"accepted": 4, "expired": 6}
     assert len(service.sends()) == 4
 
 
 async def test_a_429_burst_slows_the_sender_and_nothing_is_lost_or_doubled(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock, throttle_rate=0.6, throttle_retry_after_s=2)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock, throttle_rate=0.6, throttle_retry_after_s=2)
     await service.connect("s1")
-    run_id = make_run(dledger, 30)
-    dispatcher, result = await _dispatch(dledger, service, run_id, fake_clock,
+    run_id = make_run(ledger, 30)
+    dispatcher, result = await _dispatch(ledger, service, run_id, clock,
                                          _options(rate=10.0, max_attempts=50))
     assert result.counts == {"accepted": 30}
     sends = service.sends()
     assert sorted(s["to"] for s in sends) == sorted({s["to"] for s in sends})
     assert len(sends) == 30
-    rows = _rows(dledger, run_id)
+    rows = _rows(ledger, run_id)
     assert max(r["attempts"] for r in rows) > 1
     # honoured Retry-After: a throttled row was not retried before 2 s had passed
-    assert (fake_clock.now - T0).total_seconds() > 2
+    assert (clock.now - T0).total_seconds() > 2
     assert dispatcher.pool is not None and dispatcher.pool.senders["s1"].slowdown >= 1.0
 
 
 async def test_a_sender_that_disconnects_hands_its_work_to_the_others(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1", "s2")
-    run_id = make_run(dledger, 40, senders=("s1", "s2"))
+    run_id = make_run(ledger, 40, senders=("s1", "s2"))
     done = {"n": 0}
 
     def progress(counts: dict[str, int]) -> None:
@@ -166,7 +166,7 @@ async def test_a_sender_that_disconnects_hands_its_work_to_the_others(
             service.post("/sandbox/sessions/s2/disconnect").raise_for_status()
 
     dispatcher, result = await _dispatch(
-        dledger, service, run_id, fake_clock,
+        ledger, service, run_id, clock,
         _options(senders=("s1", "s2"), rate=5.0, sender_cooloff_s=3600), on_progress=progress)
     assert result.counts == {"accepted": 40}
     sends = service.sends()
@@ -176,73 +176,73 @@ async def test_a_sender_that_disconnects_hands_its_work_to_the_others(
 
 
 async def test_a_rejected_body_fails_at_once_with_the_services_message(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 3, steps=2)
-    with dledger.engine.begin() as conn:  # corrupt one stored body: an unknown field
+    run_id = make_run(ledger, 3, steps=2)
+    with ledger.engine.begin() as conn:  # corrupt one stored body: an unknown field
         conn.execute(tables.deliveries.update().where(
             tables.deliveries.c.run_id == run_id, tables.deliveries.c.seq == 0,
         ).values(payload='{"text": "x", "colour": "red"}'))
-    _, result = await _dispatch(dledger, service, run_id, fake_clock, _options())
+    _, result = await _dispatch(ledger, service, run_id, clock, _options())
     assert result.counts == {"accepted": 4, "failed": 1, "skipped": 1}
-    failed = next(r for r in _rows(dledger, run_id) if r["state"] == "failed")
+    failed = next(r for r in _rows(ledger, run_id) if r["state"] == "failed")
     assert "HTTP 400" in failed["last_error"] and "colour" in failed["last_error"]
     assert failed["attempts"] == 1
 
 
 async def test_a_refused_key_stops_the_run_and_says_why(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 5)
+    run_id = make_run(ledger, 5)
     with pytest.raises(RunStopped, match="refused the API key"):
-        await _dispatch(dledger, service, run_id, fake_clock, _options(), api_key="wrong")
-    run = dledger.get_run(run_id)
+        await _dispatch(ledger, service, run_id, clock, _options(), api_key="wrong")
+    run = ledger.get_run(run_id)
     assert run.status == RunStatus.PAUSED
     assert "HTTP 401" in (run.stop_reason or "")
     assert "wrong" not in (run.stop_reason or "")
-    assert dledger.counts(run_id) == {"planned": 5}
+    assert ledger.counts(run_id) == {"planned": 5}
     assert service.sends() == []
 
 
 async def test_server_errors_are_retried_with_backoff_until_they_pass(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock, fail_rate=0.5)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock, fail_rate=0.5)
     await service.connect("s1")
-    run_id = make_run(dledger, 20)
-    _, result = await _dispatch(dledger, service, run_id, fake_clock,
+    run_id = make_run(ledger, 20)
+    _, result = await _dispatch(ledger, service, run_id, clock,
                                 _options(max_attempts=30, failure_threshold=1000))
     assert result.counts == {"accepted": 20}
     assert len(service.sends()) == 20
 
 
 async def test_pause_request_from_the_ledger_stops_within_the_poll(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = make_run(dledger, 50)
+    run_id = make_run(ledger, 50)
 
     def progress(counts: dict[str, int]) -> None:
         if counts.get("accepted", 0) >= 5:
-            dledger.request(run_id, "pause")
+            ledger.request(run_id, "pause")
 
-    _, result = await _dispatch(dledger, service, run_id, fake_clock, _options(rate=2.0),
+    _, result = await _dispatch(ledger, service, run_id, clock, _options(rate=2.0),
                                 on_progress=progress)
     assert result.status == RunStatus.PAUSED
     sent = len(service.sends())
     assert 5 <= sent < 50
-    dledger.request(run_id, "resume")
-    _, result = await _dispatch(dledger, service, run_id, fake_clock, _options(rate=2.0))
+    ledger.request(run_id, "resume")
+    _, result = await _dispatch(ledger, service, run_id, clock, _options(rate=2.0))
     assert result.status == RunStatus.COMPLETED
     assert len(service.sends()) == 50 == len({s["to"] for s in service.sends()})
 
 
 async def test_windows_in_each_recipients_own_time_zone(
-        dledger: Ledger, service_factory, fake_clock: FakeClock) -> None:
-    service = service_factory(clock=fake_clock)
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock)
     await service.connect("s1")
-    run_id = dledger.create_run(campaign_name="tz", channel="whatsapp", definition_path="t",
+    run_id = ledger.create_run(campaign_name="tz", channel="whatsapp", definition_path="t",
                                 definition={"senders": ["s1"]}, delivery_mode="at-most-once",
                                 timezone="America/Sao_Paulo")
     rows = [{"row": i + 1, "to": to, "step": 0, "kind": "text",
@@ -250,9 +250,9 @@ async def test_windows_in_each_recipients_own_time_zone(
              "region": region, "state": "planned", "reason": None}
             for i, (to, region) in enumerate([("12125550123", "US"),
                                               ("5511987650001", "BR")])]
-    dledger.store_plan(run_id, [rows], start_at=T0)
+    ledger.store_plan(run_id, [rows], start_at=T0)
     window = SendWindow.parse("09:00-09:01", "*", "America/Sao_Paulo")
-    await _dispatch(dledger, service, run_id, fake_clock,
+    await _dispatch(ledger, service, run_id, clock,
                     _options(window=window, recipient_timezone=True))
     at = {s["to"]: _at(s) for s in service.sends()}
     assert at["5511987650001"] == T0  # 09:00 in São Paulo

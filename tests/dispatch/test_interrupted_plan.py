@@ -11,7 +11,7 @@ from scheduler.app.planning import plan_run, unfinished_run_for
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries.tables import runs as runs_table
 from scheduler.ledger.runs import Ledger
-from tests.dispatch.conftest import write_project
+from tests.factories import write_project
 
 DEAD_PID = 2**22 + 4321
 

@@ -12,7 +12,7 @@ from scheduler.ledger.db import alembic_config, open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.run_options import from_snapshot
-from tests.dispatch.conftest import T0, FakeClock, Service
+from tests.factories import T0, FakeClock, Service
 
 OLD_DEFINITION = {"name": "antiga", "senders": ["s1", "s2"], "pace": {"rate": "1/min"},
                   "schedule": {"timezone": "America/Sao_Paulo", "window": "09:00-09:02"},
@@ -34,24 +34,24 @@ async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeCl
 
 
 async def test_a_run_stored_before_options_is_sent_with_its_definitions_pace(
-        ledger_url: str, service_factory, fake_clock: FakeClock) -> None:
+        ledger_url: str, service_factory, clock: FakeClock) -> None:
     """A run planned before runs stored their options (migration 0003): its rate, senders
     and window come from its definition snapshot, not from defaults."""
-    service = service_factory(clock=fake_clock)
+    service = service_factory(clock=clock)
     await service.connect("s1", "s2")
     engine = open_ledger(ledger_url)
     try:
-        run_id = Ledger(engine, clock=fake_clock).create_run(
+        run_id = Ledger(engine, clock=clock).create_run(
             campaign_name="antiga", channel="whatsapp", definition_path="antiga.toml",
             definition=OLD_DEFINITION, delivery_mode="at-most-once",
             timezone="America/Sao_Paulo")
         command.downgrade(alembic_config(engine), "0002")  # the schema of the old program
         engine.dispose()
         engine = open_ledger(ledger_url)  # this program opens the old ledger: upgrades it
-        ledger = Ledger(engine, clock=fake_clock)
+        ledger = Ledger(engine, clock=clock)
         assert ledger.get_run(run_id).options is None
         ledger.store_plan(run_id, [_rows(8)], start_at=T0)
-        result = await _dispatch(ledger, service, run_id, fake_clock)
+        result = await _dispatch(ledger, service, run_id, clock)
     finally:
         engine.dispose()
     assert result.status == RunStatus.COMPLETED

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from scheduler.app.rehearsal import rehearse_campaign
-from tests.dispatch.conftest import write_project
+from tests.factories import write_project
 
 
 def test_rehearsal_shows_the_window_pause_and_finishes_on_the_next_day(

@@ -4,25 +4,15 @@ error reaches the caller as one ``LedgerError`` line that names what failed."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 
-from scheduler.ledger.db import make_engine, open_ledger
+from scheduler.ledger.db import make_engine
 from scheduler.ledger.exceptions import DatabaseUnavailable, LedgerError
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.runs import Ledger
-
-T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def ledger(ledger_url: str) -> Iterator[Ledger]:
-    engine = open_ledger(ledger_url)
-    yield Ledger(engine, clock=lambda: T0)
-    engine.dispose()
+from tests.factories import T0
 
 
 def _run(ledger: Ledger, recipients: int = 3) -> int:
@@ -39,11 +29,10 @@ def _run(ledger: Ledger, recipients: int = 3) -> int:
 def test_a_database_error_is_one_line_naming_what_failed_and_nothing_is_kept(
         ledger: Ledger) -> None:
     run_id = _run(ledger)
-    with pytest.raises(LedgerError) as caught:
-        with ledger.transaction("claim deliveries") as conn:
-            due = dq.due_deliveries(conn, run_id, T0, limit=10)
-            assert dq.claim(conn, [(d.id, "s1") for d in due], T0)
-            rq.update_run(conn, run_id, status=None)  # the database refuses: NOT NULL
+    with pytest.raises(LedgerError) as caught, ledger.transaction("claim deliveries") as conn:
+        due = dq.due_deliveries(conn, run_id, T0, limit=10)
+        assert dq.claim(conn, [(d.id, "s1") for d in due], T0)
+        rq.update_run(conn, run_id, status=None)  # the database refuses: NOT NULL
     message = str(caught.value)
     assert message.startswith("could not claim deliveries: ")
     assert "status" in message and "\n" not in message
@@ -54,11 +43,11 @@ def test_a_database_error_is_one_line_naming_what_failed_and_nothing_is_kept(
 
 def test_other_errors_pass_through_unchanged_and_roll_back(ledger: Ledger) -> None:
     run_id = _run(ledger)
-    with pytest.raises(KeyError, match="not a database error"):
-        with ledger.transaction("claim deliveries") as conn:
-            due = dq.due_deliveries(conn, run_id, T0, limit=10)
-            dq.claim(conn, [(d.id, "s1") for d in due], T0)
-            raise KeyError("not a database error")
+    with (pytest.raises(KeyError, match="not a database error"),
+          ledger.transaction("claim deliveries") as conn):
+        due = dq.due_deliveries(conn, run_id, T0, limit=10)
+        dq.claim(conn, [(d.id, "s1") for d in due], T0)
+        raise KeyError("not a database error")
     assert ledger.counts(run_id) == {"planned": 3}
 
 
@@ -91,9 +80,8 @@ def test_a_server_that_cannot_be_reached_is_database_unavailable_without_the_pas
     url = f"postgresql+psycopg://shop:s3cret-pw@127.0.0.1:{_closed_port()}/campaign"
     engine = make_engine(url)
     try:
-        with pytest.raises(DatabaseUnavailable) as caught:
-            with Ledger(engine).read("read the runs"):
-                pass
+        with pytest.raises(DatabaseUnavailable) as caught, Ledger(engine).read("read the runs"):
+            pass
     finally:
         engine.dispose()
     message = str(caught.value)

@@ -14,7 +14,7 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.queries.tables import runs as runs_table
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
-from tests.ledger.conftest import T0, plan_rows
+from tests.factories import T0, plan_rows
 
 
 def _run(ledger: Ledger, name: str = "welcome") -> int:

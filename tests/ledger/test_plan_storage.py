@@ -10,7 +10,7 @@ from sqlalchemy import event, select
 
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
-from tests.ledger.conftest import T0, plan_rows
+from tests.factories import T0, plan_rows
 
 #: Text that a hand-rolled COPY or CSV encoding would corrupt.
 AWKWARD = 'tab\there, new\nline, back\\slash, \\N, "quotes", \'single\', ação, 🎉, \r end'

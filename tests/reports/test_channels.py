@@ -12,8 +12,9 @@ import pytest
 
 from scheduler.reports import write_report
 from scheduler.reports.details import DetailScan, cells, parse
+from tests.factories import number
+from tests.reports.support import details_run, ids_by_row, set_rows, store
 
-from .conftest import details_run, number, store
 from .test_workbook import summary_values, table
 
 
@@ -141,8 +142,6 @@ def test_runs_in_different_zones(ledger: Any, tmp_path: Path) -> None:
         start_at=ledger.clock(),
     )
     brazil = store(ledger, rows)
-    from .conftest import ids_by_row, set_rows
-
     for run_id in (lisbon, brazil):
         set_rows(ledger, ids_by_row(ledger, run_id), state="accepted", dispatched_at=ledger.clock())
     book = openpyxl.load_workbook(write_report(ledger, [lisbon, brazil], output=tmp_path).path)

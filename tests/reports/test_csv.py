@@ -9,8 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from scheduler.reports import write_report
-
-from .conftest import FORMULA, REPLY, Scenario
+from tests.reports.support import FORMULA, REPLY, Scenario
 
 
 def test_csv_has_bom_accents_and_every_row(whatsapp_run: Scenario, tmp_path: Path) -> None:

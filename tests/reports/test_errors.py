@@ -21,8 +21,7 @@ from scheduler.reports.exceptions import (
     ReportFormatError,
     RunsNotFound,
 )
-
-from .conftest import Scenario
+from tests.reports.support import Scenario
 
 #: The console script's entry point, run as a process (``campaign = "scheduler.cli:main"``).
 CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]

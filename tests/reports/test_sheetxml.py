@@ -20,8 +20,8 @@ from scheduler.reports.sheetxml import (
     escape_text,
     split_rows,
 )
+from tests.reports.support import Scenario
 
-from .conftest import Scenario
 from .test_workbook import table
 
 NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"

@@ -16,8 +16,8 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.reports import ReportResult, write_report
 from tests.databases import LedgerUrls
-
-from .conftest import FORMULA, REPLY, Clock, Scenario, make_whatsapp_run
+from tests.factories import FakeClock
+from tests.reports.support import FORMULA, REPLY, Scenario, make_whatsapp_run
 
 SHEETS = ["Summary", "Recipients", "Replies", "Opt-outs", "Errors", "Sends per hour"]
 
@@ -27,7 +27,7 @@ def built(tmp_path_factory: pytest.TempPathFactory, ledger_urls: LedgerUrls
           ) -> Iterator[tuple[Scenario, ReportResult]]:  # fmt: skip
     """The main scenario and its xlsx report, built once for this module (tests only read)."""
     folder = tmp_path_factory.mktemp("workbook")
-    clock = Clock()
+    clock = FakeClock()
     engine = open_ledger(ledger_urls.new(folder, lasting=True))
     scenario = make_whatsapp_run(Ledger(engine, clock=clock), clock)
     yield scenario, write_report(engine, [scenario.run_id], output=folder / "out")

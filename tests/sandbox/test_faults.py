@@ -6,8 +6,7 @@ import httpx
 import pytest
 
 from scheduler.service.requests import SEND_KINDS
-
-from .conftest import TO
+from tests.sandbox.support import TO
 
 FAULTY = {"fail_rate": 0.25, "throttle_rate": 0.25, "timeout_rate": 0.0}
 

@@ -7,8 +7,7 @@ import asyncio
 import httpx
 
 from scheduler.sandbox import SandboxConfig, create_app
-
-from .conftest import TO
+from tests.sandbox.support import TO
 
 
 async def test_in_process_app_with_lifespan(webhook_sink):

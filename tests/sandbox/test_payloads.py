@@ -14,8 +14,7 @@ from datetime import datetime
 import pytest
 
 from scheduler.service.requests import SEND_KINDS
-
-from .conftest import TO
+from tests.sandbox.support import TO
 
 # "data fields" table: always present.
 COMMON = {

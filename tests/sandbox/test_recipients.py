@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from scheduler.config import DEFAULT_OPT_OUT_WORDS
-
-from .conftest import TO
+from tests.sandbox.support import TO
 
 RECEIPT_FIELDS = {"message_id", "remote_jid", "timestamp"}
 ACTIVE = {"recipient_delay_ms": (1, 5)}

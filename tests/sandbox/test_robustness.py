@@ -9,8 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from scheduler.service.requests import SEND_KINDS
-
-from .conftest import sample_bodies, unique_id
+from tests.sandbox.support import sample_bodies, unique_id
 
 FINITE = st.floats(allow_nan=False, allow_infinity=False)
 JSON_VALUES = st.recursive(

@@ -8,8 +8,7 @@ from datetime import datetime
 import pytest
 
 from scheduler.service.requests import SEND_KINDS
-
-from .conftest import TO, sample_bodies
+from tests.sandbox.support import TO, sample_bodies
 
 
 def test_samples_cover_every_send_kind():

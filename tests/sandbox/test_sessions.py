@@ -10,7 +10,7 @@ import pytest
 import zxingcpp
 from PIL import Image
 
-from .conftest import unique_id
+from tests.sandbox.support import unique_id
 
 NOT_FOUND = {"success": False, "error": "Session not found", "statusCode": 404}
 RECORD_FIELDS = {

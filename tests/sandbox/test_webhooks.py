@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .conftest import TO
+from tests.sandbox.support import TO
 
 
 def wait_log(box, predicate, count=1, timeout=5.0):

@@ -7,7 +7,6 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import format_datetime
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -26,11 +25,8 @@ from scheduler.service.exceptions import (
     Unauthorized,
     UnexpectedResponse,
 )
+from tests.service.support import API_KEY, Scripted
 
-if TYPE_CHECKING:
-    from tests.service.conftest import Scripted
-
-API_KEY = "sk-test-7f3a9c1e-SECRET"  # the same key as the conftest's ``api_key`` fixture
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 Call = Callable[[ServiceClient], Awaitable[object]]
 

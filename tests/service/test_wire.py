@@ -15,7 +15,7 @@ from scheduler.service.exceptions import InvalidRequest
 from scheduler.service.responses import Ack, RejectCallResult, SendResult, SessionRecord
 
 if TYPE_CHECKING:
-    from tests.service.conftest import Scripted
+    from tests.service.support import Scripted
 
 TO = "5511999990000"
 

@@ -8,55 +8,21 @@ variables the test gives it.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from scheduler.sandbox.config import DEFAULT_API_KEY
-
-_SCRIPT = Path(sys.executable).with_name("campaign")
-CAMPAIGN = [str(_SCRIPT)] if _SCRIPT.exists() else [
-    sys.executable, "-c", "from scheduler.cli import main; main()"]
-
-
-@dataclass
-class SandboxProcess:
-    """A sandbox served by another process: its address, key and inspection endpoints."""
-
-    base_url: str
-    api_key: str = DEFAULT_API_KEY
-
-    def scan(self, session_id: str) -> None:
-        """The phone reads the session's QR code (``POST /sandbox/sessions/{id}/scan``)."""
-        response = httpx.post(f"{self.base_url}/sandbox/sessions/{session_id}/scan", timeout=10)
-        response.raise_for_status()
-
-    def disconnect(self, session_id: str) -> None:
-        """The phone drops the session (``POST /sandbox/sessions/{id}/disconnect``)."""
-        response = httpx.post(f"{self.base_url}/sandbox/sessions/{session_id}/disconnect",
-                              timeout=10)
-        response.raise_for_status()
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment without any ``CAMPAIGN_*`` setting of the machine running the tests."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
-    env["PYTHONIOENCODING"] = "utf-8"
-    env.pop("COLUMNS", None)
-    return env
+from tests.sessions.support import CAMPAIGN, Cli, CliResult, SandboxProcess, clean_env
 
 
 @pytest.fixture(scope="module")
 def sandbox_process() -> Iterator[SandboxProcess]:
     """``campaign sandbox --port 0`` in another process, up and answering."""
-    env = {**_clean_env(), "PYTHONUNBUFFERED": "1"}
+    env = {**clean_env(), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([*CAMPAIGN, "sandbox", "--port", "0"], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -86,23 +52,6 @@ def sandbox_process() -> Iterator[SandboxProcess]:
             proc.communicate()
 
 
-@dataclass
-class CliResult:
-    """What a ``campaign`` run printed and its exit code."""
-
-    code: int
-    out: str
-    err: str
-
-    @property
-    def both(self) -> str:
-        """stdout and stderr together."""
-        return self.out + self.err
-
-
-Cli = Callable[..., CliResult]
-
-
 @pytest.fixture
 def workdir(tmp_path: Path) -> Path:
     """An empty folder, outside the project, where the commands run."""
@@ -116,7 +65,7 @@ def cli(workdir: Path) -> Cli:
     """``cli(*args, env={...}, cwd=...)``: run ``campaign`` from ``workdir``."""
 
     def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
-        done = subprocess.run([*CAMPAIGN, *args], env={**_clean_env(), **(env or {})},
+        done = subprocess.run([*CAMPAIGN, *args], env={**clean_env(), **(env or {})},
                               cwd=cwd or workdir, capture_output=True, text=True,
                               encoding="utf-8", timeout=120, check=False)
         return CliResult(done.returncode, done.stdout, done.stderr)

@@ -20,7 +20,7 @@ from scheduler.service.sender_check import (
     raise_for_problems,
     verify_senders,
 )
-from tests.sessions.conftest import SandboxProcess
+from tests.sessions.support import SandboxProcess
 
 
 def prepare(sandbox: SandboxProcess, ready: str, waiting: str, dropped: str) -> None:

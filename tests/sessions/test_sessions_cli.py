@@ -13,7 +13,7 @@ from pathlib import Path
 import zxingcpp
 from PIL import Image
 
-from tests.sessions.conftest import Cli, SandboxProcess
+from tests.sessions.support import Cli, SandboxProcess
 
 
 def decoded(path: Path) -> str:

@@ -21,9 +21,18 @@ from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import store_and_apply
 from tests.databases import LedgerUrls
-from tests.dispatch.conftest import T0, make_run
-
-from .conftest import accepted_run, mid, number, receipt, received, rows, sent, sms, table, voice
+from tests.factories import T0, make_run, number
+from tests.tracking.support import (
+    accepted_run,
+    mid,
+    receipt,
+    received,
+    rows,
+    sent,
+    sms,
+    table,
+    voice,
+)
 
 CTX = ApplyContext(OptOutWords(["SAIR", "PARAR", "STOP"]))
 NOW = T0 + timedelta(hours=1)

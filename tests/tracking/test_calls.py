@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from scheduler.ledger.runs import Ledger
-
-from .conftest import table, wait_until
+from tests.tracking.support import table, wait_until
 
 REJECT = "/api/v1/calls/reject"
 TEXT = "/api/v1/messages/send/text"

@@ -28,9 +28,8 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import store_and_apply
-from tests.dispatch.conftest import T0, make_run
-
-from .conftest import TOKEN, accepted_run, mid, number, receipt, received, sent
+from tests.factories import T0, make_run, number
+from tests.tracking.support import TOKEN, accepted_run, mid, receipt, received, sent
 
 runner = CliRunner()
 CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]

@@ -12,9 +12,8 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import store_and_apply
-from tests.dispatch.conftest import T0
-
-from .conftest import accepted_run, mid, number, rows, sms, voice
+from tests.factories import T0, number
+from tests.tracking.support import accepted_run, mid, rows, sms, voice
 
 CTX = ApplyContext(OptOutWords(["SAIR"]))
 

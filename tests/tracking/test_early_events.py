@@ -24,9 +24,8 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import store_and_apply
-from tests.dispatch.conftest import T0, make_run
-
-from .conftest import mid, number, receipt, rows, sent, table, wait_until
+from tests.factories import T0, make_run, number
+from tests.tracking.support import mid, receipt, rows, sent, table, wait_until
 
 CTX = ApplyContext(OptOutWords(["SAIR"]))
 EVENT_AT = T0 + timedelta(milliseconds=300)

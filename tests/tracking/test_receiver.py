@@ -13,9 +13,8 @@ from scheduler.config import Settings
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import receiver_token, session_webhook_url
 from scheduler.tracking.intake import sign
-from tests.dispatch.conftest import T0
-
-from .conftest import SECRET, TOKEN, accepted_run, mid, number, received, rows, sent, table
+from tests.factories import T0, number
+from tests.tracking.support import SECRET, TOKEN, accepted_run, mid, received, rows, sent, table
 
 JSON = {"content-type": "application/json"}
 

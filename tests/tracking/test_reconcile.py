@@ -13,9 +13,8 @@ from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.intake import incoming_from
-from tests.dispatch.conftest import T0, make_run
-
-from .conftest import number, receipt, rows, sent, table, wait_until
+from tests.factories import T0, make_run, number
+from tests.tracking.support import receipt, rows, sent, table, wait_until
 
 CRASHED_ID = "3EB0AAAABBBBCCCCDDDD01"
 

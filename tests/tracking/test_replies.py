@@ -11,9 +11,8 @@ from scheduler.config import DEFAULT_OPT_OUT_WORDS
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.replies import OptOutWords, fold
-from tests.dispatch.conftest import T0
-
-from .conftest import accepted_run, number, received, rows, table
+from tests.factories import T0, number
+from tests.tracking.support import accepted_run, received, rows, table
 
 WORDS = OptOutWords(DEFAULT_OPT_OUT_WORDS)
 

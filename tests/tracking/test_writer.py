@@ -14,9 +14,8 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.writer import EventWriter
-from tests.dispatch.conftest import T0
-
-from .conftest import accepted_run, mid, number, receipt, rows, sent, table
+from tests.factories import T0, number
+from tests.tracking.support import accepted_run, mid, receipt, rows, sent, table
 
 CTX = ApplyContext(OptOutWords(["SAIR"]))
 

@@ -1,4 +1,5 @@
-"""Real-use tests: the `campaign` command in a subprocess, from folders a user would use."""
+"""Helpers of the real-use tests: the `campaign` command in a subprocess, from folders a user
+would use (no fixtures here: the shared ones are in `tests/conftest.py`)."""
 
 from __future__ import annotations
 
