@@ -51,6 +51,7 @@ from scheduler.service.transport import TransportKind, make_transport, no_answer
 logger = logging.getLogger("scheduler.service")
 API = rq.API
 Model = TypeVar("Model", bound=BaseModel)
+Answer = TypeVar("Answer")  # what a reader makes of an answer's JSON (a model, a list of them)
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _PATH_BY_MODEL: dict[type[rq.SendBody], str] = {k.model: k.path for k in rq.SEND_KINDS.values()}
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -165,8 +166,8 @@ class ServiceClient:
         self._check_answer(response.status_code, response.headers, response.content, path)
         return response
 
-    async def _call(self, method: str, path: str, reader: Callable[[Any], Model],
-                    body: Any = None) -> Model:
+    async def _call(self, method: str, path: str, reader: Callable[[Any], Answer],
+                    body: Any = None) -> Answer:
         """A JSON request read by ``reader``; ``success: false`` or a wrong shape is an error."""
         response = await self._request(method, path, body=body)
         try:

@@ -174,7 +174,8 @@ class Limits(ResponseModel):
         """Limits from ``{success, sessionId, data: {...}}``; an unknown shape gives no limits."""
         if not isinstance(raw, dict):
             return cls()
-        data = raw.get("data") if isinstance(raw.get("data"), dict) else raw
+        inner = raw.get("data")
+        data: dict[str, Any] = inner if isinstance(inner, dict) else raw
         values = {k: data.get(k) for k in ("plan", "period", "limits", "used", "resetsAt")}
         values["sessionId"] = raw.get("sessionId", data.get("sessionId"))
         clean = {k: v for k, v in values.items() if v is not None}
@@ -191,11 +192,11 @@ class Limits(ResponseModel):
 
     def remaining(self, channel: str = "messages") -> int | None:
         """What is left for ``channel`` in this period; ``None`` when no limit is known."""
-        limit = getattr(self.limits, channel, None)
+        limit: int | None = getattr(self.limits, channel, None)
         if limit is None:
             return None
-        used = getattr(self.used, channel, None) or 0
-        return max(0, limit - used)
+        used: int | None = getattr(self.used, channel, None)
+        return max(0, limit - (used or 0))
 
 
 class RejectedCall(ResponseModel):
