@@ -67,7 +67,7 @@ def classify(error: ServiceError) -> Verdict:
 def backoff_delay(attempt: int, rng: random.Random, *, base_s: float = 1.0,
                   cap_s: float = 300.0) -> float:
     """Seconds to wait before try ``attempt + 1``: exponential, capped, with equal jitter."""
-    ceiling = min(cap_s, base_s * (2 ** max(0, attempt - 1)))
+    ceiling = min(cap_s, base_s * (2.0 ** max(0, attempt - 1)))
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 

@@ -190,7 +190,7 @@ def pool_for_run(options: DispatchOptions, rng: random.Random, zone: tzinfo,
         for name in options.senders:
             left = options.plan_limit - sent_today.get(name, 0)
             pool.set_quota(name, left, day_start + timedelta(days=1))
-    for name, (left, resets_at) in quotas.items():
+    for name, (remaining, resets_at) in quotas.items():
         if name in pool.senders:
-            pool.set_quota(name, left, resets_at)
+            pool.set_quota(name, remaining, resets_at)
     return pool
