@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
+from sqlmodel import col, select
 
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection, Engine, Scope
@@ -242,7 +242,7 @@ class Ledger:
 
     def list_runs(self, *, campaign_name: str | None = None) -> list[Run]:
         """Every run, newest first."""
-        stmt = select(Run).order_by(Run.id.desc())  # type: ignore[union-attr]
+        stmt = select(Run).order_by(col(Run.id).desc())
         if campaign_name:
             stmt = stmt.where(Run.campaign_name == campaign_name)
         with access.session(self.engine, "list the runs") as session:
