@@ -207,6 +207,7 @@ class ChunkPlanner:
                         }
                     )
                 continue
+            assert digits is not None  # no reason to skip: the number was normalised
             ctx = {**variables, "to": digits} if self.needs_to else variables
             for renderer, index, kind, path in steps:
                 state, reason, payload = "planned", None, {}

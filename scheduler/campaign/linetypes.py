@@ -14,6 +14,7 @@ the United States) is reachable whenever ``mobile`` or ``fixed_line`` is accepte
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import phonenumbers
@@ -82,7 +83,7 @@ def type_name(number: phonenumbers.PhoneNumber) -> str:
 class LinePolicy:
     """The line types one campaign accepts, and the reason for every other type."""
 
-    def __init__(self, channel: str, configured: list[str] | None = None) -> None:
+    def __init__(self, channel: str, configured: Sequence[str] | None = None) -> None:
         self.channel = channel
         self.configured = configured is not None
         names = tuple(configured) if configured is not None else DEFAULT_LINE_TYPES[channel]

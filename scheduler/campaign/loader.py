@@ -300,7 +300,8 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         if lenient:
             spec = lenient_spec(data)
             _cross_checks(spec, found)
-    recipients = data.get("recipients") if isinstance(data.get("recipients"), dict) else {}
+    raw_recipients = data.get("recipients")
+    recipients: dict[str, Any] = raw_recipients if isinstance(raw_recipients, dict) else {}
     recipients_file: Path | None = None
     suppression_files: list[Path] = []
     if isinstance(recipients.get("file"), str) and recipients["file"].strip():
@@ -323,14 +324,15 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
                     f"recipients.suppression[{i}]",
                 )
     env = make_environment(root / "templates")
-    channel = (
-        data.get("channel") if data.get("channel") in ("whatsapp", "sms", "voice") else ("whatsapp")
-    )
-    senders = data.get("senders") if isinstance(data.get("senders"), list) else []
+    raw_channel = data.get("channel")
+    channel = raw_channel if raw_channel in ("whatsapp", "sms", "voice") else "whatsapp"
+    raw_senders = data.get("senders")
+    senders: list[Any] = raw_senders if isinstance(raw_senders, list) else []
     session = str(senders[0]) if senders else PLACEHOLDER_SESSION
     bounds = spec.bounds if spec is not None else BoundsSpec()
     steps: list[CompiledStep] = []
-    raw_steps = data.get("steps") if isinstance(data.get("steps"), list) else []
+    listed_steps = data.get("steps")
+    raw_steps: list[Any] = listed_steps if isinstance(listed_steps, list) else []
     for index, raw in enumerate(raw_steps):
         step = _check_step(index, raw, channel, session, env, found, bounds)
         if step is not None:

@@ -104,13 +104,14 @@ class PhoneNormalizer:
     def __init__(self, default_region: str = "BR", *, add_ninth_digit: bool = False) -> None:
         region = default_region.upper()
         meta = PhoneMetadata.metadata_for_region(region)
-        if meta is None:
+        general = None if meta is None else meta.general_desc
+        country_code = None if meta is None else meta.country_code
+        if meta is None or general is None or country_code is None:
             raise ValueError(f"{default_region!r} is not a region phonenumbers knows")
         self.region = region
         self.add_ninth_digit = add_ninth_digit
-        self.cc = str(meta.country_code)
+        self.cc = str(country_code)
         self._plus_cc = "+" + self.cc
-        general = meta.general_desc
         lengths = tuple(general.possible_length or ())
         self._max_len = max(lengths) if lengths else 17
         types = [
@@ -118,7 +119,7 @@ class PhoneNormalizer:
             for name in _TYPES
             if (regex := _desc_regex(getattr(meta, name), lengths))
         ]
-        single = len(phonenumbers.COUNTRY_CODE_TO_REGION_CODE.get(meta.country_code, ())) == 1
+        single = len(phonenumbers.COUNTRY_CODE_TO_REGION_CODE.get(country_code, ())) == 1
         self._fast_ok = bool(types) and single and bool(general.national_number_pattern)
         self._valid = re.compile(
             rf"(?=(?:{general.national_number_pattern})$)(?:{'|'.join(types) or '(?!)'})"

@@ -17,7 +17,7 @@ Jinja2 errors are translated here into :mod:`scheduler.campaign.exceptions` clas
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -74,14 +74,20 @@ def _fast_expr(node: nodes.Node, env: SandboxedEnvironment) -> Part | None:
             return None
         if node.dyn_args or node.dyn_kwargs:
             return None
-        if not all(isinstance(a, nodes.Const) for a in node.args):
+        args: list[Any] = []
+        for arg in node.args:
+            if not isinstance(arg, nodes.Const):
+                return None
+            args.append(arg.value)
+        kwargs: dict[str, Any] = {}
+        for pair in node.kwargs:  # Keyword nodes (jinja2 annotates them as Pair)
+            if not isinstance(pair, nodes.Keyword) or not isinstance(pair.value, nodes.Const):
+                return None
+            kwargs[pair.key] = pair.value.value
+        chain.append((fn, tuple(args), kwargs))
+        if node.node is None:  # a {% filter %} block
             return None
-        if not all(isinstance(k.value, nodes.Const) for k in node.kwargs):
-            return None
-        args = tuple(a.value for a in node.args)
-        kwargs = {k.key: k.value.value for k in node.kwargs}
-        chain.append((fn, args, kwargs))
-        node = node.node  # type: ignore[assignment]
+        node = node.node
     if isinstance(node, nodes.Const) and not chain:
         return str(node.value)
     if isinstance(node, nodes.Name) and node.ctx == "load":
@@ -189,14 +195,13 @@ class Leaf:
     fast: FastTemplate | None
     variables: frozenset[str]
     line: int | None = None
+    #: ``render(ctx)``: the rendered string; Jinja errors become campaign ``TemplateError``
+    #: classes. The hot path: one generated function per leaf, else Jinja's template.
+    render: Callable[[dict[str, Any]], str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.fast is not None:  # the hot path: one generated function per leaf
-            self.render = self.fast.bound(self._jinja, self._error)  # type: ignore[method-assign]
-
-    def render(self, ctx: dict[str, Any]) -> str:
-        """The rendered string; Jinja errors become campaign ``TemplateError`` classes."""
-        return self._jinja(ctx)
+        self.render = (self._jinja if self.fast is None
+                       else self.fast.bound(self._jinja, self._error))
 
     def _jinja(self, ctx: dict[str, Any]) -> str:
         try:

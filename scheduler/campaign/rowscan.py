@@ -20,7 +20,7 @@ blank lines counted).
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
@@ -33,8 +33,8 @@ Record = tuple[int, int, list[str] | None, Issue | None]
 class _Lines:
     """Lines of a file, counted, with the lines of the record being read kept."""
 
-    def __init__(self, handle: object, skip: int) -> None:
-        self._it = iter(handle)  # type: ignore[call-overload]
+    def __init__(self, handle: Iterable[str], skip: int) -> None:
+        self._it = iter(handle)
         self.line = 0
         for _ in islice(self._it, skip):
             self.line += 1
