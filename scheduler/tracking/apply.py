@@ -22,7 +22,6 @@ from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import suppression as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.service.event_data import CallOffer, MessageData
 from scheduler.service.events import CallOfferEvent, MessageEvent
 from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
@@ -127,14 +126,14 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
     held = tq.held_message_ids(conn, (i.message_id_norm for _, i in items
                                       if i.message_id_norm))
     matched = [(i.message_id_norm, i.when) for _, i in items if i.message_id_norm in held]
-    tq.track_progress(conn, S.SENT, matched, now, stamps=SENT_STAMPS)  # type: ignore[arg-type]
+    tq.track_progress(conn, S.SENT, matched, now, stamps=SENT_STAMPS)
     for event_id, item in items:
         norm = item.message_id_norm
         if norm in held:
             out.results[event_id] = "sent"
             continue
-        data = item.event.data  # type: ignore[attr-defined]
-        assert isinstance(data, MessageData)
+        assert isinstance(item.event, MessageEvent)
+        data = item.event.data
         if norm is None or item.number is None or data.is_group:
             out.results[event_id] = UNMATCHED
             continue
@@ -182,7 +181,7 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
         tq.track_progress(conn, target, params, now, stamps=stamps)
     extras = {i.message_id_norm for _, i in items
               if i.channel in ("sms", "voice") and i.message_id_norm in held}
-    for norm in sorted(extras):  # type: ignore[type-var]
+    for norm in sorted(extras):
         stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
         tq.merge_details(conn, norm, fold(stored))
 
@@ -190,8 +189,8 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
 def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyContext,
                  now: datetime) -> str:
     """``messages.received``: a reply on the recipient's latest delivery; maybe an opt-out."""
-    data = item.event.data  # type: ignore[attr-defined]
-    assert isinstance(data, MessageData)
+    assert isinstance(item.event, MessageEvent)
+    data = item.event.data
     if data.fromMe:
         return "ignored: written on the session's own phone"
     if data.is_group:
@@ -219,8 +218,8 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
 
 def _apply_offer(event_id: int, item: Incoming, ctx: ApplyContext, out: Applied) -> str:
     """``call.offer``: queue the rejection (done after the commit) when it is on."""
-    data = item.event.data  # type: ignore[attr-defined]
-    assert isinstance(data, CallOffer)
+    assert isinstance(item.event, CallOfferEvent)
+    data = item.event.data
     if not ctx.reject_calls:
         return "stored (reject_calls is off)"
     if data.isGroup:

@@ -26,7 +26,8 @@ KEYS = {
 
 
 def _order(envelope: dict[str, Any], event_id: int) -> tuple[float, int]:
-    data = envelope.get("data") if isinstance(envelope.get("data"), dict) else {}
+    inner = envelope.get("data")
+    data: dict[str, Any] = inner if isinstance(inner, dict) else {}
     moment = parse_stamp(data.get("timestamp")) or parse_stamp(envelope.get("timestamp"))
     return (moment.timestamp() if moment else 0.0, event_id)
 
@@ -48,7 +49,7 @@ def fold(stored: Iterable[tuple[int, str]]) -> dict[str, Any]:
     answered: bool | None = None
     for _, envelope in envelopes:
         data, channel = envelope["data"], envelope.get("channel")
-        for key in KEYS.get(channel, ()):
+        for key in KEYS.get(str(channel), ()):
             if data.get(key) is not None:
                 details[key] = data[key]
         if channel != "voice":

@@ -10,12 +10,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs
 
 import orjson
+from starlette.types import Receive
 
 from scheduler.service.event_data import MessageData, Receipt, SmsStatus, VoiceCall
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
@@ -73,7 +75,7 @@ class RawRequest:
 
     __slots__ = ("_headers", "query", "receive")
 
-    def __init__(self, scope: dict[str, Any], receive: Any) -> None:
+    def __init__(self, scope: Mapping[str, Any], receive: Receive) -> None:
         self._headers: dict[bytes, bytes] = dict(scope.get("headers") or ())
         self.query: bytes = scope.get("query_string") or b""
         self.receive = receive
