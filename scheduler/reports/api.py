@@ -110,9 +110,9 @@ def write_report(
             stem = default_stem([r.campaign for r in runs], [r.id for r in runs])
             target = resolve_output(output, folder, stem, fmt)
             with AtomicFiles() as files:
+                pngs: list[Path] = []
                 if fmt == "csv":
-                    rows, pngs = {"Recipients": _write_csv(conn, runs, files.temp_for(target))
-                                  }, []  # fmt: skip
+                    rows = {"Recipients": _write_csv(conn, runs, files.temp_for(target))}
                 else:
                     rows, pngs = _write_xlsx(conn, runs, target, files)
                 files.commit()

@@ -9,22 +9,26 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
+
+if TYPE_CHECKING:  # matplotlib is imported when a chart is drawn
+    from matplotlib.figure import Figure
 
 _SIZE = (10.0, 5.0)
 _DPI = 110
 _BLUE = "#2f6db5"
 
 
-def _save(fig: object, path: Path) -> None:
+def _save(fig: Figure, path: Path) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    FigureCanvasAgg(fig)  # type: ignore[arg-type]
+    FigureCanvasAgg(fig)
     with warnings.catch_warnings():
         # A campaign name with an emoji has no glyph in the default font: a box is fine.
         warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
-        fig.savefig(path, format="png", dpi=_DPI)  # type: ignore[attr-defined]
+        fig.savefig(path, format="png", dpi=_DPI)
 
 
 def sends_per_hour_png(path: Path, hourly: pd.DataFrame, title: str, zone: str) -> None:

@@ -71,7 +71,7 @@ def parse(raw: Any) -> dict[str, Any]:
         return {"unparsed": str(raw)}
     if not isinstance(value, dict):
         return {"value": value}
-    return {_KEYS.get(k.replace("_", "").lower(), k): v for k, v in value.items()}
+    return {_KEYS.get(str(k).replace("_", "").lower(), str(k)): v for k, v in value.items()}
 
 
 def _number(value: Any) -> float | None:
@@ -138,9 +138,10 @@ class DetailScan:
     def columns(self, channels: Iterable[str]) -> list[tuple[str, str, str, float]]:
         """The detail columns a Recipients table needs: ``(key, header, kind, width)``."""
         present = set(channels)
-        out = [(key, header, kind, width)
-               for key, header, kind, width, channel, needs in DETAIL_COLUMNS
-               if channel in present or self.keys.intersection(needs)]  # fmt: skip
+        out: list[tuple[str, str, str, float]] = [
+            (key, header, kind, width)
+            for key, header, kind, width, channel, needs in DETAIL_COLUMNS
+            if channel in present or self.keys.intersection(needs)]  # fmt: skip
         if self.keys - _CANONICAL:
             out.append(OTHER_COLUMN)
         return out

@@ -20,7 +20,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 import numpy as np
 import pandas as pd
@@ -113,11 +113,11 @@ class RowEncoder:
         if not length:
             return ""
         rows = [str(r) for r in range(first_row, first_row + length)]
-        cells = [self._column(col, letter, frame[col.key], rows)
-                 for col, letter in zip(self.columns, self.letters, strict=True)]  # fmt: skip
-        cells = [c for c in cells if c is not None]
-        return "".join([f'<row r="{r}">{"".join(c)}</row>'
-                        for r, *c in zip(rows, *cells, strict=True)])  # fmt: skip
+        columns = [self._column(col, letter, frame[col.key], rows)
+                   for col, letter in zip(self.columns, self.letters, strict=True)]  # fmt: skip
+        cells = [c for c in columns if c is not None]
+        lines: Iterator[tuple[str, ...]] = zip(rows, *cells, strict=True)  # (row, its cells...)
+        return "".join([f'<row r="{r}">{"".join(c)}</row>' for r, *c in lines])
 
     def _column(self, col: Column, letter: str, values: Any, rows: list[str]
                 ) -> list[str] | None:  # fmt: skip
@@ -196,7 +196,7 @@ def sheet_members(archive: zipfile.ZipFile) -> dict[str, str]:
     return out
 
 
-def _stream(out: BinaryIO, xml: str, sheet: StreamedSheet) -> int:
+def _stream(out: IO[bytes], xml: str, sheet: StreamedSheet) -> int:
     head, sep, tail = xml.partition("</sheetData>")
     if not sep:
         raise ValueError(f"sheet {sheet.sheet!r} has no <sheetData> to fill")

@@ -149,7 +149,8 @@ def _run_section(runs: list[RunInfo]) -> list[Metric]:
 
 def _count(label: str, per_run: pd.DataFrame, runs: list[RunInfo], key: str,
            kind: str = "int") -> Metric:  # fmt: skip
-    values = [per_run.at[r.id, key] if r.id in per_run.index else 0 for r in runs]
+    column = per_run[key]  # numbers per run id (a run with no rows has none)
+    values = [column.get(r.id, 0) for r in runs]
     values = [float(v) if kind in ("money", "number") else int(v) for v in values]
     return Metric(label, kind, values, sum(values))
 
@@ -157,7 +158,7 @@ def _count(label: str, per_run: pd.DataFrame, runs: list[RunInfo], key: str,
 def _rate_metric(label: str, per_run: pd.DataFrame, runs: list[RunInfo], part: str,
                  whole: str) -> Metric:  # fmt: skip
     def get(run: RunInfo, key: str) -> float:
-        return float(per_run.at[run.id, key]) if run.id in per_run.index else 0.0
+        return float(per_run[key].get(run.id, 0.0))
 
     values = [rate(get(r, part), get(r, whole)) for r in runs]
     return Metric(label, "percent", values,
