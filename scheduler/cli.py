@@ -10,6 +10,7 @@ never as a traceback; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import sys
+from typing import Protocol, runtime_checkable
 
 import typer
 from rich.console import Console
@@ -31,6 +32,16 @@ app = typer.Typer(
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, sandbox, demo)
 for _module in COMMAND_MODULES:
     _module.register(app)
+
+
+@runtime_checkable
+class _UsageError(Protocol):
+    """What a click usage error has (click's own, or the one Typer >= 0.20 vendors)."""
+
+    exit_code: int
+
+    def show(self) -> None:
+        """Print the usage and the error to stderr."""
 
 
 def main() -> None:
@@ -55,8 +66,8 @@ def main() -> None:
         import click
 
         # Typer >= 0.20 vendors click: its usage errors are not ``click.ClickException``.
-        usage_error = isinstance(exc, typer.TyperException) and hasattr(exc, "show")
-        if isinstance(exc, click.ClickException) or usage_error:
+        if isinstance(exc, click.ClickException) or (
+                isinstance(exc, typer.TyperException) and isinstance(exc, _UsageError)):
             exc.show()
             sys.exit(exc.exit_code)
         raise

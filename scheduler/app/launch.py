@@ -99,7 +99,7 @@ def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
 
 
 def launch_run(file: Path, console: Console, *, new_run: bool = False,
-               include_previous: bool = False, edit_choice: str | None = None) -> None:
+               include_previous: bool = False, edit_choice: EditChoice | None = None) -> None:
     """Check everything, then continue the campaign's unfinished run or plan a new one."""
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run, unfinished_run_for
@@ -123,7 +123,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
         _check_senders(settings, campaign)
         ledger = ledger_from_settings(settings)
         run = unfinished_run_for(ledger, campaign.spec.name)
-        choice: EditChoice | None = edit_choice  # type: ignore[assignment]  # checked by cli
+        choice = edit_choice
         if run is not None:
             if new_run:
                 raise SchedulerError(

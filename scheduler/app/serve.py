@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -64,7 +65,7 @@ class Server:
                                             f"{now - fire_time} later: not started")
             else:
                 try:
-                    run_id = plan_run(self.ledger, fire.definition_path, start_at=now,
+                    run_id = plan_run(self.ledger, Path(fire.definition_path), start_at=now,
                                       fire_time=fire_time, target=self.target.ledger_value)
                     started.append(run_id)
                 except SchedulerError as exc:

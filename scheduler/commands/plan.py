@@ -297,7 +297,7 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
                 "sender": s,
                 "recipients": stats.recipients_per_sender[s],
                 "deliveries": counts[i],
-                "plan_limit": quotas[i].limit if quotas[i] else None,
+                "plan_limit": q.limit if (q := quotas[i]) else None,
                 "finish": f.isoformat() if (f := estimate.per_sender[i]) else None,
             }
             for i, s in enumerate(senders)

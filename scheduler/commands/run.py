@@ -6,13 +6,16 @@ import asyncio
 import json
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from scheduler.errors import SchedulerError
+
+if TYPE_CHECKING:  # the app's modules are imported when a command runs
+    from scheduler.app.choose_run import EditChoice
 
 console = Console()
 
@@ -30,9 +33,10 @@ def _parse_start(start: str | None) -> datetime | None:
     return moment
 
 
-def _edit_choice(apply_changes: bool, replan: bool, as_planned: bool) -> str | None:
-    chosen = [name for name, on in (("apply-changes", apply_changes), ("replan", replan),
-                                    ("as-planned", as_planned)) if on]
+def _edit_choice(apply_changes: bool, replan: bool, as_planned: bool) -> EditChoice | None:
+    flags: tuple[tuple[EditChoice, bool], ...] = (
+        ("apply-changes", apply_changes), ("replan", replan), ("as-planned", as_planned))
+    chosen = [name for name, on in flags if on]
     if len(chosen) > 1:
         raise SchedulerError("choose one of --apply-changes, --replan and --as-planned")
     return chosen[0] if chosen else None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import date
 from typing import Any
 
 import typer
@@ -26,7 +27,7 @@ def _out() -> Console:
 
 def _line(row: dict[str, Any]) -> str:
     at = row.get("received_at")
-    when = at.strftime("%Y-%m-%d %H:%M:%S") if hasattr(at, "strftime") else str(at)
+    when = at.strftime("%Y-%m-%d %H:%M:%S") if isinstance(at, date) else str(at)
     who = row.get("session_id") or row.get("channel") or "-"
     return "  ".join(str(part) for part in (
         row["id"], when, row["event"], who, row.get("number") or "-",

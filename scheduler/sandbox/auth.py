@@ -43,7 +43,7 @@ class ApiKeyMiddleware:
             await self.app(scope, receive, send)
             return
         if not self._authorized(scope["headers"]):
-            response = JSONResponse(envelope(401, "Invalid API key"), status_code=401)
+            response: Response = JSONResponse(envelope(401, "Invalid API key"), status_code=401)
             await response(scope, receive, send)
             return
         sandbox = self.sandbox

@@ -34,7 +34,7 @@ from scheduler.sandbox.state import (
     roll_usage,
 )
 from scheduler.sandbox.webhooks import WebhookDispatcher
-from scheduler.service.requests import CreateSessionBody, SendBody, SendKind
+from scheduler.service.requests import CreateSessionBody, ReactionBody, SendBody, SendKind
 
 _TRACED = ("messages.", "message.", "call.offer")
 
@@ -228,8 +228,8 @@ class Sandbox:
         world.messages[event_id.lower()] = SentRef(session.session_id, body.to, kind.name, event_id)
         timestamp = epoch_ms(now)
         target = ""
-        if kind.name == "reaction":
-            original = world.messages.get(body.messageId.lower())  # type: ignore[attr-defined]
+        if isinstance(body, ReactionBody):
+            original = world.messages.get(body.messageId.lower())
             target = session.jid if original is not None else user_jid(body.to)
         ctx = Context(
             message_id=event_id,
