@@ -17,10 +17,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/campaign demo
 
-# The whole suite twice: on SQLite files, then on a throwaway PostgreSQL server on loopback
-# (scripts/pg-test-server: found on the machine, or installed from Debian's packages).
+# Lint, types, then the whole suite twice: on SQLite files, then on a throwaway PostgreSQL
+# server on loopback (scripts/pg-test-server: found on the machine, or installed from Debian's
+# packages).
 test: $(STAMP)
 	@$(BIN)/ruff check scheduler tests benchmarks
+	@echo "# types (mypy: [tool.mypy] in pyproject.toml)"
+	@$(BIN)/mypy
 	@echo "# tests on SQLite"
 	@CAMPAIGN_TEST_DATABASE_URL= $(BIN)/python -m pytest
 	@echo "# tests on PostgreSQL"
