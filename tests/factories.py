@@ -60,8 +60,7 @@ class FakeClock:
 
 
 @contextmanager
-def open_test_ledger(url: str, clock: Callable[[], datetime] | None = None
-                     ) -> Iterator[Ledger]:
+def open_test_ledger(url: str, clock: Callable[[], datetime] | None = None) -> Iterator[Ledger]:
     """A migrated :class:`Ledger` on ``url`` (a ``ledger_url`` of the pass), on ``clock``
     (default: the real clock); its engine is disposed on exit."""
     engine = open_ledger(url)
@@ -82,33 +81,65 @@ def plan_rows(n: int, *, steps: int = 1, skip: set[int] | None = None) -> list[d
     for i in range(n):
         for step in range(steps):
             skipped = skip is not None and i in skip
-            rows.append({
-                "row": i + 1, "to": number(i), "step": step, "kind": "text",
-                "path": "/api/v1/messages/send/text", "payload": {"text": f"olá {i}"},
-                "variables": {"nome": f"Ana {i}"}, "region": "BR",
-                "state": "skipped" if skipped else "planned",
-                "reason": "duplicate" if skipped else None,
-            })
+            rows.append(
+                {
+                    "row": i + 1,
+                    "to": number(i),
+                    "step": step,
+                    "kind": "text",
+                    "path": "/api/v1/messages/send/text",
+                    "payload": {"text": f"olá {i}"},
+                    "variables": {"nome": f"Ana {i}"},
+                    "region": "BR",
+                    "state": "skipped" if skipped else "planned",
+                    "reason": "duplicate" if skipped else None,
+                }
+            )
     return rows
 
 
-def make_run(ledger: Ledger, recipients: int, *, steps: int = 1,
-             senders: tuple[str, ...] = ("s1",), definition: dict[str, Any] | None = None,
-             start: datetime = T0, name: str = "test") -> int:
+def make_run(
+    ledger: Ledger,
+    recipients: int,
+    *,
+    steps: int = 1,
+    senders: tuple[str, ...] = ("s1",),
+    definition: dict[str, Any] | None = None,
+    start: datetime = T0,
+    name: str = "test",
+) -> int:
     """A stored run of ``recipients`` × ``steps`` text deliveries; its id."""
-    snapshot = {"name": name, "senders": list(senders), "pace": {"rate": "10/s"},
-                "schedule": {"timezone": "America/Sao_Paulo"},
-                "steps": [{"type": "text"} for _ in range(steps)]}
+    snapshot = {
+        "name": name,
+        "senders": list(senders),
+        "pace": {"rate": "10/s"},
+        "schedule": {"timezone": "America/Sao_Paulo"},
+        "steps": [{"type": "text"} for _ in range(steps)],
+    }
     snapshot.update(definition or {})
-    run_id = ledger.create_run(campaign_name=name, channel="whatsapp", definition_path="t.toml",
-                               definition=snapshot, delivery_mode=snapshot.get("delivery",
-                                                                              "at-most-once"),
-                               timezone="America/Sao_Paulo")
+    run_id = ledger.create_run(
+        campaign_name=name,
+        channel="whatsapp",
+        definition_path="t.toml",
+        definition=snapshot,
+        delivery_mode=snapshot.get("delivery", "at-most-once"),
+        timezone="America/Sao_Paulo",
+    )
     rows = [
-        {"row": i + 1, "to": number(i), "step": s, "kind": "text",
-         "path": "/api/v1/messages/send/text", "payload": {"text": f"Olá {i}, passo {s}"},
-         "variables": {}, "region": "BR", "state": "planned", "reason": None}
-        for i in range(recipients) for s in range(steps)
+        {
+            "row": i + 1,
+            "to": number(i),
+            "step": s,
+            "kind": "text",
+            "path": "/api/v1/messages/send/text",
+            "payload": {"text": f"Olá {i}, passo {s}"},
+            "variables": {},
+            "region": "BR",
+            "state": "planned",
+            "reason": None,
+        }
+        for i in range(recipients)
+        for s in range(steps)
     ]
     ledger.store_plan(run_id, [rows], start_at=start)
     return run_id
@@ -117,8 +148,14 @@ def make_run(ledger: Ledger, recipients: int, *, steps: int = 1,
 # --------------------------------------------------------------------------- projects
 
 
-def write_project(root: Path, recipients: int, *, rate: str = "20/s",
-                  senders: tuple[str, ...] = ("s1",), name: str = "lote") -> Path:
+def write_project(
+    root: Path,
+    recipients: int,
+    *,
+    rate: str = "20/s",
+    senders: tuple[str, ...] = ("s1",),
+    name: str = "lote",
+) -> Path:
     """A project folder (campaigns/, data/, templates/) with one text campaign; its file."""
     for folder in ("campaigns", "data", "templates"):
         (root / folder).mkdir(parents=True, exist_ok=True)

@@ -24,26 +24,32 @@ def _imports(path: Path) -> Iterator[tuple[int, str, int]]:
 def test_no_test_module_imports_a_conftest() -> None:
     """Builders live in ``tests/factories.py`` and the folders' ``support.py``; a conftest
     holds fixtures, which pytest hands out by name."""
-    found = [f"{path.relative_to(REPO)}:{line} imports {module or '.'}"
-             for path in sorted((REPO / "tests").rglob("*.py"))
-             for line, module, _level in _imports(path)
-             if module.split(".")[-1] == "conftest"]
+    found = [
+        f"{path.relative_to(REPO)}:{line} imports {module or '.'}"
+        for path in sorted((REPO / "tests").rglob("*.py"))
+        for line, module, _level in _imports(path)
+        if module.split(".")[-1] == "conftest"
+    ]
     assert found == []
 
 
 def test_no_benchmark_imports_another() -> None:
     """The scripts share ``benchmarks/_harness.py``, never each other."""
     scripts = {path.stem for path in (REPO / "benchmarks").glob("*.py")}
-    found = [f"{path.relative_to(REPO)}:{line} imports {module}"
-             for path in sorted((REPO / "benchmarks").glob("*.py"))
-             for line, module, _level in _imports(path)
-             if module.split(".")[0] in scripts - {"_harness"}
-             or module.startswith("benchmarks")]
+    found = [
+        f"{path.relative_to(REPO)}:{line} imports {module}"
+        for path in sorted((REPO / "benchmarks").glob("*.py"))
+        for line, module, _level in _imports(path)
+        if module.split(".")[0] in scripts - {"_harness"} or module.startswith("benchmarks")
+    ]
     assert found == []
 
 
 def test_the_scanners_see_an_import() -> None:
     """The check above reads imports: the benchmarks do import the harness."""
-    harness_users = [path.name for path in sorted((REPO / "benchmarks").glob("*.py"))
-                     if any(module == "_harness" for _l, module, _v in _imports(path))]
+    harness_users = [
+        path.name
+        for path in sorted((REPO / "benchmarks").glob("*.py"))
+        if any(module == "_harness" for _l, module, _v in _imports(path))
+    ]
     assert "dispatch_cpu.py" in harness_users and "crash_soak.py" in harness_users

@@ -21,11 +21,13 @@ def clean_env(**values: str) -> dict[str, str]:
     return env
 
 
-def cli(env: dict[str, str], *args: str, cwd: Path, timeout: float = 120
-        ) -> subprocess.CompletedProcess[str]:
+def cli(
+    env: dict[str, str], *args: str, cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
     """Run ``campaign ARGS`` in ``cwd`` and capture what it prints."""
-    return subprocess.run([*CAMPAIGN, *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [*CAMPAIGN, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:

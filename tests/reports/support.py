@@ -146,9 +146,7 @@ def make_whatsapp_run(ledger: Ledger, clock: FakeClock) -> Scenario:
     ledger.set_status(run_id, "running")
     with ledger.engine.begin() as conn:
         for i in range(16):
-            dq.claim(
-                conn, [(ids[i], "s1" if i % 2 == 0 else "s2")], T0 + timedelta(minutes=10 * i)
-            )
+            dq.claim(conn, [(ids[i], "s1" if i % 2 == 0 else "s2")], T0 + timedelta(minutes=10 * i))
         for i in range(14):
             dq.record_accepted(
                 conn, [(ids[i], f"MSG-{i:03d}")], T0 + timedelta(minutes=10 * i, seconds=1)

@@ -50,35 +50,50 @@ class Scripted:
             raw = await request.body()
             answer = self.answer
             with self._lock:
-                self.requests.append({
-                    "method": request.method,
-                    "path": "/" + path,
-                    "query": dict(request.query_params),
-                    "headers": dict(request.headers),
-                    "body": json.loads(raw) if raw else None,
-                })
+                self.requests.append(
+                    {
+                        "method": request.method,
+                        "path": "/" + path,
+                        "query": dict(request.query_params),
+                        "headers": dict(request.headers),
+                        "body": json.loads(raw) if raw else None,
+                    }
+                )
             if answer.hang:  # hold the request until the client gives up (at most 10 s)
                 for _ in range(200):
                     if await request.is_disconnected():
                         break
                     await asyncio.sleep(0.05)
-            return Response(answer.content, status_code=answer.status,
-                            media_type=answer.content_type, headers=answer.headers)
+            return Response(
+                answer.content,
+                status_code=answer.status,
+                media_type=answer.content_type,
+                headers=answer.headers,
+            )
 
         self.server = BackgroundServer(app).start()
         self.base_url = self.server.base_url
 
-    def reply(self, status: int = 200, body: Any = None, *, text: str | None = None,
-              content_type: str | None = None, headers: dict[str, str] | None = None,
-              hang: bool = False) -> None:
+    def reply(
+        self,
+        status: int = 200,
+        body: Any = None,
+        *,
+        text: str | None = None,
+        content_type: str | None = None,
+        headers: dict[str, str] | None = None,
+        hang: bool = False,
+    ) -> None:
         """Answer ``status`` with ``body`` as JSON (or ``text`` as it is) from now on."""
         if text is not None:
             content, kind = text.encode(), content_type or "text/html"
         elif isinstance(body, bytes):
             content, kind = body, content_type or "application/octet-stream"
         else:
-            content, kind = json.dumps(SEND_OK if body is None else body).encode(), \
-                content_type or "application/json"
+            content, kind = (
+                json.dumps(SEND_OK if body is None else body).encode(),
+                content_type or "application/json",
+            )
         self.answer = Answer(status, content, kind, headers or {}, hang)
 
     def reset(self) -> None:

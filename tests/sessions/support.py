@@ -14,8 +14,11 @@ import httpx
 from scheduler.sandbox.config import DEFAULT_API_KEY
 
 _SCRIPT = Path(sys.executable).with_name("campaign")
-CAMPAIGN = [str(_SCRIPT)] if _SCRIPT.exists() else [
-    sys.executable, "-c", "from scheduler.cli import main; main()"]
+CAMPAIGN = (
+    [str(_SCRIPT)]
+    if _SCRIPT.exists()
+    else [sys.executable, "-c", "from scheduler.cli import main; main()"]
+)
 
 
 @dataclass
@@ -32,8 +35,9 @@ class SandboxProcess:
 
     def disconnect(self, session_id: str) -> None:
         """The phone drops the session (``POST /sandbox/sessions/{id}/disconnect``)."""
-        response = httpx.post(f"{self.base_url}/sandbox/sessions/{session_id}/disconnect",
-                              timeout=10)
+        response = httpx.post(
+            f"{self.base_url}/sandbox/sessions/{session_id}/disconnect", timeout=10
+        )
         response.raise_for_status()
 
 
