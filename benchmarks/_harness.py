@@ -1,20 +1,15 @@
-"""What the benchmark scripts share: output, a sandbox in another process, stored runs, real
-``campaign run`` processes in a project folder, and the verdict of a run against the sandbox.
-
-Each script in ``benchmarks/`` imports this module (``from _harness import ...``: a script's
-own folder is first on ``sys.path``) and no script imports another.
+"""What the benchmark scripts share (``from _harness import ...``: a script's own folder is
+first on ``sys.path``); no script imports another.
 
 - output: :func:`log` (progress on stderr), :func:`emit` (one JSON line on stdout),
   :func:`peak_rss_mb` (this process's peak resident memory);
-- the sandbox: :func:`start_sandbox` serves it in another process (own process group),
-  :func:`stop_process` stops it, :func:`create_sessions`, :func:`sandbox_sends`,
-  :class:`SendLog` (its accepted sends, fetched incrementally), :data:`QUIET` (the settings
-  of the reliability figures);
+- the sandbox in another process (own process group): :func:`start_sandbox`,
+  :func:`stop_process`, :func:`create_sessions`, :func:`sandbox_sends`, :class:`SendLog`
+  (its accepted sends, fetched incrementally), :data:`QUIET` (the reliability figures');
 - the ledger: :func:`store_text_run` stores a one-step text run without planning;
-- ``campaign run``: :func:`write_project` (a project folder with one text campaign),
-  :func:`campaign_env`, :func:`spawn_run`, :func:`kill_group`;
-- :func:`verdict`: duplicates, losses and unknowns of a campaign's runs, from its ledger and
-  the sandbox's sends.
+- ``campaign run``: :func:`write_project`, :func:`campaign_env`, :func:`spawn_run`,
+  :func:`kill_group`; :func:`verdict`: duplicates, losses and unknowns of a campaign's
+  runs, from its ledger and the sandbox's sends.
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -46,8 +41,11 @@ KEY = "bench-key-0123456789"
 #: The text of :func:`store_text_run`'s deliveries.
 TEXT = "Olá {i}! Sua oferta exclusiva chegou: 20% de desconto até domingo. Responda SAIR."
 
-#: The sandbox of the reliability figures: no receipts or replies, quick webhook retries.
+#: The sandbox of the reliability figures: no receipts or replies; webhook retries 1, 2, 4,
+#: ... 32 s apart (the real service: 5 ... 160 s), so that, as with the real service, events
+#: for sends in flight at a kill are still being retried when the next process listens.
 QUIET = {
+    "webhook_retry_base_s": 1.0,
     "seed": 1,
     "auto_connect": True,
     "delivered_rate": 0.0,
@@ -280,7 +278,8 @@ def campaign_env(base_url: str, workdir: Path, **extra: str) -> dict[str, str]:
         CAMPAIGN_BASE_URL=base_url,
         CAMPAIGN_API_KEY=KEY,
         CAMPAIGN_STATE_DIR=str(workdir / "state"),
-        CAMPAIGN_RECEIVER_PORT="0",
+        # no CAMPAIGN_RECEIVER_PORT: the receiver's port and token are picked once and kept
+        # in the state folder, as for a user, so events retried after a kill can land
         PYTHONUNBUFFERED="1",
         **extra,
     )
@@ -331,7 +330,6 @@ class Verdict:
     unknown_sent: int
     retries: int
     sandbox_sends: int
-    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def completed(self) -> bool:
