@@ -5,8 +5,8 @@ auto-connected; recipients never answer, so the only events are ``messages.sent`
 folder in a temporary directory holds a campaign of 20,000 recipients (a CSV) over a few
 senders at a high rate. ``campaign run FILE`` runs as a real process with
 ``CAMPAIGN_BASE_URL``/``CAMPAIGN_API_KEY`` pointing at the sandbox, its own
-``CAMPAIGN_STATE_DIR`` (the SQLite ledger), ``CAMPAIGN_RECEIVER_PORT=0`` (so it starts the
-webhook receiver and registers it on the senders) and no config file.
+``CAMPAIGN_STATE_DIR`` (the SQLite ledger and the receiver's kept port and token, as for a
+user: events the sandbox retries after a kill reach the next process) and no config file.
 
 It is killed with SIGKILL (its whole process group) at 20 seeded random moments, each
 restarted with the same command (which continues the unfinished run), and finally left to
@@ -201,7 +201,8 @@ def soak(args: argparse.Namespace, base_url: str, workdir: Path) -> dict[str, An
         "rate_per_sender": args.rate,
         "wall_s": round(wall, 1),
         "seed": args.seed,
-        "receiver": "stable port+token" if args.stable_receiver else "new port+token each launch",
+        "receiver": ("fixed by the environment" if args.stable_receiver
+                     else "kept in the state folder (the default)"),
     }
 
 
@@ -219,8 +220,8 @@ def main() -> None:
     parser.add_argument(
         "--stable-receiver",
         action="store_true",
-        help="one receiver port and webhook token for every launch (default: port 0 and a "
-        "random token per process, both new at each launch)",
+        help="fix the receiver port and webhook token in the environment (default: as a user "
+        "runs it, the port and token picked once and kept in the state folder)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args()
