@@ -217,3 +217,36 @@ def test_the_sql_scanner_sees_imports_and_calls() -> None:
         (3, "imports apscheduler.jobstores.sqlalchemy"), (4, "engine.begin()"),
         (5, ".execute(…)"), (6, "engine.connect()"), (7, ".exec_driver_sql(…)"),
         (8, ".begin_nested(…)")]
+
+
+def module_imports() -> Edges:
+    """Edges between scheduler's modules made by imports at module level (those run when
+    a module is imported; one inside a function runs later and breaks no import order).
+    ``from package import name`` counts as importing ``package.name`` when that is a module.
+    """
+    known = {module for _path, module in _modules()}
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path, module in _modules():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in tree.body:  # module level only
+            names = _imported(node, module, path.name == "__init__.py")
+            if isinstance(node, ast.ImportFrom):
+                base = names[0] if names else ""
+                names = names + [f"{base}.{alias.name}" for alias in node.names]
+            for name in names:
+                if name in known and name != module:
+                    where = f"{path.relative_to(ROOT.parent)}:{node.lineno}"
+                    edges[(module, name)].append(where)
+    return dict(edges)
+
+
+def test_no_import_cycle_between_modules() -> None:
+    """No two modules import each other at module level, however indirectly: a cycle makes
+    the import order fragile (issue 10 found sandbox/world.py ⇄ calls.py / recipients.py).
+    A package's ``__init__`` re-exporting its own modules is not a cycle of modules."""
+    edges = {(a, b): sites for (a, b), sites in module_imports().items()
+             if not (b.startswith(a + ".") or a.startswith(b + "."))}
+    assert ("scheduler.dispatch.dispatcher", "scheduler.dispatch.outcomes") in edges
+    found = cycles(edges)
+    assert not found, "import cycles between scheduler modules:\n" + "\n".join(
+        describe_cycle(group, edges) for group in found)
