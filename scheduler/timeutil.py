@@ -17,6 +17,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def epoch_s() -> float:
+    """The real clock as seconds since the epoch (for ``Retry-After`` dates and the like)."""
+    return utcnow().timestamp()
+
+
 def iso_ms(moment: datetime) -> str:
     """ISO 8601 UTC with millisecond precision and a ``Z``."""
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")

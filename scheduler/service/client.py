@@ -17,17 +17,16 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Callable
 from typing import Any, Self, TypeVar
-from urllib.parse import quote
 
 import httpx
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from scheduler.config import Settings
 from scheduler.errors import ConfigError
 from scheduler.service import requests as rq
+from scheduler.service.bodies import build, session_path
 from scheduler.service.exceptions import (
     InvalidRequest,
     RequestRejected,
@@ -47,30 +46,15 @@ from scheduler.service.responses import (
     session_list,
 )
 from scheduler.service.transport import TransportKind, make_transport, no_answer
+from scheduler.timeutil import epoch_s
 
 logger = logging.getLogger("scheduler.service")
 API = rq.API
-Model = TypeVar("Model", bound=BaseModel)
 Answer = TypeVar("Answer")  # what a reader makes of an answer's JSON (a model, a list of them)
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _PATH_BY_MODEL: dict[type[rq.SendBody], str] = {k.model: k.path for k in rq.SEND_KINDS.values()}
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
-
-
-def build(model: type[Model], **values: Any) -> Model:
-    """``model(**values)`` or :class:`InvalidRequest` naming what is wrong."""
-    try:
-        return model(**values)
-    except ValidationError as exc:
-        raise InvalidRequest(f"{model.__name__}: {validation_problems(exc)}") from None
-
-
-def _session_path(session_id: str, tail: str = "", root: str = "sessions") -> str:
-    """``/api/v1/{root}/{sessionId}{tail}``, the id escaped; an empty id is refused locally."""
-    if not session_id:
-        raise InvalidRequest("session_id must not be empty")
-    return f"{API}/{root}/{quote(session_id, safe='')}{tail}"
 
 
 class ServiceClient:
@@ -84,7 +68,7 @@ class ServiceClient:
         timeout_s: float = 15,
         concurrency: int = 64,
         transport: TransportKind = "aiohttp",
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = epoch_s,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"base_url must start with http:// or https://, got {base_url!r}")
@@ -209,16 +193,16 @@ class ServiceClient:
 
     async def get_session(self, session_id: str) -> SessionRecord:
         """``GET /api/v1/sessions/{sessionId}``: one session and its status."""
-        return await self._call("GET", _session_path(session_id),
+        return await self._call("GET", session_path(session_id),
                                 lambda d: SessionRecord.from_body(d, session_id))
 
     async def get_qr(self, session_id: str) -> QrCode:
         """``GET /api/v1/sessions/{sessionId}/qr``: the QR code as JSON."""
-        return await self._call("GET", _session_path(session_id, "/qr"), QrCode.model_validate)
+        return await self._call("GET", session_path(session_id, "/qr"), QrCode.model_validate)
 
     async def get_qr_png(self, session_id: str) -> bytes:
         """``GET /api/v1/sessions/{sessionId}/qr?image=1``: the QR code as PNG bytes."""
-        path = _session_path(session_id, "/qr")
+        path = session_path(session_id, "/qr")
         response = await self._request("GET", path, params={"image": "1"})
         if not response.content.startswith(_PNG_MAGIC):
             raise UnexpectedResponse(f"GET {path}?image=1: the answer is not a PNG image")
@@ -230,26 +214,26 @@ class ServiceClient:
     async def set_webhook(self, session_id: str, webhook_url: str) -> Ack:
         """``POST /api/v1/sessions/{sessionId}/webhook``: change the webhook address."""
         body = build(rq.SetWebhookBody, webhookUrl=webhook_url)
-        return await self._ack(_session_path(session_id, "/webhook"), rq.wire_body(body))
+        return await self._ack(session_path(session_id, "/webhook"), rq.wire_body(body))
 
     async def set_call_settings(self, session_id: str, *, reject_calls: bool | None = None,
                                 reject_calls_message: str | None = None) -> Ack:
         """``POST /api/v1/sessions/{sessionId}/call-settings``: auto-reject incoming calls."""
         body = build(rq.CallSettingsBody, rejectCalls=reject_calls,
                      rejectCallsMessage=reject_calls_message)
-        return await self._ack(_session_path(session_id, "/call-settings"), rq.wire_body(body))
+        return await self._ack(session_path(session_id, "/call-settings"), rq.wire_body(body))
 
     async def set_mark_previous_as_read(self, session_id: str, enabled: bool) -> Ack:
         """``POST .../mark-previous-as-read-settings``: the ``markPreviousAsRead`` setting."""
         body = build(rq.MarkPreviousAsReadBody, markPreviousAsRead=enabled)
-        path = _session_path(session_id, "/mark-previous-as-read-settings")
+        path = session_path(session_id, "/mark-previous-as-read-settings")
         return await self._ack(path, rq.wire_body(body))
 
     async def forward_passkey(self, session_id: str, assertion: dict[str, Any]) -> Ack:
         """``POST /api/v1/sessions/{sessionId}/auth/passkey``: forward a WebAuthn assertion."""
         if not isinstance(assertion, dict) or not assertion:
             raise InvalidRequest("the passkey assertion must be a non-empty JSON object")
-        return await self._ack(_session_path(session_id, "/auth/passkey"), assertion)
+        return await self._ack(session_path(session_id, "/auth/passkey"), assertion)
 
     async def migrate_session(self, code: str, **fields: Any) -> Ack:
         """``POST /api/v1/session-migration/migrate``; ``fields`` by wire name (jid, lid, …).
@@ -269,7 +253,7 @@ class ServiceClient:
 
     async def get_limits(self, session_id: str) -> Limits:
         """``GET /api/v1/limits/{sessionId}``; no limits known when the endpoint is not offered."""
-        path = _session_path(session_id, root="limits")
+        path = session_path(session_id, root="limits")
         try:
             return await self._call("GET", path, Limits.from_body)
         except RequestRejected as exc:
