@@ -246,29 +246,14 @@ def store_text_run(
 # --------------------------------------------------------------------------- campaign run
 
 
-def phone(i: int) -> str:
-    """The CSV phone number of recipient ``i`` (a São Paulo mobile, national format)."""
-    return f"119{87_650_000 + i:08d}"
-
-
 def write_project(
     root: Path, recipients: int, *, rate: str, senders: tuple[str, ...], name: str
 ) -> Path:
     """A project folder (campaigns/, data/, templates/) with one text campaign; its file."""
-    for folder in ("campaigns", "data", "templates"):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-    lines = ["nome,telefone"] + [f"Pessoa {i},{phone(i)}" for i in range(recipients)]
-    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sender_list = ", ".join(f'"{s}"' for s in senders)
-    path = root / "campaigns" / f"{name}.toml"
-    path.write_text(
-        f'name = "{name}"\nsenders = [{sender_list}]\n'
-        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
-        f'[schedule]\ntimezone = "UTC"\n[pace]\nrate = "{rate}"\n'
-        '[[steps]]\ntype = "text"\ntext = "Oi {{ nome }}, sua oferta chegou!"\n',
-        encoding="utf-8",
-    )
-    return path
+    from scheduler.sandbox.testing import write_text_project
+
+    return write_text_project(root, recipients, rate=rate, senders=senders, name=name,
+                              text="Oi {{ nome }}, sua oferta chegou!")
 
 
 def campaign_env(base_url: str, workdir: Path, **extra: str) -> dict[str, str]:

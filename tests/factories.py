@@ -15,12 +15,11 @@ built on them live in ``tests/conftest.py`` (``clock``, ``ledger``) and in the f
 
 from __future__ import annotations
 
-import asyncio
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,9 @@ from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox import SandboxConfig, create_app
+from scheduler.sandbox.testing import write_text_project
 from scheduler.service.client import ServiceClient
+from scheduler.timeutil import SimulatedClock
 
 #: The repository's root (its example ``campaigns/``, ``templates/`` and ``data/``).
 REPO = Path(__file__).resolve().parents[1]
@@ -41,19 +42,11 @@ T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 # --------------------------------------------------------------------------- time
 
 
-class FakeClock:
-    """A clock that only moves when the code under test sleeps (or a test sets ``now``)."""
+class FakeClock(SimulatedClock):
+    """The product's simulated clock, starting at ``T0`` unless told otherwise."""
 
     def __init__(self, start: datetime = T0) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    async def sleep(self, seconds: float) -> None:
-        """Advance simulated time and let other tasks run."""
-        self.now += timedelta(seconds=max(seconds, 0.0))
-        await asyncio.sleep(0)
+        super().__init__(start)
 
 
 # --------------------------------------------------------------------------- ledgers and runs
@@ -157,20 +150,8 @@ def write_project(
     name: str = "lote",
 ) -> Path:
     """A project folder (campaigns/, data/, templates/) with one text campaign; its file."""
-    for folder in ("campaigns", "data", "templates"):
-        (root / folder).mkdir(parents=True, exist_ok=True)
-    lines = ["nome,telefone"] + [f"Pessoa {i},1198765{i:04d}" for i in range(recipients)]
-    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    sender_list = ", ".join(f'"{s}"' for s in senders)
-    path = root / "campaigns" / f"{name}.toml"
-    path.write_text(
-        f'name = "{name}"\nsenders = [{sender_list}]\n'
-        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
-        f'[schedule]\ntimezone = "UTC"\n[pace]\nrate = "{rate}"\n'
-        '[[steps]]\ntype = "text"\ntext = "Oi {{ nome }}"\n',
-        encoding="utf-8",
-    )
-    return path
+    return write_text_project(root, recipients, rate=rate, senders=senders, name=name,
+                              text="Oi {{ nome }}")
 
 
 #: The recipients of :meth:`Project.basic`: two valid numbers, an invalid one, a duplicate.

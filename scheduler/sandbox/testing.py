@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -187,3 +188,30 @@ class WebhookSink:
     def close(self) -> None:
         """Stop the server."""
         self.server.stop()
+
+
+def text_project_phone(i: int) -> str:
+    """The CSV phone number of recipient ``i`` of :func:`write_text_project` (a São Paulo
+    mobile, national format)."""
+    return f"119{87_650_000 + i:08d}"
+
+
+def write_text_project(root: Path, recipients: int, *, rate: str, senders: tuple[str, ...],
+                       name: str, text: str) -> Path:
+    """A project folder (campaigns/, data/, templates/) with one text campaign of
+    ``recipients`` numbered people; returns the campaign file. Tests and benchmarks use it."""
+    for folder in ("campaigns", "data", "templates"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    lines = ["nome,telefone"] + [f"Pessoa {i},{text_project_phone(i)}"
+                                 for i in range(recipients)]
+    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sender_list = ", ".join(f'"{s}"' for s in senders)
+    path = root / "campaigns" / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\nsenders = [{sender_list}]\n'
+        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
+        f'[schedule]\ntimezone = "UTC"\n[pace]\nrate = "{rate}"\n'
+        f'[[steps]]\ntype = "text"\ntext = "{text}"\n',
+        encoding="utf-8",
+    )
+    return path
