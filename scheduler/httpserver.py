@@ -17,6 +17,32 @@ import uvicorn
 from scheduler.errors import SchedulerError
 
 
+def try_bind(host: str, port: int) -> socket.socket | None:
+    """A TCP socket bound to ``host:port`` (0: a free port), or ``None`` when that is taken.
+
+    ``proto=IPPROTO_TCP``: asyncio sets TCP_NODELAY on accepted sockets only when the
+    listener says TCP; without it every response waits ~40 ms for a delayed ACK.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """:func:`try_bind`, or a :class:`SchedulerError` naming the address."""
+    sock = try_bind(host, port)
+    if sock is None:
+        raise SchedulerError(f"cannot listen on {host}:{port}: the address is in use or "
+                             "not available")
+    return sock
+
+
 @dataclass
 class BackgroundServer:
     """A uvicorn server on ``host:port`` in a daemon thread; use as a context manager."""
@@ -38,21 +64,11 @@ class BackgroundServer:
 
     def start(self, timeout_s: float = 10.0) -> BackgroundServer:
         """Bind the socket, start serving, and return once the server accepts requests."""
-        # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only when the
-        # listener says TCP; without it every response waits ~40 ms for a delayed ACK.
         if self.sock is not None:
             sock = self.sock
             self.host, self.port = sock.getsockname()[:2]
         else:
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((self.host, self.port))
-            except OSError as exc:
-                sock.close()
-                raise SchedulerError(
-                    f"cannot listen on {self.host}:{self.port}: {exc.strerror}"
-                ) from None
+            sock = bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         self._socket = sock
         config = uvicorn.Config(

@@ -79,23 +79,6 @@ def events(
         return
 
 
-def _listen(host: str, port: int) -> Any:
-    import socket
-
-    from scheduler.errors import SchedulerError
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP_NODELAY
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise SchedulerError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
-    sock.listen(2048)
-    return sock
-
-
 def receiver(
     host: str | None = typer.Option(None, "--host", help="Interface (default: receiver_host)."),
     port: int | None = typer.Option(None, "--port", min=0, max=65535,
@@ -117,7 +100,10 @@ def receiver(
         sock = bind_receiver_socket(settings)  # the project's port, kept between processes
         sock.listen(2048)
     else:
-        sock = _listen(host, port or 0)
+        from scheduler.httpserver import bind
+
+        sock = bind(host, port or 0)
+        sock.listen(2048)
     base = f"http://{host}:{sock.getsockname()[1]}"
     console = _out()
     url = session_webhook_url(settings, base)

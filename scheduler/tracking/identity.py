@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from scheduler.config import Settings
 from scheduler.errors import ConfigError
+from scheduler.httpserver import try_bind
 
 IDENTITY_FILE = "receiver.json"
 
@@ -73,18 +74,6 @@ def save_identity(settings: Settings, identity: ReceiverIdentity) -> None:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
 
 
-def _bind(host: str, port: int) -> socket.socket | None:
-    # proto=IPPROTO_TCP: see scheduler.httpserver (TCP_NODELAY on accepted sockets)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        return None
-    return sock
-
-
 def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None
                          ) -> socket.socket:
     """Bind the receiver's port now (before any planning), so a busy port stops the command
@@ -96,7 +85,7 @@ def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None
     """
     host = settings.receiver_host
     if settings.receiver_port is not None:
-        sock = _bind(host, settings.receiver_port)
+        sock = try_bind(host, settings.receiver_port)
         if sock is None:
             raise ConfigError(
                 f"receiver_port {settings.receiver_port} on {host} is in use (is `campaign "
@@ -109,9 +98,9 @@ def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None
             "set receiver_port (CAMPAIGN_RECEIVER_PORT) as well")
     identity = load_identity(settings)
     kept = identity.port if identity is not None else None
-    sock = _bind(host, kept) if kept else None
+    sock = try_bind(host, kept) if kept else None
     if sock is None:
-        sock = _bind(host, 0)
+        sock = try_bind(host, 0)
         if sock is None:
             raise ConfigError(f"cannot listen on {host}: no free port")
         if kept and notes is not None:
