@@ -40,21 +40,21 @@ def _check_channel(campaign: Campaign, file: Path) -> None:
                              "available yet; `campaign plan` estimates them")
 
 
-def _receiver_socket(settings: Settings, target: str, notes: list[str]) -> socket.socket | None:
+def _receiver_socket(settings: Settings, service: tuple[str, str] | None,
+                     notes: list[str]) -> socket.socket | None:
     """Bind the receiver's port now when this run will track deliveries."""
     from scheduler.app.foreground import tracking_possible
     from scheduler.tracking.identity import bind_receiver_socket
 
-    service = settings.service_endpoint()
-    if not tracking_possible(settings, target == "sandbox", service[0] if service else None):
+    if not tracking_possible(settings, service is None, service[0] if service else None):
         return None
     return bind_receiver_socket(settings, notes=notes)
 
 
-def _check_senders(settings: Settings, campaign: Campaign) -> None:
+def _check_senders(settings: Settings, service: tuple[str, str] | None,
+                   campaign: Campaign) -> None:
     from scheduler.service.sender_check import verify_senders
 
-    service = settings.service_endpoint()
     if service is not None and campaign.spec.senders:
         verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s)
 
@@ -103,24 +103,25 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
     """Check everything, then continue the campaign's unfinished run or plan a new one."""
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run, unfinished_run_for
-    from scheduler.app.wiring import ledger_from_settings, target_value
+    from scheduler.app.wiring import ledger_from_settings, target_of
     from scheduler.campaign.plan import load_campaign
 
     settings = load_settings(near=file)
-    target = target_value(settings)  # a half-configured service stops here
+    service = settings.service_endpoint()  # a half-configured service stops here
+    target = target_of(service)
     campaign = load_campaign(file)
     _check_channel(campaign, file)
     console.print(f"{campaign.spec.name}: sending to {describe_target(target)}"
                   + ("; set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY to send for real"
                      if target == "sandbox" else ""), highlight=False)
     notes: list[str] = []
-    sock = _receiver_socket(settings, target, notes)
+    sock = _receiver_socket(settings, service, notes)
     with contextlib.ExitStack() as cleanup:
         if sock is not None:
             cleanup.callback(sock.close)
         for note in notes:
             console.print(f"[yellow]{note}[/]")
-        _check_senders(settings, campaign)
+        _check_senders(settings, service, campaign)
         ledger = ledger_from_settings(settings)
         run = unfinished_run_for(ledger, campaign.spec.name)
         choice = edit_choice
@@ -146,6 +147,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
                     raise refuse_repeat(earlier, campaign, file)
             with console.status("planning…") as status:
                 run_id = plan_run(ledger, file, start_at=utcnow(), target=target,
+                                  campaign=campaign,
                                   skip_previous=earlier is not None and not include_previous,
                                   on_progress=lambda n: status.update(f"planning… {n:,} rows"))
             run = ledger.get_run(run_id)

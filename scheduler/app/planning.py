@@ -10,6 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from scheduler.campaign.loader import Campaign
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
@@ -18,8 +19,11 @@ from scheduler.ledger.states import RunStatus
 def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              fire_time: datetime | None = None,
              on_progress: Callable[[int], None] | None = None,
-             target: str | None = None, skip_previous: bool = False) -> int:
+             target: str | None = None, skip_previous: bool = False,
+             campaign: Campaign | None = None) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
+
+    ``campaign``: the file already loaded and checked by the caller (not read again).
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
     The run records its ``target`` and the fingerprint of the files it was planned from;
@@ -30,7 +34,8 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     from scheduler.campaign.options import run_options
     from scheduler.campaign.plan import build_plan, load_campaign
 
-    campaign = load_campaign(campaign_path)
+    if campaign is None:
+        campaign = load_campaign(campaign_path)
     plan = build_plan(campaign)
     spec = campaign.spec
     run_id = ledger.create_run(

@@ -72,7 +72,11 @@ class ServiceTarget:
 
 def target_value(settings: Settings) -> str:
     """What ``runs.target`` will record for these settings (raises on half a service)."""
-    service = settings.service_endpoint()
+    return target_of(settings.service_endpoint())
+
+
+def target_of(service: tuple[str, str] | None) -> str:
+    """``runs.target`` of a ``Settings.service_endpoint()`` answer: sandbox or its host."""
     if service is None:
         return SANDBOX_TARGET
     return f"service:{urlsplit(service[0]).netloc or service[0]}"

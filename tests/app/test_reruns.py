@@ -7,6 +7,9 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+from scheduler.campaign.fingerprint import load_fingerprint
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.runs import Ledger
 from tests.app.support import CAMPAIGN, clean_env, cli, text_sends, wait_for
 from tests.factories import write_project
 
@@ -90,8 +93,13 @@ def test_an_edited_paused_run_asks_how_to_continue_then_applies_the_pacing(
     assert "applied to its" in applied.stdout and "completed" in applied.stdout
     per_number = Counter(s["to"] for s in text_sends(service.sends()))
     assert len(per_number) == 30 and set(per_number.values()) == {1}
-    # the stored definition is the edited one: a later look finds nothing changed
-    assert "changed since" not in cli(env, "run", str(campaign), cwd=cwd).stderr
+    # the run now holds the edited pacing and the fingerprint of the edited file
+    ledger = Ledger(open_ledger(f"sqlite:///{cwd / 'state' / 'campaign.db'}"))
+    run = ledger.get_run(1)
+    assert ledger.options(run).rate_per_s == 40.0
+    stored = load_fingerprint(run.fingerprint)
+    assert stored is not None and stored.definition["pace"]["rate"] == "40/s"
+    ledger.close()
 
 
 def test_an_edited_audience_and_text_are_planned_again_without_re_sending(
