@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import segno
 from fastapi import FastAPI, Request
 from rich.console import Console
 
+from scheduler.app.wiring import connect_session
 from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
 from scheduler.service.client import ServiceClient
@@ -70,46 +70,6 @@ def _sink() -> tuple[FastAPI, list[dict[str, Any]]]:
         return {"ok": True}
 
     return app, events
-
-
-#: How long the demo waits for someone to scan a session's QR code on a real service.
-SCAN_WAIT_S = 180.0
-
-
-async def connect_session(client: ServiceClient, base_url: str, session: str, console: Console, *,
-                          webhook_url: str | None = None, show_qr: bool = True) -> None:
-    """Create ``session`` (or reuse it), show its QR code, and wait until it is connected.
-
-    A sandbox (embedded or in another process) is "scanned" through its inspection
-    endpoint; a real service waits for a person to scan the code, up to ``SCAN_WAIT_S``.
-    """
-    import contextlib
-
-    import httpx
-
-    from scheduler.errors import SchedulerError
-    from scheduler.service.exceptions import ServiceError
-
-    with contextlib.suppress(ServiceError):  # already there
-        await client.create_session(session, webhook_url=webhook_url)
-    if webhook_url:
-        await client.set_webhook(session, webhook_url)
-    if (await client.get_session(session)).status == "connected":
-        return
-    if show_qr:
-        qr = await client.get_qr(session)
-        console.print(f"   session {session!r} is {qr.status}; scan this QR code:")
-        segno.make(qr.qrCode or session, error="l").terminal(compact=True)
-    async with httpx.AsyncClient(base_url=base_url) as raw:
-        with contextlib.suppress(httpx.HTTPError):  # only a sandbox has this endpoint
-            await raw.post(f"/sandbox/sessions/{session}/scan")
-    deadline = time.monotonic() + SCAN_WAIT_S
-    while (status := (await client.get_session(session)).status) != "connected":
-        if time.monotonic() > deadline:
-            raise SchedulerError(f"session {session!r} is still {status} after "
-                                 f"{SCAN_WAIT_S:.0f} s: scan its QR code (`campaign sessions "
-                                 f"qr {session}`) and run the demo again")
-        await asyncio.sleep(1.0)
 
 
 async def showcase(base_url: str, api_key: str, console: Console) -> None:

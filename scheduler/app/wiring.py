@@ -9,7 +9,9 @@ configured at all, the embedded sandbox on a free loopback port (half a configur
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +20,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
+import segno
+from rich.console import Console
+
 from scheduler.config import Settings, load_settings
+from scheduler.errors import SchedulerError
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET
@@ -102,17 +109,50 @@ def service_target(settings: Settings, *, force_sandbox: bool = False,
         yield ServiceTarget(server.base_url, config.api_key.get_secret_value(), sandbox=app)
 
 
+#: How long connecting waits for someone to scan a session's QR code on a real service.
+SCAN_WAIT_S = 180.0
+
+
+async def connect_session(client: ServiceClient, base_url: str, session: str,
+                          console: Console | None, *, webhook_url: str | None = None,
+                          show_qr: bool = True) -> None:
+    """Create ``session`` (or reuse it), show its QR code, and wait until it is connected.
+
+    A sandbox (embedded or in another process) is "scanned" through its inspection
+    endpoint; a real service waits for a person to scan the code, up to ``SCAN_WAIT_S``.
+    """
+
+
+
+    with contextlib.suppress(ServiceError):  # already there
+        await client.create_session(session, webhook_url=webhook_url)
+    if webhook_url:
+        await client.set_webhook(session, webhook_url)
+    if (await client.get_session(session)).status == "connected":
+        return
+    if show_qr and console is not None:
+        qr = await client.get_qr(session)
+        console.print(f"   session {session!r} is {qr.status}; scan this QR code:")
+        segno.make(qr.qrCode or session, error="l").terminal(compact=True)
+    async with httpx.AsyncClient(base_url=base_url) as raw:
+        with contextlib.suppress(httpx.HTTPError):  # only a sandbox has this endpoint
+            await raw.post(f"/sandbox/sessions/{session}/scan")
+    deadline = time.monotonic() + SCAN_WAIT_S
+    while (status := (await client.get_session(session)).status) != "connected":
+        if time.monotonic() > deadline:
+            raise SchedulerError(f"session {session!r} is still {status} after "
+                                 f"{SCAN_WAIT_S:.0f} s: scan its QR code (`campaign sessions "
+                                 f"qr {session}`) and try again")
+        await asyncio.sleep(1.0)
+
+
 async def ensure_senders(client: ServiceClient, target: ServiceTarget, senders: list[str],
                          webhook_url: str | None = None) -> None:
     """Make sure every sender session exists; on the sandbox, create and connect them."""
     if target.is_sandbox:
-        import httpx
-
         for name in senders:
-            with contextlib.suppress(ServiceError):  # already there
-                await client.create_session(name, webhook_url=webhook_url)
-            async with httpx.AsyncClient(base_url=target.base_url) as raw:
-                await raw.post(f"/sandbox/sessions/{name}/scan")
+            await connect_session(client, target.base_url, name, None,
+                                  webhook_url=webhook_url, show_qr=False)
     elif webhook_url:
         for name in senders:
             await client.set_webhook(name, webhook_url)
