@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 import orjson
 from starlette.types import Receive
 
+from scheduler.service.account_models import voice_key
 from scheduler.service.event_data import MessageData, Receipt, SmsStatus, VoiceCall
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
@@ -228,7 +229,8 @@ def _fields(event: Event) -> tuple[str | None, str | None, Any]:
     if isinstance(data, SmsStatus):
         return data.to, _lower(data.messageId), data.timestamp
     if isinstance(data, VoiceCall):
-        return data.to, _lower(data.callId), data.timestamp
+        key = voice_key(data.bulkCallId, data.to) or _lower(data.callId)
+        return data.to, key, data.timestamp
     if isinstance(event, CallOfferEvent):
         return jid_number(event.data.from_), None, event.data.timestamp
     return None, None, None
