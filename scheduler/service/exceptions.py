@@ -17,7 +17,8 @@ Tree::
             ├── RateLimited             429, carries ``retry_after`` seconds: retryable
             ├── ServerError             5xx: retryable
             └── RequestRejected         any other 4xx, with the service's ``error`` text
-                └── SessionNotFound     404 ``Session not found``
+                ├── SessionNotFound     404 ``Session not found``
+                └── InsufficientBalance 402: the account's wallet cannot pay (SMS, voice)
 
 A 2xx answer whose JSON body says ``success: false`` is an error too (``RequestRejected``, or
 ``SessionNotFound`` for ``Session not found``). :func:`error_for_answer` turns an HTTP answer
@@ -120,6 +121,10 @@ class RequestRejected(ServiceHTTPError):
 
 class SessionNotFound(RequestRejected):
     """404 ``Session not found``."""
+
+
+class InsufficientBalance(RequestRejected):
+    """402, or a bulk recipient ``skipped``: the account's wallet ran out (SMS, voice)."""
 
 
 class UnexpectedResponse(ServiceError):
@@ -226,6 +231,8 @@ def error_for_answer(
         return ServerError(status, error, path=path, body=body)
     if status == 404 and error.lower() == SESSION_NOT_FOUND:
         return SessionNotFound(status, error, path=path, body=body)
+    if status == 402:
+        return InsufficientBalance(status, error, path=path, body=body)
     return RequestRejected(status, error, path=path, body=body)
 
 
