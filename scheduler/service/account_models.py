@@ -40,6 +40,11 @@ CAUSES: dict[int, str] = {
 }
 
 
+def account_webhook_path(channel: str) -> str:
+    """``/api/v1/account/webhooks/{channel}``."""
+    return f"{ACCOUNT_WEBHOOKS_PATH}/{channel}"
+
+
 def cause_text(cause: int | None, description: str | None = None) -> str | None:
     """A Q.850 cause as readable text ("busy", "no answer", "voicemail")."""
     if cause is None:

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from scheduler.config import Settings
 from scheduler.errors import ConfigError
 from scheduler.service import requests as rq
+from scheduler.service.account_client import AccountCalls
 from scheduler.service.bodies import build, session_path
 from scheduler.service.exceptions import (
     InvalidRequest,
@@ -57,8 +58,10 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
 
 
-class ServiceClient:
-    """Typed async client of the service; use ``async with ServiceClient(...) as client``."""
+class ServiceClient(AccountCalls):
+    """Typed async client of the service; use ``async with ServiceClient(...) as client``.
+
+    SMS, voice and account-webhook calls come from :class:`AccountCalls`."""
 
     def __init__(
         self,

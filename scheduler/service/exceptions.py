@@ -21,7 +21,9 @@ Tree::
                 └── InsufficientBalance 402: the account's wallet cannot pay (SMS, voice)
 
 A 2xx answer whose JSON body says ``success: false`` is an error too (``RequestRejected``, or
-``SessionNotFound`` for ``Session not found``). :func:`error_for_answer` turns an HTTP answer
+``SessionNotFound`` for ``Session not found``, ``InsufficientBalance`` for ``statusCode: 402``).
+The service documents no answer for an empty wallet on a single SMS or call; 402 ``Insufficient
+balance`` is the sandbox's (ours). :func:`error_for_answer` turns an HTTP answer
 into the right exception; messages never carry the API key (it is scrubbed if echoed).
 """
 
@@ -150,6 +152,7 @@ def validation_problems(exc: Any) -> str:
 # --------------------------------------------------------------------------- answers → errors
 
 SESSION_NOT_FOUND = "session not found"
+PAYMENT_REQUIRED = 402
 _MAX_ERROR_TEXT = 300
 
 
@@ -231,7 +234,7 @@ def error_for_answer(
         return ServerError(status, error, path=path, body=body)
     if status == 404 and error.lower() == SESSION_NOT_FOUND:
         return SessionNotFound(status, error, path=path, body=body)
-    if status == 402:
+    if status == PAYMENT_REQUIRED:
         return InsufficientBalance(status, error, path=path, body=body)
     return RequestRejected(status, error, path=path, body=body)
 
@@ -241,5 +244,9 @@ def rejection_for_body(status: int, body: Mapping[str, Any], *, path: str,
     """The exception for a 2xx answer whose body says ``success: false``."""
     raw = body.get("error") or body.get("message") or "the service answered success: false"
     error = scrub(str(raw), secret)[:_MAX_ERROR_TEXT]
-    cls = SessionNotFound if error.lower() == SESSION_NOT_FOUND else RequestRejected
+    cls: type[RequestRejected] = RequestRejected
+    if error.lower() == SESSION_NOT_FOUND:
+        cls = SessionNotFound
+    elif body.get("statusCode") == PAYMENT_REQUIRED or status == PAYMENT_REQUIRED:
+        cls = InsufficientBalance
     return cls(status, error, path=path, body=dict(body))
