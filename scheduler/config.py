@@ -60,6 +60,17 @@ class Settings(BaseSettings):
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
     verify_grace_s: float = Field(default=60.0, ge=0)
 
+    # SMS and voice (ours: the service documents none of these; every one can be changed).
+    # Price per SMS segment by route, in micro-reais, to estimate and record each text's cost.
+    sms_price_micro: dict[str, int] = Field(
+        default_factory=lambda: {"marketing": 50_000, "otp": 70_000})
+    # The most recipients the service takes in one bulk request.
+    bulk_max: int = Field(default=1000, ge=1)
+    # Calls the account may have in progress at once (a campaign's max_calls is bounded by it).
+    voice_max_calls: int = Field(default=30, ge=1)
+    # A call with no call.ended after this long no longer counts as in progress.
+    voice_call_timeout_s: float = Field(default=600.0, gt=0)
+
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False
     reject_calls_reply: str | None = None
@@ -101,6 +112,13 @@ class Settings(BaseSettings):
             "an API key is configured but no service address (base_url): set "
             "CAMPAIGN_BASE_URL (or base_url in config.toml) to the service's address; unset "
             "the key to use the embedded sandbox")
+
+    def engine_overrides(self) -> dict[str, Any]:
+        """This process's settings of the engine (``DispatchOptions`` overrides)."""
+        return {"verify_grace_s": self.verify_grace_s,
+                "sms_price_micro": tuple(sorted(self.sms_price_micro.items())),
+                "bulk_max": self.bulk_max, "voice_max_calls": self.voice_max_calls,
+                "voice_call_timeout_s": self.voice_call_timeout_s}
 
     def state_path(self) -> Path:
         """The state folder (the ledger, the receiver's identity); needs a project."""

@@ -85,6 +85,10 @@ class RunOptions(_Frozen):
     rotation: Rotation
     step_delays_s: tuple[float, ...]
     resend_unproven: bool
+    # SMS and voice: recipients per bulk request, and (voice) calls in progress at once.
+    # None: the channel's default (stored options from before they existed read as None).
+    batch_size: int | None = Field(default=None, ge=1)
+    max_calls: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> RunOptions:
@@ -193,6 +197,8 @@ def from_snapshot(snapshot: dict[str, Any]) -> RunOptions:
             rotation=snapshot.get("sender_rotation") or DEFAULT_ROTATION,
             step_delays_s=tuple(_delay(s.get("delay")) for s in steps),
             resend_unproven=bool(snapshot.get("resend_unproven")),
+            batch_size=pace.get("batch"),
+            max_calls=pace.get("max_calls"),
         )
     except ValidationError as exc:
         raise OptionsError(f"the definition stored with a run is not readable: "

@@ -176,7 +176,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                         ledger, client, this, stop_event=stop,
                         events_received=server is not None,
                         on_progress=bar.update, progress_every_s=0.25,
-                        option_overrides={"verify_grace_s": settings.verify_grace_s,
+                        option_overrides={**settings.engine_overrides(),
                                           **(option_overrides or {})},
                         on_note=lambda entry: bar.note(entry, zone),
                     )

@@ -107,8 +107,7 @@ class Server:
             await ensure_senders(client, self.target, senders, self.webhook_url)
             result = await dispatch(self.ledger, client, run, stop_event=stop,
                                     events_received=self.events_received,
-                                    option_overrides={
-                                        "verify_grace_s": self.settings.verify_grace_s})
+                                    option_overrides=self.settings.engine_overrides())
             if stop.is_set() and result.status == RunStatus.PAUSED:
                 # the server is stopping, not the operator: the next serve continues it
                 self.ledger.set_status(run.id, RunStatus.RUNNING,

@@ -30,6 +30,8 @@ Example (every key is documented in ``campaigns/demo.toml``)::
     jitter = "2s-8s"
     daily_cap = 1000                     # per sender per local day
     plan_limit = 5000                    # per sender per day, when no service is configured
+    batch = 100                          # SMS / voice: recipients per bulk request
+    max_calls = 10                       # voice: calls in progress at once
 
     [bounds]                             # (ours) longest rendered text and caption
     text = 4096
@@ -203,6 +205,10 @@ class PaceSpec(Strict):
     jitter: Jitter = Jitter.parse(DEFAULT_JITTER)
     daily_cap: int | None = Field(default=None, ge=1)
     plan_limit: int | None = Field(default=None, ge=0)
+    #: SMS and voice: recipients per bulk request (the channel's default when unset).
+    batch: int | None = Field(default=None, ge=1, le=1000)
+    #: voice: calls in progress at once (the service's allowance bounds it too).
+    max_calls: int | None = Field(default=None, ge=1, le=1000)
 
 
 class BoundsSpec(Strict):

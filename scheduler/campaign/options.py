@@ -36,4 +36,6 @@ def run_options(campaign: Campaign) -> RunOptions:
         rotation=spec.sender_rotation,
         step_delays_s=tuple(step.delay_s for step in campaign.steps),
         resend_unproven=spec.resend_unproven,
+        batch_size=pace.batch,
+        max_calls=pace.max_calls,
     )

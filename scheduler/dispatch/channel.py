@@ -4,25 +4,33 @@ The dispatcher, the ledger and the reports are channel-neutral: what differs bet
 channels sits behind :class:`Channel`, as listmonk keeps its messengers behind a few
 methods. A channel says
 
-- how a delivery becomes a request (:meth:`Channel.request`: endpoint and body; only
-  WhatsApp bodies carry ``sessionId``),
-- how a request is sent and what its answer proves (:meth:`Channel.send` returns the id
-  that the service's events will carry), one delivery per request or up to
-  :attr:`Channel.batch_size` per bulk request,
+- which deliveries may share one request (:meth:`Channel.group_key`; at most
+  :attr:`Channel.batch_size` of them): WhatsApp sends one by one, SMS groups recipients of
+  the same rendered text into ``/sms/bulk``, voice the recipients of one audio or flow into
+  ``/voice/bulk``;
+- what the requests are (:meth:`Channel.requests`: endpoint and body, exactly what goes on
+  the wire; ``campaign preview`` shows them; only WhatsApp bodies carry ``sessionId``),
+- how they are sent and what the answer says of each delivery (:meth:`Channel.send`: one
+  :class:`Answer` per delivery, the id the service's events will carry, or an error),
 - how an error becomes an outcome (:meth:`Channel.verdict`),
 - which events prove a send was taken (:attr:`Channel.proof_events`), and
 - how much its senders may still send (:meth:`Channel.quotas`).
 
-:class:`ServiceCalls` is the narrow part of the service client the engine uses, so the
-dispatcher never holds an ``Any`` client. A new channel is a new module in
-:mod:`scheduler.dispatch.channels`, registered in :func:`scheduler.dispatch.channels.channel_for`.
+A bulk request is one unit: its deliveries are claimed together, before the call, and
+settled together from its answer. :class:`ServiceCalls` is the narrow part of the service
+client the engine uses, so the dispatcher never holds an ``Any`` client. A new channel is a
+new module in :mod:`scheduler.dispatch.channels`, registered in
+:func:`scheduler.dispatch.channels.channel_for`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
 
 from scheduler.dispatch.retry import Verdict
 from scheduler.ledger.rows import DueDelivery
@@ -31,6 +39,7 @@ from scheduler.service.responses import Limits, SendResult
 
 #: A sender's remaining plan quota and when it resets (``None``: unknown).
 Quota = tuple[float, datetime | None]
+Answered = TypeVar("Answered", bound=BaseModel)
 
 
 class ServiceCalls(Protocol):
@@ -38,6 +47,11 @@ class ServiceCalls(Protocol):
 
     async def send_prepared(self, path: str, body: dict[str, Any]) -> SendResult:
         """POST a body validated at plan time; the service's answer."""
+        ...
+
+    async def post_prepared(self, path: str, body: dict[str, Any],
+                            answer: type[Answered]) -> Answered:
+        """POST a validated body and read the answer with ``answer`` (SMS, voice)."""
         ...
 
     async def get_limits(self, session_id: str) -> Limits:
@@ -53,6 +67,20 @@ class SendRequest:
     body: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """What the service's answer says of one delivery of a request.
+
+    ``message_id``: the id its events will carry (None when the answer had none); ``error``:
+    why it was not taken; ``details``: what to keep in ``deliveries.details`` (SMS segments
+    and cost).
+    """
+
+    message_id: str | None = None
+    error: ServiceError | None = None
+    details: dict[str, Any] | None = None
+
+
 class Channel(Protocol):
     """What the engine needs to know of a channel (see the module doc)."""
 
@@ -62,13 +90,23 @@ class Channel(Protocol):
     proof_events: frozenset[str]
     #: Deliveries per request: 1 for one-by-one endpoints, more for a bulk endpoint.
     batch_size: int
+    #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).
+    has_calls: bool
 
-    def request(self, row: DueDelivery, sender: str) -> SendRequest:
-        """The request that sends ``row`` from ``sender``."""
+    def group_key(self, row: DueDelivery) -> Hashable:
+        """Deliveries with equal keys may share one request."""
         ...
 
-    async def send(self, service: ServiceCalls, request: SendRequest) -> str | None:
-        """Send; the id the service's events will carry (raises ``ServiceError``)."""
+    def requests(self, rows: Sequence[DueDelivery], sender: str) -> list[SendRequest]:
+        """The requests that send ``rows`` (one group) from ``sender``, in order."""
+        ...
+
+    async def send(self, service: ServiceCalls, rows: Sequence[DueDelivery],
+                   sender: str) -> list[Answer]:
+        """Send ``rows`` (one group); one :class:`Answer` per row, in order.
+
+        A request that fails as a whole gives every row of it the same error.
+        """
         ...
 
     def verdict(self, error: ServiceError) -> Verdict:

@@ -17,20 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from scheduler.dispatch import outcomes, reconcile
-from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
+from scheduler.dispatch import outcomes, picking, reconcile
+from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
 from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import calls as cq
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -105,6 +107,8 @@ class Dispatcher:
         #: ledger is only asked when one may be due, not at every turn of the loop.
         self._verify_at: datetime | None = None
         self.quotas = quotas or {}
+        # enough rows that a bulk channel finds full groups in the buffer
+        self._refill_size = max(REFILL, 2 * channel.batch_size)
         self.on_note = on_note
 
     # ------------------------------------------------------------------ public
@@ -185,11 +189,11 @@ class Dispatcher:
 
     def _refill(self, now: datetime) -> bool:
         with self.ledger.read("read due deliveries") as conn:
-            rows = dq.due_deliveries(conn, self.run_id, now, limit=REFILL,
+            rows = dq.due_deliveries(conn, self.run_id, now, limit=self._refill_size,
                                           after_seq=self._last_seq)
             if not rows and self._last_seq >= 0:
                 self._last_seq = -1  # retried rows may sit behind the cursor
-                rows = dq.due_deliveries(conn, self.run_id, now, limit=REFILL)
+                rows = dq.due_deliveries(conn, self.run_id, now, limit=self._refill_size)
         if rows:
             self._last_seq = rows[-1].seq
             self._buffer.extend(rows)
@@ -198,55 +202,62 @@ class Dispatcher:
     def _claim_ready(self, now: datetime) -> tuple[int, datetime | None]:
         """Claim (and commit) every buffered row a sender may send now; launch the sends."""
         assert self.pool is not None
-        picked: list[tuple[DueDelivery, SenderState]] = []
-        deferred: list[tuple[int, datetime]] = []
-        wake: datetime | None = None
-        room = self.options.concurrency - len(self._inflight)
-        while self._buffer and len(picked) < room:
-            row = self._buffer[0]
-            if self.options.recipient_timezone and self.options.window is not None:
-                zone = zone_for_number(row.to, zone_for_region(row.region or "",
-                                                               self.options.timezone))
-                local = self.options.window.in_zone(zone)
-                if not local.is_open(now):
-                    deferred.append((row.id, local.next_open(now)))
-                    self._buffer.popleft()
-                    continue
-            sender, ready = self.pool.pick(now, row.sender)
-            if sender is None:
-                wake = ready
-                break
-            assert ready is not None
-            self.pool.on_claim(sender, ready, now)
-            picked.append((row, sender))
-            self._buffer.popleft()
-        if deferred:
+        picked = picking.pick(
+            self._buffer, self.pool, self.channel, now,
+            room=self.options.concurrency - len(self._inflight),
+            call_room=self._call_room(now),
+            closed_until=self._closed_until if self.options.recipient_timezone
+            and self.options.window is not None else None)
+        if picked.deferred:
             with self.ledger.transaction("defer deliveries to their window") as conn:
-                dq.defer(conn, deferred)
-        if picked:
-            # one transaction per loop turn: the outcomes settled since the last one, then
-            # the claim, committed together before any of the new sends goes out
-            with self.ledger.transaction("record outcomes and claim deliveries") as conn:
-                self._write_pending(conn)
-                moved = dq.claim(conn, [(r.id, s.name) for r, s in picked], now)
-            self._pending.clear()
-            self._report_progress()
+                dq.defer(conn, picked.deferred)
+        wake = picked.wake
+        if picked.calls_full:
+            wake = now + timedelta(seconds=CONTROL_EVERY_S)
+        if not picked.groups:
+            return 0, wake
+        # one transaction per loop turn: the outcomes settled since the last one, then
+        # the claim, committed together before any of the new sends goes out
+        with self.ledger.transaction("record outcomes and claim deliveries") as conn:
+            self._write_pending(conn)
+            moved = dq.claim(conn, [(r.id, g.sender.name) for g in picked.groups
+                                    for r in g.rows], now)
+        self._pending.clear()
+        self._report_progress()
+        for group in picked.groups:
             # a row skipped since it was read (opt-out, cancel) did not move: not sent
-            picked = [(row, sender) for row, sender in picked if row.id in moved]
-            for row, sender in picked:
-                task = asyncio.ensure_future(self._send(row, sender))
+            rows = [row for row in group.rows if row.id in moved]
+            if rows:
+                task = asyncio.ensure_future(self._send(rows, group.sender))
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
-        return len(picked), wake
+        return picked.rows, wake
 
-    async def _send(self, row: DueDelivery, sender: SenderState) -> None:
-        outcome = outcomes.Outcome(row, sender)
+    def _closed_until(self, row: DueDelivery, now: datetime) -> datetime | None:
+        """When the recipient's own window opens, if it is closed now (None: open)."""
+        assert self.options.window is not None
+        zone = zone_for_number(row.to, zone_for_region(row.region or "", self.options.timezone))
+        local = self.options.window.in_zone(zone)
+        return None if local.is_open(now) else local.next_open(now)
+
+    def _call_room(self, now: datetime) -> float:
+        """Calls that may still start (voice): the run's limit and the account's, less the
+        calls in progress in the ledger; unlimited on other channels."""
+        if not self.channel.has_calls:
+            return math.inf
+        since = now - timedelta(seconds=self.options.voice_call_timeout_s)
+        with self.ledger.read("count calls in progress") as conn:
+            mine, everyone = cq.calls_in_progress(conn, self.run_id, since)
+        limit = getattr(self.channel, "max_calls", self.options.voice_max_calls)
+        return max(0, min(limit - mine, self.options.voice_max_calls - everyone))
+
+    async def _send(self, rows: list[DueDelivery], sender: SenderState) -> None:
         try:
-            request = self.channel.request(row, sender.name)
-            outcome.message_id = await self.channel.send(self.client, request)
+            answers = await self.channel.send(self.client, rows, sender.name)
         except ServiceError as exc:
-            outcome.error = exc
-        self._outcomes.append(outcome)
+            answers = [Answer(error=exc) for _ in rows]
+        self._outcomes.extend(outcomes.Outcome(row, sender, a.message_id, a.error, a.details)
+                              for row, a in zip(rows, answers, strict=True))
         if len(self._outcomes) >= self._want:
             self._batch_done.set()
 

@@ -50,6 +50,15 @@ class DispatchOptions:
     sender_cooloff_s: float = 60.0
     failure_threshold: int = 5
     plan_limit: int | None = None
+    #: SMS / voice: recipients per bulk request; None = the channel's default.
+    batch_size: int | None = None
+    #: voice: calls in progress at once (the campaign's ``max_calls``); None = the channel's.
+    max_calls: int | None = None
+    # this process's settings of the account (scheduler.config): never stored with a run
+    sms_price_micro: tuple[tuple[str, int], ...] = (("marketing", 50_000), ("otp", 70_000))
+    bulk_max: int = 1000
+    voice_max_calls: int = 30
+    voice_call_timeout_s: float = 600.0
 
     @property
     def at_least_once(self) -> bool:
@@ -74,6 +83,8 @@ class DispatchOptions:
             "step_delays_s": stored.step_delays_s or (0.0,),
             "rotation": stored.rotation,
             "plan_limit": stored.plan_limit,
+            "batch_size": stored.batch_size,
+            "max_calls": stored.max_calls,
         }
         values.update(overrides)
         return cls(**values)

@@ -12,6 +12,8 @@ this apart from the dispatcher's loop makes the rules readable in one place:
 - ``sender_down`` → back to ``planned`` for another sender; the sender cools off;
 - ``ambiguous`` (time-out, dropped connection) → verified against ``messages.sent`` when
   events are received; otherwise ``unknown`` (at-most-once) or sent again (at-least-once);
+- ``out_of_funds`` (the wallet ran out) → back to ``planned``; the run pauses and says how
+  many were not sent;
 - ``retry`` / ``throttled`` → back to ``planned`` after back-off or ``Retry-After``, up to
   ``max_attempts``, then ``failed``.
 """
@@ -22,12 +24,14 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.retry import Verdict, classify, retry_delay
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.exceptions import RateLimited, ServiceError
@@ -42,6 +46,7 @@ class Outcome:
     sender: SenderState
     message_id: str | None = None
     error: ServiceError | None = None
+    details: dict[str, Any] | None = None
 
 
 @dataclass
@@ -49,6 +54,7 @@ class Settlement:
     """Ledger changes of one batch, plus what the run should note or do."""
 
     accepted: list[tuple[int, str | None]] = field(default_factory=list)
+    details: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     released: list[tuple[str, int, str | None]] = field(default_factory=list)
     retries: list[tuple[int, datetime, str]] = field(default_factory=list)
     failed: list[tuple[int, str, str | None]] = field(default_factory=list)
@@ -67,10 +73,13 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
     ``verdict`` is the channel's reading of an error (``Channel.verdict``).
     """
     out = Settlement()
+    unpaid = 0
     for o in outcomes:
         row = o.row
         if o.error is None:
             out.accepted.append((row.id, o.message_id))
+            if o.details:
+                out.details.append((row.id, o.details))
             out.released.append((row.to, row.step, o.sender.name))
             pool.on_accepted(o.sender)
             continue
@@ -78,6 +87,9 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
         if kind is Verdict.FAIL:
             out.failed.append((row.id, "", why))
             out.stopped.append((row.to, row.step))
+        elif kind is Verdict.OUT_OF_FUNDS:
+            out.retries.append((row.id, now, why))
+            unpaid += 1
         elif kind is Verdict.STOP_RUN:
             out.retries.append((row.id, now, why))
             out.stop_reason = f"the service refused the API key: {why}"
@@ -96,6 +108,11 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
                 out.stopped.append((row.to, row.step))
         else:
             _retry_later(o, kind, why, pool, options, rng, now, out)
+    if unpaid and out.stop_reason is None:
+        out.stop_reason = (
+            f"the account's wallet ran out: {unpaid} "
+            f"{'recipient was' if unpaid == 1 else 'recipients were'} not sent and wait in "
+            "the plan with the rest; top up the wallet, then `campaign resume` the run")
     return out
 
 
@@ -121,6 +138,7 @@ def apply(conn: Connection, run_id: int, s: Settlement, step_delays_s: tuple[flo
           now: datetime) -> None:
     """Write a settlement (the caller's transaction)."""
     dq.record_accepted(conn, s.accepted, now)  # first: it takes the matching lock
+    tq.record_details(conn, s.details)
     match_early_events(conn, (m for _i, m in s.accepted), now)
     dq.release_next_steps(conn, run_id, s.released, step_delays_s, now)
     dq.record_retry(conn, s.retries, now)

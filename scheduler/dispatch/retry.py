@@ -9,6 +9,8 @@ Verdicts:
   verified against ``messages.sent`` events first (see ``reconcile``).
 - ``sender_down``: the session is unknown or not connected: the row goes to another sender.
 - ``stop_run``: 401/403: every further send would fail the same way.
+- ``out_of_funds``: 402 or a bulk recipient ``skipped``: the account's wallet ran out; the
+  row waits in the plan and the run pauses until the wallet is topped up.
 - ``fail``: any other 4xx: the message itself is wrong; the service's text is kept.
 """
 
@@ -20,6 +22,7 @@ from enum import StrEnum
 
 from scheduler.service.exceptions import (
     AuthenticationError,
+    InsufficientBalance,
     NoAnswer,
     RateLimited,
     RequestRejected,
@@ -41,6 +44,7 @@ class Verdict(StrEnum):
     AMBIGUOUS = "ambiguous"
     SENDER_DOWN = "sender_down"
     STOP_RUN = "stop_run"
+    OUT_OF_FUNDS = "out_of_funds"
     FAIL = "fail"
 
 
@@ -55,6 +59,8 @@ def classify(error: ServiceError) -> Verdict:
         return Verdict.AMBIGUOUS if error.maybe_applied else Verdict.RETRY
     if isinstance(error, ServerError):
         return Verdict.RETRY
+    if isinstance(error, InsufficientBalance):
+        return Verdict.OUT_OF_FUNDS
     if isinstance(error, SessionNotFound):
         return Verdict.SENDER_DOWN
     if isinstance(error, RequestRejected):

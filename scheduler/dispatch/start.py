@@ -38,7 +38,7 @@ async def dispatch(
     kwargs: dict[str, Any] = {}
     if sleep is not None:
         kwargs["sleep"] = sleep
-    channel = channel_for(run.channel)
+    channel = channel_for(run.channel, options)
     quotas = await channel.quotas(client, list(options.senders))
     dispatcher = Dispatcher(
         ledger, client, run.id, options, channel=channel, clock=clock, rng=rng,

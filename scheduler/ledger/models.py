@@ -98,6 +98,8 @@ class Delivery(SQLModel, table=True):
     read_at: datetime | None = None
     replied_at: datetime | None = None
     failed_at: datetime | None = None
+    # voice: when the call ended (call.ended); a call is in progress until then
+    ended_at: datetime | None = None
     reply_text: str | None = Field(default=None, sa_type=Text)
     details: str | None = Field(default=None, sa_type=Text)
     updated_at: datetime | None = None

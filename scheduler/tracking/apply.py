@@ -44,7 +44,7 @@ PROGRESS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
     ("voice", "call.started"): (S.SENT, ("sent_at",)),
     ("voice", "call.answered"): (S.ANSWERED, ("sent_at",)),
     ("voice", "call.dtmf"): (S.ANSWERED, ("sent_at",)),
-    ("voice", "call.ended"): (S.NOT_ANSWERED, ("sent_at",)),
+    ("voice", "call.ended"): (S.NOT_ANSWERED, ("sent_at", "ended_at")),
 }
 #: Step kinds whose ``messages.sent`` type is known: only such an event proves such a row.
 STRICT_KINDS = ("text", "image", "video", "audio", "document", "sticker", "location",

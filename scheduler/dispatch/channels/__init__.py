@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 from scheduler.dispatch.channel import Channel
+from scheduler.dispatch.channels.sms import SmsChannel
+from scheduler.dispatch.channels.voice import VoiceChannel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.dispatch.exceptions import DispatchError
+from scheduler.dispatch.options import DispatchOptions
 
-_CHANNELS: dict[str, Channel] = {"whatsapp": WhatsAppChannel()}
-
-
-def channel_for(name: str) -> Channel:
-    """The channel of ``runs.channel`` ``name``, or a clear error for one not built yet."""
-    try:
-        return _CHANNELS[name]
-    except KeyError:
-        raise DispatchError(f"dispatching {name} runs is not available yet; "
-                            "`campaign plan` estimates them") from None
+CHANNELS = ("whatsapp", "sms", "voice")
 
 
-__all__ = ["channel_for"]
+def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
+    """The channel of ``runs.channel`` ``name``, set up with a run's options (batch size,
+    calls in progress, prices); a clear error for a channel this program does not know."""
+    if name == "whatsapp":
+        return WhatsAppChannel()
+    if name == "sms":
+        if options is None:
+            return SmsChannel()
+        return SmsChannel(batch_size=options.batch_size, bulk_max=options.bulk_max,
+                          prices=dict(options.sms_price_micro))
+    if name == "voice":
+        if options is None:
+            return VoiceChannel()
+        limit = min(options.max_calls or options.voice_max_calls, options.voice_max_calls)
+        return VoiceChannel(batch_size=options.batch_size, bulk_max=options.bulk_max,
+                            max_calls=limit)
+    raise DispatchError(f"runs on channel {name!r} cannot be dispatched: this program "
+                        f"sends on {', '.join(CHANNELS)}")
+
+
+__all__ = ["CHANNELS", "channel_for"]

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Hashable, Sequence
 from datetime import datetime
 
 import orjson
 
-from scheduler.dispatch.channel import Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.retry import Verdict, classify
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError
@@ -19,16 +20,29 @@ class WhatsAppChannel:
     name = "whatsapp"
     proof_events = frozenset({"messages.sent"})
     batch_size = 1
+    has_calls = False
 
-    def request(self, row: DueDelivery, sender: str) -> SendRequest:
+    def group_key(self, row: DueDelivery) -> Hashable:
+        """Every delivery is a request of its own."""
+        return row.id
+
+    def requests(self, rows: Sequence[DueDelivery], sender: str) -> list[SendRequest]:
         """The stored body (validated at plan time) with the session and the recipient."""
-        return SendRequest(row.path, {"sessionId": sender, "to": row.to,
-                                      **orjson.loads(row.payload)})
+        return [SendRequest(row.path, {"sessionId": sender, "to": row.to,
+                                       **orjson.loads(row.payload)}) for row in rows]
 
-    async def send(self, service: ServiceCalls, request: SendRequest) -> str | None:
-        """POST it; the ``messageId`` that ``messages.sent`` will carry as ``data.id``."""
-        result = await service.send_prepared(request.path, request.body)
-        return result.messageId
+    async def send(self, service: ServiceCalls, rows: Sequence[DueDelivery],
+                   sender: str) -> list[Answer]:
+        """POST each; the ``messageId`` that ``messages.sent`` will carry as ``data.id``."""
+        answers = []
+        for request in self.requests(rows, sender):
+            try:
+                result = await service.send_prepared(request.path, request.body)
+            except ServiceError as exc:
+                answers.append(Answer(error=exc))
+            else:
+                answers.append(Answer(message_id=result.messageId))
+        return answers
 
     def verdict(self, error: ServiceError) -> Verdict:
         """The common rules (``scheduler.dispatch.retry``)."""

@@ -167,9 +167,37 @@ def merge_details(conn: Connection, message_id_norm: str, extra: dict[str, Any])
         except ValueError:
             current = {}
         merged = {**current, **extra} if isinstance(current, dict) else dict(extra)
+        counted = current.get("segments") if isinstance(current, dict) else None
+        if counted is not None and merged.get("segments") != counted \
+                and "segmentsCounted" not in merged:
+            merged["segmentsCounted"] = counted  # our count before sending differed
         if merged != current:
             conn.execute(update(deliveries).where(deliveries.c.id == delivery_id).values(
                 details=json.dumps(merged, ensure_ascii=False, separators=(",", ":"))))
+
+
+def record_details(conn: Connection, rows: Sequence[tuple[int, dict[str, Any]]]) -> None:
+    """Merge what a send's answer said (SMS segments and cost) into ``details`` by delivery id.
+
+    With every accepted SMS batch: one read of the rows' current details and one
+    ``executemany`` (events applied earlier may have written some keys: theirs win).
+    """
+    if not rows:
+        return
+    ids = [delivery_id for delivery_id, _ in rows]
+    current = dict(conn.execute(select(deliveries.c.id, deliveries.c.details)
+                                .where(deliveries.c.id.in_(ids))).all())
+    params = []
+    for delivery_id, extra in rows:
+        try:
+            known = json.loads(current.get(delivery_id) or "{}")
+        except ValueError:
+            known = {}
+        merged = {**extra, **known} if isinstance(known, dict) else dict(extra)
+        params.append({"b_id": delivery_id, "b_details": json.dumps(
+            merged, ensure_ascii=False, separators=(",", ":"))})
+    conn.execute(update(deliveries).where(deliveries.c.id == bindparam("b_id"))
+                 .values(details=bindparam("b_details")), params)
 
 
 def _count(cond: Any) -> Any:

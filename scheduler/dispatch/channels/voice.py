@@ -1,0 +1,110 @@
+"""Voice (URA): recipients of one audio or flow share one ``/voice/bulk``; ``call.*`` prove it.
+
+A step stores per recipient the call's settings (``audioUrl`` or ``flowId``, ``trunk``,
+``from``, ``maxAttempts``…) and the ``variables`` that fill the flow's ``{{input.*}}``
+slots. Rows with the same settings form one group, sent as one bulk request with
+``recipients: [{phone, variables}]`` (``numbers`` when no row has variables).
+
+``voice/bulk`` answers with a ``bulkId`` and counts only; the call events carry
+``bulkCallId`` and ``to``, so each delivery holds ``bulkid:number``
+(:func:`scheduler.service.account_models.voice_key`). When the wallet runs out the service
+reports how many it ``skipped``; the sandbox skips the tail of the list, and this channel
+takes the last ``skipped`` recipients as not dialed (they wait in the plan, the run
+pauses). A call is in progress from its acceptance until ``call.ended``: the engine keeps
+that number under the campaign's ``max_calls`` and the account's allowance
+(:attr:`VoiceChannel.has_calls`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import orjson
+
+from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.retry import Verdict, classify
+from scheduler.ledger.rows import DueDelivery
+from scheduler.service.account_models import VOICE_BULK_PATH, VoiceBulkResult, voice_key
+from scheduler.service.exceptions import InsufficientBalance, NoAnswer, ServiceError
+
+#: Recipients per bulk request when the campaign does not say (``[pace] batch``).
+DEFAULT_BATCH = 10
+#: Calls in progress at once when the campaign does not say (``[pace] max_calls``).
+DEFAULT_MAX_CALLS = 10
+
+
+def _split(payload: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    body = orjson.loads(payload)
+    variables = body.pop("variables", None)
+    return body, variables
+
+
+class VoiceChannel:
+    """Places calls through ``/api/v1/voice/bulk``; outcomes come from ``call.*`` events."""
+
+    name = "voice"
+    proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
+    has_calls = True
+
+    def __init__(self, *, batch_size: int | None = None, bulk_max: int = 1000,
+                 max_calls: int | None = None) -> None:
+        self.max_calls = max_calls or DEFAULT_MAX_CALLS
+        self.batch_size = max(1, min(batch_size or DEFAULT_BATCH, bulk_max, self.max_calls))
+
+    def group_key(self, row: DueDelivery) -> Hashable:
+        """Rows with the same call settings (all but ``variables``) share a bulk request."""
+        shared, _ = _split(row.payload)
+        return orjson.dumps(shared, option=orjson.OPT_SORT_KEYS)
+
+    def requests(self, rows: Sequence[DueDelivery], sender: str) -> list[SendRequest]:
+        """One ``voice/bulk`` with the group's recipients and their variables."""
+        if not rows:
+            return []
+        shared, _ = _split(rows[0].payload)
+        recipients = []
+        for row in rows:
+            _, variables = _split(row.payload)
+            recipients.append({"phone": row.to, **({"variables": variables}
+                                                   if variables else {})})
+        if any("variables" in r for r in recipients):
+            return [SendRequest(VOICE_BULK_PATH, {**shared, "recipients": recipients})]
+        return [SendRequest(VOICE_BULK_PATH, {**shared, "numbers": [row.to for row in rows]})]
+
+    async def send(self, service: ServiceCalls, rows: Sequence[DueDelivery],
+                   sender: str) -> list[Answer]:
+        """Send the group; the first ``dialed`` rows are placed, the last ``skipped`` not."""
+        (request,) = self.requests(rows, sender)
+        try:
+            result = await service.post_prepared(request.path, request.body, VoiceBulkResult)
+        except ServiceError as exc:
+            return [Answer(error=exc) for _ in rows]
+        return answers_for(rows, result)
+
+    def verdict(self, error: ServiceError) -> Verdict:
+        """The common rules (``scheduler.dispatch.retry``); a wallet that ran out pauses."""
+        return classify(error)
+
+    async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
+        """No per-sender plan quota: the account's daily cap is the campaign's ``daily_cap``."""
+        return {}
+
+
+def answers_for(rows: Sequence[DueDelivery], result: VoiceBulkResult) -> list[Answer]:
+    """Each row's answer from a bulk answer's counts (see the module doc)."""
+    n = len(rows)
+    skipped = max(0, min(result.skipped, n))
+    dialed = max(0, min(result.dialed, n - skipped))
+    answers: list[Answer] = []
+    for index, row in enumerate(rows):
+        key = voice_key(result.bulkId, row.to)
+        if index < dialed and key is not None:
+            answers.append(Answer(message_id=key, details={"bulkId": result.bulkId}))
+        elif index >= n - skipped:
+            answers.append(Answer(error=InsufficientBalance(
+                402, "skipped: the wallet ran out", path=VOICE_BULK_PATH)))
+        else:
+            answers.append(Answer(error=NoAnswer(
+                f"POST {VOICE_BULK_PATH}: dialed {result.dialed} and skipped "
+                f"{result.skipped} of {n}: this call is not accounted for")))
+    return answers
