@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from scheduler.sandbox import routes_inspect, routes_messages, routes_sessions
+from scheduler.sandbox import routes_account, routes_inspect, routes_messages, routes_sessions
 from scheduler.sandbox.auth import ApiKeyMiddleware
 from scheduler.sandbox.common import ApiError, envelope
 from scheduler.sandbox.config import SandboxConfig
@@ -71,9 +71,12 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.include_router(routes_messages.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_inspect.router)
+    app.include_router(routes_account.router)
+    app.include_router(routes_account.control)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected)
-    app.add_middleware(ApiKeyMiddleware, sandbox=sandbox, fast_routes=routes_messages.SEND_HANDLERS)
+    fast_routes = {**routes_messages.SEND_HANDLERS, **routes_account.ACCOUNT_SEND_HANDLERS}
+    app.add_middleware(ApiKeyMiddleware, sandbox=sandbox, fast_routes=fast_routes)
     return app

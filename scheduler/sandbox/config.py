@@ -1,4 +1,5 @@
-"""Settings of the sandbox: fault injection, simulated recipients, plan limits, clock.
+"""Settings of the sandbox: fault injection, simulated recipients, plan limits, SMS and
+voice outcomes, the account's wallet, clock.
 
 Every knob except ``api_key``, ``seed`` and ``clock`` can be changed while the sandbox runs
 (``POST /sandbox/faults``), so a test can start a 429 burst in the middle of a run.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     AfterValidator,
@@ -18,9 +19,29 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
+    model_validator,
 )
 
 DEFAULT_API_KEY = "sandbox-key"
+#: An ``errorCode`` of ``sms.undelivered`` / ``sms.failed`` (``service-facts.md``).
+SmsErrorCode = Literal[
+    "NETWORK_ERROR", "INVALID_NUMBER", "LANDLINE", "BLACKLIST", "CANCELED", "NO_WHATSAPP",
+    "CONTENT_BLOCKED", "NO_COVERAGE", "REJECTED", "NOT_RECEIVED",
+]
+SMS_ERROR_CODES: tuple[SmsErrorCode, ...] = get_args(SmsErrorCode)
+#: Q.850 causes of a call nobody answered: busy, no answer, rejected, ring time-out, voicemail.
+UnansweredCause = Literal[17, 19, 21, 150, 151]
+UNANSWERED_CAUSES: tuple[UnansweredCause, ...] = get_args(UnansweredCause)
+SmsRoute = Literal["marketing", "otp"]
+#: Price of one SMS segment by route, in micro-reais (ours).
+SMS_PRICES_MICRO: dict[SmsRoute, int] = {"marketing": 60_000, "otp": 90_000}
+
+
+def _with_every_route(prices: dict[SmsRoute, int]) -> dict[SmsRoute, int]:
+    """A price table that names one route keeps the default price of the other."""
+    if any(price < 0 for price in prices.values()):
+        raise ValueError("a price per segment must be >= 0")
+    return {**SMS_PRICES_MICRO, **prices}
 
 
 def utc_now() -> datetime:
@@ -28,7 +49,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def parse_range(value: Any) -> Any:
+def parse_range(value: Any, unit: str = "milliseconds") -> Any:
     """``"5-20"``, ``"7"``, ``[5, 20]`` or ``(5, 20)`` → ``(5.0, 20.0)``; other values pass."""
     if isinstance(value, int | float) and not isinstance(value, bool):
         return (float(value), float(value))
@@ -40,7 +61,7 @@ def parse_range(value: Any) -> Any:
         first = float(low)
         second = float(high) if sep else first
     except ValueError:
-        raise ValueError(f"expected MIN-MAX milliseconds such as 5-20, got {value!r}") from None
+        raise ValueError(f"expected MIN-MAX {unit} such as 5-20, got {value!r}") from None
     return (first, second)
 
 
@@ -55,6 +76,12 @@ def _ordered(value: tuple[float, float]) -> tuple[float, float]:
 Rate = Annotated[float, Field(ge=0.0, le=1.0)]
 #: A ``(min, max)`` range in milliseconds; also accepts ``"min-max"``.
 MsRange = Annotated[tuple[float, float], BeforeValidator(parse_range), AfterValidator(_ordered)]
+#: A ``(min, max)`` range in (simulated) seconds; also accepts ``"min-max"``.
+SecondsRange = Annotated[
+    tuple[float, float],
+    BeforeValidator(lambda value: parse_range(value, "seconds")),
+    AfterValidator(_ordered),
+]
 
 
 class SandboxConfig(BaseModel):
@@ -98,9 +125,51 @@ class SandboxConfig(BaseModel):
     webhook_timeout_s: float = Field(default=5.0, gt=0)
     webhook_concurrency: int = Field(default=8, ge=1, le=256)
 
+    # SMS (account channel): one outcome per message, drawn in arrival order (delivered is
+    # the rest); cost = segments x the route's price per segment, in micro-reais.
+    sms_undelivered_rate: Rate = 0.04
+    sms_failed_rate: Rate = 0.01
+    sms_expired_rate: Rate = 0.01
+    sms_error_codes: list[SmsErrorCode] = Field(default=list(SMS_ERROR_CODES), min_length=1)
+    sms_price_micro: Annotated[dict[SmsRoute, int], AfterValidator(_with_every_route)] = Field(
+        default_factory=lambda: dict(SMS_PRICES_MICRO)
+    )
+    sms_report_delay_ms: MsRange = (20.0, 200.0)
+    sms_bulk_max: int = Field(default=1_000, ge=1)
+
+    # Automated voice calls. Durations are simulated seconds; voice_time_scale turns them
+    # into wall time (0.008: a 40 s call takes 0.32 s).
+    voice_answer_rate: Rate = 0.7
+    voice_ring_s: SecondsRange = (2.0, 12.0)
+    voice_talk_s: SecondsRange = (5.0, 30.0)
+    voice_digits: str = Field(default="129", pattern=r"^[0-9*#]*$")
+    voice_unanswered_causes: list[UnansweredCause] = Field(
+        default=list(UNANSWERED_CAUSES), min_length=1
+    )
+    voice_retry_gap_s: float = Field(default=20.0, ge=0)
+    voice_time_scale: float = Field(default=0.008, gt=0)
+    voice_max_calls_in_progress: int = Field(default=30, ge=1)
+    voice_bulk_max: int = Field(default=1_000, ge=1)
+    voice_reserve_micro: int = Field(default=200_000, ge=0)
+    voice_price_micro_per_minute: int = Field(default=100_000, ge=0)
+
+    # The account's wallet in micro-reais (None: unlimited). Setting it sets the balance.
+    wallet_micro_reais: int | None = Field(default=None, ge=0)
+
     message_id_case_mismatch: bool = True
     auto_connect: bool = False
     clock: Callable[[], datetime] = Field(default=utc_now, exclude=True)
+
+    @model_validator(mode="after")
+    def _sms_rates(self) -> Self:
+        """The SMS outcome rates leave room for ``delivered`` (they sum to at most 1)."""
+        total = self.sms_undelivered_rate + self.sms_failed_rate + self.sms_expired_rate
+        if total > 1.0 + 1e-9:
+            raise ValueError(
+                f"sms_undelivered_rate + sms_failed_rate + sms_expired_rate is {total:g}, "
+                "more than 1"
+            )
+        return self
 
     def knobs(self) -> dict[str, Any]:
         """The run-time changeable settings, as JSON-ready values."""
@@ -126,6 +195,7 @@ def updated_config(config: SandboxConfig, update: dict[str, Any]) -> SandboxConf
         return SandboxConfig(**values, clock=config.clock)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+            f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}"
+            for err in exc.errors()
         )
         raise ValueError(problems) from None

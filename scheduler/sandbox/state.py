@@ -186,13 +186,15 @@ class World:
         self,
         *,
         path: str,
-        session_id: str,
-        to: str | None,
+        session_id: str | None,
+        to: str | list[str] | None,
         body: dict[str, Any],
         message_id: str | None,
         at: datetime,
+        **ids: Any,
     ) -> dict[str, Any]:
-        """Append one accepted request to the sends log and return its entry."""
+        """Append one accepted request to the sends log and return its entry; SMS and
+        voice requests have no session and may add ids (``messageIds``, ``bulkId``...)."""
         entry = {
             "index": len(self.sends),
             "path": path,
@@ -201,6 +203,7 @@ class World:
             "body": body,
             "messageId": message_id,
             "at": iso_ms(at),
+            **ids,
         }
         self.sends.append(entry)
         return entry

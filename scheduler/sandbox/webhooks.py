@@ -4,15 +4,18 @@ The real service retries a failed delivery 7 times with back-off (5 s .. 160 s) 
 404 or 410; the sandbox does the same on a scaled-down schedule
 (``webhook_retry_base_s * 2**n``). Workers read ``webhook_concurrency`` when they start.
 Faults (``webhook_duplicate_rate``, ``webhook_delay_ms``, ``webhook_reorder``) are decided
-with a seeded random stream in the order events are emitted.
+with a seeded random stream in the order events are emitted. Account (SMS, voice) events go
+through the same queue with :meth:`WebhookDispatcher.post_raw`: the exact bytes to post and
+their extra headers (channel, signature).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,8 +37,10 @@ class Delivery:
     url: str
     content: bytes
     event: str
-    session_id: str
+    session_id: str | None
     attempt: int = 1
+    headers: Mapping[str, str] = dataclasses.field(default_factory=lambda: _HEADERS)
+    channel: str | None = None
 
 
 class WebhookDispatcher:
@@ -123,16 +128,31 @@ class WebhookDispatcher:
 
     def post(self, url: str, session_id: str, envelope: dict[str, Any]) -> None:
         """Queue ``envelope`` for ``url``, applying duplicate, delay and reorder faults."""
+        content = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
+        self.post_raw(url, content, envelope["event"], session_id=session_id)
+
+    def post_raw(
+        self,
+        url: str,
+        content: bytes,
+        event: str,
+        *,
+        session_id: str | None = None,
+        channel: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Queue the exact bytes ``content`` (event ``event``) for ``url``, with ``headers``
+        added to the JSON ones; faults and retries as for :meth:`post`."""
         if self._closed:
             return
         self.start()
         cfg = self._config()
-        content = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
+        all_headers = {**_HEADERS, **headers} if headers else _HEADERS
         duplicate = cfg.webhook_duplicate_rate and self._rng.random() < cfg.webhook_duplicate_rate
         copies = 2 if duplicate else 1
         low, high = cfg.webhook_delay_ms
         for _ in range(copies):
-            delivery = Delivery(url, content, envelope["event"], session_id)
+            delivery = Delivery(url, content, event, session_id, 1, all_headers, channel)
             if high > 0:
                 self.call_later(self._rng.uniform(low, high) / 1000, self._route, delivery)
             else:
@@ -183,7 +203,7 @@ class WebhookDispatcher:
         error: str | None = None
         try:
             response = await self._client.post(
-                delivery.url, content=delivery.content, headers=_HEADERS
+                delivery.url, content=delivery.content, headers=delivery.headers
             )
             status = response.status_code
         except httpx.HTTPError as exc:
@@ -194,13 +214,7 @@ class WebhookDispatcher:
         cfg = self._config()
         if delivery.attempt < cfg.webhook_max_attempts:
             delay = cfg.webhook_retry_base_s * 2 ** (delivery.attempt - 1)
-            retry = Delivery(
-                delivery.url,
-                delivery.content,
-                delivery.event,
-                delivery.session_id,
-                delivery.attempt + 1,
-            )
+            retry = dataclasses.replace(delivery, attempt=delivery.attempt + 1)
             self.call_later(delay, self._enqueue, retry)
 
     def _note(self, delivery: Delivery, status: int | None, error: str | None) -> None:
@@ -210,6 +224,7 @@ class WebhookDispatcher:
                 "url": delivery.url,
                 "event": delivery.event,
                 "sessionId": delivery.session_id,
+                "channel": delivery.channel,
                 "attempt": delivery.attempt,
                 "status": status,
                 "error": error,

@@ -2,6 +2,8 @@
 
 ``app.state.sandbox`` is a :class:`Sandbox`; in-process tests may read :attr:`Sandbox.world`
 (sessions, the sends log), :attr:`Sandbox.webhooks.log` and :attr:`Sandbox.recipients.replies`.
+SMS, voice, the wallet and the account webhooks are :attr:`Sandbox.account`
+(:mod:`scheduler.sandbox.channels`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.sandbox.calls import CallDesk
+from scheduler.sandbox.channels import AccountChannels
 from scheduler.sandbox.common import (
     ApiError,
     IdFactory,
@@ -65,6 +68,7 @@ class Sandbox:
         self.webhooks = WebhookDispatcher(lambda: self.config, self.now, seed)
         self.recipients = Recipients(self, seed)
         self.calls = CallDesk(self, seed)
+        self.account = AccountChannels(self, seed)
         #: Where clients reach the sandbox (learnt from the first send; for media URLs).
         self.base_url: str | None = None
 
@@ -89,6 +93,7 @@ class Sandbox:
             self.config = updated_config(self.config, update)
         except ValueError as exc:
             raise ApiError(400, f"Invalid sandbox settings: {exc}") from None
+        self.account.knobs_changed(update, self.config.wallet_micro_reais)
         return self.config
 
     async def start(self) -> None:
