@@ -124,6 +124,7 @@ class Dispatcher:
                 self.ledger, self.run_id, now, at_least_once=self.options.at_least_once,
                 grace_s=self.options.verify_grace_s if self.events_received else 0.0,
                 step_delays_s=self.options.step_delays_s,
+                proof_events=self.channel.proof_events,
             )
             if any(recovered.values()):
                 self._note(now, f"recovered after a crash: {recovered}")
@@ -312,7 +313,8 @@ class Dispatcher:
         with self.ledger.transaction("settle the rows being verified") as conn:
             settled = reconcile.settle_verifying(
                 conn, self.run_id, now, at_least_once=self.options.at_least_once,
-                step_delays_s=self.options.step_delays_s)
+                step_delays_s=self.options.step_delays_s,
+                proof_events=self.channel.proof_events)
         self._verify_at = self._earliest_verifying()
         if settled:
             self._buffer.clear()

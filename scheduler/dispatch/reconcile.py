@@ -1,11 +1,12 @@
 """Settle ambiguous deliveries: rows a crash or a time-out left ``dispatching``.
 
-A ``dispatching`` row may or may not have reached the service. The only proof is a
-``messages.sent`` event to that recipient from that sender, after the dispatch time, whose
-message id no other delivery holds. With proof the row is ``sent``; without it the row is
-``unknown`` (at-most-once, the default: a duplicate marketing message harms the sender's
-number) or queued again (at-least-once). While events may still be on their way (the service
-retries webhooks for minutes), a row waits in ``dispatching`` until its grace ends.
+A ``dispatching`` row may or may not have reached the service. The only proof is an event
+of its channel (``messages.sent`` from that sender; ``sms.*`` or ``call.*`` of the account)
+to that recipient, after the dispatch time, whose message id no other delivery holds. With
+proof the row is ``sent``; without it the row is ``unknown`` (at-most-once, the default: a
+duplicate marketing message harms the sender's number) or queued again (at-least-once).
+While events may still be on their way (the service retries webhooks for minutes), a row
+waits in ``dispatching`` until its grace ends.
 """
 
 from __future__ import annotations
@@ -24,9 +25,15 @@ from scheduler.ledger.states import DeliveryState as S
 SKEW = timedelta(seconds=5)
 
 
-def _proof(conn: Connection, row: AmbiguousRow) -> SentProof | None:
+#: The events that prove a send of WhatsApp, whose events name the sending session.
+WHATSAPP_PROOF = frozenset({"messages.sent"})
+
+
+def _proof(conn: Connection, row: AmbiguousRow, proof_events: frozenset[str]) -> SentProof | None:
     since = row.dispatched_at - SKEW if row.dispatched_at is not None else None
-    found = aq.sent_events_for(conn, row.to, row.sender, since)
+    # account (SMS, voice) events name no session: the number and the time must do
+    session = row.sender if proof_events == WHATSAPP_PROOF else None
+    found = aq.sent_events_for(conn, row.to, session, since, names=sorted(proof_events))
     return found[0] if found else None
 
 
@@ -42,11 +49,12 @@ class _Settled:
 
 
 def _settle(conn: Connection, rows: list[AmbiguousRow], now: datetime, *,
-            at_least_once: bool, grace_s: float) -> _Settled:
+            at_least_once: bool, grace_s: float,
+            proof_events: frozenset[str] = WHATSAPP_PROOF) -> _Settled:
     out = _Settled()
     counts, released, stopped = out.counts, out.released, out.stopped
     for row in rows:
-        proof = _proof(conn, row)
+        proof = _proof(conn, row, proof_events)
         if proof is not None:
             aq.mark_proven_sent(conn, row.id, proof.message_id_norm, proof.occurred_at, now)
             released.append((row.to, row.step, row.sender))
@@ -60,31 +68,39 @@ def _settle(conn: Connection, rows: list[AmbiguousRow], now: datetime, *,
                                     "(delivery = at-least-once)")], now)
             counts["requeued"] += 1
         else:
-            dq.record_final(conn, [(row.id, "", "no messages.sent event: may or "
-                                    "may not have been sent")], S.UNKNOWN, now)
+            dq.record_final(conn, [(row.id, "", f"no {_names(proof_events)} event: may "
+                                    "or may not have been sent")], S.UNKNOWN, now)
             stopped.append((row.to, row.step))
             counts["unknown"] += 1
     return out
 
 
+def _names(proof_events: frozenset[str]) -> str:
+    return " / ".join(sorted(proof_events))
+
+
 def recover_after_crash(ledger: Ledger, run_id: int, now: datetime, *, at_least_once: bool,
                         grace_s: float = 0.0, step_delays_s: tuple[float, ...] = (0.0,),
-                        ) -> dict[str, int]:
-    """At start-up: settle every row a previous owner left ``dispatching``."""
+                        proof_events: frozenset[str] = WHATSAPP_PROOF) -> dict[str, int]:
+    """At start-up: settle every row a previous owner left ``dispatching`` (a bulk batch's
+    rows one by one: each recipient's own event proves it)."""
     with ledger.transaction("settle the rows a crash left in doubt") as conn:
         rows = [row for row in dq.dispatching_rows(conn, run_id) if row.due_at is None]
-        result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=grace_s)
+        result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=grace_s,
+                         proof_events=proof_events)
         _follow_up(conn, run_id, result, step_delays_s, now)
     return result.counts
 
 
 def settle_verifying(conn: Connection, run_id: int, now: datetime, *, at_least_once: bool,
-                     step_delays_s: tuple[float, ...] = (0.0,)) -> int:
+                     step_delays_s: tuple[float, ...] = (0.0,),
+                     proof_events: frozenset[str] = WHATSAPP_PROOF) -> int:
     """Rows whose grace is over: sent with proof, else unknown or queued again."""
     rows = aq.verifying_due(conn, run_id, now)
     if not rows:
         return 0
-    result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=0.0)
+    result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=0.0,
+                     proof_events=proof_events)
     _follow_up(conn, run_id, result, step_delays_s, now)
     return len(rows)
 

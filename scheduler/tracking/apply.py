@@ -171,6 +171,8 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
     for event_id, item in items:
         rule = _progress(item)
         assert rule is not None and item.message_id_norm is not None
+        if item.message_id_norm not in held and _prove_account_row(conn, item, now):
+            held.add(item.message_id_norm)
         if item.message_id_norm in held:
             groups[rule].append((item.message_id_norm, item.when))
             out.results[event_id] = rule[0]
@@ -184,6 +186,17 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
     for norm in sorted(extras):
         stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
         tq.merge_details(conn, norm, fold(stored))
+
+
+def _prove_account_row(conn: Connection, item: Incoming, now: datetime) -> bool:
+    """An SMS or voice event whose id no delivery holds may prove a row in doubt (a bulk
+    request whose answer a crash or a time-out lost) of the same channel to that number."""
+    if item.channel not in ("sms", "voice") or not item.number or not item.message_id_norm:
+        return False
+    row = aq.ambiguous_row_for(conn, item.number, None, item.when + SKEW,
+                               only_kinds=(item.channel,))
+    return row is not None and aq.mark_proven_sent(conn, row, item.message_id_norm,
+                                                   item.when, now)
 
 
 def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyContext,

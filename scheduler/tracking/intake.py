@@ -214,6 +214,12 @@ def parse_stamp(value: Any) -> datetime | None:
     return None
 
 
+def _digits(number: str | None) -> str | None:
+    """An account event's number as deliveries keep it: digits only (``+55 11…`` too)."""
+    digits = "".join(ch for ch in number if ch.isdigit()) if number else ""
+    return digits or None
+
+
 def _lower(value: str | None) -> str | None:
     return value.strip().lower() if value else None
 
@@ -227,10 +233,10 @@ def _fields(event: Event) -> tuple[str | None, str | None, Any]:
     if isinstance(data, Receipt):
         return jid_number(data.remote_jid), _lower(data.message_id), data.timestamp
     if isinstance(data, SmsStatus):
-        return data.to, _lower(data.messageId), data.timestamp
+        return _digits(data.to), _lower(data.messageId), data.timestamp
     if isinstance(data, VoiceCall):
         key = voice_key(data.bulkCallId, data.to) or _lower(data.callId)
-        return data.to, key, data.timestamp
+        return _digits(data.to), key, data.timestamp
     if isinstance(event, CallOfferEvent):
         return jid_number(event.data.from_), None, event.data.timestamp
     return None, None, None

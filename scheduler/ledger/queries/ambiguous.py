@@ -1,5 +1,5 @@
-"""Rows in doubt (``dispatching`` after a crash or a time-out, ``unknown``) and the
-``messages.sent`` events that prove them sent.
+"""Rows in doubt (``dispatching`` after a crash or a time-out, ``unknown``) and the events
+that prove them sent (``messages.sent``; ``sms.*`` and ``call.*`` for SMS and voice).
 
 Both the dispatcher (:mod:`scheduler.dispatch.reconcile`, at start-up and when a grace
 ends) and the receiver (:mod:`scheduler.tracking.apply`, when the proof arrives late) settle
@@ -36,10 +36,12 @@ def verifying_due(conn: Connection, run_id: int, now: datetime) -> list[Ambiguou
 
 
 def sent_events_for(conn: Connection, number: str, session_id: str | None,
-                    since: datetime | None) -> list[SentProof]:
-    """``messages.sent`` events to ``number`` (from ``session_id``) at or after ``since``,
-    whose message id no delivery holds yet, oldest first."""
-    conds = [events.c.event == "messages.sent", events.c.number == number,
+                    since: datetime | None, *,
+                    names: Sequence[str] = ("messages.sent",)) -> list[SentProof]:
+    """Events proving a send (``names``: ``messages.sent``, or a channel's account events)
+    to ``number`` (from ``session_id``) at or after ``since``, whose message id no delivery
+    holds yet, oldest first."""
+    conds = [events.c.event.in_(list(names)), events.c.number == number,
              events.c.message_id_norm.is_not(None)]
     if session_id is not None:
         conds.append(events.c.session_id == session_id)
@@ -58,13 +60,15 @@ def sent_events_for(conn: Connection, number: str, session_id: str | None,
 
 def ambiguous_row_for(conn: Connection, number: str, sender: str | None,
                       latest_dispatch: datetime, *, kinds: Sequence[str] = (),
-                      strict_kinds: Sequence[str] = ()) -> int | None:
+                      strict_kinds: Sequence[str] = (),
+                      only_kinds: Sequence[str] = ()) -> int | None:
     """The oldest row to ``number`` from ``sender`` that a ``messages.sent`` could prove sent.
 
     Candidates: ``dispatching`` / ``unknown`` rows, and ``accepted`` rows whose answer had
     no message id, dispatched no later than ``latest_dispatch`` (the event time + skew).
     A row whose kind is in ``strict_kinds`` must also be one of ``kinds`` (an album's image
-    never proves a text sent).
+    never proves a text sent); with ``only_kinds`` the row must be of one of them (an SMS
+    report proves only an SMS).
     """
     conds = [
         deliveries.c.to == number, _PROVABLE,
@@ -72,6 +76,8 @@ def ambiguous_row_for(conn: Connection, number: str, sender: str | None,
     ]
     if sender is not None:
         conds.append(deliveries.c.sender == sender)
+    if only_kinds:
+        conds.append(deliveries.c.kind.in_(list(only_kinds)))
     if strict_kinds:
         conds.append(or_(deliveries.c.kind.in_(list(kinds)),
                          deliveries.c.kind.not_in(list(strict_kinds))))
