@@ -104,6 +104,22 @@ class SandboxHandle:
         response.raise_for_status()
         return response.json()
 
+    def outcomes(self, channel: str, since: int = 0) -> list[dict[str, Any]]:
+        """What the sandbox decided per SMS (``"sms"``) or call (``"voice"``) recipient."""
+        response = self.http.get("/sandbox/outcomes", params={"channel": channel, "since": since})
+        response.raise_for_status()
+        return response.json()
+
+    def wallet(self, **change: int | None) -> dict[str, Any]:
+        """The wallet (``GET /sandbox/wallet``), after ``topUpMicroReais=n`` or
+        ``balanceMicroReais=n`` when given."""
+        if change:
+            response = self.http.post("/sandbox/wallet", json=change)
+        else:
+            response = self.http.get("/sandbox/wallet")
+        response.raise_for_status()
+        return response.json()
+
     def set_faults(self, **knobs: Any) -> dict[str, Any]:
         """Change run-time settings (``fail_rate=0.5``, ``throttle_rate=1`` ...)."""
         response = self.http.post("/sandbox/faults", json=knobs)
@@ -119,8 +135,9 @@ class SandboxHandle:
 class WebhookSink:
     """A real HTTP receiver of webhooks, on its own loopback port (POST to any path).
 
-    ``requests`` holds every POST (path, headers, body) in arrival order; ``events`` the
-    bodies it answered with a 2xx (set ``status_code`` to make deliveries fail).
+    ``requests`` holds every POST (path, headers, body, and the exact bytes as ``raw``) in
+    arrival order; ``events`` the bodies it answered with a 2xx (set ``status_code`` to make
+    deliveries fail).
     """
 
     def __init__(self) -> None:
@@ -140,7 +157,8 @@ class WebhookSink:
                 body = {"_raw": raw.decode("utf-8", "replace")}
             with self._lock:
                 self.requests.append(
-                    {"path": "/" + path, "headers": dict(request.headers), "body": body}
+                    {"path": "/" + path, "headers": dict(request.headers), "body": body,
+                     "raw": raw}
                 )
                 if self.status_code < 300:
                     self.events.append(body)
