@@ -4,14 +4,18 @@
 
 - **xlsx**: sheets Summary (run, times, counts by state, the funnel and its rates, SMS and
   voice figures, opt-outs, skip reasons, per sender and per step, with a sends-per-hour and
-  a funnel chart), Recipients (one row per delivery, with the CSV's own columns), Replies,
-  Opt-outs, Errors (grouped by message) and Sends per hour; plus the two charts as PNG
-  files beside the workbook;
+  a funnel chart; SMS runs add delivery by error code, voice runs their outcomes and the
+  digits pressed, each with its chart), Recipients (one row per delivery, with the CSV's
+  own columns and the channel's: SMS segments, encoding, cost, error code; voice answered,
+  talk time, digits, cause in words), Replies, Opt-outs, Errors (grouped by message) and
+  Sends per hour; plus the charts as PNG files beside the workbook
+  (``-sends-per-hour``, ``-funnel``, ``-sms-delivery``, ``-voice-outcomes``);
 - **csv**: the Recipients table, UTF-8 with a BOM.
 
-Modules: ``source`` (SQL), ``details`` (channel extras), ``columns`` (row tables),
-``summary`` (figures), ``workbook`` (xlsxwriter), ``sheetxml`` (streamed rows), ``charts``
-(PNG), ``output`` (paths, formula safety, all-or-nothing files), ``api`` (the entry point).
+Modules: ``source`` (SQL), ``details`` (channel extras), ``channels`` (what the channel
+charts count), ``columns`` (row tables), ``summary`` (figures), ``workbook`` (xlsxwriter),
+``sheetxml`` (streamed rows), ``charts`` (PNG), ``output`` (paths, formula safety,
+all-or-nothing files), ``api`` (the entry point).
 """
 
 from __future__ import annotations

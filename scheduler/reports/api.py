@@ -21,6 +21,7 @@ from scheduler.ledger.access import Connection, Engine, read, snapshot
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import reports as rq
 from scheduler.reports import charts, details, source, summary
+from scheduler.reports.channels import CHANNEL_SECTIONS
 from scheduler.reports.columns import (
     Column,
     OptOutsLayout,
@@ -94,7 +95,8 @@ def write_report(
     output: Path | str | None = None, settings: Settings | None = None,
 ) -> ReportResult:  # fmt: skip
     """Write the report of ``run_ids`` to ``output`` (a file or folder), by default
-    ``<settings.reports_dir>/<campaign>-run-<id>.<fmt>``; xlsx also writes two PNG charts."""
+    ``<settings.reports_dir>/<campaign>-run-<id>.<fmt>``; xlsx also writes PNG charts (sends
+    per hour, funnel, and one per SMS or voice channel in the report)."""
     started = time.perf_counter()
     fmt = check_format(fmt)
     if not run_ids:
@@ -166,6 +168,18 @@ def _title(runs: Sequence[source.RunInfo]) -> str:
     return f"{names} · run {ids[0]}" if len(ids) == 1 else f"{names} · {len(ids)} runs"
 
 
+def _channel_panels(summ: summary.Summary) -> dict[str, list[charts.Panel]]:
+    """The channel PNGs of a report, by file name suffix: ``sms-delivery`` (by error code)
+    and ``voice-outcomes`` (outcomes beside the digits pressed), for the channels present."""
+    channels = {run.channel for run in summ.runs}
+    out: dict[str, list[charts.Panel]] = {}
+    for channel, name in (("sms", "sms-delivery"), ("voice", "voice-outcomes")):
+        if channel in channels:
+            out[name] = [(title, [(m.label, int(m.total or 0)) for m in summ.section(title)])
+                         for title in CHANNEL_SECTIONS[channel]]  # fmt: skip
+    return out
+
+
 def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
                 files: AtomicFiles) -> tuple[dict[str, int], list[Path]]:  # fmt: skip
     ids = [r.id for r in runs]
@@ -174,7 +188,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
     scan = (details.scan(rq.detail_rows(conn, ids, source.CHUNK_ROWS))
             if groups["n_details"].sum() else details.DetailScan())  # fmt: skip
     optouts = rq.optouts(conn, ids)
-    summ = summary.build(runs, groups, scan.totals, rq.skip_reasons(conn, ids), optouts)
+    summ = summary.build(runs, groups, scan, rq.skip_reasons(conn, ids), optouts)
     hourly = summary.hourly_sends(
         (local_times(minutes["at"], run.id, zones), minutes["n"])
         for run in runs for minutes in [rq.send_minutes(conn, run.id)])  # fmt: skip
@@ -185,22 +199,26 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         *_other_tables(conn, runs, variables, optouts),
     ]
 
+    channel_pngs = _channel_panels(summ)
     pngs = [target.with_name(f"{target.stem}-sends-per-hour.png"),
-            target.with_name(f"{target.stem}-funnel.png")]  # fmt: skip
+            target.with_name(f"{target.stem}-funnel.png"),
+            *(target.with_name(f"{target.stem}-{name}.png") for name in channel_pngs)]  # fmt: skip
     png_temps = [files.temp_for(path) for path in pngs]
     book_temp = files.temp_for(target)
     zone_names = set(zones.values())
     zone = zone_names.pop() if len(zone_names) == 1 else "local time"
     charts.sends_per_hour_png(png_temps[0], hourly, _title(runs), zone)
     charts.funnel_png(png_temps[1], summ.funnel, _title(runs))
+    for temp, panels in zip(png_temps[2:], channel_pngs.values(), strict=True):
+        charts.channel_png(temp, panels, _title(runs))
 
     with tempfile.TemporaryDirectory(prefix="campaign-report-") as scratch:
         draft = Path(scratch) / "draft.xlsx"
         writer = WorkbookWriter(draft)
-        sheet, first, last = writer.summary(summ)
+        sheet, sections = writer.summary(summ)
         parts = [part for table in tables for part in writer.row_table(table)]
         writer.errors(errors)
-        writer.charts(sheet, summ, (first, last), writer.hourly(hourly, zone))
+        writer.charts(sheet, summ, sections, writer.hourly(hourly, zone))
         styles = writer.close()
         streamed = []
         for table in tables:

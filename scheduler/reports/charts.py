@@ -1,4 +1,6 @@
-"""The report's two charts as PNG files (matplotlib, Agg), for people who open no spreadsheet.
+"""The report's charts as PNG files (matplotlib, Agg), for people who open no spreadsheet:
+sends per hour, the funnel, and one per channel of SMS and voice runs (SMS delivery by
+error code; voice outcomes beside the digits pressed).
 
 Figures are built with the object API (``Figure`` + ``FigureCanvasAgg``): no pyplot, no
 global state, nothing to close, safe in threads and in a server.
@@ -9,7 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -19,6 +21,12 @@ if TYPE_CHECKING:  # matplotlib is imported when a chart is drawn
 _SIZE = (10.0, 5.0)
 _DPI = 110
 _BLUE = "#2f6db5"
+_GREEN = "#3a8f4b"
+_RED = "#c0504d"
+_GREY = "#a0a0a0"
+#: Bars of what went well, and of what is not known yet (other bars are ``_RED``/``_BLUE``).
+GOOD = frozenset({"delivered", "answered"})
+WAITING = frozenset({"no report yet", "no outcome yet", "no key pressed", "no error code"})
 
 
 def _save(fig: Figure, path: Path) -> None:
@@ -75,5 +83,50 @@ def funnel_png(path: Path, funnel: Sequence[tuple[str, int]], title: str) -> Non
                 f"{value:,}{share}", va="center")  # fmt: skip
     ax.set_title(f"{title}: funnel")
     ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)
+
+
+#: One panel of a channel chart: its title and ``(label, count)`` bars, top to bottom.
+Panel = tuple[str, Sequence[tuple[str, int]]]
+
+
+def _bars(ax: Any, panel: Panel, neutral: str) -> None:
+    """Horizontal bars with each count and its share of the panel's total."""
+    title, rows = panel
+    labels = [label for label, _ in rows]
+    values = [value for _, value in rows]
+    total = sum(values)
+    ax.set_title(title)
+    if not total:
+        ax.text(0.5, 0.5, "Nothing yet", ha="center", va="center", fontsize=14,
+                transform=ax.transAxes)  # fmt: skip
+        ax.set_xticks([])
+        ax.set_yticks([])
+        return
+    colours = [_GREEN if label in GOOD else _GREY if label in WAITING else neutral
+               for label in labels]  # fmt: skip
+    from matplotlib.ticker import MaxNLocator
+
+    bars = ax.barh(labels, values, color=colours)
+    ax.invert_yaxis()
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    top = max(values)
+    ax.set_xlim(0, top * 1.3)
+    for bar, value in zip(bars, values, strict=True):
+        ax.text(bar.get_width() + top * 0.01, bar.get_y() + bar.get_height() / 2,
+                f"{value:,} ({value / total:.1%})", va="center")  # fmt: skip
+    ax.grid(axis="x", alpha=0.3)
+
+
+def channel_png(path: Path, panels: Sequence[Panel], title: str) -> None:
+    """One channel's chart: its panels side by side (error codes red, digits blue)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(_SIZE[0] * (1 if len(panels) < 2 else 1.3), _SIZE[1]))
+    axes = fig.subplots(1, max(len(panels), 1), squeeze=False)[0]
+    for index, (ax, panel) in enumerate(zip(axes, panels, strict=False)):
+        _bars(ax, panel, _RED if index == 0 else _BLUE)
+    fig.suptitle(title)
     fig.tight_layout()
     _save(fig, path)

@@ -1,31 +1,40 @@
 """Channel extras kept in ``deliveries.details`` (JSON): which columns they give, and totals.
 
-The tracking package stores what SMS and voice events carry. Keys are matched without case
-or underscores, so ``costMicroReais`` (as the service spells it) and ``cost_micro_reais``
-both work:
+The tracking package stores what SMS and voice events carry, the dispatcher what a bulk
+answer said. Keys are matched without case or underscores, so ``costMicroReais`` (as the
+service spells it) and ``cost_micro_reais`` both work:
 
-- SMS: ``segments`` (int), ``costMicroReais`` (int, millionths of a real), ``errorCode``.
+- SMS: ``segments`` (int), ``encoding`` (GSM-7 / UCS-2), ``costMicroReais`` (int,
+  millionths of a real), ``errorCode``; ``segmentsCounted`` (our count, kept when the
+  service's differed).
 - Voice: ``answered`` (bool), ``talkSeconds`` (int), ``digits`` (keys pressed),
-  ``cause`` (Q.850 code) and ``causeDescription``, ``callId``.
+  ``cause`` (Q.850 code) and ``causeDescription``, ``callId``, ``bulkId``.
 
 Any other key is kept in an "Other details" column as JSON. A report on an SMS or voice
 run always has that channel's columns (empty until events arrive); on other channels a
-column appears only when some row carries its key.
+column appears only when some row carries its key. The scan also counts, per run, what the
+channel charts show: SMS error codes of undelivered rows, voice outcomes of finished calls
+("answered", "busy", "no answer", "voicemail" …) and the digits pressed in answered calls.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from scheduler.service.account_models import cause_text
+
 #: Normalised key → canonical name.
 _KEYS = {
     "segments": "segments",
     "smssegments": "segments",
+    "segmentscounted": "segments_counted",
+    "encoding": "encoding",
     "costmicroreais": "cost_micro",
     "errorcode": "error_code",
     "answered": "answered",
@@ -34,31 +43,28 @@ _KEYS = {
     "cause": "cause",
     "causedescription": "cause_description",
     "callid": "call_id",
+    "bulkid": "bulk_id",
 }
-#: Q.850 causes the service reports for calls, in words.
-Q850 = {16: "answered, normal hang-up", 17: "busy", 18: "no response", 19: "no answer",
-        21: "rejected", 27: "out of order", 34: "no circuit", 150: "ring time-out",
-        151: "voicemail"}  # fmt: skip
 
 #: Report columns from details: (key, header, kind, width, channel, canonical keys).
 DETAIL_COLUMNS = (
     ("d:segments", "SMS segments", "int", 9, "sms", ("segments",)),
+    ("d:encoding", "Encoding", "user_text", 9, "sms", ("encoding",)),
     ("d:cost", "Cost (R$)", "money", 10, "sms", ("cost_micro",)),
     ("d:error_code", "Error code", "user_text", 16, "sms", ("error_code",)),
-    (
-        "d:outcome",
-        "Call outcome",
-        "user_text",
-        22,
-        "voice",
-        ("cause", "cause_description", "answered"),
-    ),
+    ("d:answered", "Answered", "text", 9, "voice", ("answered",)),
     ("d:talk", "Talk time (s)", "int", 9, "voice", ("talk_seconds",)),
     ("d:digits", "Digits", "user_text", 10, "voice", ("digits",)),
+    ("d:cause", "Cause", "user_text", 18, "voice", ("cause", "cause_description")),
     ("d:call_id", "Call ID", "user_text", 20, "voice", ("call_id",)),
 )
 OTHER_COLUMN = ("d:other", "Other details", "user_text", 30)
 _TOTALS = ["run_id", "sender", "step", "segments", "cost", "talk_seconds", "digits"]
+#: Chart labels besides error codes, causes and digits.
+NO_CODE = "no error code"
+NO_KEY = "no key pressed"
+ANSWERED = "answered"
+NOT_ANSWERED = "not answered"
 
 
 def parse(raw: Any) -> dict[str, Any]:
@@ -84,18 +90,23 @@ def _number(value: Any) -> float | None:
     return number if number == number else None
 
 
+def cause(d: dict[str, Any]) -> str | None:
+    """A call's Q.850 cause in words ("busy", "no answer", "voicemail"), else the service's
+    description of it."""
+    code = _number(d.get("cause"))
+    description = _text(d.get("cause_description"))
+    return cause_text(int(code) if code is not None else None, description)
+
+
 def outcome(d: dict[str, Any]) -> str | None:
-    """A call's outcome in words: the service's description, else the cause, else answered."""
-    if d.get("cause_description"):
-        return str(d["cause_description"])
-    cause = _number(d.get("cause"))
-    if cause is not None:
-        return Q850.get(int(cause), f"cause {int(cause)}")
+    """A finished call's outcome: "answered", else its cause in words, else "not answered"
+    (None while nothing says how the call went)."""
     if d.get("answered") is True:
-        return "answered"
-    if d.get("answered") is False:
-        return "not answered"
-    return None
+        return ANSWERED
+    words = cause(d)
+    if words:
+        return words
+    return NOT_ANSWERED if d.get("answered") is False else None
 
 
 def cells(d: dict[str, Any]) -> dict[str, Any]:
@@ -106,12 +117,16 @@ def cells(d: dict[str, Any]) -> dict[str, Any]:
     segments = _number(d.get("segments"))
     cost = _number(d.get("cost_micro"))
     talk = _number(d.get("talk_seconds"))
+    answered = d.get("answered")
     out["d:segments"] = int(segments) if segments is not None else None
+    out["d:encoding"] = _text(d.get("encoding"))
     out["d:cost"] = cost / 1_000_000 if cost is not None else None
-    out["d:talk"] = int(talk) if talk is not None else None
     out["d:error_code"] = _text(d.get("error_code"))
-    out["d:outcome"] = outcome(d)
+    out["d:answered"] = ("yes" if answered is True else "no" if answered is False
+                         else None)  # fmt: skip
+    out["d:talk"] = int(talk) if talk is not None else None
     out["d:digits"] = _text(d.get("digits"))
+    out["d:cause"] = cause(d)
     out["d:call_id"] = _text(d.get("call_id"))
     other = {k: v for k, v in d.items() if k not in _CANONICAL}
     out["d:other"] = json.dumps(other, ensure_ascii=False, default=str) if other else None
@@ -129,11 +144,18 @@ def _text(value: Any) -> str | None:
 
 @dataclass
 class DetailScan:
-    """What one pass over the rows with details found: keys seen, and totals by group."""
+    """What one pass over the rows with details found: keys seen, totals by group, and the
+    per-run counts the channel charts show (``(run_id, label) → rows``)."""
 
     keys: set[str] = field(default_factory=set)
     #: One row per (run_id, sender, step): segments, cost, talk_seconds, digits.
     totals: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=_TOTALS))
+    #: Undelivered SMS by error code (rows without one are not counted here).
+    error_codes: Counter[tuple[int, str]] = field(default_factory=Counter)
+    #: Finished calls (answered / not answered) by outcome.
+    outcomes: Counter[tuple[int, str]] = field(default_factory=Counter)
+    #: Answered calls by the digits pressed (:data:`NO_KEY` when none).
+    digits: Counter[tuple[int, str]] = field(default_factory=Counter)
 
     def columns(self, channels: Iterable[str]) -> list[tuple[str, str, str, float]]:
         """The detail columns a Recipients table needs: ``(key, header, kind, width)``."""
@@ -146,17 +168,29 @@ class DetailScan:
             out.append(OTHER_COLUMN)
         return out
 
+    def add(self, run_id: int, state: str | None, d: dict[str, Any]) -> None:
+        """Count one row with details in the charts' tallies."""
+        if state == "undelivered" and d.get("error_code") not in (None, ""):
+            self.error_codes[(run_id, str(d["error_code"]))] += 1
+        elif state == "answered":
+            self.outcomes[(run_id, ANSWERED)] += 1
+            self.digits[(run_id, _text(d.get("digits")) or NO_KEY)] += 1
+        elif state == "not_answered":
+            self.outcomes[(run_id, outcome(d) or NOT_ANSWERED)] += 1
+
 
 def scan(batches: Iterable[Sequence[Any]]) -> DetailScan:
-    """Read ``(run_id, sender, step, details)`` rows once: keys seen and totals per group."""
+    """Read ``(run_id, sender, step, state, details)`` rows once: keys seen, totals per
+    group, and the counts of the channel charts."""
     result = DetailScan()
     sums: dict[tuple[int, str, int], list[float]] = {}
     for batch in batches:
-        for run_id, sender, step, raw in batch:
+        for run_id, sender, step, state, raw in batch:
             d = parse(raw)
             if not d:
                 continue
             result.keys.update(d)
+            result.add(run_id, state, d)
             acc = sums.setdefault((run_id, sender or "", step), [0.0, 0.0, 0.0, 0])
             acc[0] += _number(d.get("segments")) or 0.0
             acc[1] += (_number(d.get("cost_micro")) or 0.0) / 1_000_000

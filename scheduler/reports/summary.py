@@ -4,7 +4,8 @@ A delivery counts as *sent* once the service took it (``accepted`` or any later 
 a ``sent_at`` time), *delivered* when it reached ``delivered`` or ``read`` (or has that
 time), *read* when it reached ``read``, *replied* when it has a reply. Each channel has
 its own funnel (``FUNNELS``) and rates (``RATES``); a report over runs of several channels
-uses the WhatsApp one.
+uses the WhatsApp one. SMS and voice runs add the sections their charts draw
+(``CHANNEL_SECTIONS``): SMS delivery by error code, voice outcomes and the digits pressed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from zoneinfo import ZoneInfo
 import pandas as pd
 
 from scheduler.ledger.states import SENT_STATES, DeliveryState, describe_target
+from scheduler.reports import details as det
+from scheduler.reports.channels import CHANNEL_SECTIONS, channel_sections
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
 
@@ -67,6 +70,17 @@ class Summary:
     by_sender: tuple[list[Column], pd.DataFrame]
     by_step: tuple[list[Column], pd.DataFrame]
     notes: list[str] = field(default_factory=list)
+
+    def section(self, title: str) -> list[Metric]:
+        """The metrics of section ``title`` (empty when the report has none)."""
+        return next((metrics for name, metrics in self.sections if name == title), [])
+
+    def chart_sections(self) -> list[str]:
+        """The channel sections to draw, in order: those of the report's channels that have
+        at least one row."""
+        channels = {run.channel for run in self.runs}
+        return [title for channel, titles in CHANNEL_SECTIONS.items() if channel in channels
+                for title in titles if self.section(title)]  # fmt: skip
 
 
 def report_channel(runs: Sequence[RunInfo]) -> str:
@@ -194,12 +208,13 @@ def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels
     return cols, out  # fmt: skip
 
 
-def build(runs: list[RunInfo], groups: pd.DataFrame, extras: pd.DataFrame,
+def build(runs: list[RunInfo], groups: pd.DataFrame, scan: det.DetailScan,
           skipped: pd.DataFrame, optouts: pd.DataFrame) -> Summary:  # fmt: skip
-    """The Summary from ``ledger.queries.reports.state_groups``, ``details.scan(...).totals``,
+    """The Summary from ``ledger.queries.reports.state_groups``, ``details.scan(...)``,
     ``ledger.queries.reports.skip_reasons`` and ``.optouts``."""
     channel = report_channel(runs)
     channels = {r.channel for r in runs}
+    extras = scan.totals
     flags = _flags(groups)
     per_run = _totals(flags, extras, ["run_id"])
     sections: list[tuple[str, list[Metric]]] = [("Run", _run_section(runs))]
@@ -231,6 +246,9 @@ def build(runs: list[RunInfo], groups: pd.DataFrame, extras: pd.DataFrame,
             _rate_metric("Answered (% of dialed)", per_run, runs, "answered", "sent"),
             _count("Talk time (min)", per_run, runs, "talk_min", "number"),
             _count("Pressed a key", per_run, runs, "digits")]))  # fmt: skip
+    for title, rows in channel_sections(runs, per_run, scan):
+        sections.append((title, [Metric(label, "int", values, sum(values))
+                                 for label, values in rows]))  # fmt: skip
     sections.append(("Opt-outs", _optout_metrics(runs, optouts)))
     if not skipped.empty:
         skipped = skipped.assign(category=skipped["reason"].map(

@@ -104,8 +104,8 @@ class WorkbookWriter:
 
     # ------------------------------------------------------------------ sheets
 
-    def summary(self, summary: Summary) -> tuple[Any, int, int]:
-        """The Summary sheet; returns it, and the first and last row of the funnel."""
+    def summary(self, summary: Summary) -> tuple[Any, dict[str, tuple[int, int]]]:
+        """The Summary sheet; returns it, and the first and last row of each section."""
         ws = self.book.add_worksheet("Summary")
         runs = summary.runs
         total = len(runs) > 1
@@ -116,13 +116,12 @@ class WorkbookWriter:
         for col, head in enumerate(heads):
             ws.write_string(0, col, head, self.formats["header"])
         ws.freeze_panes(1, 1)
-        row, funnel = 0, (0, 0)
+        row, sections = 0, {}
         for title, metrics in summary.sections:
             row += 1
             ws.write_string(row, 0, title, self.formats["section"])
             row += 1
-            if title == "Funnel":
-                funnel = (row, row + len(metrics) - 1)
+            sections[title] = (row, row + len(metrics) - 1)
             for metric in metrics:
                 self.put(ws, row, 0, metric.label, "user_text")  # reasons come from data
                 kind = metric.kind
@@ -149,10 +148,13 @@ class WorkbookWriter:
                  f"Generated {utcnow():%Y-%m-%d %H:%M} UTC."]  # fmt: skip
         for offset, note in enumerate(notes, start=1):
             ws.write_string(row + offset, 0, note)
-        return ws, funnel[0], funnel[1]
+        return ws, sections
 
-    def charts(self, ws: Any, summary: Summary, funnel: tuple[int, int], hours: int) -> None:
-        """The sends-per-hour and funnel charts, to the right of the Summary's figures."""
+    def charts(self, ws: Any, summary: Summary, sections: dict[str, tuple[int, int]],
+               hours: int) -> None:  # fmt: skip
+        """The sends-per-hour and funnel charts, then one per channel section (SMS delivery
+        by error code, voice outcomes, digits pressed), right of the Summary's figures."""
+        funnel = sections["Funnel"]
         col = len(summary.runs) + (2 if len(summary.runs) > 1 else 1) + 1
         hourly = self.book.add_chart({"type": "column"})
         hourly.add_series({"name": "Sends", "categories": ["Sends per hour", 1, 0, hours, 0],
@@ -180,6 +182,21 @@ class WorkbookWriter:
         bars.set_legend({"none": True})
         bars.set_size({"width": 720, "height": 320})
         ws.insert_chart(18, col, bars)  # fmt: skip
+        for index, title in enumerate(summary.chart_sections()):
+            first, end = sections[title]
+            chart = self.book.add_chart({"type": "bar"})
+            chart.add_series({
+                "name": title,
+                "categories": ["Summary", first, 0, end, 0],
+                "values": ["Summary", first, last, end, last],
+                "data_labels": {"value": True},
+                "fill": {"color": "#c0504d" if index == 0 else "#2f6db5"},
+            })  # fmt: skip
+            chart.set_title({"name": title})
+            chart.set_y_axis({"reverse": True})
+            chart.set_legend({"none": True})
+            chart.set_size({"width": 720, "height": 320})
+            ws.insert_chart(35 + 17 * index, col, chart)
 
     def row_table(self, table: Table) -> list[Part]:
         """Sheets for a row table (one per 1,048,575 rows): header, widths, filter, freeze."""

@@ -67,12 +67,8 @@ def test_voice_outcome_talk_time_and_digits(ledger: Any, tmp_path: Path) -> None
     assert values["Talk time (min)"][0] == pytest.approx(1.0)
     assert values["Answered (% of dialed)"][0] == pytest.approx(0.5)
     rows = table(book["Recipients"])
-    assert [r["Call outcome"] for r in rows] == [
-        "answered, normal hang-up",
-        "caller hung up",
-        "no answer",
-        "busy",
-    ]
+    assert [r["Answered"] for r in rows] == ["yes", "yes", "no", "no"]
+    assert [r["Cause"] for r in rows] == ["normal", "caller hung up", "no answer", "busy"]
     assert [r["Talk time (s)"] for r in rows] == [42, 18, None, None]
     assert rows[0]["Digits"] == "1"
     assert rows[3]["Other details"] == '{"bridge": "sip-2"}'
@@ -84,7 +80,9 @@ def test_details_keys_and_columns() -> None:
         "cause_description": "x",
     }
     assert parse("not json") == {"unparsed": "not json"}
-    assert cells(parse('{"answered": false}'))["d:outcome"] == "not answered"
+    assert cells(parse('{"answered": false}'))["d:answered"] == "no"
+    assert cells(parse('{"cause": 151, "causeDescription": "Voicemail"}'))["d:cause"] == "voicemail"
+    assert cells(parse('{"cause": 999}'))["d:cause"] == "cause 999"
     scan = DetailScan(keys={"segments"})
     assert [c[1] for c in scan.columns(["whatsapp"])] == ["SMS segments"]
     assert [c[1] for c in DetailScan().columns(["whatsapp"])] == []

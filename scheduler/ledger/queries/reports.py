@@ -78,8 +78,9 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
 
 def detail_rows(conn: Connection, run_ids: Sequence[int], chunk_rows: int
                 ) -> Iterator[list[Any]]:  # fmt: skip
-    """``(run_id, sender, step, details)`` of rows that carry channel details, in chunks."""
-    sql = ("SELECT run_id, sender, step, details FROM deliveries "
+    """``(run_id, sender, step, state, details)`` of rows that carry channel details, in
+    chunks."""
+    sql = ("SELECT run_id, sender, step, state, details FROM deliveries "
            "WHERE run_id IN :ids AND details IS NOT NULL")  # fmt: skip
     result = conn.execute(_ids(sql), {"ids": list(run_ids)})
     while batch := result.fetchmany(chunk_rows):
