@@ -24,7 +24,13 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from scheduler.app.wiring import ServiceTarget, client_for, ensure_senders, service_target
+from scheduler.app.wiring import (
+    ServiceTarget,
+    client_for,
+    ensure_account_webhook,
+    ensure_senders,
+    service_target,
+)
 from scheduler.config import Settings
 from scheduler.dispatch.results import RunResult
 from scheduler.dispatch.start import dispatch
@@ -161,7 +167,13 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                                  sock=receiver_socket)
             if server is not None:
                 stack.callback(server.stop)
-            await ensure_senders(client, target, senders, webhook_url)
+            if run.channel in ("sms", "voice") and server is not None:
+                from scheduler.tracking import account_webhook_url
+
+                await ensure_account_webhook(client, settings, run.channel,
+                                             account_webhook_url(settings, server))
+            elif run.channel == "whatsapp":
+                await ensure_senders(client, target, senders, webhook_url)
             stop = asyncio.Event()
             counts = ledger.counts(run.id or 0)
             total, done = progress_totals(counts)

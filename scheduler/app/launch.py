@@ -55,7 +55,8 @@ def _check_senders(settings: Settings, service: tuple[str, str] | None,
                    campaign: Campaign) -> None:
     from scheduler.service.sender_check import verify_senders
 
-    if service is not None and campaign.spec.senders:
+    # SMS and voice send from the account: there is no session to check
+    if service is not None and campaign.spec.senders and campaign.spec.channel == "whatsapp":
         verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s)
 
 

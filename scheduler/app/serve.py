@@ -17,7 +17,12 @@ from rich.console import Console
 
 from scheduler.app.foreground import start_tracking
 from scheduler.app.planning import plan_run
-from scheduler.app.wiring import ServiceTarget, client_for, ensure_senders
+from scheduler.app.wiring import (
+    ServiceTarget,
+    client_for,
+    ensure_account_webhook,
+    ensure_senders,
+)
 from scheduler.config import Settings
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.start import dispatch
@@ -48,6 +53,7 @@ class Server:
         self.stops: dict[int, asyncio.Event] = {}
         self.wrong_target: set[int] = set()  # runs of another target, said once
         self.webhook_url: str | None = None
+        self.account_url: str | None = None
         self.events_received = False
 
     def start_due_fires(self) -> list[int]:
@@ -103,8 +109,13 @@ class Server:
         assert run.id is not None
         stop = self.stops[run.id]
         try:
-            senders = list(self.ledger.options(run).senders)
-            await ensure_senders(client, self.target, senders, self.webhook_url)
+            if run.channel in ("sms", "voice"):
+                if self.account_url is not None:
+                    await ensure_account_webhook(client, self.settings, run.channel,
+                                                 self.account_url)
+            else:
+                senders = list(self.ledger.options(run).senders)
+                await ensure_senders(client, self.target, senders, self.webhook_url)
             result = await dispatch(self.ledger, client, run, stop_event=stop,
                                     events_received=self.events_received,
                                     option_overrides=self.settings.engine_overrides())
@@ -129,6 +140,10 @@ class Server:
             receiver, self.webhook_url = start_tracking(self.settings, self.ledger, client,
                                                         self.target, self.console)
             self.events_received = receiver is not None
+            if receiver is not None:
+                from scheduler.tracking import account_webhook_url
+
+                self.account_url = account_webhook_url(self.settings, receiver)
             self.triggers.start()
             try:
                 names = self.triggers.sync()

@@ -25,7 +25,7 @@ import segno
 from rich.console import Console
 
 from scheduler.config import Settings, load_settings
-from scheduler.errors import SchedulerError
+from scheduler.errors import ConfigError, SchedulerError
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET
@@ -158,6 +158,23 @@ async def ensure_senders(client: ServiceClient, target: ServiceTarget, senders: 
             await client.set_webhook(name, webhook_url)
 
 
+
+
+async def ensure_account_webhook(client: ServiceClient, settings: Settings, channel: str,
+                                 url: str) -> None:
+    """Point the account's ``sms`` or ``voice`` webhook at our receiver, signed with the
+    settings' ``webhook_secret`` or the secret kept in the state folder (made on first use),
+    the way each sender's session webhook is set before a WhatsApp run."""
+    from scheduler.tracking.identity import account_secret
+
+    secret = account_secret(settings, create=True)
+    if secret is None:
+        raise ConfigError(
+            f"{channel} events are signed with a secret, and there is none: set "
+            "webhook_secret (CAMPAIGN_WEBHOOK_SECRET), or run in a project folder, where one "
+            "is made and kept in the state folder")
+    await client.set_account_webhook("sms" if channel == "sms" else "voice", url=url,
+                                     secret=secret, events=[], enabled=True)
 
 
 def client_for(settings: Settings, target: ServiceTarget) -> ServiceClient:

@@ -104,7 +104,8 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     run = ledger.get_run(run_id)
     check_target(run, target)
     service = settings.service_endpoint()
-    if service is not None:  # the embedded sandbox makes its own sessions
+    # the embedded sandbox makes its own sessions; SMS and voice send from the account
+    if service is not None and run.channel == "whatsapp":
         from scheduler.service.sender_check import verify_senders
 
         senders = list(ledger.options(run).senders)

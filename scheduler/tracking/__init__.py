@@ -9,14 +9,11 @@
 from __future__ import annotations
 
 from scheduler.tracking.counts import stored_events, tracking_counts
-from scheduler.tracking.receiver import (
-    create_receiver,
-    receiver_token,
-    session_webhook_url,
-    start_receiver,
-)
+from scheduler.tracking.receiver import create_receiver, start_receiver
+from scheduler.tracking.urls import account_webhook_url, receiver_token, session_webhook_url
 
 __all__ = [
+    "account_webhook_url",
     "create_receiver",
     "receiver_token",
     "session_webhook_url",

@@ -8,7 +8,11 @@ token, and the port where the user fixed none, are written once to
 ``<state>/receiver.json`` (mode 0600; the token is a secret) and reused by every later
 process of the project: ``campaign run``, ``resume``, ``serve`` and ``receiver``.
 
-``webhook_token`` and ``receiver_port`` in the settings always win over what is kept.
+The account webhook's (SMS, voice) signing secret is kept there too when the settings name
+none: generated when a run first registers the account webhooks, read by every receiver.
+
+``webhook_token``, ``webhook_secret`` and ``receiver_port`` in the settings always win over
+what is kept.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ class ReceiverIdentity(BaseModel):
 
     token: str
     port: int | None = None
+    #: The account webhook's signing secret, generated when none is configured (SMS, voice).
+    account_secret: str | None = None
 
 
 def _path(settings: Settings) -> Path | None:
@@ -72,6 +78,23 @@ def save_identity(settings: Settings, identity: ReceiverIdentity) -> None:
         os.replace(tmp, path)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def account_secret(settings: Settings, *, create: bool = False) -> str | None:
+    """The account webhook's secret: ``webhook_secret``, else the one kept in the state
+    folder (made and kept when ``create``); ``None`` when there is none (nor a state folder)."""
+    if settings.webhook_secret is not None and settings.webhook_secret.get_secret_value():
+        return settings.webhook_secret.get_secret_value()
+    path = _path(settings)
+    if path is None or (not create and not path.is_file()):
+        return None
+    identity = load_identity(settings)
+    if identity is None:
+        return None
+    if identity.account_secret is None and create:
+        identity.account_secret = secrets.token_hex(32)
+        save_identity(settings, identity)
+    return identity.account_secret
 
 
 def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None

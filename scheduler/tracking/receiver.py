@@ -23,12 +23,10 @@ import gc
 import json
 import logging
 import os
-import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -56,52 +54,17 @@ from scheduler.tracking.intake import (
     read_body,
 )
 from scheduler.tracking.replies import OptOutWords
+from scheduler.tracking.urls import ACCOUNT_PATH, SESSION_PATH, receiver_token
 from scheduler.tracking.writer import EventWriter
 
 logger = logging.getLogger("scheduler.tracking")
 
-SESSION_PATH = "/webhooks/session"
-ACCOUNT_PATH = "/webhooks/account"
 #: How long (seconds) an unmatched receipt is retried before it is left as it is, and how
 #: many are remembered at most (receipts of messages sent by other means never match).
 UNMATCHED_TTL_S = 900.0
 UNMATCHED_MAX = 20_000
 _OK = b'{"ok":true,"duplicate":false}'
 _DUPLICATE = b'{"ok":true,"duplicate":true}'
-_process_token: str | None = None
-
-
-def receiver_token(settings: Settings) -> str:
-    """The session webhook token: ``webhook_token``, else the one kept in the state folder
-    (see :mod:`scheduler.tracking.identity`), else one random token per process."""
-    global _process_token
-    if settings.webhook_token is not None and settings.webhook_token.get_secret_value():
-        return settings.webhook_token.get_secret_value()
-    from scheduler.tracking.identity import load_identity
-
-    identity = load_identity(settings)
-    if identity is not None:
-        return identity.token
-    if _process_token is None:
-        _process_token = secrets.token_urlsafe(32)
-    return _process_token
-
-
-def session_webhook_url(settings: Settings, server: BackgroundServer | str | None = None
-                        ) -> str:
-    """The URL to register on each sender: ``webhook_url`` (public), else the local server's
-    (a :class:`BackgroundServer` or its ``http://host:port``), always with ``?token=``."""
-    if settings.webhook_url:
-        base = settings.webhook_url
-    elif server is not None:
-        root = server if isinstance(server, str) else server.base_url
-        base = f"{root.rstrip('/')}{SESSION_PATH}"
-    else:
-        raise ValueError("no webhook_url is set and no local receiver is running")
-    parts = urlsplit(base)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "token"]
-    query.append(("token", receiver_token(settings)))
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 #: How often a running receiver records that it still listens.
@@ -166,8 +129,7 @@ class Receiver:
         self.clock = clock
         self.sweep_every_s = sweep_every_s
         self.token = receiver_token(settings).encode()
-        secret = settings.webhook_secret.get_secret_value() if settings.webhook_secret else ""
-        self.secret = secret.encode() if secret else None
+        self._secret: bytes | None = None
         self.limit = settings.max_event_bytes
         self.ctx = ApplyContext(OptOutWords(settings.opt_out_words),
                                 reject_calls=settings.reject_calls)
@@ -180,6 +142,18 @@ class Receiver:
         self.listen_port: int | None = None
         self._uptime_id: int | None = None
         self._uptime_touched = 0.0
+
+    @property
+    def secret(self) -> bytes | None:
+        """The account webhook's secret (settings, else kept in the state folder), read
+        until there is one: a run may register, and so create, it after this receiver
+        started."""
+        if self._secret is None:
+            from scheduler.tracking.identity import account_secret
+
+            found = account_secret(self.settings)
+            self._secret = found.encode() if found else None
+        return self._secret
 
     def url_key(self) -> str:
         """A hash of where the service posts (port and token), never the token itself."""
@@ -283,7 +257,8 @@ class Receiver:
             if path == SESSION_PATH:
                 check_token(request.query_param("token"), self.token)
             elif self.secret is None:
-                raise Rejected(401, "account webhooks are refused: webhook_secret is not set")
+                raise Rejected(401, "account webhooks are refused: webhook_secret is not set "
+                               "(and no secret is kept in the state folder)")
             check_content_type(request.header(b"content-type"))
             body = await read_body(request, self.limit)
             if path == ACCOUNT_PATH:
