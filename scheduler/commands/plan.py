@@ -6,12 +6,15 @@
   bodies over the service's bounds); exit 1 on any. Invalid numbers, numbers of a line type
   the channel does not reach, duplicates and opt-outs are counted, not errors, unless there
   are more invalid numbers than ``[recipients] max_invalid`` allows.
-- ``preview FILE [--rows N] [--json]``: the first N valid recipients' messages, each body
-  exactly as the client would send it (the first sender as ``sessionId``).
-- ``plan FILE [--start ISO] [--json]``: totals per sender and step, SMS segments and the
-  estimated finish given pace, jitter (mean), window, days, daily cap and plan limits
-  (from ``GET /api/v1/limits/{sessionId}`` when a service is configured, else the file's
-  ``pace.plan_limit``).
+- ``preview FILE [--rows N] [--json]``: the requests of the first N valid recipients, as
+  the channel sends them (:mod:`scheduler.commands.preview`).
+- ``plan FILE [--start ISO] [--call-seconds S] [--json]``: totals per step and sender, and
+  the channel's own (:mod:`scheduler.commands.plan_channels`: SMS segments and estimated
+  cost, bulk requests as the engine groups them, voice calls in progress), and the
+  estimated finish given pace, jitter (mean), window, days, daily cap, plan limits (from
+  ``GET /api/v1/limits/{sessionId}`` for WhatsApp senders when a service is configured,
+  else the file's ``pace.plan_limit``), bulk requests and, for calls, how many may be in
+  progress and how long one lasts.
 """
 
 from __future__ import annotations
@@ -25,13 +28,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from rich.console import Console
-from rich.json import JSON
 from rich.markup import escape
-from rich.panel import Panel
 from rich.table import Table
 
 from scheduler.campaign.exceptions import CampaignError, Issue
-from scheduler.dispatch.pacing import Quota, estimate_finish
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.pacing import Quota, estimate_finish, mean_interval
 from scheduler.dispatch.windows import SendWindow
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import utcnow
@@ -42,7 +44,6 @@ if TYPE_CHECKING:
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
 clock: Callable[[], datetime] = utcnow
-_CHANNEL_QUOTA = {"whatsapp": "messages", "sms": "sms", "voice": "voice"}
 
 FileArg = typer.Argument(..., help="The campaign definition (TOML).", show_default=False)
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of tables.")
@@ -78,9 +79,12 @@ def _stats_table(stats: PlanStats) -> Table:
     return table
 
 
-def _check(path: Path, now: datetime | None) -> tuple[Campaign | None, PlanStats, list[Issue]]:
+def _check(path: Path, now: datetime | None,
+           on_rows: Callable[[Campaign, list[dict[str, Any]]], None] | None = None,
+           ) -> tuple[Campaign | None, PlanStats, list[Issue]]:
     """Every problem of a campaign in one pass (see the module doc); never raises a campaign
-    error. ``now`` checks that a one-off ``schedule.at`` has not passed."""
+    error. ``now`` checks that a one-off ``schedule.at`` has not passed; ``on_rows`` sees
+    each chunk of plan rows."""
     from scheduler.campaign.loader import start_issues
     from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
 
@@ -93,7 +97,10 @@ def _check(path: Path, now: datetime | None) -> tuple[Campaign | None, PlanStats
             issues.extend(start_issues(campaign, now))
         plan = build_plan(campaign, strict=False)
         try:
-            stats = plan.consume()
+            for rows in plan.chunks():
+                if on_rows is not None:
+                    on_rows(campaign, rows)
+            stats = plan.stats
         except CampaignError as exc:
             stats = plan.stats
             issues.extend(exc.issues)
@@ -140,64 +147,6 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
         _fail()
 
 
-def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
-    """``{row, step, to, endpoint, body}`` of the first ``rows`` valid recipients."""
-    from scheduler.campaign.plan import build_plan, load_campaign
-
-    campaign = load_campaign(path)
-    plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True)
-    session = campaign.preview_session
-    out: list[dict[str, Any]] = []
-    recipients: set[int] = set()
-    for chunk in plan.chunks():
-        for item in chunk:
-            if item["state"] != "planned":
-                continue
-            if item["row"] not in recipients:
-                if len(recipients) >= rows:
-                    return out
-                recipients.add(item["row"])
-            kind = plan.steps[item["step"]].kind
-            body = {**item["payload"], "to": item["to"]}
-            if kind.has_session:
-                body["sessionId"] = session
-            model = kind.model.model_validate(body)
-            wire = model.model_dump(mode="json", by_alias=True, exclude_none=True)
-            out.append(
-                {
-                    "row": item["row"],
-                    "step": item["step"],
-                    "to": item["to"],
-                    "endpoint": item["path"],
-                    "body": wire,
-                }
-            )
-    return out
-
-
-def preview(
-    file: Path = FileArg,
-    rows: int = typer.Option(3, "--rows", min=1, help="How many recipients to show."),
-    as_json: bool = JsonOpt,
-) -> None:
-    """Show the rendered messages of the first N valid recipients."""
-    items = preview_rows(file, rows)
-    if as_json:
-        typer.echo(json.dumps(items, ensure_ascii=False))
-        return
-    console = _out()
-    for item in items:
-        body = item["body"]
-        title = f"row {item['row']} → {item['to']} · step {item['step']} · {item['endpoint']}"
-        text = body.get("text") or body.get("caption") or body.get("content")
-        if isinstance(text, str) and len(body) <= 3:
-            console.print(Panel(text, title=title, title_align="left"))
-        else:
-            console.print(
-                Panel(JSON.from_data(body, ensure_ascii=False), title=title, title_align="left")
-            )
-
-
 def _parse_start(text: str | None, campaign: Campaign) -> datetime:
     if text is None:
         return campaign.start_time(clock())
@@ -216,13 +165,12 @@ async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
     service = settings.service_endpoint()  # half a configuration is an error, said above
     if service is None:
         return None
-    channel = _CHANNEL_QUOTA[campaign.spec.channel]
     quotas: list[Quota | None] = []
     async with ServiceClient(*service, timeout_s=settings.http_timeout_s) as client:
         for sender in campaign.senders:
             limits = await client.get_limits(sender)
-            limit = getattr(limits.limits, channel, None)
-            used = getattr(limits.used, channel, None) or 0
+            limit = limits.limits.messages
+            used = limits.used.messages or 0
             resets = None
             if limits.resetsAt:
                 try:
@@ -234,9 +182,13 @@ async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
 
 
 def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
-    """Per-sender plan limits and where they came from: service, file or none."""
+    """Per-sender plan limits and where they came from: service, file or none. SMS and
+    voice send from the account, which has no per-session plan limit (as the engine's
+    channels say): only the file's ``plan_limit`` applies to them."""
     try:
-        quotas = asyncio.run(_service_quotas(campaign))
+        quotas = None
+        if campaign.spec.channel == "whatsapp":
+            quotas = asyncio.run(_service_quotas(campaign))
     except SchedulerError as exc:
         Console(stderr=True).print(
             f"[yellow]plan limits not read from the service:[/] {exc}", markup=True, highlight=False
@@ -250,10 +202,28 @@ def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
     return [None for _ in campaign.senders], "none"
 
 
-def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], list[Issue]]:
+def plan_report(path: Path, start_text: str | None, *,
+                call_seconds: float | None = None) -> tuple[dict[str, Any], list[Issue]]:
     """The ``campaign plan --json`` object and the errors found (the same as ``validate``'s;
-    with ``--start`` the schedule's own start time is not checked)."""
-    campaign, stats, issues = _check(path, clock() if start_text is None else None)
+    with ``--start`` the schedule's own start time is not checked). ``call_seconds``: how
+    long a call lasts, ringing included (voice; default
+    :data:`~scheduler.commands.plan_channels.DEFAULT_CALL_SECONDS`)."""
+    from scheduler.campaign.options import run_options
+    from scheduler.commands import plan_channels as pc
+    from scheduler.commands.preview import campaign_channel, engine_settings
+
+    tallies: list[pc.BulkTally] = []
+    settings: dict[str, Any] = {}
+
+    def tally(campaign: Campaign, rows: list[dict[str, Any]]) -> None:
+        if campaign.spec.channel == "whatsapp":
+            return
+        if not tallies:
+            settings.update(engine_settings(campaign))
+            tallies.append(pc.BulkTally(campaign_channel(campaign, settings)))
+        tallies[0].feed(rows)
+
+    campaign, stats, issues = _check(path, clock() if start_text is None else None, tally)
     if campaign is None:
         return {"recipients": stats.recipients_json()}, issues
     start = _parse_start(start_text, campaign)
@@ -261,19 +231,36 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
     quotas, source = plan_quotas(campaign)
     senders = campaign.senders
     counts = [stats.recipients_per_sender[s] * len(steps) for s in senders]
-    from scheduler.campaign.options import run_options
-
     options = run_options(campaign)
+    channel = tallies[0].channel if tallies else campaign_channel(campaign, settings)
+    bulk = tallies[0].finish() if tallies else None
+    deliveries = sum(stats.planned_per_step.values())
+    call_s = pc.DEFAULT_CALL_SECONDS if call_seconds is None else call_seconds
+    totals = pc.totals(
+        channel, bulk, recipients=stats.valid, deliveries=deliveries,
+        encodings=dict(stats.sms_encodings),
+        prices=dict(getattr(channel, "prices", {})), call_seconds=call_s,
+        max_calls_asked=options.max_calls,
+        account_calls=settings.get("voice_max_calls", DispatchOptions.voice_max_calls))
+    rate, jitter, limited_by = options.rate_per_s, options.jitter_s, "pace"
+    if channel.has_calls:  # calls in progress bound the pace (see plan_channels)
+        pace_s = mean_interval(rate, jitter)
+        share = int(getattr(channel, "max_calls", 1)) / max(len(senders), 1)
+        interval = pc.call_interval(max(counts, default=0), pace_s, share, call_s)
+        if interval > pace_s * (1 + 1e-9):
+            limited_by = "calls in progress"
+        rate, jitter = 1 / interval, (0.0, 0.0)
+    timed = counts if bulk is None else pc.effective_counts(counts, deliveries, bulk.total)
     estimate = estimate_finish(
-        counts,
+        timed,
         start=start,
-        rate=options.rate_per_s,
-        jitter=options.jitter_s,
+        rate=rate,
+        jitter=jitter,
         window=SendWindow.of(options.window, options.timezone),
         daily_cap=options.daily_cap,
         quotas=quotas,
         tz=options.zone,
-        extra_delay_s=sum(options.step_delays_s),
+        extra_delay_s=sum(options.step_delays_s) + (call_s if channel.has_calls else 0.0),
     )
     latest = options.latest_for(start)
     report = {
@@ -302,12 +289,14 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
             }
             for i, s in enumerate(senders)
         ],
+        "channel_totals": totals,
         "sms_segments": sum(stats.sms_segments_per_step.values()),
         "limits_source": source,
         "start": start.isoformat(),
         "finish": estimate.finish.isoformat(),
         "duration_s": estimate.duration.total_seconds(),
         "mean_interval_s": estimate.interval_s,
+        "limited_by": limited_by,
         "latest": latest.isoformat() if latest else None,
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
@@ -319,10 +308,13 @@ def plan_report(path: Path, start_text: str | None) -> tuple[dict[str, Any], lis
 def plan(
     file: Path = FileArg,
     start: str = typer.Option(None, "--start", help="Start time (ISO); default: the schedule."),
+    call_seconds: float = typer.Option(
+        None, "--call-seconds", min=1,
+        help="Voice: how long a call lasts, ringing included (default 60)."),
     as_json: bool = JsonOpt,
 ) -> None:
-    """Totals per sender and step, and the estimated finish time."""
-    report, issues = plan_report(file, start)
+    """Totals per step, sender and channel, and the estimated finish time."""
+    report, issues = plan_report(file, start, call_seconds=call_seconds)
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False))
         if issues:
@@ -330,48 +322,9 @@ def plan(
         return
     console = _out()
     if "steps" in report:
-        steps = Table(title=f"Campaign {report['campaign']} ({report['channel']})")
-        for col in ("step", "kind", "endpoint", "delay", "planned", "skipped", "SMS parts"):
-            steps.add_column(col)
-        for s in report["steps"]:
-            steps.add_row(
-                str(s["step"]),
-                s["kind"],
-                s["path"],
-                f"{s['delay_s']:g}s",
-                f"{s['planned']:,}",
-                f"{s['skipped']:,}",
-                f"{s['sms_segments']:,}" if report["channel"] == "sms" else "–",
-            )
-        console.print(steps)
-        senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
-        for col in ("sender", "recipients", "deliveries", "plan limit/day", "finishes"):
-            senders.add_column(col)
-        for s in report["senders"]:
-            senders.add_row(
-                s["sender"],
-                f"{s['recipients']:,}",
-                f"{s['deliveries']:,}",
-                "–" if s["plan_limit"] is None else f"{s['plan_limit']:,}",
-                s["finish"] or "–",
-            )
-        console.print(senders)
-        console.print(
-            f"start  {report['start']}\nfinish {report['finish']} "
-            f"(≈ {report['duration_s'] / 3600:.2f} h, one send every "
-            f"{report['mean_interval_s']:.2f} s per sender)"
-        )
-        if report["finishes_before_latest"] is False:
-            console.print(
-                f"[yellow]! the estimate passes the latest send time "
-                f"{report['latest']}: later deliveries would expire[/]",
-                markup=True,
-            )
-        if report["recipient_timezone"]:
-            console.print(
-                "note: windows are applied in each recipient's zone when sending; "
-                "the estimate uses the campaign's zone"
-            )
+        from scheduler.commands.plan_text import print_plan
+
+        print_plan(console, report)
     _print_issues(console, issues)
     if issues:
         _fail()
@@ -379,6 +332,8 @@ def plan(
 
 def register(app: typer.Typer) -> None:
     """Add ``validate``, ``preview`` and ``plan`` to the ``campaign`` command."""
+    from scheduler.commands.preview import preview
+
     app.command("validate")(validate)
     app.command("preview")(preview)
     app.command("plan")(plan)

@@ -1,0 +1,161 @@
+"""Each channel's own outcomes of a run, as ``status``, ``runs`` and the progress bar say them.
+
+WhatsApp has its funnel (sent, delivered, read, replied: ``scheduler.tracking``); an SMS
+run is delivered or undelivered (told apart by the report: undelivered, failed, expired,
+with the service's error codes), costs segments × the route's price; a voice run's calls
+are answered or not (with the Q.850 cause in words), and an IVR flow's callers press
+digits. :func:`channel_outcomes` reads them from the ledger (the counts are SQL in
+:mod:`scheduler.ledger.queries.channel_counts`); :func:`short_outcomes` says them from
+the counts by state alone, cheap enough for every refresh of the progress bar.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from scheduler.ledger.queries import channel_counts as cc
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import DeliveryState as S
+from scheduler.service.account_models import cause_text
+
+#: Digit sequences shown by ``status`` (the most frequent first).
+TOP_DIGITS = 5
+_REPORT = {"sms.undelivered": "undelivered", "sms.failed": "failed", "sms.expired": "expired"}
+
+
+def money(micro: int) -> str:
+    """Micro-reais as ``R$ 1,234.56``."""
+    return f"R$ {micro / 1_000_000:,.2f}"
+
+
+class SmsOutcomes(BaseModel):
+    """An SMS run's outcomes so far."""
+
+    channel: str = "sms"
+    delivered: int = 0
+    #: every message not delivered: the sum of the three reports below
+    undelivered: int = 0
+    by_report: dict[str, int] = Field(default_factory=dict)
+    by_error_code: dict[str, int] = Field(default_factory=dict)
+    #: taken by the service, no report yet
+    awaiting_report: int = 0
+    segments: int = 0
+    cost_micro_reais: int = 0
+    #: messages with no known cost (no price for their route and none in the answer)
+    unpriced: int = 0
+    recounted: int = 0
+
+    def lines(self) -> list[str]:
+        """What ``campaign status`` prints."""
+        reports = ", ".join(f"{name} {n:,}" for name, n in self.by_report.items())
+        out = [f"SMS: delivered {self.delivered:,} · undelivered {self.undelivered:,}"
+               + (f" ({reports})" if reports else "")
+               + f" · awaiting a report {self.awaiting_report:,}"]
+        if self.by_error_code:
+            out.append("  error codes: " + ", ".join(
+                f"{code} {n:,}" for code, n in self.by_error_code.items()))
+        cost = money(self.cost_micro_reais)
+        out.append(f"  segments {self.segments:,} · cost so far {cost}"
+                   + (f" (+ {self.unpriced:,} messages without a price)"
+                      if self.unpriced else ""))
+        if self.recounted:
+            out.append(f"  {self.recounted:,} messages were counted in other segments by the "
+                       "service than before sending (its count is kept)")
+        return out
+
+
+class VoiceOutcomes(BaseModel):
+    """A voice run's outcomes so far."""
+
+    channel: str = "voice"
+    answered: int = 0
+    not_answered: int = 0
+    #: placed, no ``call.ended`` yet (in progress, or not reported)
+    in_progress: int = 0
+    pressed_digits: int = 0
+    top_digits: dict[str, int] = Field(default_factory=dict)
+    not_answered_causes: dict[str, int] = Field(default_factory=dict)
+    talk_seconds: int = 0
+
+    def lines(self) -> list[str]:
+        """What ``campaign status`` prints."""
+        out = [f"calls: answered {self.answered:,} · not answered {self.not_answered:,}"
+               f" · in progress {self.in_progress:,}"]
+        if self.not_answered_causes:
+            out.append("  not answered: " + ", ".join(
+                f"{cause} {n:,}" for cause, n in self.not_answered_causes.items()))
+        minutes = self.talk_seconds / 60
+        digits = f"  digits pressed in {self.pressed_digits:,} calls"
+        if self.top_digits:
+            digits += " (top: " + ", ".join(
+                f'"{value}" {n:,}' for value, n in self.top_digits.items()) + ")"
+        out.append(digits)
+        out.append(f"  talk time {minutes:,.1f} min")
+        return out
+
+
+ChannelOutcomes = SmsOutcomes | VoiceOutcomes
+
+
+def _sms(ledger: Ledger, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
+    with ledger.read(f"count the SMS outcomes of run {run_id}") as conn:
+        totals = cc.sms_totals(conn, run_id)
+        failures = cc.sms_failures(conn, run_id)
+    by_report: dict[str, int] = {}
+    by_code: dict[str, int] = {}
+    for item in failures:
+        report = _REPORT.get(item.event or "", "no report stored")
+        by_report[report] = by_report.get(report, 0) + item.n
+        code = item.error_code or "no error code"
+        by_code[code] = by_code.get(code, 0) + item.n
+    return SmsOutcomes(
+        delivered=counts.get(S.DELIVERED, 0) + counts.get(S.READ, 0),
+        undelivered=counts.get(S.UNDELIVERED, 0),
+        by_report=dict(sorted(by_report.items(), key=lambda kv: (-kv[1], kv[0]))),
+        by_error_code=dict(sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0]))),
+        awaiting_report=counts.get(S.ACCEPTED, 0) + counts.get(S.SENT, 0),
+        segments=totals.segments, cost_micro_reais=totals.cost_micro,
+        unpriced=totals.messages - totals.priced, recounted=totals.recounted)
+
+
+def _voice(ledger: Ledger, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
+    with ledger.read(f"count the calls of run {run_id}") as conn:
+        totals = cc.call_totals(conn, run_id)
+        digits = cc.top_digits(conn, run_id, TOP_DIGITS)
+        causes = cc.not_answered_causes(conn, run_id)
+    by_cause: dict[str, int] = {}
+    for item in causes:
+        text = cause_text(item.value, item.description) or "no cause given"
+        by_cause[text] = by_cause.get(text, 0) + item.n
+    return VoiceOutcomes(
+        answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
+        in_progress=totals.open_calls, pressed_digits=totals.with_digits,
+        top_digits={str(item.value): item.n for item in digits},
+        not_answered_causes=dict(sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))),
+        talk_seconds=totals.talk_seconds)
+
+
+def channel_outcomes(ledger: Ledger, run_id: int, channel: str,
+                     counts: dict[str, int] | None = None) -> ChannelOutcomes | None:
+    """The outcomes of an SMS or voice run (None for WhatsApp: its funnel says them);
+    ``counts``: the run's deliveries by state, when the caller has them."""
+    if channel not in ("sms", "voice"):
+        return None
+    counts = ledger.counts(run_id) if counts is None else counts
+    return _sms(ledger, run_id, counts) if channel == "sms" else _voice(ledger, run_id, counts)
+
+
+def short_outcomes(channel: str, counts: dict[str, int],
+                   tracking: dict[str, Any] | None = None) -> str:
+    """A few words on how a run went, from its counts by state (``runs``, the bar)."""
+    if channel == "sms":
+        return (f"{counts.get(S.DELIVERED, 0):,} delivered · "
+                f"{counts.get(S.UNDELIVERED, 0):,} undelivered")
+    if channel == "voice":
+        return (f"{counts.get(S.ANSWERED, 0):,} answered · "
+                f"{counts.get(S.NOT_ANSWERED, 0):,} not answered")
+    if tracking:
+        return f"{tracking.get('delivered', 0):,} delivered · {tracking.get('read', 0):,} read"
+    return "–"

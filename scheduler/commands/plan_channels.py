@@ -1,0 +1,222 @@
+"""What ``campaign plan`` says of an SMS or voice campaign: requests, segments, cost, pace.
+
+The engine groups deliveries into bulk requests as it reads them: the dispatcher reads the
+due rows of a run into a buffer of ``max(REFILL, 2 × batch)`` rows, refilled when empty, and
+the head row of the buffer takes along the buffered rows of the same group
+(:meth:`~scheduler.dispatch.channel.Channel.group_key`: an equal SMS text, route and sender;
+equal call settings) up to the batch size (:mod:`scheduler.dispatch.picking`).
+:class:`BulkTally` replays that over the plan's rows, step by step, so the number of
+requests is the engine's, not an ideal grouping of the whole file: two recipients of the
+same text 10,000 rows apart do not share a request. Memory: one buffer per step.
+
+The SMS cost is the channel's own estimate (:meth:`SmsChannel.estimate`: segments × the
+route's price per segment from the settings' ``sms_price_micro``), which is what the run
+stores until the service's answer says the real cost.
+
+Voice calls are paced by the campaign's rate and by the calls in progress: at most
+``max_calls`` at once, each lasting ``call_seconds`` (an assumption the user can change,
+ringing included), so calls start at most ``max_calls / call_seconds`` per second.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.app.channel_status import money
+from scheduler.dispatch.channel import Channel
+from scheduler.dispatch.dispatcher import REFILL
+from scheduler.ledger.queries.common import dumps
+from scheduler.ledger.rows import DueDelivery
+from scheduler.service.account_models import SMS_BULK_PATH, SMS_SEND_PATH
+
+#: The assumed length of a call (ringing and talk) when the user does not say.
+DEFAULT_CALL_SECONDS = 60.0
+
+
+@dataclass
+class BulkTally:
+    """Requests, segments and cost of a plan's rows, grouped as the engine groups them."""
+
+    channel: Channel
+    requests: Counter[str] = field(default_factory=Counter)
+    segments_by_route: Counter[str] = field(default_factory=Counter)
+    cost_micro: int = 0
+    unpriced: int = 0
+    largest: int = 0
+    _buffers: dict[int, list[DueDelivery]] = field(default_factory=dict)
+
+    @property
+    def refill(self) -> int:
+        """Rows per read of the dispatcher's buffer."""
+        return max(REFILL, 2 * self.channel.batch_size)
+
+    def feed(self, rows: list[dict[str, Any]]) -> None:
+        """Take a chunk of plan rows (planned ones count; skipped ones are never sent)."""
+        for row in rows:
+            if row["state"] != "planned":
+                continue
+            buffer = self._buffers.setdefault(row["step"], [])
+            buffer.append(DueDelivery(id=0, seq=0, step=row["step"], to=row["to"],
+                                      path=row["path"], payload=dumps(row["payload"]),
+                                      sender=None, region=None, attempts=0))
+            if len(buffer) >= self.refill:
+                self._flush(buffer)
+
+    def finish(self) -> BulkTally:
+        """Count what is left in the buffers; returns itself."""
+        for buffer in self._buffers.values():
+            self._flush(buffer)
+        return self
+
+    @property
+    def total(self) -> int:
+        """Requests in all."""
+        return sum(self.requests.values())
+
+    def _flush(self, buffer: list[DueDelivery]) -> None:
+        batch = self.channel.batch_size
+        groups: dict[object, list[Any]] = {}  # key → [rows, the first row]
+        for row in buffer:
+            group = groups.setdefault(self.channel.group_key(row), [0, row])
+            group[0] += 1
+        estimate = getattr(self.channel, "estimate", None)
+        for n, first in groups.values():
+            full, rest = divmod(n, batch)
+            for size in [batch] * full + ([rest] if rest else []):
+                self.requests[self._path(first.path, size)] += 1
+                self.largest = max(self.largest, size)
+            if estimate is not None:  # SMS: the rows of a group share one text
+                guess = estimate(first.payload)
+                self.segments_by_route[_route(first.payload)] += guess["segments"] * n
+                if "costMicroReais" in guess:
+                    self.cost_micro += guess["costMicroReais"] * n
+                else:
+                    self.unpriced += n
+        buffer.clear()
+
+    def _path(self, path: str, size: int) -> str:
+        if self.channel.name == "sms":
+            return SMS_SEND_PATH if size == 1 else SMS_BULK_PATH
+        return path
+
+
+def _route(payload: str) -> str:
+    import orjson
+
+    from scheduler.dispatch.channels.sms import DEFAULT_ROUTE
+
+    return str(orjson.loads(payload).get("route") or DEFAULT_ROUTE)
+
+
+def call_interval(count: int, pace_s: float, max_calls: float, call_seconds: float) -> float:
+    """Mean seconds between call starts of one sender placing ``count`` calls, one every
+    ``pace_s`` at most, with at most ``max_calls`` in progress, each ``call_seconds`` long.
+
+    Call ``i`` starts at ``max(i × pace, start of call i - max_calls + call length)``: the
+    first ``max_calls`` at the pace, then one as each earlier call ends. A small run is
+    paced by its rate alone; a long one by ``max_calls / call_seconds`` calls a second.
+    """
+    if count <= 1 or max_calls < 1:
+        return pace_s
+    window = int(max_calls)
+    starts: list[float] = []
+    for i in range(count):
+        at = i * pace_s
+        if i >= window:
+            at = max(at, starts[i - window] + call_seconds)
+        starts.append(at)
+    return starts[-1] / (count - 1)
+
+
+def effective_counts(counts: list[int], deliveries: int, requests: int) -> list[int]:
+    """Sends to time per sender: a bulk of ``n`` goes out at once and spends ``n`` of the
+    sender's pace, so the last request starts ``n - 1`` sends before its last recipient's
+    turn; ``n`` is the plan's mean bulk size."""
+    if not requests:
+        return counts
+    mean = max(1, round(deliveries / requests))
+    return [max(1, count - mean + 1) if count else 0 for count in counts]
+
+
+def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, deliveries: int,
+           encodings: dict[str, int], prices: dict[str, int], call_seconds: float,
+           max_calls_asked: int | None, account_calls: int) -> dict[str, Any]:
+    """The ``channel_totals`` object of ``campaign plan --json``."""
+    out: dict[str, Any] = {"channel": channel.name, "recipients": recipients,
+                           "deliveries": deliveries}
+    if tally is None:
+        out["requests"] = {"total": deliveries}
+        return out
+    out["requests"] = {"total": tally.total, **dict(sorted(tally.requests.items()))}
+    out["batch_size"] = channel.batch_size
+    out["largest_request"] = tally.largest
+    if channel.name == "sms":
+        segments = sum(tally.segments_by_route.values())
+        out["sms"] = {
+            "segments": segments,
+            "segments_by_route": dict(sorted(tally.segments_by_route.items())),
+            "encodings": dict(sorted(encodings.items())),
+            "estimated_cost_micro_reais": tally.cost_micro,
+            "unpriced_messages": tally.unpriced,
+            "price_per_segment_micro_reais": dict(sorted(prices.items())),
+            "price_source": "settings sms_price_micro (config.toml or "
+                            "CAMPAIGN_SMS_PRICE_MICRO); an estimate: the service's "
+                            "answers say the real cost",
+        }
+    if channel.name == "voice":
+        max_calls = int(getattr(channel, "max_calls", account_calls))
+        out["voice"] = {
+            "max_calls": max_calls,
+            "max_calls_asked": max_calls_asked,
+            "account_max_calls": account_calls,
+            "call_seconds_assumed": call_seconds,
+            "calls_per_minute_at_most": round(60 * max_calls / max(call_seconds, 1e-9), 2),
+        }
+    return out
+
+
+def totals_lines(report: dict[str, Any]) -> list[str]:
+    """The channel's totals for people, each line within 80 columns."""
+    t = report.get("channel_totals")
+    if not t:
+        return []
+    name = t["channel"]
+    what = {"sms": "messages", "voice": "calls"}.get(name, "deliveries")
+    lines = [f"Channel {name}: {t['recipients']:,} recipients, {t['deliveries']:,} {what}"]
+    requests = t["requests"]
+    if name == "whatsapp":
+        lines.append(f"  requests      {requests['total']:,} (one per message)")
+        return lines
+    paths = ", ".join(f"{n:,} to {path.removeprefix('/api/v1/')}"
+                      for path, n in requests.items() if path != "total")
+    lines.append(f"  requests      {requests['total']:,}: {paths or 'none'}")
+    lines.append(f"                (up to {t['batch_size']:,} recipients each; the largest "
+                 f"has {t['largest_request']:,})")
+    sms = t.get("sms")
+    if sms:
+        encodings = ", ".join(f"{k} {v:,}" for k, v in sms["encodings"].items())
+        lines.append(f"  segments      {sms['segments']:,}"
+                     + (f" (messages by encoding: {encodings})" if encodings else ""))
+        prices = sms["price_per_segment_micro_reais"]
+        routes = ", ".join(
+            f"{n:,} × {money(prices[route])} ({route})" if route in prices
+            else f"{n:,} ({route}: no price set)"
+            for route, n in sms["segments_by_route"].items())
+        lines.append(f"  cost (est.)   {money(sms['estimated_cost_micro_reais'])}"
+                     + (f" = {routes}" if routes else ""))
+        lines.append("                an estimate: the price per segment by route is the "
+                     "settings'")
+        lines.append("                sms_price_micro; the service's answers give the "
+                     "real cost")
+    voice = t.get("voice")
+    if voice:
+        lines.append(f"  calls at once {voice['max_calls']:,} (campaign max_calls "
+                     f"{voice['max_calls_asked'] or 'unset'}, account "
+                     f"{voice['account_max_calls']:,})")
+        lines.append(f"  call length   {voice['call_seconds_assumed']:g} s assumed, ringing "
+                     "included (--call-seconds)")
+        lines.append(f"                so at most {voice['calls_per_minute_at_most']:g} "
+                     "calls start per minute")
+    return lines

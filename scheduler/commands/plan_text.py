@@ -1,0 +1,87 @@
+"""The human form of ``campaign plan``: every line within 80 columns, nothing cut."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from scheduler.commands.plan_channels import totals_lines
+
+
+def _span(seconds: float) -> str:
+    """A duration in the unit a person reads it in."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86_400:.1f} days"
+
+
+def _local(moment: str | None) -> str:
+    """An ISO time without its fraction of a second."""
+    return datetime.fromisoformat(moment).isoformat(timespec="seconds") if moment else "–"
+
+
+def _short(moment: str | None) -> str:
+    """An ISO time as ``YYYY-MM-DD HH:MM:SS`` (in the offset it was given in)."""
+    return datetime.fromisoformat(moment).strftime("%Y-%m-%d %H:%M:%S") if moment else "–"
+
+
+def print_plan(console: Console, report: dict[str, Any]) -> None:
+    """The human form of a plan report; every line within 80 columns, nothing cut."""
+    channel = report["channel"]
+    steps = Table(title=f"Campaign {report['campaign']} ({channel})")
+    columns = ["step", "kind", *(["endpoint"] if channel == "whatsapp" else []), "delay",
+               "planned", "skipped", *(["segments"] if channel == "sms" else [])]
+    for col in columns:
+        steps.add_column(col, overflow="fold")
+    for s in report["steps"]:
+        cells = [str(s["step"]), s["kind"]]
+        if channel == "whatsapp":
+            cells.append(s["path"].removeprefix("/api/v1/"))
+        cells += [f"{s['delay_s']:g}s", f"{s['planned']:,}", f"{s['skipped']:,}"]
+        if channel == "sms":
+            cells.append(f"{s['sms_segments']:,}")
+        steps.add_row(*cells)
+    console.print(steps)
+    senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
+    for col in ("sender", "recipients", "deliveries", "limit/day", "last send"):
+        senders.add_column(col, overflow="fold")
+    for s in report["senders"]:
+        senders.add_row(
+            s["sender"],
+            f"{s['recipients']:,}",
+            f"{s['deliveries']:,}",
+            "–" if s["plan_limit"] is None else f"{s['plan_limit']:,}",
+            _short(s["finish"]),
+        )
+    console.print(senders)
+    for line in totals_lines(report):
+        console.print(line)
+    what = "call" if channel == "voice" else "send"
+    console.print(f"start  {_local(report['start'])}\n"
+                  f"finish {_local(report['finish'])} (≈ {_span(report['duration_s'])})\n"
+                  f"pace   one {what} every {report['mean_interval_s']:.2f} s per sender"
+                  + (" (calls in progress limit it)"
+                     if report["limited_by"] == "calls in progress" else ""))
+    if channel != "whatsapp":
+        console.print("       a request of n recipients spends n sends of the pace; the "
+                      "finish")
+        console.print("       is when the last request goes out"
+                      + (", plus one call's length" if channel == "voice" else ""))
+    if report["finishes_before_latest"] is False:
+        console.print(
+            f"[yellow]! the estimate passes the latest send time "
+            f"{report['latest']}: later deliveries would expire[/]",
+            markup=True,
+        )
+    if report["recipient_timezone"]:
+        console.print(
+            "note: windows are applied in each recipient's zone when sending; "
+            "the estimate uses the campaign's zone"
+        )

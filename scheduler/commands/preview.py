@@ -1,0 +1,176 @@
+"""``campaign preview FILE [--rows N] [--json]``: the requests the first N recipients cost.
+
+Each request is built by the run's channel (:meth:`Channel.requests
+<scheduler.dispatch.channel.Channel.requests>`), the code that sends them, over the plan's
+rows as the ledger stores them, grouped as the engine groups them
+(:meth:`~scheduler.dispatch.channel.Channel.group_key`, up to the batch size): a WhatsApp
+message per recipient and step with the first sender as ``sessionId``; an ``sms/bulk`` of
+the recipients who read the same text (``sms/send`` for a text of its own); a
+``voice/bulk`` of the recipients of one audio or flow with their ``variables``. What is
+shown is the body that goes on the wire, nothing rebuilt for display.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.json import JSON
+from rich.panel import Panel
+
+if TYPE_CHECKING:
+    from scheduler.campaign.loader import Campaign
+    from scheduler.dispatch.channel import Channel
+    from scheduler.ledger.rows import DueDelivery
+
+FileArg = typer.Argument(..., help="The campaign definition (TOML).", show_default=False)
+
+
+def engine_settings(campaign: Campaign) -> dict[str, Any]:
+    """The settings' part of the engine's options (prices, bounds) for ``campaign``'s
+    project; the defaults, said on stderr, when the settings cannot be read."""
+    from scheduler.config import load_settings
+    from scheduler.errors import SchedulerError
+
+    try:
+        return load_settings(near=campaign.path).engine_overrides()
+    except SchedulerError as exc:
+        Console(stderr=True).print(f"[yellow]settings not read, defaults used:[/] {exc}",
+                                   markup=True, highlight=False)
+        return {}
+
+
+def campaign_channel(campaign: Campaign, overrides: dict[str, Any] | None = None) -> Channel:
+    """The channel a run of ``campaign`` sends on, set up as the run would be: the
+    campaign's ``[pace]`` batch and calls, the settings' prices and bounds (``overrides``:
+    :func:`engine_settings`, read when not given)."""
+    from scheduler.campaign.options import run_options
+    from scheduler.dispatch.channels import channel_for
+    from scheduler.dispatch.options import DispatchOptions
+    from scheduler.timeutil import utcnow
+
+    if overrides is None:
+        overrides = engine_settings(campaign)
+    options = DispatchOptions.for_run(run_options(campaign), start=utcnow(), **overrides)
+    return channel_for(campaign.spec.channel, options)
+
+
+def _due(item: dict[str, Any], seq: int) -> DueDelivery:
+    """A plan row as the dispatcher reads it back from the ledger."""
+    from scheduler.ledger.queries.common import dumps
+    from scheduler.ledger.rows import DueDelivery
+
+    return DueDelivery(id=seq, seq=seq, step=item["step"], to=item["to"], path=item["path"],
+                       payload=dumps(item["payload"]), sender=None, region=item.get("region"),
+                       attempts=0)
+
+
+def group_rows(channel: Channel, rows: list[DueDelivery]) -> list[list[DueDelivery]]:
+    """``rows`` (plan order) in the requests the engine makes of them: one row each on a
+    one-by-one channel; else per step, the first row with the next rows of its group, up
+    to the batch size (as :func:`scheduler.dispatch.picking.pick` takes them)."""
+    if channel.batch_size == 1:
+        return [[row] for row in rows]
+    by_step: dict[int, list[DueDelivery]] = defaultdict(list)
+    for row in rows:
+        by_step[row.step].append(row)
+    groups: list[list[DueDelivery]] = []
+    for step in sorted(by_step):
+        open_groups: dict[object, list[DueDelivery]] = {}
+        for row in by_step[step]:
+            key = channel.group_key(row)
+            group = open_groups.get(key)
+            if group is None or len(group) >= channel.batch_size:
+                group = open_groups[key] = []
+                groups.append(group)
+            group.append(row)
+    return groups
+
+
+def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
+    """The requests of the first ``rows`` valid recipients, in the order they are sent.
+
+    WhatsApp: ``{row, step, to, endpoint, body}`` per message; SMS and voice:
+    ``{step, rows, to, endpoint, body}`` per request (``rows`` and ``to`` are lists).
+    """
+    return _preview(path, rows)[0]
+
+
+def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
+    """:func:`preview_rows` and the channel's batch size."""
+    from scheduler.campaign.plan import build_plan, load_campaign
+
+    campaign = load_campaign(path)
+    channel = campaign_channel(campaign)
+    plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True)
+    sender = campaign.preview_session if campaign.spec.channel == "whatsapp" \
+        else campaign.senders[0]
+    due: list[DueDelivery] = []
+    numbers: dict[int, int] = {}
+    recipients: set[int] = set()
+    for chunk in plan.chunks():
+        for item in chunk:
+            if item["state"] != "planned":
+                continue
+            if item["row"] not in recipients:
+                if len(recipients) >= rows:
+                    break
+                recipients.add(item["row"])
+            row = _due(item, len(due))
+            numbers[row.seq] = item["row"]
+            due.append(row)
+        else:
+            continue
+        break
+    out: list[dict[str, Any]] = []
+    for group in group_rows(channel, due):
+        for request in channel.requests(group, sender):
+            if channel.batch_size == 1:
+                out.append({"row": numbers[group[0].seq], "step": group[0].step,
+                            "to": group[0].to, "endpoint": request.path, "body": request.body})
+            else:
+                out.append({"step": group[0].step, "rows": [numbers[r.seq] for r in group],
+                            "to": [r.to for r in group], "endpoint": request.path,
+                            "body": request.body})
+    return out, channel.batch_size
+
+
+def _title(item: dict[str, Any]) -> str:
+    if isinstance(item["to"], list):
+        count = len(item["to"])
+        who = f"{count} recipient{'s' if count != 1 else ''} (rows " \
+              f"{', '.join(str(r) for r in item['rows'])})"
+        return f"{item['endpoint']} · step {item['step']} · {who}"
+    return f"row {item['row']} → {item['to']} · step {item['step']} · {item['endpoint']}"
+
+
+def preview(
+    file: Path = FileArg,
+    rows: int = typer.Option(3, "--rows", min=1, help="How many recipients to show."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of panels."),
+) -> None:
+    """Show the requests the first N valid recipients are sent with, as the client sends
+    them (SMS and voice: the bulk bodies)."""
+    items, batch = _preview(file, rows)
+    if as_json:
+        typer.echo(json.dumps(items, ensure_ascii=False))
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    for item in items:
+        body = item["body"]
+        title = _title(item)
+        text = body.get("text") or body.get("caption") or body.get("content")
+        if isinstance(text, str) and len(body) <= 3 and not isinstance(item["to"], list):
+            console.print(Panel(text, title=title, title_align="left"))
+        else:
+            shown = JSON.from_data(body, ensure_ascii=False)
+            shown.text.no_wrap, shown.text.overflow = False, "fold"  # a long text wraps
+            console.print(Panel(shown, title=title, title_align="left"))
+    if items and isinstance(items[0]["to"], list):
+        first = f"the first {rows} recipient{'s' if rows != 1 else ''} (--rows)"
+        console.print(f"{first}; a run puts up to {batch} recipients\nof the same text or "
+                      "call in one request ([pace] batch)", markup=False)
