@@ -17,6 +17,7 @@ Example (every key is documented in ``campaigns/demo.toml``)::
     line_types = ["mobile"]              # default: mobile (WhatsApp, SMS); + fixed_line (voice)
     add_ninth_digit = false              # complete Brazilian mobiles missing the ninth digit
     max_invalid = "2%"                   # or a count; more unreachable numbers fail the run
+    opt_out_digit = "9"                  # voice: a key that, pressed in the IVR, opts out
 
     [schedule]
     at = 2025-03-10T09:00:00             # or cron = "0 9 * * mon-fri"
@@ -122,6 +123,18 @@ class RecipientsSpec(Strict):
     line_types: list[LineTypeName] | None = Field(default=None, min_length=1)
     add_ninth_digit: bool = False
     max_invalid: int | str | None = None
+    #: voice: the IVR key that opts the number out (onto the suppression list) when pressed.
+    opt_out_digit: str | None = None
+
+    @field_validator("opt_out_digit", mode="before")
+    @classmethod
+    def _opt_out_digit(cls, value: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 9:
+            value = str(value)
+        if value is not None and (not isinstance(value, str) or len(value) != 1
+                                  or value not in "0123456789*#"):
+            raise ValueError(f"{value!r}: expected one phone key: 0-9, * or #")
+        return value
 
     @field_validator("max_invalid")
     @classmethod
@@ -262,6 +275,8 @@ class CampaignSpec(Strict):
         is wrong (``campaign validate`` asks for it on the best-effort definition)."""
         if self.channel == "whatsapp" and not self.senders:
             return "senders", "a WhatsApp campaign needs at least one session id"
+        if self.recipients.opt_out_digit is not None and self.channel != "voice":
+            return "recipients.opt_out_digit", "only a voice campaign's IVR has keys to press"
         return None
 
 

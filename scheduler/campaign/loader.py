@@ -267,8 +267,9 @@ def _keyed(err: Any) -> tuple[str, str | None]:
     (``senders: a WhatsApp campaign needs …``) is filed under that key."""
     key = loc_path(tuple(err["loc"])) or None
     message = describe(err)
-    named = re.match(r"(\w+): (.+)", message)
-    if key is None and named is not None and named.group(1) in CampaignSpec.model_fields:
+    named = re.match(r"([\w.]+): (.+)", message)
+    if (key is None and named is not None
+            and named.group(1).split(".")[0] in CampaignSpec.model_fields):
         key, message = named.group(1), named.group(2)
     return message, key
 

@@ -6,11 +6,13 @@ give the same final ledger. A ``messages.sent`` whose id no delivery holds may p
 ambiguous row (``dispatching`` / ``unknown``, left by a crash or a time-out) of the same
 recipient and sender sent, as :mod:`scheduler.dispatch.reconcile` does at start-up; receipts
 stored earlier for that id are then applied too. Receipts whose message id no delivery holds
-yet are kept ``unmatched`` and retried when a delivery takes that id.
+yet are kept ``unmatched`` and retried when a delivery takes that id. A call whose keys
+include its campaign's ``[recipients] opt_out_digit`` puts the number on the suppression list.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -185,7 +187,24 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
               if i.channel in ("sms", "voice") and i.message_id_norm in held}
     for norm in sorted(extras):
         stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
-        tq.merge_details(conn, norm, fold(stored))
+        details = fold(stored)
+        tq.merge_details(conn, norm, details)
+        if details.get("digits"):
+            _ivr_opt_out(conn, norm, str(details["digits"]), now)
+
+
+def _ivr_opt_out(conn: Connection, norm: str, digits: str, now: datetime) -> None:
+    """A call whose keys include its campaign's ``[recipients] opt_out_digit``: the number
+    goes on the suppression list (source ``ivr``), its pending deliveries are skipped."""
+    for number, run_id, campaign, definition in sq.voice_calls_of(conn, norm):
+        try:
+            recipients = json.loads(definition).get("recipients") or {}
+        except (ValueError, AttributeError):
+            continue
+        key = recipients.get("opt_out_digit") if isinstance(recipients, dict) else None
+        if key and str(key) in digits:
+            sq.add_suppression(conn, number, source="ivr", now=now,
+                               reason=f"pressed {key} in the IVR of run {run_id} ({campaign})")
 
 
 def _prove_account_row(conn: Connection, item: Incoming, now: datetime) -> bool:

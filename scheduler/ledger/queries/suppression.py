@@ -7,7 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
-from scheduler.ledger.queries.tables import deliveries, suppressions
+from scheduler.ledger.queries.tables import deliveries, runs, suppressions
 from scheduler.ledger.states import DeliveryState as S
 
 
@@ -47,3 +47,13 @@ def add_suppression(conn: Connection, number: str, *, source: str, reason: str |
             number=number, source=source, reason=reason, created_at=now))
     skip_pending_for_number(conn, number, "opted_out", now)
     return exists is None
+
+
+def voice_calls_of(conn: Connection, message_id_norm: str) -> list[tuple[str, int, str, str]]:
+    """``(number, run id, campaign, definition JSON)`` of the voice deliveries holding a call's
+    id: whose run may name an IVR key as opt-out (read only when a call has digits)."""
+    stmt = (select(deliveries.c.to, runs.c.id, runs.c.campaign_name, runs.c.definition)
+            .join(runs, runs.c.id == deliveries.c.run_id)
+            .where(deliveries.c.message_id_norm == message_id_norm, runs.c.channel == "voice"))
+    return [(to, run_id, name, definition or "{}")
+            for to, run_id, name, definition in conn.execute(stmt).all()]
