@@ -49,10 +49,11 @@ class SmsOutcomes(BaseModel):
 
     def lines(self) -> list[str]:
         """What ``campaign status`` prints."""
-        reports = ", ".join(f"{name} {n:,}" for name, n in self.by_report.items())
         out = [f"SMS: delivered {self.delivered:,} · undelivered {self.undelivered:,}"
-               + (f" ({reports})" if reports else "")
-               + f" · awaiting a report {self.awaiting_report:,}"]
+               f" · awaiting a report {self.awaiting_report:,}"]
+        if self.by_report:
+            out.append("  undelivered by report: " + ", ".join(
+                f"{name} {n:,}" for name, n in self.by_report.items()))
         if self.by_error_code:
             out.append("  error codes: " + ", ".join(
                 f"{code} {n:,}" for code, n in self.by_error_code.items()))
@@ -72,7 +73,7 @@ class VoiceOutcomes(BaseModel):
     channel: str = "voice"
     answered: int = 0
     not_answered: int = 0
-    #: placed, no ``call.ended`` yet (in progress, or not reported)
+    #: placed, no ``call.ended`` yet (in progress, or its end not reported)
     in_progress: int = 0
     pressed_digits: int = 0
     top_digits: dict[str, int] = Field(default_factory=dict)
@@ -82,7 +83,7 @@ class VoiceOutcomes(BaseModel):
     def lines(self) -> list[str]:
         """What ``campaign status`` prints."""
         out = [f"calls: answered {self.answered:,} · not answered {self.not_answered:,}"
-               f" · in progress {self.in_progress:,}"]
+               f" · not ended yet {self.in_progress:,}"]
         if self.not_answered_causes:
             out.append("  not answered: " + ", ".join(
                 f"{cause} {n:,}" for cause, n in self.not_answered_causes.items()))
@@ -159,3 +160,15 @@ def short_outcomes(channel: str, counts: dict[str, int],
     if tracking:
         return f"{tracking.get('delivered', 0):,} delivered · {tracking.get('read', 0):,} read"
     return "–"
+
+
+def progress_extra(outcomes: ChannelOutcomes) -> str:
+    """What the progress bar adds to the counts: SMS segments and cost so far; voice calls
+    in progress and digits pressed."""
+    if isinstance(outcomes, SmsOutcomes):
+        return (f"{outcomes.segments:,} segments · {money(outcomes.cost_micro_reais)} "
+                "so far")
+    top = next(iter(outcomes.top_digits.items()), None)
+    return (f"{outcomes.in_progress:,} in progress · digits in "
+            f"{outcomes.pressed_digits:,} calls"
+            + (f' (most: "{top[0]}" {top[1]:,})' if top else ""))

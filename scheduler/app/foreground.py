@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import signal
 import socket
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import (
     BarColumn,
     Progress,
@@ -23,7 +24,14 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.text import Text
 
+from scheduler.app.channel_status import (
+    ChannelOutcomes,
+    channel_outcomes,
+    progress_extra,
+    short_outcomes,
+)
 from scheduler.app.wiring import (
     ServiceTarget,
     client_for,
@@ -91,11 +99,32 @@ def _sigint_sets(event: asyncio.Event) -> Iterator[None]:
             loop.remove_signal_handler(signal.SIGTERM)
 
 
-class RunProgress:
-    """A rich progress bar of sent / failed / remaining / rate / ETA."""
+class _Progress(Progress):
+    """A progress bar with the channel's outcomes on a line of their own below it."""
 
-    def __init__(self, console: Console, total: int, done: int) -> None:
-        self.progress = Progress(
+    outcome_line = ""
+
+    def get_renderables(self) -> Iterable[RenderableType]:
+        """The bar, then the outcomes line (when there is one)."""
+        yield self.make_tasks_table(self.tasks)
+        if self.outcome_line:
+            yield Text(self.outcome_line, overflow="fold")
+
+
+#: Real seconds between two reads of an SMS or voice run's outcomes for the bar (segments,
+#: cost, digits: queries over the run's rows, unlike the counts by state it gets anyway).
+OUTCOMES_EVERY_S = 5.0
+
+
+class RunProgress:
+    """A rich progress bar of sent / failed / remaining / rate / ETA, and below it the
+    channel's own outcomes (SMS delivered / undelivered, segments and cost so far; voice
+    answered / not answered, digits pressed)."""
+
+    def __init__(self, console: Console, total: int, done: int, *, channel: str = "whatsapp",
+                 outcomes: Callable[[dict[str, int]], ChannelOutcomes | None] | None = None,
+                 ) -> None:
+        self.progress = _Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             TaskProgressColumn(),
@@ -112,6 +141,10 @@ class RunProgress:
         self.task = self.progress.add_task("dispatch", total=max(total, 1), completed=done,
                                            sent=0, failed=0, remaining=total - done, rate="0")
         self._first: tuple[float, int] | None = None
+        self.channel = channel
+        self._outcomes = outcomes
+        self._outcomes_at = -math.inf
+        self._extra = ""
 
     def note(self, entry: Any, timezone: str) -> None:
         """Print a timeline entry above the bar (window pauses, senders paused, ...)."""
@@ -121,8 +154,8 @@ class RunProgress:
         self.progress.console.print(f"[dim]{local:%Y-%m-%d %H:%M:%S}[/] {entry.what}",
                                     highlight=False)
 
-    def update(self, counts: dict[str, int]) -> None:
-        """Refresh from the ledger's counts by state."""
+    def update(self, counts: dict[str, int], *, final: bool = False) -> None:
+        """Refresh from the ledger's counts by state (``final``: read the outcomes now)."""
         import time
 
         sent = sum(n for s, n in counts.items() if s in SENT_STATES)
@@ -136,6 +169,18 @@ class RunProgress:
         total = self.progress.tasks[0].total or 1
         self.progress.update(self.task, completed=total - remaining, sent=sent, failed=failed,
                              remaining=remaining, rate=f"{rate:.1f}")
+        self._update_outcomes(counts, now, final)
+
+    def _update_outcomes(self, counts: dict[str, int], now: float, final: bool) -> None:
+        if self.channel not in ("sms", "voice"):
+            return
+        if self._outcomes is not None and (final or now - self._outcomes_at >= OUTCOMES_EVERY_S):
+            self._outcomes_at = now
+            found = self._outcomes(counts)
+            self._extra = progress_extra(found) if found is not None else ""
+        line = short_outcomes(self.channel, counts)
+        self.progress.outcome_line = f"{self.channel}: {line}" + (
+            f" · {self._extra}" if self._extra else "")
 
 
 def progress_totals(counts: dict[str, int]) -> tuple[int, int]:
@@ -177,7 +222,10 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             stop = asyncio.Event()
             counts = ledger.counts(run.id or 0)
             total, done = progress_totals(counts)
-            bar = RunProgress(console, total, done)
+            run_id = run.id or 0
+            bar = RunProgress(console, total, done, channel=run.channel,
+                              outcomes=lambda counts: channel_outcomes(ledger, run_id,
+                                                                    run.channel, counts))
             with _sigint_sets(stop), (bar.progress if show_progress
                                       else contextlib.nullcontext()):
                 bar.update(counts)
@@ -198,7 +246,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                         and options.resend_unproven):
                     result = await _resend_unproven(ledger, run, result, stop, console,
                                                     dispatch_now)
-                bar.update(result.counts)
+                bar.update(result.counts, final=True)
     return result
 
 
@@ -238,6 +286,10 @@ def describe(result: RunResult, console: Console, ledger: Ledger | None = None) 
     console.print(f"run {result.run_id}: [bold {colour}]{result.status}[/]"
                   + (f" ({result.reason})" if result.reason else ""))
     console.print("  " + ", ".join(f"{state} {n}" for state, n in sorted(result.counts.items())))
+    outcomes = None if ledger is None else channel_outcomes(
+        ledger, result.run_id, ledger.get_run(result.run_id).channel, result.counts)
+    for line in outcomes.lines() if outcomes is not None else ():
+        console.print(f"  {line}", highlight=False)
     if ledger is not None and result.counts.get(DeliveryState.UNKNOWN):
         from scheduler.dispatch.unknowns import judge_run
 

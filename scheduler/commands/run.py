@@ -179,8 +179,16 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
     try:
         from scheduler.tracking import tracking_counts
     except ImportError:
-        return row
-    row["tracking"] = tracking_counts(ledger, run.id)
+        tracking = None
+    else:
+        tracking = row["tracking"] = tracking_counts(ledger, run.id)
+    from scheduler.app.channel_status import channel_outcomes, short_outcomes
+
+    outcomes = channel_outcomes(ledger, run.id, run.channel, counts)
+    if outcomes is not None:  # SMS and voice: their own outcomes (status, runs --json)
+        row["outcomes"] = outcomes.model_dump()
+        row["outcome_lines"] = outcomes.lines()
+    row["summary"] = short_outcomes(run.channel, counts, tracking)
     return row
 
 
@@ -188,7 +196,9 @@ def status_command(
     run_id: int | None = typer.Argument(None, help="Run id; the newest run when left out."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """A run's status: deliveries by state, and sent / delivered / read / replied / opted out."""
+    """A run's status: deliveries by state, and the channel's outcomes (WhatsApp: sent /
+    delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
+    voice: answered / not answered, digits pressed)."""
     from scheduler.app.wiring import open_project
 
     _, ledger = open_project()
@@ -211,7 +221,10 @@ def status_command(
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
     console.print(table)
-    if "tracking" in row:
+    if "outcome_lines" in row:  # SMS and voice: the channel's own outcomes
+        for line in row["outcome_lines"]:
+            console.print(f"  {line}", highlight=False)
+    elif "tracking" in row:
         console.print("  " + " · ".join(f"{k} {v:,}" for k, v in row["tracking"].items()))
     for line in row.get("unknown_verdicts", []):
         console.print(f"  {line}", highlight=False)
@@ -239,6 +252,10 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
         table.add_row(str(row["run"]), row["campaign"], row["status"], shown,
                       f"{row['deliveries']:,}", (row["created_at"] or "")[:16].replace("T", " "))
     console.print(table)
+    # each channel's own outcomes, a line per run (a column would not fit in 80 columns)
+    for row in rows:
+        console.print(f" run {row['run']} ({row['channel']}): {row['summary']}",
+                      highlight=False)
 
 
 def register(app: typer.Typer) -> None:
