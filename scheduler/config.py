@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     voice_max_calls: int = Field(default=30, ge=1)
     # A call with no call.ended after this long no longer counts as in progress.
     voice_call_timeout_s: float = Field(default=600.0, gt=0)
+    # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
+    report_wait_s: float = Field(default=30.0, ge=0)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False

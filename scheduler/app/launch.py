@@ -34,12 +34,6 @@ from scheduler.ledger.states import DeliveryState, describe_target
 from scheduler.timeutil import utcnow
 
 
-def _check_channel(campaign: Campaign, file: Path) -> None:
-    if campaign.spec.channel != "whatsapp":
-        raise SchedulerError(f"{file}: dispatching {campaign.spec.channel} campaigns is not "
-                             "available yet; `campaign plan` estimates them")
-
-
 def _receiver_socket(settings: Settings, service: tuple[str, str] | None,
                      notes: list[str]) -> socket.socket | None:
     """Bind the receiver's port now when this run will track deliveries."""
@@ -111,7 +105,6 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
     service = settings.service_endpoint()  # a half-configured service stops here
     target = target_of(service)
     campaign = load_campaign(file)
-    _check_channel(campaign, file)
     console.print(f"{campaign.spec.name}: sending to {describe_target(target)}"
                   + ("; set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY to send for real"
                      if target == "sandbox" else ""), highlight=False)

@@ -22,7 +22,8 @@ def run_options(campaign: Campaign) -> RunOptions:
                                weekdays=tuple(sorted(schedule.days.weekdays)))
     latest_at, latest_clock = latest_parts(schedule.latest, campaign.zone)
     return RunOptions(
-        senders=tuple(spec.senders),
+        # SMS and voice send from the account ("account" unless the file names it)
+        senders=tuple(spec.senders if spec.channel == "whatsapp" else campaign.senders),
         rate_per_s=pace.rate.per_s,
         jitter_s=pace.jitter.bounds_s,
         daily_cap=pace.daily_cap,

@@ -130,6 +130,9 @@ class Dispatcher:
                 self._note(now, f"recovered after a crash: {recovered}")
             self._verify_at = self._earliest_verifying()
             self.pool = self._make_pool(now)
+            if not self.pool.senders:
+                self._stop(RunStatus.PAUSED, "the run has no senders: name them in the "
+                           "campaign's `senders` and plan it again")
             await self._loop()
         finally:
             await self._drain()

@@ -32,9 +32,11 @@ async def dispatch(
     if run.status in FINISHED_RUN_STATUSES:
         raise RunStateError(f"run {run.id} is already {run.status}")
     assert run.id is not None
-    options = DispatchOptions.for_run(
-        ledger.options(run), start=run.started_at or clock(), **(option_overrides or {})
-    )
+    stored = ledger.options(run)
+    overrides = dict(option_overrides or {})
+    if run.channel != "whatsapp" and not stored.senders:
+        overrides.setdefault("senders", ("account",))  # SMS/voice planned before 0.x named none
+    options = DispatchOptions.for_run(stored, start=run.started_at or clock(), **overrides)
     kwargs: dict[str, Any] = {}
     if sleep is not None:
         kwargs["sleep"] = sleep

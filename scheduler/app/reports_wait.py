@@ -1,0 +1,46 @@
+"""After an SMS or voice run: keep the receiver up a little for the last delivery reports.
+
+SMS delivery reports and the end of calls arrive after the service took the request (the
+sandbox's within a second; a real network's within seconds to minutes). A run that ended
+the moment its last bulk request was answered would leave those rows ``accepted`` until
+some later process receives their events, so ``campaign run`` waits up to
+``report_wait_s`` (a setting) while any is outstanding, saying so; Ctrl-C stops waiting, and
+reports that come later are applied by whichever receiver of the project gets them
+(``campaign serve`` or ``campaign receiver``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from rich.console import Console
+
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import DeliveryState
+
+#: States of SMS and voice rows whose final report has not come yet.
+AWAITING = (DeliveryState.ACCEPTED, DeliveryState.SENT)
+
+
+def awaiting_reports(counts: dict[str, int]) -> int:
+    """How many rows of a run's state counts still wait for a report."""
+    return sum(counts.get(state, 0) for state in AWAITING)
+
+
+async def wait_for_reports(ledger: Ledger, run_id: int, channel: str, stop: asyncio.Event,
+                           console: Console, *, wait_s: float, poll_s: float = 0.25) -> int:
+    """Wait while reports are outstanding (at most ``wait_s``); how many still are."""
+    left = awaiting_reports(ledger.counts(run_id))
+    if left == 0 or wait_s <= 0:
+        return left
+    what = "delivery reports" if channel == "sms" else "calls to end"
+    console.print(f"waiting up to {wait_s:.0f} s for {left} {what} (Ctrl-C stops waiting)")
+    deadline = time.monotonic() + wait_s
+    while left and not stop.is_set() and time.monotonic() < deadline:
+        await asyncio.sleep(poll_s)
+        left = awaiting_reports(ledger.counts(run_id))
+    if left:
+        console.print(f"{left} {what} still outstanding: they are applied when their "
+                      "events reach `campaign serve` or `campaign receiver` of this project")
+    return left
