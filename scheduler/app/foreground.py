@@ -32,6 +32,7 @@ from scheduler.app.channel_status import (
     progress_extra,
     short_outcomes,
 )
+from scheduler.app.reports_wait import wait_for_reports
 from scheduler.app.wiring import (
     ServiceTarget,
     client_for,
@@ -242,6 +243,12 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                     )
 
                 result = await dispatch_now(run)
+                if server is not None and run.channel in ("sms", "voice") \
+                        and result.status == "completed":
+                    await wait_for_reports(ledger, run_id, run.channel, stop, console,
+                                           wait_s=settings.report_wait_s)
+                    result.counts.clear()
+                    result.counts.update(ledger.counts(run_id))
                 if (server is not None and result.status == "completed"
                         and options.resend_unproven):
                     result = await _resend_unproven(ledger, run, result, stop, console,
