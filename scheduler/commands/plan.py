@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -246,11 +247,15 @@ def plan_report(path: Path, start_text: str | None, *,
     if channel.has_calls:  # calls in progress bound the pace (see plan_channels)
         pace_s = mean_interval(rate, jitter)
         share = int(getattr(channel, "max_calls", 1)) / max(len(senders), 1)
-        interval = pc.call_interval(max(counts, default=0), pace_s, share, call_s)
-        if interval > pace_s * (1 + 1e-9):
+        mean_bulk = round(deliveries / bulk.total) if bulk and bulk.total else 1
+        unlimited = pc.call_interval(max(counts, default=0), pace_s, math.inf, call_s,
+                                     mean_bulk)
+        interval = pc.call_interval(max(counts, default=0), pace_s, share, call_s, mean_bulk)
+        if interval > unlimited * (1 + 1e-9):
             limited_by = "calls in progress"
-        rate, jitter = 1 / interval, (0.0, 0.0)
-    timed = counts if bulk is None else pc.effective_counts(counts, deliveries, bulk.total)
+        rate, jitter = 1 / interval if interval > 0 else math.inf, (0.0, 0.0)
+    timed = counts if bulk is None or channel.has_calls else \
+        pc.effective_counts(counts, deliveries, bulk.total)
     estimate = estimate_finish(
         timed,
         start=start,
@@ -296,6 +301,7 @@ def plan_report(path: Path, start_text: str | None, *,
         "finish": estimate.finish.isoformat(),
         "duration_s": estimate.duration.total_seconds(),
         "mean_interval_s": estimate.interval_s,
+        "pace_interval_s": mean_interval(options.rate_per_s, options.jitter_s),
         "limited_by": limited_by,
         "latest": latest.isoformat() if latest else None,
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,

@@ -20,6 +20,7 @@ ringing included), so calls start at most ``max_calls / call_seconds`` per secon
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -110,20 +111,24 @@ def _route(payload: str) -> str:
     return str(orjson.loads(payload).get("route") or DEFAULT_ROUTE)
 
 
-def call_interval(count: int, pace_s: float, max_calls: float, call_seconds: float) -> float:
-    """Mean seconds between call starts of one sender placing ``count`` calls, one every
-    ``pace_s`` at most, with at most ``max_calls`` in progress, each ``call_seconds`` long.
+def call_interval(count: int, pace_s: float, max_calls: float, call_seconds: float,
+                  bulk: int = 1) -> float:
+    """Mean seconds between call starts of one sender placing ``count`` calls in bulks of
+    ``bulk``, paced one call every ``pace_s``, with at most ``max_calls`` in progress, each
+    ``call_seconds`` long.
 
-    Call ``i`` starts at ``max(i × pace, start of call i - max_calls + call length)``: the
-    first ``max_calls`` at the pace, then one as each earlier call ends. A small run is
-    paced by its rate alone; a long one by ``max_calls / call_seconds`` calls a second.
+    A bulk starts its calls together when the pace allows its first one (it spends one
+    pace per call, as the engine's picking does), and no call starts before the call
+    ``max_calls`` places earlier has ended. A small run is paced by its rate alone; a long
+    one by ``max_calls / call_seconds`` calls a second.
     """
     if count <= 1 or max_calls < 1:
         return pace_s
-    window = int(max_calls)
+    window = count if math.isinf(max_calls) else int(max_calls)
+    size = max(1, bulk)
     starts: list[float] = []
     for i in range(count):
-        at = i * pace_s
+        at = (i - i % size) * pace_s
         if i >= window:
             at = max(at, starts[i - window] + call_seconds)
         starts.append(at)

@@ -66,9 +66,10 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     what = "call" if channel == "voice" else "send"
     console.print(f"start  {_local(report['start'])}\n"
                   f"finish {_local(report['finish'])} (≈ {_span(report['duration_s'])})\n"
-                  f"pace   one {what} every {report['mean_interval_s']:.2f} s per sender"
-                  + (" (calls in progress limit it)"
-                     if report["limited_by"] == "calls in progress" else ""))
+                  f"pace   one {what} every {report['pace_interval_s']:.2f} s per sender")
+    if report["limited_by"] == "calls in progress":
+        console.print(f"       calls in progress allow one every "
+                      f"{report['mean_interval_s']:.2f} s on average")
     if channel != "whatsapp":
         console.print("       a request of n recipients spends n sends of the pace; the "
                       "finish")
