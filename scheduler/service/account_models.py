@@ -239,9 +239,10 @@ def voice_key(bulk_id: str | None, to: str | None) -> str | None:
     """The id a bulk call's recipient is matched by: its ``bulkCallId`` and number.
 
     ``voice/bulk`` answers with a ``bulkId`` only; the call events carry ``callId``,
-    ``bulkCallId`` and ``to``, so a delivery holds ``BULKID:DIGITS``.
+    ``bulkCallId`` and ``to``, so a delivery holds ``bulkid:digits`` (lower case, as the
+    ledger keeps every message id: ``message_id_norm``).
     """
     if not bulk_id or not to:
         return None
     digits = "".join(ch for ch in to if ch.isdigit())
-    return normalise_message_id(f"{bulk_id}:{digits}") if digits else None
+    return f"{bulk_id.strip().lower()}:{digits}" if digits else None
