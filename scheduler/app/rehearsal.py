@@ -12,7 +12,7 @@ import asyncio
 import random
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
@@ -36,6 +36,7 @@ class Rehearsal:
     start: datetime
     finish: datetime
     result: RunResult
+    #: Requests to the service, and the messages or calls they carried (bulk: many each).
     sends: int
     per_sender: dict[str, int]
 
@@ -61,13 +62,17 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             sandbox = {"seed": seed, "clock": clock, "reply_rate": 0.0, "delivered_rate": 0.0}
             with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target:
                 async with ServiceClient(target.base_url, target.api_key) as client:
-                    await ensure_senders(client, target, senders)
+                    if run.channel == "whatsapp":  # SMS and voice send from the account
+                        await ensure_senders(client, target, senders)
                     result = await dispatch(ledger, client, run, clock=clock,
                                             sleep=clock.sleep, rng=random.Random(seed))
                 sends = target.sandbox.state.sandbox.world.sends
                 per_sender: dict[str, int] = {}
                 for send in sends:
-                    per_sender[send["sessionId"]] = per_sender.get(send["sessionId"], 0) + 1
+                    to = send.get("to")
+                    who = send.get("sessionId") or (senders[0] if senders else "account")
+                    per_sender[who] = per_sender.get(who, 0) + (
+                        len(to) if isinstance(to, list) else 1)
             return Rehearsal(run.campaign_name, run.timezone, start, clock(), result,
                              len(sends), per_sender)
         finally:
@@ -90,8 +95,10 @@ def print_rehearsal(rehearsal: Rehearsal, console: Console) -> None:
     for entry in rehearsal.timeline:
         table.add_row(f"{entry.at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}", entry.what)
     console.print(table)
-    took = rehearsal.finish - rehearsal.start
-    console.print(f"sends {rehearsal.sends:,} · "
+    took = timedelta(seconds=round((rehearsal.finish - rehearsal.start).total_seconds()))
+    carried = sum(rehearsal.per_sender.values())
+    requests = f"requests {rehearsal.sends:,} · " if carried != rehearsal.sends else ""
+    console.print(f"{requests}sends {carried:,} · "
                   + " · ".join(f"{k} {v:,}" for k, v in sorted(rehearsal.per_sender.items()))
                   + f" · finishes {rehearsal.finish.astimezone(zone):%a %Y-%m-%d %H:%M} "
                   f"({took})")
