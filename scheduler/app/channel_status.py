@@ -61,6 +61,8 @@ class SmsOutcomes(BaseModel):
         out.append(f"  segments {self.segments:,} · cost so far {cost}"
                    + (f" (+ {self.unpriced:,} messages without a price)"
                       if self.unpriced else ""))
+        out.append("    (a bulk's answer says no cost: its recipients are counted at the "
+                   "settings' sms_price_micro)")
         if self.recounted:
             out.append(f"  {self.recounted:,} messages were counted in other segments by the "
                        "service than before sending (its count is kept)")
@@ -73,7 +75,9 @@ class VoiceOutcomes(BaseModel):
     channel: str = "voice"
     answered: int = 0
     not_answered: int = 0
-    #: placed, no ``call.ended`` yet (in progress, or its end not reported)
+    #: placed, neither answered nor ended yet (ringing, or not reported)
+    no_outcome_yet: int = 0
+    #: placed, no ``call.ended`` yet (answered calls still talking included)
     in_progress: int = 0
     pressed_digits: int = 0
     top_digits: dict[str, int] = Field(default_factory=dict)
@@ -83,7 +87,9 @@ class VoiceOutcomes(BaseModel):
     def lines(self) -> list[str]:
         """What ``campaign status`` prints."""
         out = [f"calls: answered {self.answered:,} · not answered {self.not_answered:,}"
-               f" · not ended yet {self.in_progress:,}"]
+               f" · no outcome yet {self.no_outcome_yet:,}"]
+        if self.in_progress:
+            out.append(f"  in progress (no call.ended yet) {self.in_progress:,}")
         if self.not_answered_causes:
             out.append("  not answered: " + ", ".join(
                 f"{cause} {n:,}" for cause, n in self.not_answered_causes.items()))
@@ -132,6 +138,7 @@ def _voice(ledger: Ledger, run_id: int, counts: dict[str, int]) -> VoiceOutcomes
         by_cause[text] = by_cause.get(text, 0) + item.n
     return VoiceOutcomes(
         answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
+        no_outcome_yet=counts.get(S.ACCEPTED, 0) + counts.get(S.SENT, 0),
         in_progress=totals.open_calls, pressed_digits=totals.with_digits,
         top_digits={str(item.value): item.n for item in digits},
         not_answered_causes=dict(sorted(by_cause.items(), key=lambda kv: (-kv[1], kv[0]))),

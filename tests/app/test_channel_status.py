@@ -143,11 +143,13 @@ def test_voice_status_counts_answers_causes_and_digits(ledger: Ledger) -> None:
     run_id = _voice_run(ledger)
     found = channel_outcomes(ledger, run_id, "voice")
     assert isinstance(found, VoiceOutcomes)
-    assert (found.answered, found.not_answered, found.in_progress) == (2, 2, 1)
+    assert (found.answered, found.not_answered, found.no_outcome_yet) == (2, 2, 1)
+    assert found.in_progress == 1  # call 4 rings: started, never ended
     assert found.not_answered_causes == {"busy": 1, "no answer": 1}
     assert (found.pressed_digits, found.top_digits) == (2, {"1": 1, "12": 1})
     assert found.talk_seconds == 40
-    assert found.lines()[0] == "calls: answered 2 · not answered 2 · not ended yet 1"
+    assert found.lines()[:2] == ["calls: answered 2 · not answered 2 · no outcome yet 1",
+                                 "  in progress (no call.ended yet) 1"]
 
 
 def test_a_whatsapp_run_has_no_channel_outcomes_of_its_own(ledger: Ledger) -> None:
