@@ -110,9 +110,9 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
             _retry_later(o, kind, why, pool, options, rng, now, out)
     if unpaid and out.stop_reason is None:
         out.stop_reason = (
-            f"the account's wallet ran out: {unpaid} "
-            f"{'recipient was' if unpaid == 1 else 'recipients were'} not sent and wait in "
-            "the plan with the rest; top up the wallet, then `campaign resume` the run")
+            f"the account's wallet ran out: the service skipped {unpaid} "
+            f"{'recipient' if unpaid == 1 else 'recipients'}, which wait in the plan with "
+            "everything not yet sent; top up the wallet, then `campaign resume` the run")
     return out
 
 

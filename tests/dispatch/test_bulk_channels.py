@@ -150,8 +150,7 @@ def test_a_wallet_that_ran_out_pauses_and_keeps_the_rows() -> None:
                               random.Random(1), T0, events_received=True)
     assert [r[0] for r in settled.retries] == [1, 2]  # back to the plan, not failed
     assert not settled.failed
-    assert settled.stop_reason is not None and "wallet ran out: 2 recipients" in \
-        settled.stop_reason
+    assert settled.stop_reason is not None and "skipped 2 recipients" in settled.stop_reason
     assert settled.details == [(3, {"segments": 1})]
 
 
