@@ -109,8 +109,12 @@ def receiver(
     url = session_webhook_url(settings, base)
     shown = url if show_url else url.split("?", 1)[0] + "?token=…"
     console.print(escape(f"receiver on {base} (Ctrl-C stops); session webhook URL: {shown}"))
+    from scheduler.tracking.identity import account_secret
+
     console.print(escape(f"account webhook (SMS/voice): {base}/webhooks/account"
-                         + ("" if settings.webhook_secret else " (refused: no webhook_secret)")))
+                         + ("" if account_secret(settings) else
+                            " (refused: no webhook_secret, and none kept in the state folder "
+                            "yet: an SMS or voice `campaign run` makes one)")))
     if settings.webhook_token is None:
         console.print("no webhook_token is set: the token kept in the state folder is used "
                       "(--show-url prints the URL with it, to register it by hand)")
