@@ -20,6 +20,8 @@ HTTP call). Rows come back typed (:mod:`scheduler.ledger.rows`).
 - ``ambiguous``: rows in doubt and the ``messages.sent`` events that prove them sent;
 - ``events``: storing and reading webhook events;
 - ``tracking``: applying events to deliveries, replies, details, the funnel;
+- ``channel_counts``: each channel's own outcomes of a run (SMS reports, segments, cost;
+  calls, causes, digits), for ``status`` and the progress bar;
 - ``suppression``: the suppression list;
 - ``uptime``: when the receiver was listening (to judge ``unknown`` rows);
 - ``runs``: a run's own row (status, control, lease);
