@@ -17,22 +17,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import random
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from scheduler.dispatch import outcomes, picking, reconcile
+from scheduler.dispatch import limits, outcomes, picking, reconcile
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
-from scheduler.dispatch.windows import zone_for_number, zone_for_region
 from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import calls as cq
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -107,6 +104,7 @@ class Dispatcher:
         #: ledger is only asked when one may be due, not at every turn of the loop.
         self._verify_at: datetime | None = None
         self.quotas = quotas or {}
+        self._closed_until = limits.recipient_window(options)
         # enough rows that a bulk channel finds full groups in the buffer
         self._refill_size = max(REFILL, 2 * channel.batch_size)
         self.on_note = on_note
@@ -209,9 +207,9 @@ class Dispatcher:
         picked = picking.pick(
             self._buffer, self.pool, self.channel, now,
             room=self.options.concurrency - len(self._inflight),
-            call_room=self._call_room(now),
-            closed_until=self._closed_until if self.options.recipient_timezone
-            and self.options.window is not None else None)
+            call_room=limits.call_room(self.ledger, self.run_id, self.channel, self.options,
+                                       now),
+            closed_until=self._closed_until)
         if picked.deferred:
             with self.ledger.transaction("defer deliveries to their window") as conn:
                 dq.defer(conn, picked.deferred)
@@ -236,24 +234,6 @@ class Dispatcher:
                 self._inflight.add(task)
                 task.add_done_callback(self._inflight.discard)
         return picked.rows, wake
-
-    def _closed_until(self, row: DueDelivery, now: datetime) -> datetime | None:
-        """When the recipient's own window opens, if it is closed now (None: open)."""
-        assert self.options.window is not None
-        zone = zone_for_number(row.to, zone_for_region(row.region or "", self.options.timezone))
-        local = self.options.window.in_zone(zone)
-        return None if local.is_open(now) else local.next_open(now)
-
-    def _call_room(self, now: datetime) -> float:
-        """Calls that may still start (voice): the run's limit and the account's, less the
-        calls in progress in the ledger; unlimited on other channels."""
-        if not self.channel.has_calls:
-            return math.inf
-        since = now - timedelta(seconds=self.options.voice_call_timeout_s)
-        with self.ledger.read("count calls in progress") as conn:
-            mine, everyone = cq.calls_in_progress(conn, self.run_id, since)
-        limit = getattr(self.channel, "max_calls", self.options.voice_max_calls)
-        return max(0, min(limit - mine, self.options.voice_max_calls - everyone))
 
     async def _send(self, rows: list[DueDelivery], sender: SenderState) -> None:
         try:

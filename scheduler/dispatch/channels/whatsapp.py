@@ -33,11 +33,16 @@ class WhatsAppChannel:
 
     async def send(self, service: ServiceCalls, rows: Sequence[DueDelivery],
                    sender: str) -> list[Answer]:
-        """POST each; the ``messageId`` that ``messages.sent`` will carry as ``data.id``."""
+        """POST each; the ``messageId`` that ``messages.sent`` will carry as ``data.id``.
+
+        The engine's hot path (figure P2): the body is built here, not through
+        :meth:`requests`, to spare a request object per send.
+        """
         answers = []
-        for request in self.requests(rows, sender):
+        for row in rows:
             try:
-                result = await service.send_prepared(request.path, request.body)
+                result = await service.send_prepared(
+                    row.path, {"sessionId": sender, "to": row.to, **orjson.loads(row.payload)})
             except ServiceError as exc:
                 answers.append(Answer(error=exc))
             else:

@@ -1,0 +1,48 @@
+"""What bounds a loop turn besides the senders' pace: recipients' own windows, calls in progress.
+
+Both are asked by the dispatcher before it picks (:func:`scheduler.dispatch.picking.pick`):
+a run sent in each recipient's time zone defers a row whose local window is closed, and a
+voice run starts no more calls than its limit and the account's allow, counting the calls
+the ledger says are still in progress (see :mod:`scheduler.ledger.queries.calls`).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta
+
+from scheduler.dispatch.channel import Channel
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.picking import WindowCheck
+from scheduler.dispatch.windows import zone_for_number, zone_for_region
+from scheduler.ledger.queries import calls as cq
+from scheduler.ledger.rows import DueDelivery
+from scheduler.ledger.runs import Ledger
+
+
+def recipient_window(options: DispatchOptions) -> WindowCheck | None:
+    """When a recipient's own window opens if it is closed now (None: open); ``None`` when
+    the run does not send in the recipients' time zones."""
+    window = options.window
+    if window is None or not options.recipient_timezone:
+        return None
+
+    def closed_until(row: DueDelivery, now: datetime) -> datetime | None:
+        zone = zone_for_number(row.to, zone_for_region(row.region or "", options.timezone))
+        local = window.in_zone(zone)
+        return None if local.is_open(now) else local.next_open(now)
+
+    return closed_until
+
+
+def call_room(ledger: Ledger, run_id: int, channel: Channel, options: DispatchOptions,
+              now: datetime) -> float:
+    """Calls that may still start (voice): the run's limit and the account's, less the calls
+    in progress in the ledger; unlimited on other channels."""
+    if not channel.has_calls:
+        return math.inf
+    since = now - timedelta(seconds=options.voice_call_timeout_s)
+    with ledger.read("count calls in progress") as conn:
+        mine, everyone = cq.calls_in_progress(conn, run_id, since)
+    limit = getattr(channel, "max_calls", options.voice_max_calls)
+    return max(0, min(limit - mine, options.voice_max_calls - everyone))
