@@ -70,6 +70,8 @@ class Settings(BaseSettings):
     voice_max_calls: int = Field(default=30, ge=1)
     # A call with no call.ended after this long no longer counts as in progress.
     voice_call_timeout_s: float = Field(default=600.0, gt=0)
+    # How long a call is taken to last where no call.ended can come (no receiver, rehearsal).
+    voice_call_estimate_s: float = Field(default=90.0, gt=0)
     # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
     report_wait_s: float = Field(default=30.0, ge=0)
 
@@ -120,7 +122,8 @@ class Settings(BaseSettings):
         return {"verify_grace_s": self.verify_grace_s,
                 "sms_price_micro": tuple(sorted(self.sms_price_micro.items())),
                 "bulk_max": self.bulk_max, "voice_max_calls": self.voice_max_calls,
-                "voice_call_timeout_s": self.voice_call_timeout_s}
+                "voice_call_timeout_s": self.voice_call_timeout_s,
+                "voice_call_estimate_s": self.voice_call_estimate_s}
 
     def state_path(self) -> Path:
         """The state folder (the ledger, the receiver's identity); needs a project."""

@@ -208,7 +208,7 @@ class Dispatcher:
             self._buffer, self.pool, self.channel, now,
             room=self.options.concurrency - len(self._inflight),
             call_room=limits.call_room(self.ledger, self.run_id, self.channel, self.options,
-                                       now),
+                                       now, events_received=self.events_received),
             closed_until=self._closed_until)
         if picked.deferred:
             with self.ledger.transaction("defer deliveries to their window") as conn:

@@ -36,12 +36,18 @@ def recipient_window(options: DispatchOptions) -> WindowCheck | None:
 
 
 def call_room(ledger: Ledger, run_id: int, channel: Channel, options: DispatchOptions,
-              now: datetime) -> float:
+              now: datetime, *, events_received: bool = True) -> float:
     """Calls that may still start (voice): the run's limit and the account's, less the calls
-    in progress in the ledger; unlimited on other channels."""
+    in progress in the ledger; unlimited on other channels.
+
+    Without events (no receiver: a rehearsal, or a remote service without a public
+    ``webhook_url``) no call is ever seen to end, so a call counts for the expected length
+    of a call (``voice_call_estimate_s``) instead of the time-out.
+    """
     if not channel.has_calls:
         return math.inf
-    since = now - timedelta(seconds=options.voice_call_timeout_s)
+    last = options.voice_call_timeout_s if events_received else options.voice_call_estimate_s
+    since = now - timedelta(seconds=last)
     with ledger.read("count calls in progress") as conn:
         mine, everyone = cq.calls_in_progress(conn, run_id, since)
     limit = getattr(channel, "max_calls", options.voice_max_calls)

@@ -59,6 +59,7 @@ class DispatchOptions:
     bulk_max: int = 1000
     voice_max_calls: int = 30
     voice_call_timeout_s: float = 600.0
+    voice_call_estimate_s: float = 90.0
 
     @property
     def at_least_once(self) -> bool:
