@@ -1,9 +1,10 @@
 """``campaign report RUN... [--campaign NAME] [--format xlsx|csv] [-o PATH]``.
 
 Writes the spreadsheet of one or more runs (or of every run of a campaign): by default an
-xlsx workbook and two PNG charts under ``reports/`` (the ``reports_dir`` setting). The
-format follows ``--format``, else the suffix of ``-o``, else xlsx. ``-o`` names a file, or
-a folder (an existing one, or a path without a suffix) that receives the default name.
+xlsx workbook and its PNG charts (funnel, hourly sends, one per SMS or voice channel) under
+``reports/`` (the ``reports_dir`` setting). The format follows ``--format``, else the
+suffix of ``-o``, else xlsx. ``-o`` names a file, or a folder (an existing one, or a path
+without a suffix) that receives the default name.
 """
 
 from __future__ import annotations
