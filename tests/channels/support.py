@@ -1,0 +1,190 @@
+"""Builders of the channel end-to-end tests: SMS and voice projects on disk, the ``campaign``
+command in a subprocess, and the ledger read back per recipient.
+
+The runs are real: ``campaign run`` in a subprocess against a sandbox on loopback, its own
+receiver taking the account's signed webhooks, the ledger an SQLite file (or a PostgreSQL
+database on that pass) named by ``CAMPAIGN_DATABASE_URL``. No fixtures here: the shared ones
+are in ``tests/conftest.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import select
+
+from scheduler.ledger.queries.tables import deliveries, events
+from scheduler.sandbox.testing import text_project_phone
+from tests.app.support import clean_env
+from tests.factories import open_test_ledger
+
+#: The sandbox's price per SMS segment (its default table), given to our settings too so
+#: the costs the ledger records can be compared with what the sandbox charged.
+SANDBOX_PRICES = {"marketing": 60_000, "otp": 90_000}
+
+#: Texts shared by many recipients: one plain GSM-7 SMS, one GSM-7 text in two parts (more
+#: than 160 septets, an extension character among them) and one UCS-2 text (accents).
+SHARED_TEXTS = {
+    "curto": "Loja Exemplo: semana de ofertas, ate 30% off em todas as lojas ate domingo.",
+    "longo": ("Loja Exemplo: semana de ofertas em todas as lojas, ate 30% off em roupas, "
+              "calcados e acessorios [so ate domingo]. Consulte condicoes no site ou na loja "
+              "mais proxima. Responda SAIR para nao receber."),
+    "acento": "Loja Exemplo: promoção de verão, até 40% em calçados. Não perca!",
+}
+
+
+def sms_number(i: int) -> str:
+    """The number (digits, with country code) the service sees for recipient ``i``."""
+    return "55" + text_project_phone(i)
+
+
+def sms_project(root: Path, recipients: int, *, rate: str = "2000/s", batch: int = 100,
+                personal_every: int = 10, name: str = "sms-e2e") -> Path:
+    """A project with an SMS campaign of ``recipients`` people; its campaign file.
+
+    Every ``personal_every``-th recipient gets a text naming them (a group of one, sent by
+    ``sms/send``); the rest share one of :data:`SHARED_TEXTS` by their ``grupo`` (sent in
+    ``sms/bulk`` batches of ``batch``). ``personal_every=0``: everybody shares one text.
+    """
+    for folder in ("campaigns", "data", "templates"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    groups = list(SHARED_TEXTS)
+    lines = ["nome;telefone;grupo"]
+    for i in range(recipients):
+        personal = personal_every and i % personal_every == 0
+        group = "pessoal" if personal else (groups[i % len(groups)] if personal_every
+                                            else "curto")
+        lines.append(f"Pessoa {i};{text_project_phone(i)};{group}")
+    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    branches = "".join(f'{{% elif grupo == "{key}" %}}{text}' for key, text in SHARED_TEXTS.items())
+    text = ('{% if grupo == "pessoal" %}Ola {{ nome }}, seu cupom pessoal vale 20% ate domingo.'
+            + branches + "{% endif %}")
+    (root / "config.toml").write_text(
+        "sms_price_micro = { " + ", ".join(f"{k} = {v}" for k, v in SANDBOX_PRICES.items())
+        + " }\n", encoding="utf-8")
+    path = root / "campaigns" / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\nchannel = "sms"\n\n'
+        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
+        'default_country = "BR"\n\n'
+        '[schedule]\ntimezone = "UTC"\n\n'
+        f'[pace]\nrate = "{rate}"\nbatch = {batch}\n\n'
+        f"[[steps]]\nroute = \"marketing\"\ntext = '''{text}'''\n",
+        encoding="utf-8")
+    return path
+
+
+def voice_project(root: Path, recipients: int, *, rate: str = "200/s", batch: int = 5,
+                  max_calls: int = 6, name: str = "voz-e2e") -> Path:
+    """A project with a voice survey: an IVR flow whose ``{{input.*}}`` slots are filled
+    per recipient from the CSV (``nome``, ``pedido``); its campaign file."""
+    for folder in ("campaigns", "data", "templates"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    lines = ["nome;telefone;pedido"] + [f"Pessoa {i};{text_project_phone(i)};{10_000 + i}"
+                                        for i in range(recipients)]
+    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = root / "campaigns" / f"{name}.toml"
+    path.write_text(
+        f'name = "{name}"\nchannel = "voice"\n\n'
+        f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
+        'default_country = "BR"\n\n'
+        '[schedule]\ntimezone = "UTC"\n\n'
+        f'[pace]\nrate = "{rate}"\nbatch = {batch}\nmax_calls = {max_calls}\n\n'
+        '[[steps]]\nflowId = "flow-pesquisa"\nmaxAttempts = 2\n'
+        'variables = { nome = "{{ nome }}", pedido = "{{ pedido }}" }\n',
+        encoding="utf-8")
+    return path
+
+
+def run_env(base_url: str, api_key: str, ledger_url: str, **more: str) -> dict[str, str]:
+    """The environment of a ``campaign`` subprocess: the service, the ledger, quick waits."""
+    return clean_env(CAMPAIGN_BASE_URL=base_url, CAMPAIGN_API_KEY=api_key,
+                     CAMPAIGN_DATABASE_URL=ledger_url, CAMPAIGN_REPORT_WAIT_S="20", **more)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One delivery as the ledger holds it at the end."""
+
+    to: str
+    state: str
+    message_id: str | None
+    details: dict[str, Any]
+
+
+def ledger_rows(ledger_url: str) -> dict[str, Row]:
+    """Every delivery of the ledger (one step per recipient in these tests), by number."""
+    d = deliveries.c
+    with open_test_ledger(ledger_url) as ledger, ledger.read() as conn:
+        found = conn.execute(select(d.to, d.state, d.message_id, d.details)).all()
+    rows = {to: Row(to, state, message_id, json.loads(details) if details else {})
+            for to, state, message_id, details in found}
+    assert len(rows) == len(found), "one delivery per number"
+    return rows
+
+
+def stored_events(ledger_url: str) -> list[tuple[str, str | None, str]]:
+    """Every stored event: ``(event, message_id_norm, payload)``."""
+    e = events.c
+    with open_test_ledger(ledger_url) as ledger, ledger.read() as conn:
+        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
+            select(e.event, e.message_id_norm, e.payload).order_by(e.id)).all()]
+
+
+def reports_by_message(ledger_url: str) -> dict[str, Counter[str]]:
+    """The SMS reports stored per message id (lower case): how many of each name."""
+    found: dict[str, Counter[str]] = {}
+    for name, norm, _payload in stored_events(ledger_url):
+        if norm is not None and name.startswith("sms."):
+            found.setdefault(norm, Counter())[name] += 1
+    return found
+
+
+def numbers_sent(sends: list[dict[str, Any]], path_part: str) -> Counter[str]:
+    """How often the service took each number, from ``/sandbox/sends``: single sends, and
+    the numbers of bulk requests it gave an id (``messageIds`` / ``callIds``; ``null`` for
+    a number it skipped because the wallet ran out)."""
+    taken: Counter[str] = Counter()
+    for send in sends:
+        if path_part not in send["path"]:
+            continue
+        if not isinstance(send["to"], list):
+            taken[send["to"]] += 1
+            continue
+        ids = send.get("messageIds") or send.get("callIds") or [None] * len(send["to"])
+        taken.update(to for to, given in zip(send["to"], ids, strict=True) if given)
+    return taken
+
+
+def check_sms_outcomes(rows: dict[str, Row], decided: list[dict[str, Any]], *,
+                       costs: bool = True) -> None:
+    """Each number's final state, error code, segments (and cost) are what the sandbox
+    decided: ``delivered``, else ``undelivered`` for its undelivered, failed and expired."""
+    for outcome in decided:
+        row = rows[outcome["to"]]
+        want = "delivered" if outcome["outcome"] == "delivered" else "undelivered"
+        assert row.state == want, (row, outcome)
+        assert row.message_id == outcome["messageId"], (row, outcome)
+        assert row.details.get("errorCode") == outcome["errorCode"], (row, outcome)
+        assert row.details["segments"] == outcome["segments"], (row, outcome)
+        if costs:
+            assert row.details["costMicroReais"] == outcome["costMicroReais"], (row, outcome)
+
+
+#: What a call's ``details`` hold, as the sandbox's outcomes name them.
+CALL_KEYS = ("answered", "talkSeconds", "digits", "cause", "causeDescription")
+
+
+def check_voice_outcomes(rows: dict[str, Row], calls: list[dict[str, Any]]) -> None:
+    """Each call's state (``answered`` / ``not_answered``), talk time, digits and cause are
+    what the sandbox decided."""
+    for call in calls:
+        row = rows[call["to"]]
+        assert row.state == call["outcome"], (row, call)
+        got = {key: row.details.get(key) for key in CALL_KEYS}
+        assert got == {key: call[key] for key in CALL_KEYS}, (row, call)
+        assert row.details["callId"] == call["callId"], (row, call)
