@@ -1,14 +1,18 @@
 """SMS and voice campaigns run through the CLI against a sandbox service: what ``preview``
-showed is what the service received, and ``status`` says what the service decided."""
+showed is what the service received, and ``status`` says what the service decided (the
+sandbox's own outcomes, ``/sandbox/outcomes``)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.app.support import clean_env, cli
+from scheduler.service.account_models import cause_text
+from tests.app.support import CAMPAIGN, clean_env, cli
 from tests.factories import REPO
 
 
@@ -69,8 +73,30 @@ def test_an_sms_run_sends_the_previewed_bulks_and_status_says_what_the_service_d
     assert "cost so far R$ " in human.stdout
 
 
-def test_a_voice_run_sends_the_previewed_bulk_bodies(make_sandbox, tmp_path: Path) -> None:
-    box = make_sandbox()
+def _settled(env: dict[str, str], shop: Path) -> dict[str, Any]:
+    """The run's outcomes once no call lacks its end, with the project's receiver serving
+    alone (``campaign receiver``) for the events the service retries after the run."""
+    receiver = subprocess.Popen([*CAMPAIGN, "receiver"], env=env, cwd=shop,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            status = cli(env, "status", "--json", cwd=shop)
+            calls = json.loads(status.stdout)["outcomes"]
+            if calls["no_outcome_yet"] == 0 and calls["in_progress"] == 0:
+                return calls
+            assert time.monotonic() < deadline, calls
+            time.sleep(0.5)
+    finally:
+        receiver.terminate()
+        receiver.wait(timeout=30)
+
+
+def test_a_voice_run_sends_the_previewed_bulks_and_status_says_how_each_call_went(
+        make_sandbox, tmp_path: Path) -> None:
+    # webhooks retried for about a minute: the events of calls still going when the run
+    # ends reach the receiver started after it
+    box = make_sandbox(webhook_retry_base_s=1.0)
     campaign = _project(tmp_path / "shop", "voice_lembrete")
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key,
                     CAMPAIGN_REPORT_WAIT_S="5")
@@ -83,7 +109,21 @@ def test_a_voice_run_sends_the_previewed_bulk_bodies(make_sandbox, tmp_path: Pat
     sent = [(s["path"], s["body"]) for s in box.sends() if "/voice/" in s["path"]]
     assert _bodies(sent) == _bodies(shown)
     assert all("recipients" in body and "to" not in body for _, body in shown)
-    status = json.loads(cli(env, "status", "--json", cwd=tmp_path / "shop").stdout)
-    calls = status["outcomes"]
+
+    calls = _settled(env, tmp_path / "shop")
+    decided = [o for o in box.outcomes("voice") if o["outcome"]]
     placed = sum(len(item["to"]) for item in items)
-    assert calls["answered"] + calls["not_answered"] + calls["no_outcome_yet"] == placed
+    assert len(decided) == placed
+    by_outcome = Counter(o["outcome"] for o in decided)
+    assert (calls["answered"], calls["not_answered"]) == (
+        by_outcome["answered"], by_outcome["not_answered"])
+    causes = Counter(cause_text(o["cause"], o["causeDescription"]) for o in decided
+                     if o["outcome"] == "not_answered")
+    assert calls["not_answered_causes"] == dict(causes)
+    digits = Counter(o["digits"] for o in decided if o["digits"])
+    assert calls["pressed_digits"] == sum(digits.values())
+    top = dict(sorted(digits.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
+    assert calls["top_digits"] == top
+    assert calls["talk_seconds"] == sum(o["talkSeconds"] or 0 for o in decided)
+    human = cli(env, "status", cwd=tmp_path / "shop")
+    assert f"calls: answered {by_outcome['answered']} · not answered" in human.stdout
