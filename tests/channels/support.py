@@ -10,16 +10,22 @@ are in ``tests/conftest.py``.
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from sqlalchemy import select
 
 from scheduler.ledger.queries.tables import deliveries, events
+from scheduler.sandbox.config import DEFAULT_API_KEY
 from scheduler.sandbox.testing import text_project_phone
-from tests.app.support import clean_env
+from tests.app.support import CAMPAIGN, clean_env
 from tests.factories import open_test_ledger
 
 #: The sandbox's price per SMS segment (its default table), given to our settings too so
@@ -98,6 +104,63 @@ def voice_project(root: Path, recipients: int, *, rate: str = "200/s", batch: in
         'variables = { nome = "{{ nome }}", pedido = "{{ pedido }}" }\n',
         encoding="utf-8")
     return path
+
+
+@dataclass
+class SandboxProcess:
+    """A sandbox served by ``campaign sandbox`` in another process (it outlives a killed
+    ``campaign run``, as a real service would): its address, key and ``/sandbox`` calls."""
+
+    base_url: str
+    http: httpx.Client
+    api_key: str = DEFAULT_API_KEY
+
+    def sends(self) -> list[dict[str, Any]]:
+        """``GET /sandbox/sends``."""
+        return self._get("/sandbox/sends")
+
+    def outcomes(self, channel: str) -> list[dict[str, Any]]:
+        """``GET /sandbox/outcomes?channel=...``."""
+        return self._get(f"/sandbox/outcomes?channel={channel}")
+
+    def set_faults(self, **knobs: Any) -> None:
+        """``POST /sandbox/faults``: change run-time knobs."""
+        self.http.post("/sandbox/faults", json=knobs).raise_for_status()
+
+    def _get(self, path: str) -> Any:
+        response = self.http.get(path)
+        response.raise_for_status()
+        return response.json()
+
+
+@contextmanager
+def sandbox_process(seed: int = 5) -> Iterator[SandboxProcess]:
+    """``campaign sandbox --port 0`` in its own process, answering; stopped on exit."""
+    env = {**clean_env(), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([*CAMPAIGN, "sandbox", "--port", "0", "--seed", str(seed)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = proc.stdout.readline() if proc.stdout else ""
+        assert "http://" in first, f"the sandbox did not start: {first}"
+        base_url = first.split()[-1]
+        with httpx.Client(base_url=base_url, timeout=10) as http:
+            deadline = time.monotonic() + 30
+            while True:  # listening already; wait until uvicorn answers
+                try:
+                    if http.get("/sandbox/health").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert proc.poll() is None and time.monotonic() < deadline, "no sandbox"
+                time.sleep(0.05)
+            yield SandboxProcess(base_url, http)
+    finally:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
 
 
 def run_env(base_url: str, api_key: str, ledger_url: str, **more: str) -> dict[str, str]:
