@@ -207,8 +207,8 @@ def plan_report(path: Path, start_text: str | None, *,
                 call_seconds: float | None = None) -> tuple[dict[str, Any], list[Issue]]:
     """The ``campaign plan --json`` object and the errors found (the same as ``validate``'s;
     with ``--start`` the schedule's own start time is not checked). ``call_seconds``: how
-    long a call lasts, ringing included (voice; default
-    :data:`~scheduler.commands.plan_channels.DEFAULT_CALL_SECONDS`)."""
+    long a call lasts, ringing included (voice; default: the settings'
+    ``voice_call_estimate_s``, which a rehearsal assumes too)."""
     from scheduler.campaign.options import run_options
     from scheduler.commands import plan_channels as pc
     from scheduler.commands.preview import campaign_channel, engine_settings
@@ -236,11 +236,14 @@ def plan_report(path: Path, start_text: str | None, *,
     channel = tallies[0].channel if tallies else campaign_channel(campaign, settings)
     bulk = tallies[0].finish() if tallies else None
     deliveries = sum(stats.planned_per_step.values())
-    call_s = pc.DEFAULT_CALL_SECONDS if call_seconds is None else call_seconds
+    call_s = call_seconds if call_seconds is not None else float(settings.get(
+        "voice_call_estimate_s", DispatchOptions.voice_call_estimate_s))
     totals = pc.totals(
         channel, bulk, recipients=stats.valid, deliveries=deliveries,
         encodings=dict(stats.sms_encodings),
         prices=dict(getattr(channel, "prices", {})), call_seconds=call_s,
+        call_seconds_source="--call-seconds" if call_seconds is not None
+        else "settings voice_call_estimate_s",
         max_calls_asked=options.max_calls,
         account_calls=settings.get("voice_max_calls", DispatchOptions.voice_max_calls))
     rate, jitter, limited_by = options.rate_per_s, options.jitter_s, "pace"
@@ -316,7 +319,8 @@ def plan(
     start: str = typer.Option(None, "--start", help="Start time (ISO); default: the schedule."),
     call_seconds: float = typer.Option(
         None, "--call-seconds", min=1,
-        help="Voice: how long a call lasts, ringing included (default 60)."),
+        help="Voice: how long a call lasts, ringing included (default: the settings' "
+             "voice_call_estimate_s)."),
     as_json: bool = JsonOpt,
 ) -> None:
     """Totals per step, sender and channel, and the estimated finish time."""

@@ -14,8 +14,9 @@ route's price per segment from the settings' ``sms_price_micro``), which is what
 stores until the service's answer says the real cost.
 
 Voice calls are paced by the campaign's rate and by the calls in progress: at most
-``max_calls`` at once, each lasting ``call_seconds`` (an assumption the user can change,
-ringing included), so calls start at most ``max_calls / call_seconds`` per second.
+``max_calls`` at once, each lasting ``call_seconds`` (ringing included: the settings'
+``voice_call_estimate_s``, as a rehearsal assumes, or ``--call-seconds``), so calls start
+at most ``max_calls / call_seconds`` per second.
 """
 
 from __future__ import annotations
@@ -31,9 +32,6 @@ from scheduler.dispatch.dispatcher import REFILL
 from scheduler.ledger.queries.common import dumps
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.account_models import SMS_BULK_PATH, SMS_SEND_PATH
-
-#: The assumed length of a call (ringing and talk) when the user does not say.
-DEFAULT_CALL_SECONDS = 60.0
 
 
 @dataclass
@@ -147,7 +145,8 @@ def effective_counts(counts: list[int], deliveries: int, requests: int) -> list[
 
 def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, deliveries: int,
            encodings: dict[str, int], prices: dict[str, int], call_seconds: float,
-           max_calls_asked: int | None, account_calls: int) -> dict[str, Any]:
+           call_seconds_source: str, max_calls_asked: int | None,
+           account_calls: int) -> dict[str, Any]:
     """The ``channel_totals`` object of ``campaign plan --json``."""
     out: dict[str, Any] = {"channel": channel.name, "recipients": recipients,
                            "deliveries": deliveries}
@@ -177,6 +176,7 @@ def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, delive
             "max_calls_asked": max_calls_asked,
             "account_max_calls": account_calls,
             "call_seconds_assumed": call_seconds,
+            "call_seconds_source": call_seconds_source,
             "calls_per_minute_at_most": round(60 * max_calls / max(call_seconds, 1e-9), 2),
         }
     return out
@@ -221,7 +221,10 @@ def totals_lines(report: dict[str, Any]) -> list[str]:
                      f"{voice['max_calls_asked'] or 'unset'}, account "
                      f"{voice['account_max_calls']:,})")
         lines.append(f"  call length   {voice['call_seconds_assumed']:g} s assumed, ringing "
-                     "included (--call-seconds)")
+                     "included")
+        lines.append(f"                ({voice['call_seconds_source']}"
+                     + ("; --call-seconds to change)" if voice["call_seconds_source"]
+                        != "--call-seconds" else ")"))
         lines.append(f"                so at most {voice['calls_per_minute_at_most']:g} "
                      "calls start per minute")
     return lines

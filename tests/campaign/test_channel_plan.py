@@ -124,15 +124,18 @@ def _seconds(report: dict[str, Any]) -> float:
     return (datetime.fromisoformat(report["finish"]) - start).total_seconds()
 
 
-def test_voice_plan_counts_bulks_and_calls_in_progress(project: Project) -> None:
+def test_voice_plan_counts_bulks_and_calls_in_progress(project: Project, _settings: Path
+                                                        ) -> None:
     report = _plan(VOICE)
     totals = report["channel_totals"]
     assert totals["requests"] == {"total": 3, VOICE_BULK: 3}
-    assert totals["voice"]["call_seconds_assumed"] == 60
+    # a call's length is the settings' voice_call_estimate_s (90 s unless set)
+    assert totals["voice"]["call_seconds_assumed"] == 90
     # 24 calls at 2/s fit in the account's 30 calls at once: the pace sets the start of the
     # last call, and it ends a call's length later
-    assert report["limited_by"] == "pace" and 60 < _seconds(report) < 60 + 12
+    assert report["limited_by"] == "pace" and 90 < _seconds(report) < 90 + 12
     # two calls at once, each lasting 60 s: the 12th pair starts 11 minutes after the first
+    _settings.write_text("voice_call_estimate_s = 60\n")
     limited = project.write("campaigns/v.toml", VOICE.read_text().replace(
         '[pace]\nrate = "2/s"', '[pace]\nrate = "2/s"\nmax_calls = 2').replace(
         'window = "09:00-19:00"', 'window = "09:00-23:00"').replace(
@@ -160,4 +163,5 @@ def test_plan_fits_80_columns_with_nothing_cut(name: str, _settings: Path) -> No
         assert "an estimate" in done.stdout and "sms_price_micro" in done.stdout
         assert "to sms/bulk" in done.stdout and "to sms/send" in done.stdout
     if name == "voice_lembrete":
-        assert "60 s assumed" in done.stdout and "to voice/bulk" in done.stdout
+        assert "90 s assumed" in done.stdout and "voice_call_estimate_s" in done.stdout
+        assert "to voice/bulk" in done.stdout
