@@ -104,8 +104,22 @@ async def measure_scheduler(base_url: str, ledger: Ledger, run_id: int, recipien
         cpu1, wall1 = time.process_time(), time.perf_counter()
     if result.status != "completed" or result.counts != {"accepted": recipients}:
         raise SystemExit(f"the scheduler run did not complete cleanly: {result.status} "
-                         f"{result.counts} {result.reason}")
+                         f"{result.counts} {result.reason}; errors: {last_errors(ledger)}")
     return {"cpu_s": cpu1 - cpu0, "wall_s": wall1 - wall0}
+
+
+def last_errors(ledger: Ledger) -> dict[str, int]:
+    """The rows' last errors or reasons and how many rows had each (why a run did not end
+    clean)."""
+    from sqlalchemy import func, select
+
+    from scheduler.ledger.queries.tables import deliveries
+
+    why = func.coalesce(deliveries.c.last_error, deliveries.c.reason)
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(select(why, func.count()).where(why.is_not(None))
+                            .group_by(why)).all()
+    return {str(error)[:200]: int(n) for error, n in rows}
 
 
 async def measure_bare(base_url: str, requests: list[tuple[str, dict[str, Any]]],
