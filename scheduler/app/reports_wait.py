@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 
 from rich.console import Console
 
+from scheduler.ledger.queries.calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState
 
@@ -28,10 +30,19 @@ def awaiting_reports(counts: dict[str, int]) -> int:
     return sum(counts.get(state, 0) for state in AWAITING)
 
 
+def _outstanding(ledger: Ledger, run_id: int, channel: str) -> int:
+    """SMS without a report; calls that have not ended (answered ones included)."""
+    if channel != "voice":
+        return awaiting_reports(ledger.counts(run_id))
+    with ledger.read(f"count the calls of run {run_id} still in progress") as conn:
+        mine, _everyone = calls_in_progress(conn, run_id, datetime.min.replace(tzinfo=UTC))
+    return mine
+
+
 async def wait_for_reports(ledger: Ledger, run_id: int, channel: str, stop: asyncio.Event,
                            console: Console, *, wait_s: float, poll_s: float = 0.25) -> int:
     """Wait while reports are outstanding (at most ``wait_s``); how many still are."""
-    left = awaiting_reports(ledger.counts(run_id))
+    left = _outstanding(ledger, run_id, channel)
     if left == 0 or wait_s <= 0:
         return left
     what = "delivery reports" if channel == "sms" else "calls to end"
@@ -39,7 +50,7 @@ async def wait_for_reports(ledger: Ledger, run_id: int, channel: str, stop: asyn
     deadline = time.monotonic() + wait_s
     while left and not stop.is_set() and time.monotonic() < deadline:
         await asyncio.sleep(poll_s)
-        left = awaiting_reports(ledger.counts(run_id))
+        left = _outstanding(ledger, run_id, channel)
     if left:
         console.print(f"{left} {what} still outstanding: they are applied when their "
                       "events reach `campaign serve` or `campaign receiver` of this project")
