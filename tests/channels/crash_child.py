@@ -13,13 +13,14 @@ import asyncio
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, cast
 
 from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
+from scheduler.run_options import DeliveryMode
 from scheduler.service.client import ServiceClient
 
 BATCH = 10
@@ -43,10 +44,15 @@ class CrashingClient:
         """Not used by the SMS channel."""
         raise AssertionError(f"unexpected send_prepared({path})")
 
+    async def get_limits(self, session_id: str) -> Any:
+        """The real client's (not used by the SMS channel)."""
+        return await self.client.get_limits(session_id)
+
 
 def options(mode: str) -> DispatchOptions:
     """The options of the child and of the test's restart: one bulk of ten at a time."""
-    return DispatchOptions(senders=("account",), rate=1000.0, delivery_mode=mode,
+    return DispatchOptions(senders=("account",), rate=1000.0,
+                           delivery_mode=cast(DeliveryMode, mode),
                            batch_size=BATCH, concurrency=1)
 
 

@@ -194,8 +194,8 @@ def stored_events(ledger_url: str) -> list[tuple[str, str | None, str]]:
     """Every stored event: ``(event, message_id_norm, payload)``."""
     e = events.c
     with open_test_ledger(ledger_url) as ledger, ledger.read() as conn:
-        return [tuple(r) for r in conn.execute(  # type: ignore[misc]
-            select(e.event, e.message_id_norm, e.payload).order_by(e.id)).all()]
+        found = conn.execute(select(e.event, e.message_id_norm, e.payload).order_by(e.id))
+        return [(name, norm, payload) for name, norm, payload in found]
 
 
 def reports_by_message(ledger_url: str) -> dict[str, Counter[str]]:
