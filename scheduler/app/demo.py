@@ -8,7 +8,11 @@ the demo's recipients are made-up numbers that may belong to real people).
 2. one message of every type is sent, with each answer and each ``messages.sent`` event;
 3. ``campaigns/demo.toml`` (about 200 recipients, two senders) runs to completion with the
    progress bar, tracked through the webhook receiver;
-4. the run's spreadsheet report is written and its path printed.
+4. the run's spreadsheet report is written and its path printed;
+5. a short SMS run (``campaigns/demo_sms.toml``: one ``sms/bulk`` of a shared text, an
+   ``sms/send`` per personal text) and 6. a short voice run (``campaigns/demo_voice.toml``:
+   an IVR flow with per-recipient variables in one ``voice/bulk``), each printing its
+   requests and every recipient's outcome (``scheduler.app.demo_channels``).
 """
 
 from __future__ import annotations
@@ -140,6 +144,7 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
 
 def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
+    from scheduler.app.demo_channels import SANDBOX_SETTINGS, channel_tour
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run
     from scheduler.app.wiring import ledger_from_settings, service_target
@@ -148,7 +153,8 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     started = time.monotonic()
     settings, sandbox = _demo_settings(root, yes=yes, console=console)
     campaign_file = root / "campaigns" / "demo.toml"
-    with service_target(settings, force_sandbox=sandbox) as target:
+    with service_target(settings, force_sandbox=sandbox,
+                        sandbox_config=SANDBOX_SETTINGS) as target:
         if sandbox:
             console.print(f"Embedded sandbox at {target.base_url}")
         asyncio.run(showcase(target.base_url, target.api_key, console))
@@ -164,6 +170,13 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         result = asyncio.run(run_foreground(settings, ledger, run, console, target=target))
         describe(result, console, ledger)
         time.sleep(1.0)  # let the last receipts arrive before the report
+        _report(ledger, run_id, settings, console)
+        channel_tour(settings, ledger, target, root, console, first=5)
+    console.print(f"demo finished in {time.monotonic() - started:.1f} s")
+
+
+def _report(ledger: Any, run_id: int, settings: Settings, console: Console) -> None:
+    """Part 4: the WhatsApp run's spreadsheet report."""
     console.print("[bold]4. Report[/]")
     try:
         from scheduler.reports import write_report
@@ -173,7 +186,6 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         report = write_report(ledger, [run_id], settings=settings)
         for path in report.paths:
             console.print(f"   wrote {path}")
-    console.print(f"demo finished in {time.monotonic() - started:.1f} s")
 
 
 async def _connect_senders(client_class: Any, base_url: str, api_key: str, campaign_file: Path,
