@@ -247,8 +247,9 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                         and result.status == "completed":
                     await wait_for_reports(ledger, run_id, run.channel, stop, console,
                                            wait_s=settings.report_wait_s)
-                    result.counts.clear()
-                    result.counts.update(ledger.counts(run_id))
+                # events applied while the run ended change the counts the summary prints
+                result.counts.clear()
+                result.counts.update(ledger.counts(run_id))
                 if (server is not None and result.status == "completed"
                         and options.resend_unproven):
                     result = await _resend_unproven(ledger, run, result, stop, console,
