@@ -16,10 +16,11 @@ Each plan row's ``payload`` is the model's wire body without ``sessionId`` and `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, ValidationError
 
+from scheduler.service.account_models import VoiceSettings
 from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, WireModel
 
 #: Keys of a step table that are not body fields.
@@ -41,25 +42,11 @@ class SmsBody(WireModel):
     sender: str | None = None
 
 
-class VoiceRecipientBody(WireModel):
+class VoiceRecipientBody(VoiceSettings):
     """One recipient of ``POST /api/v1/voice/bulk``, with the call's shared settings."""
 
     to: PhoneDigits
-    audioUrl: NonEmpty | None = None
-    flowId: NonEmpty | None = None
     variables: dict[str, VariableValue] | None = None
-    trunk: str | None = None
-    from_: str | None = Field(default=None, alias="from")
-    audioSecs: int | None = Field(default=None, ge=1)
-    maxAttempts: int | None = Field(default=None, ge=1, le=10)
-    name: Annotated[str, StringConstraints(max_length=200)] | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self) -> VoiceRecipientBody:
-        """Exactly one of ``audioUrl`` and ``flowId``."""
-        if (self.audioUrl is None) == (self.flowId is None):
-            raise ValueError("give exactly one of audioUrl and flowId")
-        return self
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-import httpx
 import orjson
 from pydantic import BaseModel, ValidationError
 
@@ -26,7 +25,6 @@ from scheduler.service.exceptions import (
     validation_problems,
 )
 from scheduler.service.requests import wire_body
-from scheduler.service.transport import ServiceTransport, no_answer
 
 M = TypeVar("M", bound=BaseModel)
 Answer = TypeVar("Answer")
@@ -47,16 +45,11 @@ NOT_GIVEN: Final = _NotGiven()
 class AccountCalls:
     """SMS, voice and account-webhook endpoints; mixed into ``ServiceClient``."""
 
-    base_url: str
     _key: str
-    _transport: ServiceTransport
-    _post_headers: dict[str, str]
 
     if TYPE_CHECKING:
 
-        def _check_answer(
-            self, status: int, headers: Any, content: bytes, path: str
-        ) -> None: ...
+        async def _post_bytes(self, path: str, payload: bytes) -> tuple[int, bytes]: ...
 
         async def _call(
             self, method: str, path: str, reader: Callable[[Any], Answer], body: Any = None
@@ -76,14 +69,7 @@ class AccountCalls:
             payload = orjson.dumps(body)
         except TypeError as exc:  # orjson.JSONEncodeError is a TypeError
             raise InvalidRequest(f"POST {path}: body is not JSON-serialisable ({exc})") from None
-        try:
-            status, headers, content = await self._transport.post_json(
-                self.base_url + path, payload, self._post_headers
-            )
-        except httpx.HTTPError as exc:
-            raise no_answer(exc, "POST", path, self.base_url, self._key) from None
-        if status != 200:
-            self._check_answer(status, headers, content, path)
+        status, content = await self._post_bytes(path, payload)
         try:
             data = orjson.loads(content) if content else {}
         except orjson.JSONDecodeError:

@@ -76,8 +76,8 @@ class SmsBulkBody(WireModel):
 # --------------------------------------------------------------------------- voice requests
 
 
-class _VoiceShared(WireModel):
-    """Settings a single call and a bulk call share."""
+class VoiceSettings(WireModel):
+    """Settings a single call, a bulk call and a campaign's voice step share."""
 
     audioUrl: NonEmpty | None = None
     flowId: NonEmpty | None = None
@@ -88,14 +88,14 @@ class _VoiceShared(WireModel):
     name: Annotated[str, StringConstraints(max_length=200)] | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> _VoiceShared:
+    def _one_source(self) -> VoiceSettings:
         """Exactly one of ``audioUrl`` and ``flowId``."""
         if (self.audioUrl is None) == (self.flowId is None):
             raise ValueError("give exactly one of audioUrl and flowId")
         return self
 
 
-class VoiceCallBody(_VoiceShared):
+class VoiceCallBody(VoiceSettings):
     """``POST /api/v1/voice/call``: one call."""
 
     to: PhoneDigits
@@ -108,7 +108,7 @@ class VoiceRecipient(WireModel):
     variables: dict[str, VariableValue] | None = None
 
 
-class VoiceBulkBody(_VoiceShared):
+class VoiceBulkBody(VoiceSettings):
     """``POST /api/v1/voice/bulk``: many calls of one audio or flow."""
 
     numbers: Annotated[list[PhoneDigits], Field(min_length=1)] | None = None

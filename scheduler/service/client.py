@@ -266,12 +266,10 @@ class ServiceClient(AccountCalls):
 
     # ------------------------------------------------------------------ sends
 
-    async def send_prepared(self, path: str, body: dict[str, Any]) -> SendResult:
-        """POST a send body already validated at plan time: the dispatcher's hot path."""
-        try:
-            payload = _encode(body).encode()
-        except (TypeError, ValueError) as exc:
-            raise InvalidRequest(f"POST {path}: body is not JSON-serialisable ({exc})") from None
+    async def _post_bytes(self, path: str, payload: bytes) -> tuple[int, bytes]:
+        """POST JSON bytes through the fast transport; an error status is raised mapped.
+
+        The hot path of every send (``send_prepared``, ``post_prepared``)."""
         try:
             status, headers, content = await self._transport.post_json(
                 self.base_url + path, payload, self._post_headers
@@ -280,6 +278,15 @@ class ServiceClient(AccountCalls):
             raise no_answer(exc, "POST", path, self.base_url, self._key) from None
         if status != 200:
             self._check_answer(status, headers, content, path)
+        return status, content
+
+    async def send_prepared(self, path: str, body: dict[str, Any]) -> SendResult:
+        """POST a send body already validated at plan time: the dispatcher's hot path."""
+        try:
+            payload = _encode(body).encode()
+        except (TypeError, ValueError) as exc:
+            raise InvalidRequest(f"POST {path}: body is not JSON-serialisable ({exc})") from None
+        status, content = await self._post_bytes(path, payload)
         try:
             result = parse_send_result(content)
         except ValidationError:
