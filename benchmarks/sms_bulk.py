@@ -215,6 +215,7 @@ def run(args: argparse.Namespace, base_url: str, workdir: Path) -> None:
                              else 0, "max": max(bulk_sizes, default=0),
                              "full_1000": sum(1 for n in bulk_sizes if n == 1000)},
         "scheduler_us_per_recipient": round(statistics.median(sched_us), 2),
+        "scheduler_us_spread": spread(sched_us),
         "bare_us_per_recipient": round(statistics.median(bare_us), 2),
         "scheduler_recipients_per_s": round(statistics.median(sched_rps)),
         "scheduler_recipients_per_s_spread": [round(min(sched_rps)), round(max(sched_rps))],
