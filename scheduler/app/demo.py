@@ -136,9 +136,10 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
                   f"the service at {urlsplit(service[0]).netloc}", highlight=False)
     if host not in ("127.0.0.1", "localhost", "::1") and not yes:
         raise SchedulerError(
-            f"the demo would send real messages through {host} to the made-up numbers of "
-            "data/demo.csv (they may belong to real people): run `campaign demo --yes` to "
-            "go ahead, or unset CAMPAIGN_BASE_URL to use the embedded sandbox")
+            f"the demo would send real messages, SMS and calls through {host} to the "
+            "made-up numbers of data/demo.csv, data/demo_sms.csv and data/demo_voz.csv (they "
+            "may belong to real people): run `campaign demo --yes` to go ahead, or unset "
+            "CAMPAIGN_BASE_URL to use the embedded sandbox")
     return Settings(**values), False
 
 

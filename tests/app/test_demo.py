@@ -128,3 +128,15 @@ def test_the_demo_refuses_a_half_configured_service(tmp_path) -> None:
     out = cli(clean_env(CAMPAIGN_BASE_URL="http://127.0.0.1:9"), "demo", "--root", str(root),
               cwd=tmp_path)
     assert out.returncode == 1 and "CAMPAIGN_API_KEY" in out.stderr
+
+
+def test_the_demo_asks_before_sending_through_a_service_off_this_machine(tmp_path) -> None:
+    root = _demo_project(tmp_path)
+    env = clean_env(CAMPAIGN_BASE_URL="https://api.example.invalid",
+                    CAMPAIGN_API_KEY="k" * 24)
+    out = cli(env, "demo", "--root", str(root), cwd=tmp_path)
+    assert out.returncode == 1, out.stdout
+    message = " ".join(out.stderr.split())
+    assert "SMS and calls" in message and "data/demo_voz.csv" in message
+    assert "campaign demo --yes" in message
+    assert "Session" not in out.stdout  # nothing was started
