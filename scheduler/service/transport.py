@@ -72,6 +72,13 @@ def translate_aiohttp_error(exc: BaseException) -> httpx.TransportError:
     return kind(message)
 
 
+#: Seconds an idle pooled connection is kept. Below the servers' own idle time-outs (uvicorn
+#: and Node close after 5 s, nginx after 75 s): with httpx's default of 5 s a request sent on
+#: a connection the server was closing that instant failed as "maybe sent", and a whole bulk
+#: of up to 1,000 SMS became ``unknown`` (reproduced in benchmarks/README.md, S1).
+KEEPALIVE_EXPIRY_S = 2.0
+
+
 def no_answer(
     exc: httpx.HTTPError, method: str, path: str, base_url: str, secret: str | None
 ) -> ServiceError:
@@ -105,7 +112,8 @@ class AiohttpTransport(httpx_aiohttp.AiohttpTransport):
     """An httpx transport on one aiohttp session, plus the lean :meth:`post_json`."""
 
     def __init__(self, *, concurrency: int, timeout: httpx.Timeout) -> None:
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency,
+                             keepalive_expiry=KEEPALIVE_EXPIRY_S)
         super().__init__(limits=limits, trust_env=False)
         self._timeout = _client_timeout(timeout.as_dict())
         self._timeouts: dict[tuple[Any, ...], aiohttp.ClientTimeout] = {}
@@ -212,7 +220,8 @@ class HttpxTransport(httpx.AsyncHTTPTransport):
     """httpx's own async transport (httpcore), plus :meth:`post_json` for comparison."""
 
     def __init__(self, *, concurrency: int, timeout: httpx.Timeout) -> None:
-        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+        limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency,
+                             keepalive_expiry=KEEPALIVE_EXPIRY_S)
         super().__init__(limits=limits, trust_env=False)
         self._extensions = {"timeout": timeout.as_dict()}
         self._urls: dict[str, httpx.URL] = {}
