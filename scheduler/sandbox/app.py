@@ -11,8 +11,15 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import JSONResponse
 
-from scheduler.sandbox import routes_account, routes_inspect, routes_messages, routes_sessions
+from scheduler.sandbox import (
+    routes_account,
+    routes_catalog,
+    routes_inspect,
+    routes_messages,
+    routes_sessions,
+)
 from scheduler.sandbox.auth import ApiKeyMiddleware
+from scheduler.sandbox.catalog import CatalogDesk
 from scheduler.sandbox.common import ApiError, envelope
 from scheduler.sandbox.config import SandboxConfig
 from scheduler.sandbox.world import Sandbox
@@ -68,11 +75,13 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
         openapi_url="/sandbox/openapi.json",
     )
     app.state.sandbox = sandbox
+    app.state.catalog = CatalogDesk(sandbox)
     app.include_router(routes_messages.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_inspect.router)
     app.include_router(routes_account.router)
     app.include_router(routes_account.control)
+    app.include_router(routes_catalog.router)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

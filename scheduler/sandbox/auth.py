@@ -1,23 +1,26 @@
 """The API gateway of the sandbox, as raw ASGI: key check, injected latency, fast sends.
 
 Every ``/api/v1`` request must carry ``Authorization: <key>`` (401 ``Invalid API key``
-otherwise, unknown paths included). Send endpoints are then dispatched straight to their
-handlers, skipping route matching and dependency solving: they are the hot path of
-benchmarks. Everything else goes through the FastAPI app as usual.
+otherwise, unknown paths included). A member's own key is then held to its permission and
+sessions (:mod:`scheduler.sandbox.members`; it lists only its sessions). Send endpoints
+are then dispatched straight to their handlers, skipping route matching and dependency
+solving: they are the hot path of benchmarks. Everything else goes through the FastAPI app as usual.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scheduler.sandbox.common import ApiError, envelope
+from scheduler.sandbox.members import MemberRecord, verdict
 
 if TYPE_CHECKING:
     from scheduler.sandbox.world import Sandbox
@@ -42,11 +45,21 @@ class ApiKeyMiddleware:
         if scope["type"] != "http" or not scope["path"].startswith(_PREFIX):
             await self.app(scope, receive, send)
             return
-        if not self._authorized(scope["headers"]):
-            response: Response = JSONResponse(envelope(401, "Invalid API key"), status_code=401)
-            await response(scope, receive, send)
-            return
+        key = self._key_of(scope["headers"])
+        member = None
+        if key is None or not hmac.compare_digest(key, self._key):
+            member = self.sandbox.members.by_key(key) if key is not None else None
+            if member is None:
+                response: Response = JSONResponse(envelope(401, "Invalid API key"),
+                                                  status_code=401)
+                await response(scope, receive, send)
+                return
         sandbox = self.sandbox
+        if member is not None:
+            receive, answer = await self._member_check(member, scope, receive)
+            if answer is not None:
+                await answer(scope, receive, send)
+                return
         delay = sandbox.faults.latency_s(sandbox.config)
         if delay:
             await asyncio.sleep(delay)
@@ -60,8 +73,47 @@ class ApiKeyMiddleware:
             response = exc.response()
         await response(scope, receive, send)
 
-    def _authorized(self, headers: list[tuple[bytes, Any]]) -> bool:
+    @staticmethod
+    def _key_of(headers: list[tuple[bytes, Any]]) -> bytes | None:
         for name, value in headers:
             if name == b"authorization":
-                return hmac.compare_digest(value, self._key)
-        return False
+                return bytes(value)
+        return None
+
+    async def _member_check(
+        self, member: MemberRecord, scope: Scope, receive: Receive
+    ) -> tuple[Receive, Response | None]:
+        """A member's request: the body read (and replayed), then its verdict; the session
+        list of a member is answered here, with its own sessions only."""
+        method, path = scope["method"], scope["path"]
+        body: Any = None
+        if method not in ("GET", "HEAD"):
+            chunks = []
+            more = True
+            while more:
+                message = await receive()
+                chunks.append(message.get("body", b""))
+                more = message.get("more_body", False)
+            raw = b"".join(chunks)
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            sent = False
+
+            async def replay() -> Message:
+                nonlocal sent
+                if sent:
+                    return await receive()
+                sent = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+
+            receive = replay
+        refused = verdict(member, method, path, body)
+        if refused is not None:
+            return receive, refused.response()
+        if method == "GET" and path.rstrip("/") == "/api/v1/sessions":
+            sessions = self.sandbox.world.sessions
+            data = [sessions[s].record() for s in member.sessions if s in sessions]
+            return receive, JSONResponse({"success": True, "data": data})
+        return receive, None

@@ -153,6 +153,12 @@ class SandboxConfig(BaseModel):
     voice_reserve_micro: int = Field(default=200_000, ge=0)
     voice_price_micro_per_minute: int = Field(default=100_000, ge=0)
 
+    # Asynchronous commands (catalog/product/get with async: true): queued, then running,
+    # then done or failed (drawn per command), in seconds of the sandbox clock.
+    command_queued_s: SecondsRange = (0.2, 0.5)
+    command_running_s: SecondsRange = (0.3, 1.0)
+    command_fail_rate: Rate = 0.0
+
     # The account's wallet in micro-reais (None: unlimited). Setting it sets the balance.
     wallet_micro_reais: int | None = Field(default=None, ge=0)
 

@@ -1,4 +1,5 @@
-"""Send endpoints of every message type, call rejection, limits and asynchronous commands."""
+"""Send endpoints of every message type, call rejection and limits (asynchronous commands:
+:mod:`scheduler.sandbox.routes_catalog`)."""
 
 from __future__ import annotations
 
@@ -66,12 +67,3 @@ async def limits(request: Request, session_id: str) -> JSONResponse:
     sandbox = sandbox_of(request)
     session = sandbox.session(session_id)
     return JSONResponse({"success": True, "sessionId": session_id, "data": sandbox.limits(session)})
-
-
-@router.get(f"{API}/commands/{{command_id}}")
-async def command(request: Request, command_id: str) -> JSONResponse:
-    """State of an asynchronous command (ours: queued sends complete at once)."""
-    record = sandbox_of(request).world.commands.get(command_id)
-    if record is None:
-        raise ApiError(404, "Command not found")
-    return JSONResponse({"success": True, "data": record})

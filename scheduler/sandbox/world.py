@@ -26,6 +26,7 @@ from scheduler.sandbox.common import (
 )
 from scheduler.sandbox.config import SandboxConfig, updated_config
 from scheduler.sandbox.faults import FaultInjector
+from scheduler.sandbox.members import MemberDesk
 from scheduler.sandbox.payloads import Context, sent_payloads
 from scheduler.sandbox.recipients import Recipients
 from scheduler.sandbox.state import (
@@ -69,6 +70,7 @@ class Sandbox:
         self.recipients = Recipients(self, seed)
         self.calls = CallDesk(self, seed)
         self.account = AccountChannels(self, seed)
+        self.members = MemberDesk(seed, lambda sid: sid in self.world.sessions)
         #: Where clients reach the sandbox (learnt from the first send; for media URLs).
         self.base_url: str | None = None
 

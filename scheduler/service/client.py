@@ -28,6 +28,7 @@ from scheduler.errors import ConfigError
 from scheduler.service import requests as rq
 from scheduler.service.account_client import AccountCalls
 from scheduler.service.bodies import build, session_path
+from scheduler.service.catalog_client import CatalogCalls
 from scheduler.service.exceptions import (
     InvalidRequest,
     RequestRejected,
@@ -58,7 +59,7 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
 
 
-class ServiceClient(AccountCalls):
+class ServiceClient(AccountCalls, CatalogCalls):
     """Typed async client of the service; use ``async with ServiceClient(...) as client``.
 
     SMS, voice and account-webhook calls come from :class:`AccountCalls`."""
