@@ -15,6 +15,7 @@ from scheduler.sandbox import (
     routes_account,
     routes_catalog,
     routes_inspect,
+    routes_members,
     routes_messages,
     routes_sessions,
 )
@@ -82,6 +83,8 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.include_router(routes_account.router)
     app.include_router(routes_account.control)
     app.include_router(routes_catalog.router)
+    app.include_router(routes_members.router)
+    app.include_router(routes_members.control)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

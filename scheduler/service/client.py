@@ -37,6 +37,7 @@ from scheduler.service.exceptions import (
     rejection_for_body,
     validation_problems,
 )
+from scheduler.service.members_client import MemberCalls
 from scheduler.service.responses import (
     Ack,
     Limits,
@@ -59,10 +60,9 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
 
 
-class ServiceClient(AccountCalls, CatalogCalls):
+class ServiceClient(MemberCalls, AccountCalls, CatalogCalls):
     """Typed async client of the service; use ``async with ServiceClient(...) as client``.
-
-    SMS, voice and account-webhook calls come from :class:`AccountCalls`."""
+    SMS, voice, account webhooks: :class:`AccountCalls`; members: :class:`MemberCalls`."""
 
     def __init__(
         self,
