@@ -16,7 +16,17 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from scheduler.commands import demo, plan, report, run, sandbox, schedule, sessions, track
+from scheduler.commands import (
+    demo,
+    members,
+    plan,
+    report,
+    run,
+    sandbox,
+    schedule,
+    sessions,
+    track,
+)
 from scheduler.errors import SchedulerError
 
 app = typer.Typer(
@@ -29,7 +39,7 @@ app = typer.Typer(
 
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
-COMMAND_MODULES = (plan, run, schedule, track, report, sessions, sandbox, demo)
+COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, sandbox, demo)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
