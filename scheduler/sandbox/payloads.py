@@ -296,9 +296,13 @@ def sent_payloads(kind: str, body: rq.SendBody, ctx: Context) -> list[dict[str, 
     return _BUILDERS[kind](body, ctx)
 
 
-def received_text(ctx: Context, text: str) -> dict[str, Any]:
-    """``messages.received`` of a text a simulated recipient typed (``ctx.from_me`` False)."""
-    return _base(ctx, "text", text)
+def received_text(ctx: Context, text: str, quoted: str | None = None) -> dict[str, Any]:
+    """``messages.received`` of a text a simulated recipient typed (``ctx.from_me`` False);
+    ``quoted``: the id of the message it replies to, as ``contextInfo.stanzaId`` (ours)."""
+    payload = _base(ctx, "text", text)
+    if quoted is not None:
+        payload["contextInfo"] = {"stanzaId": quoted, "participant": ctx.recipient["jid"]}
+    return payload
 
 
 def received_poll_update(ctx: Context, poll_id: str, selected: list[str]) -> dict[str, Any]:

@@ -99,8 +99,9 @@ class Recipients:
                     to,
                     lambda ctx: payloads.received_list_response(ctx, event_id, picked),
                 )
-            else:
-                self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False)
+            else:  # a reply quotes the message it answers (opt-out words do not)
+                self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False,
+                                 quoted=event_id)
 
     def _receipt(self, at: float, session_id: str, event: str, message_id: str, jid: str) -> None:
         sandbox = self._sandbox
@@ -110,9 +111,11 @@ class Recipients:
 
         sandbox.emit_later(at, session_id, event, build)
 
-    def _text_reply(self, at: float, session_id: str, to: str, text: str, *, opt_out: bool) -> None:
-        self.replies.append({"sessionId": session_id, "from": to, "text": text, "optOut": opt_out})
-        self._inbound(at, session_id, to, lambda ctx: payloads.received_text(ctx, text))
+    def _text_reply(self, at: float, session_id: str, to: str, text: str, *, opt_out: bool,
+                    quoted: str | None = None) -> None:
+        self.replies.append({"sessionId": session_id, "from": to, "text": text, "optOut": opt_out,
+                             "quoted": quoted})
+        self._inbound(at, session_id, to, lambda ctx: payloads.received_text(ctx, text, quoted))
 
     def _inbound(
         self,

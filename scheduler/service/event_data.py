@@ -1,8 +1,9 @@
 """The ``data`` payloads of the service's webhook events, one model per shape.
 
 Messages (``messages.sent`` / ``messages.received``, with ``media_data`` and ``data`` typed
-by message type), receipts, calls (incoming, outgoing, audio), labels, and the account
-webhook's SMS and voice payloads, all from ``service-interface.md`` and ``service-facts.md``.
+by message type, answers to polls and lists, quoted messages), receipts, calls (incoming,
+outgoing, audio) and labels, from ``service-interface.md`` and ``service-facts.md``; the
+account webhook's SMS and voice payloads are in :mod:`scheduler.service.account_events`.
 Models ignore fields they do not know; their envelopes live in
 :mod:`scheduler.service.events`. Message ids may differ in letter case: compare their
 ``message_key`` properties.
@@ -168,6 +169,40 @@ class CarouselData(TypeData):
     cards: list[CarouselCardData] = []
 
 
+class PollUpdateData(TypeData):
+    """``data`` of a received ``poll_update`` (a vote; ours: the shape is not shown)."""
+
+    poll_message_id: str | None = None
+    selected_options: list[str] = []
+
+    @property
+    def answered_message_key(self) -> str | None:
+        """The poll voted on, in normalised letter case."""
+        return normalise_message_id(self.poll_message_id)
+
+
+class ListResponseData(TypeData):
+    """``data`` of a received ``list_response`` (a row chosen; ours: the shape is not shown)."""
+
+    list_message_id: str | None = None
+    row_id: str | None = None
+    title: str | None = None
+    description: str | None = None
+
+    @property
+    def answered_message_key(self) -> str | None:
+        """The list answered, in normalised letter case."""
+        return normalise_message_id(self.list_message_id)
+
+
+class QuotedContext(EventModel):
+    """``contextInfo`` of a received message that quotes another (ours, as whatsmeow's
+    ``ContextInfo`` names it: ``stanzaId`` is the quoted message's id)."""
+
+    stanzaId: str | None = None
+    participant: str | None = None
+
+
 MEDIA_DATA: dict[str, type[MediaData]] = {
     "image": ImageMedia, "video": VideoMedia, "audio": AudioMedia,
     "document": DocumentMedia, "sticker": StickerMedia,
@@ -175,6 +210,7 @@ MEDIA_DATA: dict[str, type[MediaData]] = {
 TYPE_DATA: dict[str, type[TypeData]] = {
     "location": LocationData, "contact": ContactData, "reaction": ReactionData,
     "list": ListData, "carousel": CarouselData,
+    "poll_update": PollUpdateData, "list_response": ListResponseData,
 }
 
 
@@ -195,6 +231,7 @@ class MessageData(EventModel):
     media_data: MediaData | None = None
     body: str | None = None
     data: dict[str, Any] | TypeData | None = Field(default=None, union_mode="left_to_right")
+    contextInfo: QuotedContext | None = None
 
     @field_validator("from_", "to", mode="before")
     @classmethod
@@ -220,6 +257,17 @@ class MessageData(EventModel):
     def message_key(self) -> str | None:
         """The message id in normalised letter case (matches ``SendResult.message_key``)."""
         return normalise_message_id(self.id)
+
+    @property
+    def answered_message_key(self) -> str | None:
+        """The message this one answers: the poll voted on, the list chosen from, or the
+        message quoted (``contextInfo.stanzaId``); ``None`` when it answers none."""
+        data = self.data
+        if isinstance(data, PollUpdateData | ListResponseData) and data.answered_message_key:
+            return data.answered_message_key
+        if self.contextInfo is not None:
+            return normalise_message_id(self.contextInfo.stanzaId)
+        return None
 
 
 class Receipt(EventModel):
@@ -350,36 +398,3 @@ class LabelMessage(LabelChat):
     def message_key(self) -> str | None:
         """The message id in normalised letter case."""
         return normalise_message_id(self.message_id)
-
-
-# --------------------------------------------------------------------------- account payloads
-
-SMS_ERROR_CODES = frozenset({
-    "NETWORK_ERROR", "INVALID_NUMBER", "LANDLINE", "BLACKLIST", "CANCELED", "NO_WHATSAPP",
-    "CONTENT_BLOCKED", "NO_COVERAGE", "REJECTED", "NOT_RECEIVED",
-})
-
-
-class SmsStatus(EventModel):
-    """``data`` of ``sms.delivered|undelivered|failed|expired``."""
-
-    messageId: str
-    to: str | None = None
-    status: str | None = None
-    errorCode: str | None = None
-    segments: int | None = None
-    timestamp: Stamp | None = None
-
-
-class VoiceCall(EventModel):
-    """``data`` of automated voice call events (``call.started|answered|dtmf|ended``)."""
-
-    callId: str
-    bulkCallId: str | None = None
-    to: str | None = None
-    answered: bool | None = None
-    talkSeconds: Number | None = None
-    digits: str | None = None
-    cause: int | None = None
-    causeDescription: str | None = None
-    timestamp: Stamp | None = None

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, ValidationError
 
+from scheduler.service.account_events import SmsStatus, VoiceCall
 from scheduler.service.event_data import (
     CallAudio,
     CallOffer,
@@ -26,11 +27,14 @@ from scheduler.service.event_data import (
     LabelMessage,
     MessageData,
     Receipt,
-    SmsStatus,
     Stamp,
-    VoiceCall,
 )
 from scheduler.service.exceptions import EventParseError, validation_problems
+from scheduler.service.session_events import (
+    ConnectionPairCode,
+    ConnectionQrCode,
+    ConnectionStatus,
+)
 
 # --------------------------------------------------------------------------- envelopes
 
@@ -103,6 +107,24 @@ class LabelMessageEvent(SessionEvent):
     data: LabelMessage
 
 
+class ConnectionStatusEvent(SessionEvent):
+    """``connection.status``: the session connected, disconnected, logged out..."""
+
+    data: ConnectionStatus
+
+
+class ConnectionQrCodeEvent(SessionEvent):
+    """``connection.qrcode``: a fresh QR code to scan."""
+
+    data: ConnectionQrCode
+
+
+class ConnectionPairCodeEvent(SessionEvent):
+    """``connection.paircode``: a pairing code to type on the phone."""
+
+    data: ConnectionPairCode
+
+
 class AccountEvent(Event):
     """An event of the account webhook (SMS or automated voice)."""
 
@@ -151,6 +173,9 @@ SESSION_EVENTS: dict[str, type[SessionEvent]] = {
     "appstate.label.association.chat": LabelChatEvent,
     "labels.association.message": LabelMessageEvent,
     "appstate.label.association.message": LabelMessageEvent,
+    "connection.status": ConnectionStatusEvent,
+    "connection.qrcode": ConnectionQrCodeEvent,
+    "connection.paircode": ConnectionPairCodeEvent,
 }
 ACCOUNT_EVENTS: dict[tuple[str, str], type[AccountEvent]] = {
     **{("sms", f"sms.{s}"): SmsEvent for s in ("delivered", "undelivered", "failed", "expired")},

@@ -231,7 +231,11 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
     if number is None:
         return "ignored: the sender is not a phone number (@lid)"
     text = reply_text(data)
-    latest = tq.latest_delivery_to(conn, number, item.session_id, item.when + ctx.skew)
+    # a reply that quotes one of our messages (or votes in its poll, picks from its list)
+    # answers that message; otherwise the latest one sent to the number
+    answered = data.answered_message_key
+    latest = (tq.delivery_answered(conn, answered.lower(), number) if answered else None) \
+        or tq.latest_delivery_to(conn, number, item.session_id, item.when + ctx.skew)
     opt_out = ctx.opt_out.matches(text)
     tq.record_reply(conn, {
         "event_id": event_id, "delivery_id": latest.delivery_id if latest else None,

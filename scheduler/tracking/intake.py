@@ -19,8 +19,9 @@ from urllib.parse import parse_qs
 import orjson
 from starlette.types import Receive
 
+from scheduler.service.account_events import SmsStatus, VoiceCall
 from scheduler.service.account_models import voice_key
-from scheduler.service.event_data import MessageData, Receipt, SmsStatus, VoiceCall
+from scheduler.service.event_data import MessageData, Receipt
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
 

@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from scheduler.service.event_data import MessageData
+from scheduler.service.event_data import ListResponseData, MessageData, PollUpdateData
 
 #: Reply kinds the receiver records (others are recorded under their own type name).
 REPLY_KINDS = ("text", "poll_update", "list_response", "template_button_reply")
@@ -52,7 +52,12 @@ def _first_text(values: Iterable[Any]) -> str | None:
 
 def reply_text(data: MessageData) -> str | None:
     """The text of a reply: the message, else what a vote, list row or button carries."""
-    extra = data.data if isinstance(data.data, dict) else {}
+    typed = data.data
+    if isinstance(typed, PollUpdateData) and typed.selected_options:
+        return ", ".join(typed.selected_options)
+    if isinstance(typed, ListResponseData):
+        return _first_text((data.message, typed.title, typed.row_id))
+    extra = typed if isinstance(typed, dict) else {}
     if data.type == "poll_update":
         selected = extra.get("selected_options") or extra.get("selectedOptions")
         if isinstance(selected, list) and selected:

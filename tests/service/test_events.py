@@ -9,6 +9,7 @@ import pytest
 
 from scheduler.service import event_data as d
 from scheduler.service import events as ev
+from scheduler.service.account_events import SMS_ERROR_CODES
 from scheduler.service.exceptions import EventParseError, ServiceError
 from scheduler.service.responses import SendResult
 
@@ -101,8 +102,7 @@ def test_text_message_and_mixed_case_ids() -> None:
     assert event.data.message_key == sent.message_key == "3EB0A1B2C3D4"
 
 
-@pytest.mark.parametrize("kind", ["poll_update", "list_response", "template_button_reply",
-                                  "poll", "album", "nativeflow"])
+@pytest.mark.parametrize("kind", ["template_button_reply", "poll", "album", "nativeflow"])
 def test_other_types_keep_their_data_raw(kind: str) -> None:
     payload = {"pollCreationMessageKey": {"id": "X"}, "votes": [{"name": "a"}]}
     raw = envelope("messages.received", message(kind, fromMe=False, data=payload))
@@ -197,7 +197,7 @@ def test_sms_events(status: str) -> None:
     event = ev.parse_event(raw)
     assert isinstance(event, ev.SmsEvent) and event.channel == "sms"
     assert event.data.status == status and event.data.segments == 2
-    assert event.data.errorCode is None or event.data.errorCode in d.SMS_ERROR_CODES
+    assert event.data.errorCode is None or event.data.errorCode in SMS_ERROR_CODES
 
 
 @pytest.mark.parametrize("name", ["call.started", "call.answered", "call.dtmf", "call.ended"])
@@ -251,3 +251,22 @@ def test_malformed_known_events_raise(raw: dict[str, Any]) -> None:
 def test_not_an_event(raw: Any) -> None:
     with pytest.raises(EventParseError):
         ev.parse_event(raw)
+
+
+def test_a_vote_a_list_choice_and_a_quote_name_the_message_they_answer() -> None:
+    vote = ev.parse_event(envelope("messages.received", message(
+        "poll_update", fromMe=False,
+        data={"poll_message_id": "3eb0poll", "selected_options": ["Manhã", "Tarde"]})))
+    assert isinstance(vote, ev.MessageEvent)
+    assert vote.data.answered_message_key == "3EB0POLL"
+    choice = ev.parse_event(envelope("messages.received", message(
+        "list_response", fromMe=False,
+        data={"list_message_id": "3EB0LIST", "row_id": "r2", "title": "Plano B"})))
+    assert isinstance(choice, ev.MessageEvent)
+    assert choice.data.answered_message_key == "3EB0LIST"
+    quote = ev.parse_event(envelope("messages.received", {
+        **message("text", fromMe=False), "contextInfo": {"stanzaId": "3eb0abc",
+                                                         "participant": "55@s.whatsapp.net"}}))
+    assert isinstance(quote, ev.MessageEvent) and quote.data.answered_message_key == "3EB0ABC"
+    plain = ev.parse_event(envelope("messages.received", message("text", fromMe=False)))
+    assert isinstance(plain, ev.MessageEvent) and plain.data.answered_message_key is None

@@ -113,3 +113,40 @@ def test_a_reply_from_a_number_never_messaged_is_kept(tledger: Ledger, make_rece
     receiver.post(received("5521999990000", "Quem é?"))
     [reply] = table(tledger, "replies")
     assert reply["delivery_id"] is None and reply["text"] == "Quem é?"
+
+
+def test_a_reply_quoting_an_older_message_counts_for_that_message(
+        tledger: Ledger, make_receiver) -> None:
+    run_id = accepted_run(tledger, 2, steps=2)
+    d = tables.deliveries
+    later = T0 + timedelta(minutes=10)
+    with tledger.engine.begin() as conn:  # recipient 0's second step went out later
+        conn.execute(update(d).where(d.c.run_id == run_id, d.c.to == number(0),
+                                     d.c.step == 1).values(
+            state="accepted", sender="s1", dispatched_at=later, message_id="m2",
+            message_id_norm="m2"))
+    first = next(r for r in rows(tledger, run_id) if r["to"] == number(0) and r["step"] == 0)
+    receiver = make_receiver(tledger)
+    # after the second message, the recipient quotes the first one (upper case, as seen)
+    receiver.post(received(number(0), "Quero esse plano", later + timedelta(minutes=1),
+                           contextInfo={"stanzaId": first["message_id"].upper()}))
+    # a vote names its poll, a list choice its list: the same rule
+    receiver.post(received(number(0), "", later + timedelta(minutes=2), kind="poll_update",
+                           data={"poll_message_id": "M2", "selected_options": ["Sim"]}))
+    by_id = {r["id"]: r for r in rows(tledger, run_id)}
+    assert by_id[first["id"]]["reply_text"] == "Quero esse plano"
+    second = next(r for r in by_id.values() if r["to"] == number(0) and r["step"] == 1)
+    assert second["reply_text"] == "Sim"
+    replies = sorted((r["delivery_id"], r["text"]) for r in table(tledger, "replies"))
+    assert replies == sorted([(first["id"], "Quero esse plano"), (second["id"], "Sim")])
+
+
+def test_a_quote_of_a_message_to_another_number_falls_back_to_the_latest(
+        tledger: Ledger, make_receiver) -> None:
+    run_id = accepted_run(tledger, 2)
+    other = next(r for r in rows(tledger, run_id) if r["to"] == number(1))
+    receiver = make_receiver(tledger)
+    receiver.post(received(number(0), "Oi", contextInfo={"stanzaId": other["message_id"]}))
+    mine = next(r for r in rows(tledger, run_id) if r["to"] == number(0))
+    assert mine["reply_text"] == "Oi"
+    assert next(r for r in rows(tledger, run_id) if r["to"] == number(1))["reply_text"] is None

@@ -136,6 +136,18 @@ def latest_delivery_to(conn: Connection, number: str, session_id: str | None,
     return None
 
 
+def delivery_answered(conn: Connection, message_id_norm: str,
+                      number: str | None) -> LatestDelivery | None:
+    """The delivery holding the message a reply quotes (or the poll or list it answers), if
+    it went to ``number`` (uses ``ix_deliveries_msgid``)."""
+    conds = [deliveries.c.message_id_norm == message_id_norm]
+    if number is not None:
+        conds.append(deliveries.c.to == number)
+    row = conn.execute(select(deliveries.c.id, deliveries.c.run_id).where(*conds)
+                       .order_by(deliveries.c.id.desc()).limit(1)).first()
+    return LatestDelivery(int(row[0]), int(row[1])) if row is not None else None
+
+
 def record_reply(conn: Connection, reply: dict[str, Any], now: datetime) -> None:
     """Store a reply and mark its delivery replied (the earliest reply's text is kept)."""
     conn.execute(replies.insert().values(**reply))
