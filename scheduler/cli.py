@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from scheduler.commands import (
+    catalog,
     demo,
     members,
     plan,
@@ -39,7 +40,8 @@ app = typer.Typer(
 
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
-COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, sandbox, demo)
+COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, sandbox,
+                   demo)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -1,7 +1,7 @@
 """Business catalogs and asynchronous commands of the sandbox (all shapes ours).
 
-- A product is made up from ``(business_jid, product_id)`` with its own seeded stream, so the
-  same product always has the same name, price and links. A product id that starts with
+- A product is made up from ``(seed, business_jid, product_id)`` (also without a seed), so
+  the same product always has the same name, price and links. A product id that starts with
   ``missing`` is not in the catalog (404 ``Product not found`` at once; a queued command
   ``failed`` with that error).
 - A queued command draws, when it is queued, how long it stays ``queued``
@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,8 @@ def product_record(seed: int | None, business_jid: str, product_id: str) -> dict
     """The product ``product_id`` of ``business_jid``'s catalog; 404 when it is missing."""
     if product_id.startswith(MISSING_PREFIX):
         raise ApiError(404, "Product not found")
-    rng = seeded(seed, f"product:{business_jid}:{product_id}")
+    # Its own stream, seeded even without a seed: a product never changes between reads.
+    rng = random.Random(f"{seed}:product:{business_jid}:{product_id}")
     name = f"{rng.choice(_NAMES)} {rng.choice(_COLOURS)}"
     cents = rng.randrange(990, 49_990, 100)
     slug = product_id.replace("/", "-")
