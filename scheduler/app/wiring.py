@@ -30,7 +30,8 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.client import ServiceClient
-from scheduler.service.exceptions import ServiceError
+from scheduler.service.exceptions import Forbidden, ServiceError
+from scheduler.service.session_admin import explain
 from scheduler.timeutil import Clock, utcnow
 
 
@@ -148,14 +149,20 @@ async def connect_session(client: ServiceClient, base_url: str, session: str,
 
 async def ensure_senders(client: ServiceClient, target: ServiceTarget, senders: list[str],
                          webhook_url: str | None = None) -> None:
-    """Make sure every sender session exists; on the sandbox, create and connect them."""
-    if target.is_sandbox:
-        for name in senders:
-            await connect_session(client, target.base_url, name, None,
-                                  webhook_url=webhook_url, show_qr=False)
-    elif webhook_url:
-        for name in senders:
-            await client.set_webhook(name, webhook_url)
+    """Make sure every sender session exists; on the sandbox, create and connect them.
+
+    A key that may not change a sender (an account member with ``read`` permission, or
+    one outside that session) stops here, before any send, with what to do about it."""
+    for name in senders:
+        try:
+            if target.is_sandbox:
+                await connect_session(client, target.base_url, name, None,
+                                      webhook_url=webhook_url, show_qr=False)
+            elif webhook_url:
+                await client.set_webhook(name, webhook_url)
+        except Forbidden as exc:
+            raise explain(exc, base_url=target.base_url, session_id=name,
+                          doing=f"pointing sender {name}'s webhook at the receiver") from None
 
 
 

@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.retry import Verdict, classify, retry_delay
+from scheduler.dispatch.retry import Verdict, classify, retry_delay, stop_reason_for
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
@@ -92,7 +92,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
             unpaid += 1
         elif kind is Verdict.STOP_RUN:
             out.retries.append((row.id, now, why))
-            out.stop_reason = f"the service refused the API key: {why}"
+            out.stop_reason = stop_reason_for(o.error)
         elif kind is Verdict.SENDER_DOWN:
             pool.on_down(o.sender, now, why)
             out.retries.append((row.id, now, why))

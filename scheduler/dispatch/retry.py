@@ -22,6 +22,7 @@ from enum import StrEnum
 
 from scheduler.service.exceptions import (
     AuthenticationError,
+    Forbidden,
     InsufficientBalance,
     NoAnswer,
     RateLimited,
@@ -46,6 +47,16 @@ class Verdict(StrEnum):
     STOP_RUN = "stop_run"
     OUT_OF_FUNDS = "out_of_funds"
     FAIL = "fail"
+
+
+def stop_reason_for(error: ServiceError) -> str:
+    """Why a run stops on a ``STOP_RUN`` error: a refused key (401), or a key without the
+    right to send (403: an account member with ``read`` permission), with what to do."""
+    if isinstance(error, Forbidden):
+        return (f"the service refused this API key the right to send: {error}; use the "
+                "account owner's key, or a member's key with write permission on the run's "
+                "senders (`campaign members update USER_ID -p write -s SESSION`)")
+    return f"the service refused the API key: {error}"
 
 
 def classify(error: ServiceError) -> Verdict:

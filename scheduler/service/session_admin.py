@@ -95,7 +95,8 @@ def explain(exc: ServiceError, *, base_url: str, doing: str,
         target = f" to session {session_id}" if session_id else ""
         return SessionCommandError(
             f"{where} refused this API key access{target} while {doing} (HTTP 403: "
-            f"{exc.error}): use the account owner's key, or give this member access to it"
+            f"{exc.error}): use the account owner's key, or a member's key with write "
+            "permission on it (`campaign members update USER_ID -p write -s SESSION`)"
         )
     if isinstance(exc, SessionNotFound):
         name = session_id or "the session"
