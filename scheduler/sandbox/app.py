@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse
 
 from scheduler.sandbox import (
     routes_account,
+    routes_calls,
     routes_catalog,
     routes_inspect,
     routes_members,
@@ -23,6 +24,7 @@ from scheduler.sandbox.auth import ApiKeyMiddleware
 from scheduler.sandbox.catalog import CatalogDesk
 from scheduler.sandbox.common import ApiError, envelope
 from scheduler.sandbox.config import SandboxConfig
+from scheduler.sandbox.outgoing_calls import OutgoingCalls
 from scheduler.sandbox.world import Sandbox
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     )
     app.state.sandbox = sandbox
     app.state.catalog = CatalogDesk(sandbox)
+    app.state.outgoing_calls = OutgoingCalls(sandbox)
     app.include_router(routes_messages.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_inspect.router)
@@ -85,6 +88,8 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.include_router(routes_catalog.router)
     app.include_router(routes_members.router)
     app.include_router(routes_members.control)
+    app.include_router(routes_calls.router)
+    app.include_router(routes_calls.control)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from scheduler.sandbox.common import ApiError, seeded, user_jid
+from scheduler.sandbox.outgoing_calls import is_cloud_api
 from scheduler.service.requests import API, RejectCallBody
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ class CallDesk:
         session = sandbox.world.sessions.get(session_id)
         if session is None:
             raise _reject_error("Session not found", 404, session_id)
+        if is_cloud_api(session):
+            raise _reject_error("Rejecting calls is not available on cloud_api connections",
+                                400, session_id)
         call = self.calls.get(body.callId)
         if (
             call is None

@@ -28,6 +28,7 @@ from scheduler.errors import ConfigError
 from scheduler.service import requests as rq
 from scheduler.service.account_client import AccountCalls
 from scheduler.service.bodies import build, session_path
+from scheduler.service.calls_client import CallCalls
 from scheduler.service.catalog_client import CatalogCalls
 from scheduler.service.exceptions import (
     InvalidRequest,
@@ -60,9 +61,8 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
 
 
-class ServiceClient(MemberCalls, AccountCalls, CatalogCalls):
-    """Typed async client of the service; use ``async with ServiceClient(...) as client``.
-    SMS, voice, account webhooks: :class:`AccountCalls`; members: :class:`MemberCalls`."""
+class ServiceClient(MemberCalls, AccountCalls, CatalogCalls, CallCalls):
+    """Typed async client of the service (``async with``); mixins add the other areas."""
 
     def __init__(
         self,
