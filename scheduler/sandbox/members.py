@@ -6,7 +6,7 @@ reaches only the member's ``sessions``, and :func:`verdict` decides each request
 ``service-facts.md``):
 
 * a session outside the member's list does not exist for it: 404 ``Session not found``;
-* ``read`` may list and read (``GET``): any other method is 403;
+* ``read`` may list and read (``GET``, and the catalog's read-only ``POST``): else 403;
 * ``write`` may also send and change its own sessions;
 * the members themselves and everything not tied to a session (creating sessions, SMS, voice,
   account webhooks, migration) are the owner's: 403 for any member, ``GET`` aside.
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 from scheduler.sandbox.common import ApiError, seeded, session_not_found
 from scheduler.service.members_client import MEMBERS_PATH
@@ -31,6 +32,8 @@ from scheduler.service.members_client import MEMBERS_PATH
 _SESSION_IN_PATH = re.compile(r"^/api/v1/(?:sessions|limits|connections/cloud-api)/([^/]+)")
 _SESSIONS_PATH = "/api/v1/sessions"
 _READ_METHODS = frozenset({"GET", "HEAD"})
+#: POSTs that only read (a catalog product): open to ``read`` members on their sessions.
+_READ_POSTS = frozenset({"/api/v1/catalog/product/get"})
 
 
 @dataclass
@@ -112,6 +115,27 @@ class MemberDesk:
         return found
 
 
+_MULTIPART_SESSION = re.compile(rb'name="sessionId"\r\n(?:[^\r\n]+\r\n)*\r\n([^\r\n]*)\r\n')
+
+
+def body_fields(raw: bytes, content_type: str) -> dict[str, Any] | None:
+    """The fields of a request body (JSON, text/plain JSON, urlencoded or multipart form)
+    as far as a verdict needs them; ``None`` when it cannot be read (the handler says 400)."""
+    if not raw:
+        return {}
+    kind = content_type.split(";", 1)[0].strip().lower()
+    if kind == "application/x-www-form-urlencoded":
+        return dict(parse_qsl(raw.decode("utf-8", "replace")))
+    if kind == "multipart/form-data":
+        match = _MULTIPART_SESSION.search(raw)
+        return {"sessionId": match.group(1).decode("utf-8", "replace")} if match else {}
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def session_of(path: str, body: Any) -> str | None:
     """The session a request concerns: the path's, else the body's ``sessionId``."""
     match = _SESSION_IN_PATH.match(path)
@@ -133,7 +157,7 @@ def verdict(member: MemberRecord, method: str, path: str, body: Any) -> ApiError
     session_id = session_of(path, body)
     if session_id is not None and session_id not in member.sessions:
         return session_not_found()
-    if method in _READ_METHODS:
+    if method in _READ_METHODS or (method == "POST" and path in _READ_POSTS):
         return None
     if member.permission != "write":
         where = f" on session {session_id}" if session_id else ""
