@@ -241,6 +241,7 @@ def start_service(**config: Any) -> tuple[Service, BackgroundServer]:
     config.setdefault("seed", 7)
     config.setdefault("reply_rate", 0.0)
     config.setdefault("delivered_rate", 0.0)
+    config.setdefault("session_status_events", False)  # tests that want them say so
     app = create_app(SandboxConfig(**config))
     server = BackgroundServer(app).start()
     service = Service(server.base_url, app.state.sandbox.config.api_key.get_secret_value(), app)

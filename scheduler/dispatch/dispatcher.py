@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from scheduler.dispatch import limits, outcomes, picking, reconcile
+from scheduler.dispatch import limits, outcomes, picking, reconcile, sessions_live
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
@@ -359,6 +359,7 @@ class Dispatcher:
         self._next_control = mono + CONTROL_EVERY_S
         self._next_control_sim = now + timedelta(seconds=CONTROL_EVERY_S)
         self.ledger.heartbeat(self.run_id)
+        sessions_live.follow_sessions(self.ledger, self.pool, now, self._note)
         request = self.ledger.control(self.run_id)
         if request == "pause":
             self._stop(RunStatus.PAUSED, "paused by the operator")

@@ -63,6 +63,8 @@ class SenderPool:
         self.rotation = rotation
         self.cooloff = timedelta(seconds=cooloff_s)
         self.failure_threshold = failure_threshold
+        #: When the pool was made: the start of what this run knows of its senders.
+        self.started_at = now
         self.senders: dict[str, SenderState] = {}
         for name in names:
             pace = SenderPace(rate, rng=rng, jitter=jitter, daily_cap=daily_cap, tz=tz)
@@ -169,6 +171,12 @@ class SenderPool:
         state.failures = 0
         state.down_reason = why
         state.blocked_until = now + self.cooloff
+
+    def on_up(self, state: SenderState) -> None:
+        """The sender can send again (its session reconnected): back in rotation now."""
+        state.failures = 0
+        state.down_reason = None
+        state.blocked_until = None
 
     def all_down(self) -> bool:
         """Whether every sender is currently paused for a fault."""

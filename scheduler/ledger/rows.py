@@ -102,6 +102,18 @@ class ScheduleRow:
     timezone: str
 
 
+class SessionStatusRow(NamedTuple):
+    """A session's latest stored ``connection.status``: the status, why, and when (``at``:
+    the event's own time, else its arrival)."""
+
+    session_id: str
+    status: str
+    reason: str | None
+    at: datetime
+    received_at: datetime
+    event_id: int
+
+
 @dataclass(frozen=True, slots=True)
 class Funnel:
     """How far a run's deliveries got; each count includes the next (a read message was

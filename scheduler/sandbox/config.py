@@ -164,6 +164,8 @@ class SandboxConfig(BaseModel):
 
     message_id_case_mismatch: bool = True
     auto_connect: bool = False
+    # connection.status / .qrcode / .paircode on create, scan, disconnect and logout.
+    session_status_events: bool = True
     clock: Callable[[], datetime] = Field(default=utc_now, exclude=True)
 
     @model_validator(mode="after")

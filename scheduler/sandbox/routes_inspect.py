@@ -92,6 +92,14 @@ async def disconnect(request: Request, session_id: str) -> JSONResponse:
     return JSONResponse({"success": True, "data": session.record()})
 
 
+@router.post("/sessions/{session_id}/logout")
+async def logout(request: Request, session_id: str) -> JSONResponse:
+    """The phone logged the session out: ``logged_out`` goes to the webhook; the session
+    is ``disconnected`` with a new QR code to scan."""
+    session = sandbox_of(request).logout(session_id)
+    return JSONResponse({"success": True, "data": session.record()})
+
+
 @router.post("/sessions/{session_id}/incoming-call")
 async def incoming_call(request: Request, session_id: str) -> JSONResponse:
     """Someone calls the session: ``call.offer`` goes to the webhook."""

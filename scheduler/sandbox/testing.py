@@ -34,6 +34,8 @@ QUIET_SANDBOX: dict[str, Any] = {
     "recipient_delay_ms": (0, 0),
     "webhook_retry_base_s": 0.01,
     "timeout_hang_s": 2.0,
+    # tests count the events their sends cause; status events are tested on their own
+    "session_status_events": False,
 }
 
 
@@ -82,6 +84,12 @@ class SandboxHandle:
     def disconnect(self, session_id: str) -> dict[str, Any]:
         """Disconnect the session (its sends then fail)."""
         response = self.http.post(f"/sandbox/sessions/{session_id}/disconnect")
+        response.raise_for_status()
+        return response.json()["data"]
+
+    def logout(self, session_id: str) -> dict[str, Any]:
+        """The phone logs the session out (``logged_out``; it must be scanned again)."""
+        response = self.http.post(f"/sandbox/sessions/{session_id}/logout")
         response.raise_for_status()
         return response.json()["data"]
 

@@ -29,6 +29,7 @@ from scheduler.sandbox.faults import FaultInjector
 from scheduler.sandbox.members import MemberDesk
 from scheduler.sandbox.payloads import Context, sent_payloads
 from scheduler.sandbox.recipients import Recipients
+from scheduler.sandbox.session_status import announce_created, announce_qr, announce_status
 from scheduler.sandbox.state import (
     SentRef,
     Session,
@@ -133,7 +134,10 @@ class Sandbox:
             session.status = "connected"
         else:
             session.new_qr(self.config.seed, now)
+            if body.connectionMode == "pair":
+                session.status = "pair_code_ready"
         self.world.sessions[session.session_id] = session
+        announce_created(self, session, body.pairPhone)
         return session
 
     def session(self, session_id: str) -> Session:
@@ -146,8 +150,11 @@ class Sandbox:
     def connect(self, session_id: str) -> Session:
         """The QR code was scanned (or a passkey accepted): the session is ``connected``."""
         session = self.session(session_id)
+        was = session.status
         session.status = "connected"
         session.updated_at = self.now()
+        if was != "connected":
+            announce_status(self, session, "connected", "scanned")
         return session
 
     def disconnect(self, session_id: str) -> Session:
@@ -157,11 +164,26 @@ class Sandbox:
         session.status = "disconnected"
         session.new_qr(self.config.seed, now)
         session.updated_at = now
+        announce_status(self, session, "disconnected", "phone disconnected")
+        announce_qr(self, session)
+        return session
+
+    def logout(self, session_id: str) -> Session:
+        """The phone logged the session out: ``logged_out`` in its status event; the
+        record says ``disconnected`` with a new QR code (it must be linked again)."""
+        session = self.session(session_id)
+        now = self.now()
+        session.status = "disconnected"
+        session.new_qr(self.config.seed, now)
+        session.updated_at = now
+        announce_status(self, session, "logged_out", "logged out")
+        announce_qr(self, session)
         return session
 
     def delete_session(self, session_id: str) -> None:
-        """Log out and forget a session."""
-        self.session(session_id)
+        """Log out and forget a session (``logged_out`` goes to its webhook first)."""
+        session = self.session(session_id)
+        announce_status(self, session, "logged_out", "session deleted")
         del self.world.sessions[session_id]
 
     # ------------------------------------------------------------------ limits
