@@ -25,6 +25,7 @@ from scheduler.ledger.queries import suppression as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.events import CallOfferEvent, MessageEvent
+from scheduler.tracking.call_events import apply_call_event, call_slot
 from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
 from scheduler.tracking.replies import OptOutWords, reply_text
@@ -113,6 +114,8 @@ def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyC
             out.results[event_id] = _apply_reply(conn, event_id, item, ctx, now)
         elif isinstance(item.event, CallOfferEvent):
             out.results[event_id] = _apply_offer(event_id, item, ctx, out)
+        elif call_slot(item.event) is not None:
+            out.results[event_id] = apply_call_event(conn, item)
         else:
             out.results[event_id] = "stored"
     _apply_sent(conn, sent, ctx, now, out)

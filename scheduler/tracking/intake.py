@@ -24,6 +24,7 @@ from scheduler.service.account_models import voice_key
 from scheduler.service.event_data import MessageData, Receipt
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
+from scheduler.tracking.call_events import call_dedupe_key, call_number
 
 # ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
 _canonical = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode
@@ -240,6 +241,8 @@ def _fields(event: Event) -> tuple[str | None, str | None, Any]:
         return _digits(data.to), key, data.timestamp
     if isinstance(event, CallOfferEvent):
         return jid_number(event.data.from_), None, event.data.timestamp
+    if (peer := call_number(event)) is not None:  # an outgoing call's peer
+        return jid_number(peer), None, None
     return None, None, None
 
 
@@ -272,7 +275,7 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
         channel = "whatsapp" if isinstance(event, SessionEvent) or isinstance(
             session_id, str) else (channel if isinstance(channel, str) else None)
     return Incoming(
-        dedupe_key=dedupe_key(raw),
+        dedupe_key=call_dedupe_key(event, raw.get("sessionId")) or dedupe_key(raw),
         name=event.event, channel=channel,
         session_id=session_id if isinstance(session_id, str) else None,
         number=number, message_id_norm=message_id, occurred_at=occurred,
