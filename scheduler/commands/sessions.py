@@ -20,6 +20,7 @@ from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:
     from scheduler.config import Settings
+    from scheduler.ledger.rows import SessionStatusRow
     from scheduler.service.client import ServiceClient
     from scheduler.service.responses import QrCode, SessionRecord
 
@@ -205,9 +206,38 @@ def qr_command(session_id: str = SESSION_ID, output: Path | None = OUTPUT_OPTION
     _show_qr(settings, session_id, qr, png, output)
 
 
+def last_status_event(settings: Settings, session_id: str) -> SessionStatusRow | None:
+    """The last ``connection.status`` of the session that the project's receiver stored
+    (during runs and ``campaign serve``); None when there is none, or no ledger yet (none
+    is created for this)."""
+    from scheduler.ledger.access import read
+    from scheduler.ledger.db import open_ledger
+    from scheduler.ledger.queries import sessions as sq
+
+    if not settings.database_url:
+        if settings.project_dir is None and not settings.state_dir.is_absolute():
+            return None  # not in a project: no ledger to read
+        if not (settings.state_path() / "campaign.db").is_file():
+            return None
+    engine = open_ledger(settings.resolved_database_url())
+    try:
+        with read(engine, "read the session's last status event") as conn:
+            return sq.latest_statuses(conn, [session_id]).get(session_id)
+    finally:
+        engine.dispose()
+
+
+def _event_text(row: SessionStatusRow | None) -> str:
+    if row is None:
+        return "none received yet (the receiver stores them during runs and `campaign serve`)"
+    why = f" ({row.reason})" if row.reason else ""
+    return f"{row.status}{why} at {row.at:%Y-%m-%d %H:%M:%S} UTC"
+
+
 @sessions_app.command("status")
 def status_command(session_id: str = SESSION_ID, as_json: bool = JSON_OPTION) -> None:
-    """Show a session's status, phone and name, and what to do if it cannot send."""
+    """Show a session's status, phone and name, what to do if it cannot send, and the last
+    status event (``connection.status``) the receiver stored for it."""
     from scheduler.service.session_admin import call_service, find_session
 
     settings = _settings()
@@ -217,10 +247,16 @@ def status_command(session_id: str = SESSION_ID, as_json: bool = JSON_OPTION) ->
 
     record = call_service(settings, lookup, doing=f"reading the status of {session_id}",
                           session_id=session_id)
+    event = last_status_event(settings, session_id)
     if as_json:
-        typer.echo(json.dumps(_record_json(record), ensure_ascii=False, indent=2))
+        data = _record_json(record)
+        if event is not None:
+            data["lastStatusEvent"] = {"status": event.status, "reason": event.reason,
+                                       "at": event.at.isoformat()}
+        typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         _print_status(record)
+        _say(f"  last status event: {_event_text(event)}")
 
 
 @sessions_app.command("webhook")
