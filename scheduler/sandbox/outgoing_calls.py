@@ -7,6 +7,8 @@ or ``call.not_answered`` (``idle``, reason ``no_answer``) instead: never both, a
 after ``call.not_answered``. An answered call started with ``calls/stream`` (``record`` not
 false) ends with the finished recording, ``call.audio`` variant B, whose files the sandbox
 serves (``/sandbox/calls/{callId}/{full|sender|recipient}.wav``, mono 16 kHz silence).
+With the ``live_audio`` knob, such a call also sends live chunks (``call.audio`` variant A,
+one per simulated second of talk, ``final`` on the last) between connected and ended.
 
 Whether a call is answered and how long it rings and lasts are seeded; times are simulated
 seconds times ``time_scale`` of wall time. The connection layer's duplicates are emulated:
@@ -16,6 +18,7 @@ are ours (``GET/POST /sandbox/calls/knobs``). Calls are refused on ``cloud_api``
 
 from __future__ import annotations
 
+import base64
 import io
 import wave
 from typing import TYPE_CHECKING, Any, Literal
@@ -63,6 +66,9 @@ class CallKnobs(BaseModel):
     talk_s: tuple[float, float] = (3.0, 20.0)
     duplicate_rate: float = Field(default=0.1, ge=0, le=1)
     time_scale: float = Field(default=0.01, gt=0)
+    #: Live audio chunks (``call.audio`` variant A, one a simulated second) on answered
+    #: stream-mode calls; off by default (high volume, as the interface warns).
+    live_audio: bool = False
 
     @model_validator(mode="after")
     def _ranges(self) -> CallKnobs:
@@ -141,6 +147,8 @@ class OutgoingCalls:
         if answered:
             self._emit(call, ring * scale, "call.connected", "active")
             self._emit(call, (ring + talk) * scale, "call.ended", "idle", "hangup")
+            if stream and knobs.live_audio:
+                self._emit_chunks(call, ring * scale, talk, scale)
             if record:
                 self._emit_recording(call, (ring + talk) * scale + 0.005, talk, base_url)
         else:
@@ -178,6 +186,23 @@ class OutgoingCalls:
                 "phone": call["to"].split("@", 1)[0]}
         call["recording"] = files["full"]
         self._send(call, delay, "call.audio", data)
+
+    def _emit_chunks(self, call: dict[str, Any], start: float, talk_s: float,
+                     scale: float) -> None:
+        """About one second of live PCM a simulated second of talk, before the end."""
+        count = max(1, int(talk_s))
+        chunk = base64.b64encode(b"\0\0" * RATE).decode()
+        call["chunks"] = count
+
+        for seq in range(count):
+
+            def build(seq: int = seq) -> dict[str, Any]:
+                return {"callId": call["callId"], "seq": seq, "sampleRate": RATE,
+                        "channels": 1, "encoding": "pcm_s16le", "data": chunk,
+                        "final": seq == count - 1}
+
+            delay = start + talk_s * scale * (seq + 1) / (count + 1)
+            self._sandbox.emit_later(delay, call["sessionId"], "call.audio", build)
 
     def recording(self, call_id: str, track: str) -> bytes:
         """A track of a finished recording (silence, at most a few seconds of it)."""

@@ -7,7 +7,8 @@ outgoing call's events are keyed instead by session, ``callId`` and *slot*: ``ri
 ``recording`` (``call.audio`` variant B). A repeat, or a second terminal event of another
 name, is then a duplicate at intake and never stored: a call has exactly one terminal
 outcome, the first that arrived. A recording of a call that was not answered is stored but
-ignored (the interface says there is none); live audio chunks keep the usual key.
+ignored (the interface says there is none). Live audio chunks (about one a second a call)
+are parsed and counted by the receiver, never stored.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.ledger.access import Connection, Engine, read
 from scheduler.ledger.queries import call_events as cq
-from scheduler.service.event_data import Recording
+from scheduler.service.event_data import AudioChunk, Recording
 from scheduler.service.events import CallAudioEvent, CallStateEvent, Event
 
 if TYPE_CHECKING:
@@ -37,6 +38,11 @@ def call_slot(event: Event) -> str | None:
     if isinstance(event, CallAudioEvent) and isinstance(event.data, Recording):
         return "recording"
     return None
+
+
+def is_live_chunk(event: Event) -> bool:
+    """A live audio chunk (``call.audio`` variant A): counted by the receiver, never stored."""
+    return isinstance(event, CallAudioEvent) and isinstance(event.data, AudioChunk)
 
 
 def slot_key(session_id: str | None, call_id: str, slot: str) -> str:

@@ -42,6 +42,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import Clock
 from scheduler.tracking import store
 from scheduler.tracking.apply import Applied, ApplyContext
+from scheduler.tracking.call_events import is_live_chunk
 from scheduler.tracking.calls import CallRejecter, ClientSource
 from scheduler.tracking.intake import (
     RawRequest,
@@ -138,6 +139,8 @@ class Receiver:
         self.rejecter = CallRejecter(settings, client, self._note)
         self._sweeper: asyncio.Task[None] | None = None
         self.recovered = 0
+        #: Live call audio chunks received (counted, never stored).
+        self.audio_chunks = 0
         #: The port the service posts to (set by whoever binds it); part of the uptime key.
         self.listen_port: int | None = None
         self._uptime_id: int | None = None
@@ -244,6 +247,9 @@ class Receiver:
         """Parse, store and apply one event: (status, JSON answer)."""
         raw, text = decode_json(body)
         item = incoming_from(raw, text, self.clock(), route=route)
+        if is_live_chunk(item.event):
+            self.audio_chunks += 1
+            return 200, _OK
         try:
             stored = await self.writer.submit(item)
         except LedgerError as exc:
@@ -272,7 +278,8 @@ class Receiver:
         """``GET /health``: up, with the writer's counters."""
         return JSONResponse({"ok": True, "events": self.writer.events,
                              "batches": self.writer.batches, "pending": self.writer.pending,
-                             "waiting_matches": len(self.late), "recovered": self.recovered})
+                             "waiting_matches": len(self.late), "recovered": self.recovered,
+                             "audio_chunks": self.audio_chunks})
 
 
 class WebhookRoutes:

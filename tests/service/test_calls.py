@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.service.call_models import SEND_EVENT_PATH, STREAM_PATH
 from scheduler.service.client import ServiceClient
-from scheduler.service.event_data import Recording
+from scheduler.service.event_data import AudioChunk, Recording
 from scheduler.service.events import CallAudioEvent, CallStateEvent, parse_event
 from scheduler.service.exceptions import InvalidRequest, RequestRejected
 
@@ -159,3 +159,24 @@ async def test_calls_on_an_unknown_or_disconnected_session(client: ServiceClient
     with pytest.raises(RequestRejected) as down:
         await client.stream_call(SESSION, TO)
     assert down.value.status == 409
+
+
+async def test_live_audio_chunks_only_when_enabled(client: ServiceClient, sandbox: Any,
+                                                   webhook_sink: Any) -> None:
+    knobs(sandbox, answer_rate=1.0, duplicate_rate=0.0, talk_s=[3.0, 3.0])
+    quiet = await client.stream_call(SESSION, TO)
+    call_events(webhook_sink, quiet.call_id, 4)  # ringing, connected, ended, recording
+    knobs(sandbox, live_audio=True)
+    loud = await client.stream_call(SESSION, TO)
+    events = call_events(webhook_sink, loud.call_id, 4 + 3)
+    chunks = [parse_event(e) for e in events if "seq" in e["data"]]
+    assert len(chunks) == 3
+    data = sorted((c.data for c in chunks if isinstance(c, CallAudioEvent)),
+                  key=lambda d: getattr(d, "seq", 0))
+    assert all(isinstance(d, AudioChunk) for d in data)
+    assert [(d.seq, d.final, d.sampleRate, d.encoding) for d in data if isinstance(d, AudioChunk)] \
+        == [(0, False, 16000, "pcm_s16le"), (1, False, 16000, "pcm_s16le"),
+            (2, True, 16000, "pcm_s16le")]
+    quiet_events = [e for e in webhook_sink.snapshot()
+                    if e["data"].get("callId") == quiet.call_id]
+    assert not [e for e in quiet_events if "seq" in e["data"]]

@@ -114,3 +114,18 @@ def test_a_recording_after_not_answered_is_ignored(tledger: Ledger, make_receive
     outcome = call_outcome(tledger.engine, "s1", "C2")
     assert (outcome.status, outcome.recording_url) == ("not_answered", None)
     assert call_outcome(tledger.engine, "s1", "nope").status == "unknown"
+
+
+def test_live_audio_chunks_are_counted_never_stored(tledger: Ledger, make_receiver) -> None:
+    receiver = make_receiver(tledger)
+    for seq in range(3):
+        answer = receiver.post(_envelope("call.audio", "C3", "2026-11-23T08:00:01.000Z",
+                                         seq=seq, sampleRate=16000, channels=1,
+                                         encoding="pcm_s16le", data="AAAA", final=seq == 2))
+        assert answer.status_code == 200
+    bad = receiver.post(_envelope("call.audio", "C3", "2026-11-23T08:00:01.000Z", seq="x",
+                                  data="AAAA"))
+    assert bad.status_code == 422  # parsed by the client's models, a wrong chunk refused
+    assert table(tledger, "events") == []
+    health = receiver.http.get(f"{receiver.base_url}/health").json()
+    assert health["audio_chunks"] == 3
