@@ -10,6 +10,7 @@ false (the quiet test sandbox) sends none of them.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from scheduler.sandbox.common import iso_ms, seeded
@@ -17,9 +18,12 @@ from scheduler.sandbox.state import Session
 from scheduler.service.session_events import PAIRCODE_EVENT, QRCODE_EVENT, STATUS_EVENT
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from scheduler.sandbox.world import Sandbox
 
 _PAIR_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+_MS = timedelta(milliseconds=1)
 
 
 def pair_code(seed: int | None, session_id: str) -> str:
@@ -29,6 +33,18 @@ def pair_code(seed: int | None, session_id: str) -> str:
     return f"{code[:4]}-{code[4:]}"
 
 
+def _stamp(sandbox: Sandbox, session: Session) -> datetime:
+    """Now, or 1 ms after the session's previous status event: events time-stamped in
+    milliseconds (create and scan may fall in the same one) stay in order for a receiver
+    that orders them by time, whatever order the webhook delivers them in."""
+    at = sandbox.now()
+    last = session.status_event_at
+    if last is not None and at <= last + _MS:
+        at = last + _MS
+    session.status_event_at = at
+    return at
+
+
 def announce_status(sandbox: Sandbox, session: Session, status: str, reason: str) -> None:
     """Post ``connection.status`` with ``status`` (and the phone once connected)."""
     if not sandbox.config.session_status_events:
@@ -36,7 +52,7 @@ def announce_status(sandbox: Sandbox, session: Session, status: str, reason: str
     data: dict[str, str] = {"status": status, "reason": reason}
     if status == "connected":
         data["phone"] = session.phone
-    sandbox.emit(session, STATUS_EVENT, data)
+    sandbox.emit(session, STATUS_EVENT, data, _stamp(sandbox, session))
 
 
 def announce_qr(sandbox: Sandbox, session: Session) -> None:

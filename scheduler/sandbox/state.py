@@ -104,6 +104,8 @@ class Session:
     updated_at: datetime | None = None
     usage_day: date | None = None
     used: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    #: Time of the last session status event: the next one is later, even within a ms.
+    status_event_at: datetime | None = None
     _png: bytes | None = None
 
     @property

@@ -3,6 +3,7 @@ disconnect and logout (``connection.status``, ``connection.qrcode``, ``connectio
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -119,3 +120,17 @@ def test_the_quiet_sandbox_sends_no_status_events(make_sandbox, webhook_sink) ->
     box.send("text", {"sessionId": "s1", "to": "5511988887777", "text": "oi"})
     webhook_sink.wait_for(lambda e: e["event"] == "messages.sent")
     assert {e["event"] for e in webhook_sink.snapshot()} == {"messages.sent"}
+
+
+def test_status_events_are_in_time_order_even_within_one_millisecond(
+        make_sandbox, webhook_sink) -> None:
+    frozen = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
+    box = make_sandbox(session_status_events=True, clock=lambda: frozen)
+    box.create_session("s1", webhook_url=webhook_sink.url)  # qr_ready, then connected
+    box.disconnect("s1")
+    box.scan("s1")
+    events = webhook_sink.wait_for(lambda e: e["event"] == "connection.status", count=4)
+    by_time = sorted(events, key=lambda e: e["timestamp"])
+    assert [e["data"]["status"] for e in by_time] == \
+        ["qr_ready", "connected", "disconnected", "connected"]
+    assert len({e["timestamp"] for e in events}) == 4
