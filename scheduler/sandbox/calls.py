@@ -1,12 +1,14 @@
-"""Incoming calls: ``call.offer`` (and automatic rejection), ``POST /api/v1/calls/reject``."""
+"""Incoming calls: ``call.offer`` (and automatic rejection, with the session's
+``rejectCallsMessage`` sent to the caller as a text), ``POST /api/v1/calls/reject``, and
+``call.accepted`` when the call is answered on another device (a sandbox control)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from scheduler.sandbox.common import ApiError, seeded, user_jid
+from scheduler.sandbox.common import USER_SUFFIX, ApiError, number_of, seeded, user_jid
 from scheduler.sandbox.outgoing_calls import is_cloud_api
-from scheduler.service.requests import API, RejectCallBody
+from scheduler.service.requests import API, SEND_KINDS, RejectCallBody, TextBody, wire_body
 
 if TYPE_CHECKING:
     from scheduler.sandbox.world import Sandbox
@@ -47,7 +49,20 @@ class CallDesk:
         sandbox.emit(session, "call.offer", offer)
         if session.reject_calls:
             self._rejected(call)
+            if session.reject_calls_message:
+                self._reply(session_id, caller_jid, session.reject_calls_message)
         return {"success": True, "sessionId": session_id, "callId": call_id, "from": caller_jid}
+
+    def accept_elsewhere(self, call_id: str) -> dict[str, Any]:
+        """An offered call is answered on another device: ``call.accepted``."""
+        call = self.calls.get(call_id)
+        if call is None or call["status"] != "offered":
+            raise ApiError(404, "Call not found or not ringing")
+        call["status"] = "accepted"
+        self._sandbox.emit(self._sandbox.session(call["sessionId"]), "call.accepted",
+                           {"callId": call_id, "from": call["from"],
+                            "timestamp": self._sandbox.now_ms()})
+        return {"success": True, "callId": call_id, "status": "accepted"}
 
     def reject(self, body: RejectCallBody, received: dict[str, Any]) -> dict[str, Any]:
         """Reject an offered call; ``from`` must be exactly what ``call.offer`` said."""
@@ -78,6 +93,13 @@ class CallDesk:
         )
         self._rejected(call)
         return {"success": True, "sessionId": session_id, "data": {"callId": body.callId}}
+
+    def _reply(self, session_id: str, caller_jid: str, text: str) -> None:
+        """The session's ``rejectCallsMessage``, sent to the caller as a text message."""
+        sandbox = self._sandbox
+        to = number_of(caller_jid) if caller_jid.endswith(USER_SUFFIX) else caller_jid
+        body = TextBody(sessionId=session_id, to=to, text=text)
+        sandbox.accept_send(SEND_KINDS["text"], body, wire_body(body), sandbox.base_url or "")
 
     def _rejected(self, call: dict[str, Any]) -> None:
         call["status"] = "rejected"

@@ -81,3 +81,9 @@ async def outgoing(request: Request) -> JSONResponse:
 async def recording(request: Request, call_id: str, track: str) -> Response:
     """A track of a finished recording (``full``, ``sender`` or ``recipient``)."""
     return Response(calls_of(request).recording(call_id, track), media_type="audio/wav")
+
+
+@control.post("/{call_id}/accept")
+async def accept_elsewhere(request: Request, call_id: str) -> JSONResponse:
+    """An incoming call is answered on another device: ``call.accepted``."""
+    return JSONResponse(sandbox_of(request).calls.accept_elsewhere(call_id))

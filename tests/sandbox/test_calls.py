@@ -69,3 +69,37 @@ def test_automatic_rejection(live):
     live.wait_for(lambda e: e["event"] == "call.offer")
     [rejected] = live.wait_for(lambda e: e["event"] == "call.rejected")
     assert rejected["data"]["callId"] == call["callId"]
+
+
+def test_automatic_rejection_sends_the_sessions_message(live):
+    box, sid = live.sandbox, live.session_id
+    text = "Não atendemos ligações; escreva aqui."
+    box.api("POST", f"/api/v1/sessions/{sid}/call-settings",
+            json={"rejectCalls": True, "rejectCallsMessage": text})
+    box.incoming_call(sid, "5521977776666")
+    live.wait_for(lambda e: e["event"] == "call.rejected")
+    [sent] = live.wait_for(lambda e: e["event"] == "messages.sent")
+    assert sent["data"]["to"]["jid"] == "5521977776666@s.whatsapp.net"
+    assert [(s["path"], s["to"], s["body"]["text"]) for s in live.sends()] == [
+        ("/api/v1/messages/send/text", "5521977776666", text)]
+
+
+def test_no_message_without_one_set(live):
+    box, sid = live.sandbox, live.session_id
+    box.api("POST", f"/api/v1/sessions/{sid}/call-settings", json={"rejectCalls": True})
+    box.incoming_call(sid, "5521977776666")
+    live.wait_for(lambda e: e["event"] == "call.rejected")
+    assert live.sends() == [] and live.events("messages.sent") == []
+
+
+def test_a_call_answered_on_another_device(live):
+    box, sid = live.sandbox, live.session_id
+    call = box.incoming_call(sid, "99887766@lid")
+    answer = box.http.post(f"/sandbox/calls/{call['callId']}/accept")
+    assert answer.json() == {"success": True, "callId": call["callId"], "status": "accepted"}
+    [accepted] = live.wait_for(lambda e: e["event"] == "call.accepted")
+    assert accepted["data"]["callId"] == call["callId"]
+    assert accepted["data"]["from"] == "99887766@lid"
+    body = {"sessionId": sid, "callId": call["callId"], "from": "99887766@lid"}
+    assert box.api("POST", REJECT_PATH, json=body).json()["error"] == "Failed to reject call"
+    assert box.http.post(f"/sandbox/calls/{call['callId']}/accept").status_code == 404
