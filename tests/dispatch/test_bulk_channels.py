@@ -162,3 +162,16 @@ def test_calls_allowed_are_the_campaigns_within_the_accounts(
                               voice_max_calls=account)
     channel = channel_for("voice", options)
     assert isinstance(channel, VoiceChannel) and channel.max_calls == expected
+
+
+def test_personalised_texts_go_alone_and_shared_ones_still_group() -> None:
+    shared = {"text": "Oferta da semana"}
+    rows = [row(i, shared if i % 3 == 0 else {"text": f"Olá cliente {i}"}) for i in range(1, 31)]
+    buffer, senders, groups, now = deque(rows), pool(rate=1000), [], T0
+    while buffer:  # the pace lets one request out per turn here: turns a second apart
+        groups += picking.pick(buffer, senders, SmsChannel(batch_size=50), now, room=64).groups
+        now += timedelta(seconds=1)
+    sizes = {g.rows[0].payload: len(g.rows) for g in groups}
+    assert sizes[orjson.dumps(shared).decode()] == 10  # every third row, one bulk
+    assert sum(1 for n in sizes.values() if n == 1) == 20  # each personal text alone
+    assert sorted(r.id for g in groups for r in g.rows) == list(range(1, 31))
