@@ -93,6 +93,11 @@ class Channel(Protocol):
     #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).
     has_calls: bool
 
+    @property
+    def max_calls(self) -> int | None:
+        """Calls the run may have in progress (``has_calls`` channels; None elsewhere)."""
+        ...
+
     def group_key(self, row: DueDelivery) -> Hashable:
         """Deliveries with equal keys may share one request."""
         ...

@@ -50,5 +50,5 @@ def call_room(ledger: Ledger, run_id: int, channel: Channel, options: DispatchOp
     since = now - timedelta(seconds=last)
     with ledger.read("count calls in progress") as conn:
         mine, everyone = cq.calls_in_progress(conn, run_id, since)
-    limit = getattr(channel, "max_calls", options.voice_max_calls)
+    limit = channel.max_calls or options.voice_max_calls
     return max(0, min(limit - mine, options.voice_max_calls - everyone))

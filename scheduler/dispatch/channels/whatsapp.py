@@ -21,6 +21,7 @@ class WhatsAppChannel:
     proof_events = frozenset({"messages.sent"})
     batch_size = 1
     has_calls = False
+    max_calls: int | None = None
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every delivery is a request of its own."""
