@@ -19,8 +19,10 @@ demo: $(STAMP)
 
 # Lint, types, then the whole suite twice: on SQLite files, then on a throwaway PostgreSQL
 # server on loopback (scripts/pg-test-server: found on the machine, or installed from Debian's
-# packages).
+# packages). The report tests open the workbook in LibreOffice Calc (headless):
+# scripts/ensure-libreoffice finds it, or installs it from Debian's packages.
 test: $(STAMP)
+	@bash scripts/ensure-libreoffice >/dev/null
 	@$(BIN)/ruff check scheduler tests benchmarks
 	@echo "# types (mypy: [tool.mypy] in pyproject.toml)"
 	@$(BIN)/mypy
