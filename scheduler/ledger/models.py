@@ -191,3 +191,49 @@ class ReceiverUptime(SQLModel, table=True):
     url_key: str
     started_at: datetime
     last_seen_at: datetime
+
+
+class Label(SQLModel, table=True):
+    """A label of one session as its events last said it (see ``queries/labels.py``)."""
+
+    __tablename__ = "labels"
+
+    session_id: str = Field(primary_key=True)
+    label_id: str = Field(primary_key=True)
+    name: str | None = None
+    # The rank of the fact that gave the name (a fact without a name keeps the older one).
+    name_rank: str | None = None
+    color: int | None = None
+    color_rank: str | None = None
+    deleted: bool = False
+    # Order of facts: event time (ms), full sync over real time, a fixed tie-break.
+    rank: str
+    updated_at: datetime
+
+
+class LabelChat(SQLModel, table=True):
+    """Whether a label is on a chat of a session (``number``: the chat's phone, if any)."""
+
+    __tablename__ = "label_chats"
+
+    session_id: str = Field(primary_key=True)
+    label_id: str = Field(primary_key=True)
+    chat: str = Field(primary_key=True)
+    number: str | None = Field(default=None, index=True)
+    labeled: bool
+    rank: str
+    updated_at: datetime
+
+
+class LabelMessage(SQLModel, table=True):
+    """Whether a label is on one message of a chat (message id in lower case)."""
+
+    __tablename__ = "label_messages"
+
+    session_id: str = Field(primary_key=True)
+    label_id: str = Field(primary_key=True)
+    chat: str = Field(primary_key=True)
+    message_id: str = Field(primary_key=True)
+    labeled: bool
+    rank: str
+    updated_at: datetime

@@ -1,9 +1,10 @@
 """The ``data`` payloads of the service's webhook events, one model per shape.
 
 Messages (``messages.sent`` / ``messages.received``, with ``media_data`` and ``data`` typed
-by message type, answers to polls and lists, quoted messages), receipts, calls (incoming,
-outgoing, audio) and labels, from ``service-interface.md`` and ``service-facts.md``; the
-account webhook's SMS and voice payloads are in :mod:`scheduler.service.account_events`.
+by message type, answers to polls and lists, quoted messages), receipts and calls (incoming,
+outgoing, audio), from ``service-interface.md`` and ``service-facts.md``; labels are in
+:mod:`scheduler.service.label_events`, the account webhook's SMS and voice payloads in
+:mod:`scheduler.service.account_events`.
 Models ignore fields they do not know; their envelopes live in
 :mod:`scheduler.service.events`. Message ids may differ in letter case: compare their
 ``message_key`` properties.
@@ -28,7 +29,6 @@ from scheduler.service.responses import normalise_message_id
 Number = int | float
 #: Epoch milliseconds, or an ISO 8601 string where the service sends one.
 Stamp = int | float | str
-LabelId = str | int
 
 
 class EventModel(BaseModel):
@@ -363,38 +363,3 @@ CallAudio = Annotated[
     Annotated[AudioChunk, Tag("chunk")] | Annotated[Recording, Tag("recording")],
     Discriminator(_audio_variant),
 ]
-
-
-# --------------------------------------------------------------------------- label payloads
-
-
-class LabelEdit(EventModel):
-    """``data`` of ``labels.edit`` / ``appstate.label.edit``."""
-
-    label_id: LabelId
-    name: str | None = None
-    color: Number | None = None
-    deleted: bool | None = None
-    from_full_sync: bool | None = None
-    ts: Number | None = None
-
-
-class LabelChat(EventModel):
-    """``data`` of ``labels.association.chat`` (and its ``appstate`` twin)."""
-
-    label_id: LabelId
-    chat: str
-    labeled: bool
-    from_full_sync: bool | None = None
-    ts: Number | None = None
-
-
-class LabelMessage(LabelChat):
-    """``data`` of ``labels.association.message`` (and its ``appstate`` twin)."""
-
-    message_id: str
-
-    @property
-    def message_key(self) -> str | None:
-        """The message id in normalised letter case."""
-        return normalise_message_id(self.message_id)

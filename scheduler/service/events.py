@@ -22,14 +22,12 @@ from scheduler.service.event_data import (
     CallRelay,
     CallState,
     EventModel,
-    LabelChat,
-    LabelEdit,
-    LabelMessage,
     MessageData,
     Receipt,
     Stamp,
 )
 from scheduler.service.exceptions import EventParseError, validation_problems
+from scheduler.service.label_events import LabelChat, LabelEdit, LabelMessage
 from scheduler.service.session_events import (
     ConnectionPairCode,
     ConnectionQrCode,

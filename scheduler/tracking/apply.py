@@ -8,6 +8,7 @@ recipient and sender sent, as :mod:`scheduler.dispatch.reconcile` does at start-
 stored earlier for that id are then applied too. Receipts whose message id no delivery holds
 yet are kept ``unmatched`` and retried when a delivery takes that id. A call whose keys
 include its campaign's ``[recipients] opt_out_digit`` puts the number on the suppression list.
+Label events keep each session's label state (:mod:`scheduler.tracking.labels`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from scheduler.service.events import CallOfferEvent, MessageEvent
 from scheduler.tracking.call_events import apply_call_event, call_slot
 from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
+from scheduler.tracking.labels import apply_label_event, is_label_event
 from scheduler.tracking.replies import OptOutWords, reply_text
 
 logger = logging.getLogger("scheduler.tracking")
@@ -116,6 +118,8 @@ def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyC
             out.results[event_id] = _apply_offer(event_id, item, ctx, out)
         elif call_slot(item.event) is not None:
             out.results[event_id] = apply_call_event(conn, item)
+        elif is_label_event(item.event):
+            out.results[event_id] = apply_label_event(conn, item, now)
         else:
             out.results[event_id] = "stored"
     _apply_sent(conn, sent, ctx, now, out)

@@ -24,6 +24,7 @@ from scheduler.service.account_models import voice_key
 from scheduler.service.event_data import MessageData, Receipt
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
+from scheduler.service.label_events import LabelChat, LabelModel
 from scheduler.tracking.call_events import call_dedupe_key, call_number
 
 # ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
@@ -241,6 +242,8 @@ def _fields(event: Event) -> tuple[str | None, str | None, Any]:
         return _digits(data.to), key, data.timestamp
     if isinstance(event, CallOfferEvent):
         return jid_number(event.data.from_), None, event.data.timestamp
+    if isinstance(data, LabelModel):  # the change's own time (ts), the chat's phone
+        return jid_number(data.chat) if isinstance(data, LabelChat) else None, None, data.ts
     if (peer := call_number(event)) is not None:  # an outgoing call's peer
         return jid_number(peer), None, None
     return None, None, None

@@ -23,6 +23,7 @@ HTTP call). Rows come back typed (:mod:`scheduler.ledger.rows`).
 - ``channel_counts``: each channel's own outcomes of a run (SMS reports, segments, cost;
   calls, causes, digits), for ``status`` and the progress bar;
 - ``suppression``: the suppression list;
+- ``labels``: each session's labels and what they are on (upserts that keep the latest fact);
 - ``uptime``: when the receiver was listening (to judge ``unknown`` rows);
 - ``runs``: a run's own row (status, control, lease);
 - ``schedules``: schedules and fires;

@@ -10,6 +10,9 @@ from scheduler.ledger.models import (
     Delivery,
     Event,
     Fire,
+    Label,
+    LabelChat,
+    LabelMessage,
     ReceiverUptime,
     Reply,
     Run,
@@ -33,3 +36,6 @@ suppressions = _table(Suppression)
 fires = _table(Fire)
 schedules = _table(Schedule)
 uptime = _table(ReceiverUptime)
+labels = _table(Label)
+label_chats = _table(LabelChat)
+label_messages = _table(LabelMessage)
