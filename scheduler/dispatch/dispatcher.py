@@ -19,11 +19,11 @@ import asyncio
 import contextlib
 import random
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from scheduler.dispatch import limits, outcomes, picking, reconcile, sessions_live
+from scheduler.dispatch import limits, outcomes, picking, reconcile, sessions_live, waits
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
@@ -108,6 +108,11 @@ class Dispatcher:
         # enough rows that a bulk channel finds full groups in the buffer
         self._refill_size = max(REFILL, 2 * channel.batch_size)
         self.on_note = on_note
+        # rows held back for their recipient's own window, by when it opens (a few zones,
+        # so a few keys), and whether the timeline says the run waits for them (see
+        # scheduler.dispatch.waits)
+        self._deferred: Counter[datetime] = Counter()
+        self._waiting_noted = False
 
     # ------------------------------------------------------------------ public
 
@@ -173,9 +178,11 @@ class Dispatcher:
                 self._commit_pending()
                 if not self._inflight and not self._outcomes:
                     with self.ledger.read("look for work left") as conn:
-                        if dq.pending_count(conn, self.run_id) == 0:
+                        waiting = dq.pending_count(conn, self.run_id)
+                        if waiting == 0:
                             return
                         next_due = dq.next_due_time(conn, self.run_id)
+                    self._note_recipients_wait(now, next_due, waiting)
                     if next_due is None and self._earliest_verifying() is None:
                         with self.ledger.transaction("release waiting steps") as conn:
                             dq.repair_waiting_steps(conn, self.run_id, now)
@@ -213,6 +220,7 @@ class Dispatcher:
         if picked.deferred:
             with self.ledger.transaction("defer deliveries to their window") as conn:
                 dq.defer(conn, picked.deferred)
+            self._deferred.update(opens for _id, opens in picked.deferred)
         wake = picked.wake
         if picked.calls_full:
             wake = now + timedelta(seconds=CONTROL_EVERY_S)
@@ -226,6 +234,9 @@ class Dispatcher:
                                     for r in g.rows], now)
         self._pending.clear()
         self._report_progress()
+        if self._waiting_noted:
+            self._note(now, "recipients' own time zones: a window opened; sending resumed")
+        self._waiting_noted = False
         for group in picked.groups:
             # a row skipped since it was read (opt-out, cancel) did not move: not sent
             rows = [row for row in group.rows if row.id in moved]
@@ -319,15 +330,34 @@ class Dispatcher:
         await self._drain()
         local = opens.astimezone(self._zone)
         self._note(now, f"window closed; paused until {local:%Y-%m-%d %H:%M %Z}")
-        while self.clock() < opens:
+        until = waits.capped(opens, self.options.latest)
+        assert until is not None
+        while self.clock() < until:
             self._control()
             if self._stop_status is not None:
                 return
-            await self.sleep(min(self.idle_chunk_s, (opens - self.clock()).total_seconds()))
-        self._note(self.clock(), "window open; resumed")
+            await self.sleep(min(self.idle_chunk_s, (until - self.clock()).total_seconds()))
+        if self.clock() >= opens:  # else the latest send time came first: the loop expires
+            self._note(self.clock(), "window open; resumed")
+
+    def _note_recipients_wait(self, now: datetime, next_due: datetime | None,
+                              waiting: int) -> None:
+        """Say once that the run waits for its recipients' own windows (a long gap)."""
+        if self._waiting_noted or not self.options.recipient_timezone:
+            return
+        for opens in [at for at in self._deferred if at < now]:
+            del self._deferred[opens]  # those windows have opened
+        note = waits.recipients_wait_note(
+            now, next_due, waiting, deferred=waits.deferred_to(self._deferred, next_due),
+            zone=self._zone,
+            zone_name=self.options.timezone, latest=self.options.latest)
+        if note is not None:
+            self._note(now, note)
+            self._waiting_noted = True
 
     async def _idle(self, now: datetime, until: datetime | None) -> None:
         """Wait until ``until`` (or a short while), waking early when a send finishes."""
+        until = waits.capped(until, self.options.latest)  # what is left expires on time
         wait = CONTROL_EVERY_S if until is None else max(0.0, (until - now).total_seconds())
         if self._inflight:
             await self._wait_inflight(min(wait, CONTROL_EVERY_S))
