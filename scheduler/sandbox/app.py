@@ -19,9 +19,11 @@ from scheduler.sandbox import (
     routes_members,
     routes_messages,
     routes_sessions,
+    routes_templates,
 )
 from scheduler.sandbox.auth import ApiKeyMiddleware
 from scheduler.sandbox.catalog import CatalogDesk
+from scheduler.sandbox.cloud_api import CloudApiDesk
 from scheduler.sandbox.common import ApiError, envelope
 from scheduler.sandbox.config import SandboxConfig
 from scheduler.sandbox.outgoing_calls import OutgoingCalls
@@ -80,6 +82,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.state.sandbox = sandbox
     app.state.catalog = CatalogDesk(sandbox)
     app.state.outgoing_calls = OutgoingCalls(sandbox)
+    app.state.cloud_api = CloudApiDesk(sandbox)
     app.include_router(routes_messages.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_inspect.router)
@@ -90,6 +93,7 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.include_router(routes_members.control)
     app.include_router(routes_calls.router)
     app.include_router(routes_calls.control)
+    app.include_router(routes_templates.router)
     app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)

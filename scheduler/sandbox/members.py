@@ -31,6 +31,8 @@ from scheduler.service.members_client import MEMBERS_PATH
 
 _SESSION_IN_PATH = re.compile(r"^/api/v1/(?:sessions|limits|connections/cloud-api)/([^/]+)")
 _SESSIONS_PATH = "/api/v1/sessions"
+#: Where sessions are created: a QR session, or a manual cloud_api connection (ours).
+_CREATE_PATHS = frozenset({_SESSIONS_PATH, "/api/v1/connections/cloud-api"})
 _READ_METHODS = frozenset({"GET", "HEAD"})
 #: POSTs that only read (a catalog product): open to ``read`` members on their sessions.
 _READ_POSTS = frozenset({"/api/v1/catalog/product/get"})
@@ -152,7 +154,7 @@ def verdict(member: MemberRecord, method: str, path: str, body: Any) -> ApiError
     """Why ``member`` may not make this request (404 or 403), or ``None`` when it may."""
     if path.rstrip("/") == MEMBERS_PATH:
         return ApiError(403, "Forbidden: only the account owner may manage account members")
-    if method == "POST" and path.rstrip("/") == _SESSIONS_PATH:
+    if method == "POST" and path.rstrip("/") in _CREATE_PATHS:
         return ApiError(403, "Forbidden: only the account owner may create sessions")
     session_id = session_of(path, body)
     if session_id is not None and session_id not in member.sessions:

@@ -49,6 +49,7 @@ from scheduler.service.responses import (
     parse_send_result,
     session_list,
 )
+from scheduler.service.templates_client import TemplateCalls
 from scheduler.service.transport import TransportKind, make_transport, no_answer
 from scheduler.timeutil import epoch_s
 
@@ -61,7 +62,7 @@ _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 _MIGRATION_CODE = re.compile(rq.MIGRATION_CODE_PATTERN)
 
 
-class ServiceClient(MemberCalls, AccountCalls, CatalogCalls, CallCalls):
+class ServiceClient(MemberCalls, AccountCalls, CatalogCalls, CallCalls, TemplateCalls):
     """Typed async client of the service (``async with``); mixins add the other areas."""
 
     def __init__(

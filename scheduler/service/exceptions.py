@@ -18,7 +18,9 @@ Tree::
             ├── ServerError             5xx: retryable
             └── RequestRejected         any other 4xx, with the service's ``error`` text
                 ├── SessionNotFound     404 ``Session not found``
-                └── InsufficientBalance 402: the account's wallet cannot pay (SMS, voice)
+                ├── InsufficientBalance 402: the account's wallet cannot pay (SMS, voice)
+                └── NotOnCloudApi       an operation an official provider (``cloud_api``)
+                                        session does not offer (calls, for one)
 
 A 2xx answer whose JSON body says ``success: false`` is an error too (``RequestRejected``, or
 ``SessionNotFound`` for ``Session not found``, ``InsufficientBalance`` for ``statusCode: 402``).
@@ -129,6 +131,12 @@ class InsufficientBalance(RequestRejected):
     """402, or a bulk recipient ``skipped``: the account's wallet ran out (SMS, voice)."""
 
 
+class NotOnCloudApi(RequestRejected):
+    """4xx: the session is an official provider (``cloud_api``) connection, which does not
+    offer this operation (the interface: calls); or a template operation on a session that
+    is not one. Told by the body's ``code`` (ours) or the words ``cloud_api connection``."""
+
+
 class UnexpectedResponse(ServiceError):
     """A 2xx answer whose body is not what the endpoint returns (e.g. not JSON, not a PNG)."""
 
@@ -152,6 +160,8 @@ def validation_problems(exc: Any) -> str:
 # --------------------------------------------------------------------------- answers → errors
 
 SESSION_NOT_FOUND = "session not found"
+#: ``code`` of the sandbox's refusals on or for ``cloud_api`` sessions (ours).
+CLOUD_API_CODE = "CLOUD_API_UNSUPPORTED"
 PAYMENT_REQUIRED = 402
 _MAX_ERROR_TEXT = 300
 
@@ -236,7 +246,14 @@ def error_for_answer(
         return SessionNotFound(status, error, path=path, body=body)
     if status == PAYMENT_REQUIRED:
         return InsufficientBalance(status, error, path=path, body=body)
+    if _about_cloud_api(error, body):
+        return NotOnCloudApi(status, error, path=path, body=body)
     return RequestRejected(status, error, path=path, body=body)
+
+
+def _about_cloud_api(error: str, body: Mapping[str, Any]) -> bool:
+    """Whether an error says the operation does not fit the session's kind (``cloud_api``)."""
+    return body.get("code") == CLOUD_API_CODE or "cloud_api connection" in error
 
 
 def rejection_for_body(status: int, body: Mapping[str, Any], *, path: str,
@@ -249,4 +266,6 @@ def rejection_for_body(status: int, body: Mapping[str, Any], *, path: str,
         cls = SessionNotFound
     elif body.get("statusCode") == PAYMENT_REQUIRED or status == PAYMENT_REQUIRED:
         cls = InsufficientBalance
+    elif _about_cloud_api(error, body):
+        cls = NotOnCloudApi
     return cls(status, error, path=path, body=dict(body))
