@@ -26,6 +26,7 @@ from scheduler.commands import (
     sandbox,
     schedule,
     sessions,
+    templates,
     track,
 )
 from scheduler.errors import SchedulerError
@@ -40,8 +41,8 @@ app = typer.Typer(
 
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
-COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, sandbox,
-                   demo)
+COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
+                   sandbox, demo)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
