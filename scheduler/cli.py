@@ -28,6 +28,7 @@ from scheduler.commands import (
     sessions,
     templates,
     track,
+    workers,
 )
 from scheduler.errors import SchedulerError
 
@@ -42,7 +43,7 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo)
+                   sandbox, demo, workers)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -59,6 +59,10 @@ class Settings(BaseSettings):
     receiver_port: int | None = Field(default=None, ge=0, le=65535)
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
     verify_grace_s: float = Field(default=60.0, ge=0)
+    # `campaign serve` workers on PostgreSQL: a dead worker's senders move this long after
+    # its last renewal (renewed every third of it); also how stale a worker's heartbeat is
+    # before it no longer counts as live.
+    worker_lease_s: float = Field(default=15.0, ge=0.5, le=600)
 
     # SMS and voice (ours: the service documents none of these; every one can be changed).
     # Price per SMS segment by route, in micro-reais, to estimate and record each text's cost.

@@ -3,6 +3,11 @@
 Every second the server turns due fires into runs (or records them as missed when they
 are later than the start grace), and starts a dispatcher for each unfinished run that no
 live process holds: after a crash, everything that was running simply continues.
+
+Each serve is a worker of the ledger (:mod:`scheduler.dispatch.workers`). On PostgreSQL
+several may run at once: every worker dispatches every run through the senders it leases,
+and only the trigger leader (the ``@trigger`` lease) runs APScheduler and turns fires into
+runs. On SQLite a second serve is refused.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from scheduler.config import Settings
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
+from scheduler.dispatch.workers import WorkerSeat
 from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunLocked
+from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
@@ -48,7 +55,9 @@ class Server:
         self.console = console
         self.start_grace = timedelta(seconds=start_grace_s)
         self.poll_s = poll_s
-        self.triggers = Triggers(ledger, start_grace_s=start_grace_s)
+        self.triggers: Triggers | None = None
+        self.seat = WorkerSeat(ledger, lease_s=settings.worker_lease_s)
+        self.senders_of: dict[int, list[str]] = {}
         self.tasks: dict[int, asyncio.Task[Any]] = {}
         self.stops: dict[int, asyncio.Event] = {}
         self.wrong_target: set[int] = set()  # runs of another target, said once
@@ -91,9 +100,13 @@ class Server:
         """
         for run_id in self.ledger.discard_interrupted_plans():
             self.console.print(f"run {run_id}: its planning was interrupted; discarded")
+        now = self.ledger.clock()
         runs = [run for run in self.ledger.unfinished_runs()
                 if run.status in (RunStatus.PLANNED, RunStatus.RUNNING) and run.planned_count
-                and run.id not in self.tasks and run.channel == "whatsapp"]
+                and run.id not in self.tasks and run.channel == "whatsapp"
+                # a worker leaves a run to a foreground `campaign run` that holds it
+                and not (self.seat.leasing and run.owner_pid is not None
+                         and owner_alive(run, now))]
         here = self.target.ledger_value
         for run in runs:
             if run.target not in (None, here) and run.id not in self.wrong_target:
@@ -118,7 +131,8 @@ class Server:
                 await ensure_senders(client, self.target, senders, self.webhook_url)
             result = await dispatch(self.ledger, client, run, stop_event=stop,
                                     events_received=self.events_received,
-                                    option_overrides=self.settings.engine_overrides())
+                                    option_overrides=self.settings.engine_overrides(),
+                                    seat=self.seat)
             if stop.is_set() and result.status == RunStatus.PAUSED:
                 # the server is stopping, not the operator: the next serve continues it
                 self.ledger.set_status(run.id, RunStatus.RUNNING,
@@ -131,6 +145,28 @@ class Server:
         finally:
             self.tasks.pop(run.id, None)
             self.stops.pop(run.id, None)
+            self.senders_of.pop(run.id, None)
+
+    def tick(self) -> None:
+        """The worker's heartbeat and leases; start or stop the triggers with leadership."""
+        wanted = {s for senders in self.senders_of.values() for s in senders}
+        self.seat.tick(wanted, sorted(self.senders_of))
+        for sender, _at, settled in self.seat.takeovers:
+            self.console.print(f"took sender {sender} over"
+                               + (f" ({settled} rows in doubt settled)" if settled else ""))
+        self.seat.takeovers.clear()
+        if self.seat.leader and self.triggers is None:
+            self.triggers = Triggers(self.ledger, start_grace_s=self.start_grace.total_seconds())
+            self.triggers.start()
+        elif not self.seat.leader and self.triggers is not None:
+            self.triggers.stop()
+            self.triggers = None
+
+    async def _keep_seat(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            self.tick()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.seat.tick_s)
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set; in-flight sends finish before returning."""
@@ -144,26 +180,39 @@ class Server:
                 from scheduler.tracking import account_webhook_url
 
                 self.account_url = account_webhook_url(self.settings, receiver)
-            self.triggers.start()
+            keeper: asyncio.Task[None] | None = None
             try:
-                names = self.triggers.sync()
-                self.console.print(f"serving: {len(names)} scheduled campaign(s)"
+                self.seat.register()
+                self.tick()
+                keeper = asyncio.create_task(self._keep_seat(stop))
+                self.console.print(f"serving as worker {self.seat.id}"
+                                   + (" (trigger leader)" if self.seat.leader else "")
                                    + (f", receiver {self.webhook_url.split('?')[0]}"
                                       if self.webhook_url else ""))
                 while not stop.is_set():
-                    self.start_due_fires()
+                    if self.triggers is not None:
+                        self.triggers.sync()
+                        self.start_due_fires()
+                    started = False
                     for run in self.runs_to_dispatch():
                         assert run.id is not None
+                        self.senders_of[run.id] = list(self.ledger.options(run).senders)
                         self.stops[run.id] = asyncio.Event()
                         self.tasks[run.id] = asyncio.create_task(self._dispatch_one(client, run))
+                        started = True
+                    if started:
+                        self.tick()  # lease the new runs' senders now, not at the next tick
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(stop.wait(), timeout=self.poll_s)
-                    self.triggers.sync()
             finally:
-                self.triggers.stop()
+                if keeper is not None:
+                    await keeper
+                if self.triggers is not None:
+                    self.triggers.stop()
                 for event in self.stops.values():
                     event.set()
                 if self.tasks:
                     await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+                self.seat.stop()
                 if receiver is not None:
                     receiver.stop()

@@ -75,10 +75,14 @@ def run_command(
 
 def _control(action: str, run_id: int) -> None:
     from scheduler.app.wiring import open_project
+    from scheduler.app.workers_view import served_by_workers
+    from scheduler.timeutil import utcnow
 
-    _, ledger = open_project()
-    run = ledger.request(run_id, action)
-    console.print(f"run {run_id}: {action} requested (status {run.status})")
+    settings, ledger = open_project()
+    workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
+    run = ledger.request(run_id, action, served=workers > 0)
+    console.print(f"run {run_id}: {action} requested (status {run.status})"
+                  + (f"; {workers} live worker(s) obey within 2 s" if workers else ""))
 
 
 def pause_command(run_id: int = typer.Argument(..., help="Run id (see `campaign runs`).")) -> None:
@@ -110,7 +114,15 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
         senders = list(ledger.options(run).senders)
         verify_senders(*service, senders, timeout_s=settings.http_timeout_s)
-    ledger.request(run_id, "resume")
+    from scheduler.app.workers_view import served_by_workers
+    from scheduler.timeutil import utcnow
+
+    workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
+    ledger.request(run_id, "resume", served=workers > 0)
+    if workers:
+        console.print(f"run {run_id} resumed: the {workers} live `campaign serve` worker(s) "
+                      "continue it")
+        return
     try:
         ledger.acquire(run_id)
     except RunLocked:
@@ -189,6 +201,9 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         row["outcomes"] = outcomes.model_dump()
         row["outcome_lines"] = outcomes.lines()
     row["summary"] = short_outcomes(run.channel, counts, tracking)
+    from scheduler.app.workers_view import run_throughput
+
+    row["workers"] = [rate.model_dump() for rate in run_throughput(ledger, run.id)]
     return row
 
 
@@ -228,6 +243,10 @@ def status_command(
         console.print("  " + " · ".join(f"{k} {v:,}" for k, v in row["tracking"].items()))
     for line in row.get("unknown_verdicts", []):
         console.print(f"  {line}", highlight=False)
+    for rate in row["workers"]:
+        per_s = f", {rate['per_s']:,} /s" if rate["per_s"] is not None else ""
+        console.print(f"  worker {rate['worker']}: {rate['sent']:,} sent{per_s}",
+                      highlight=False)
 
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

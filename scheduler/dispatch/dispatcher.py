@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from scheduler.dispatch import limits, outcomes, picking, reconcile, sessions_live, waits
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
+from scheduler.dispatch.leases import LeaseGate, Seat
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
@@ -60,7 +61,7 @@ class Dispatcher:
         progress_every_s: float = 0.0,
         stop_event: asyncio.Event | None = None,
         quotas: dict[str, Quota] | None = None,
-        on_note: Callable[[TimelineEntry], None] | None = None,
+        on_note: Callable[[TimelineEntry], None] | None = None, seat: Seat | None = None,
     ) -> None:
         self.ledger = ledger
         self.client = client
@@ -113,17 +114,20 @@ class Dispatcher:
         # scheduler.dispatch.waits)
         self._deferred: Counter[datetime] = Counter()
         self._waiting_noted = False
+        #: Inside a ``campaign serve`` worker on PostgreSQL: its leases decide the senders.
+        self.gate = LeaseGate(seat) if seat is not None and seat.usable() is not None else None
 
     # ------------------------------------------------------------------ public
 
     async def run(self) -> RunResult:
         """Dispatch until nothing is left (or a stop); always leaves the ledger consistent."""
         now = self.clock()
-        self.ledger.acquire(self.run_id)
+        if self.gate is None:  # a worker's run has no single owner (see dispatch.leases)
+            self.ledger.acquire(self.run_id)
         try:
             self.ledger.set_status(self.run_id, RunStatus.RUNNING)
             self._note(now, "dispatch started")
-            recovered = reconcile.recover_after_crash(
+            recovered = {} if self.gate is not None else reconcile.recover_after_crash(
                 self.ledger, self.run_id, now, at_least_once=self.options.at_least_once,
                 grace_s=self.options.verify_grace_s if self.events_received else 0.0,
                 step_delays_s=self.options.step_delays_s,
@@ -139,7 +143,8 @@ class Dispatcher:
             await self._loop()
         finally:
             await self._drain()
-            self.ledger.release(self.run_id)
+            if self.gate is None:
+                self.ledger.release(self.run_id)
         return self._finish()
 
     # ------------------------------------------------------------------ set-up
@@ -197,12 +202,12 @@ class Dispatcher:
             await self._idle(now, wake)
 
     def _refill(self, now: datetime) -> bool:
+        due = dq.due_deliveries if self.gate is None else self.gate.due
         with self.ledger.read("read due deliveries") as conn:
-            rows = dq.due_deliveries(conn, self.run_id, now, limit=self._refill_size,
-                                          after_seq=self._last_seq)
+            rows = due(conn, self.run_id, now, limit=self._refill_size, after_seq=self._last_seq)
             if not rows and self._last_seq >= 0:
                 self._last_seq = -1  # retried rows may sit behind the cursor
-                rows = dq.due_deliveries(conn, self.run_id, now, limit=self._refill_size)
+                rows = due(conn, self.run_id, now, limit=self._refill_size)
         if rows:
             self._last_seq = rows[-1].seq
             self._buffer.extend(rows)
@@ -230,8 +235,9 @@ class Dispatcher:
         # the claim, committed together before any of the new sends goes out
         with self.ledger.transaction("record outcomes and claim deliveries") as conn:
             self._write_pending(conn)
-            moved = dq.claim(conn, [(r.id, g.sender.name) for g in picked.groups
-                                    for r in g.rows], now)
+            claim = dq.claim if self.gate is None else self.gate.claim
+            moved = claim(conn, [(r.id, g.sender.name) for g in picked.groups
+                                 for r in g.rows], now)
         self._pending.clear()
         self._report_progress()
         if self._waiting_noted:
@@ -289,11 +295,6 @@ class Dispatcher:
             self._write_pending(conn)
         self._pending.clear()
         self._report_progress()
-
-    def _flush(self) -> None:
-        """Settle and write every queued outcome now."""
-        self._settle_outcomes()
-        self._commit_pending()
 
     def _report_progress(self) -> None:
         if self.on_progress is not None and time.monotonic() >= self._next_progress:
@@ -376,7 +377,8 @@ class Dispatcher:
         """Let in-flight sends finish and commit their outcomes."""
         if self._inflight:
             await asyncio.wait(set(self._inflight))
-        self._flush()
+        self._settle_outcomes()
+        self._commit_pending()
 
     def _control(self) -> None:
         mono, now = time.monotonic(), self.clock()
@@ -389,6 +391,9 @@ class Dispatcher:
         self._next_control = mono + CONTROL_EVERY_S
         self._next_control_sim = now + timedelta(seconds=CONTROL_EVERY_S)
         self.ledger.heartbeat(self.run_id)
+        if self.gate is not None and self.gate.sync(self.pool):
+            self._buffer.clear()  # rows read for senders no longer held, or too few
+            self._last_seq = -1
         sessions_live.follow_sessions(self.ledger, self.pool, now, self._note)
         request = self.ledger.control(self.run_id)
         if request == "pause":

@@ -81,11 +81,14 @@ def _names(proof_events: frozenset[str]) -> str:
 
 def recover_after_crash(ledger: Ledger, run_id: int, now: datetime, *, at_least_once: bool,
                         grace_s: float = 0.0, step_delays_s: tuple[float, ...] = (0.0,),
-                        proof_events: frozenset[str] = WHATSAPP_PROOF) -> dict[str, int]:
+                        proof_events: frozenset[str] = WHATSAPP_PROOF,
+                        only: set[int] | None = None) -> dict[str, int]:
     """At start-up: settle every row a previous owner left ``dispatching`` (a bulk batch's
-    rows one by one: each recipient's own event proves it)."""
+    rows one by one: each recipient's own event proves it); ``only`` those ids when given
+    (a worker taking a sender over settles that sender's rows, not a live worker's)."""
     with ledger.transaction("settle the rows a crash left in doubt") as conn:
-        rows = [row for row in dq.dispatching_rows(conn, run_id) if row.due_at is None]
+        rows = [row for row in dq.dispatching_rows(conn, run_id) if row.due_at is None
+                and (only is None or row.id in only)]
         result = _settle(conn, rows, now, at_least_once=at_least_once, grace_s=grace_s,
                          proof_events=proof_events)
         _follow_up(conn, run_id, result, step_delays_s, now)

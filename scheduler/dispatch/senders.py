@@ -72,6 +72,9 @@ class SenderPool:
             if already:
                 pace.daily.record(now, already)
             self.senders[name] = SenderState(name, pace, rate)
+        #: The senders this process may send through (its leases, as a ``campaign serve``
+        #: worker on PostgreSQL); None: every sender of the run (a single process).
+        self.held: frozenset[str] | None = None
         self._order = list(self.senders)
         self._position = {name: i for i, name in enumerate(self._order)}
         self._cursor = 0
@@ -88,7 +91,8 @@ class SenderPool:
         ``sticky`` (a later step of a recipient) prefers the sender of the earlier steps,
         unless that sender is down, then any other.
         """
-        if sticky is not None and sticky in self.senders:
+        if sticky is not None and sticky in self.senders and (
+                self.held is None or sticky in self.held):
             state = self.senders[sticky]
             if state.down_reason is None or len(self.senders) == 1:
                 ready = state.ready_at(now)
@@ -106,12 +110,17 @@ class SenderPool:
     def _candidates(self) -> Iterator[SenderState]:
         """Senders in the order they are tried; lazy, since the first usually may send
         (building the whole list of 100 senders per delivery showed in figure P2)."""
+        held = self.held
         if self.rotation == "least-used":
-            yield from sorted(self.senders.values(), key=lambda s: (s.claimed, s.name))
+            yield from sorted((s for s in self.senders.values()
+                               if held is None or s.name in held),
+                              key=lambda s: (s.claimed, s.name))
             return
         order, senders, n = self._order, self.senders, len(self._order)
         for i in range(n):
-            yield senders[order[(self._cursor + i) % n]]
+            name = order[(self._cursor + i) % n]
+            if held is None or name in held:
+                yield senders[name]
 
     def _advance(self, state: SenderState) -> None:
         if self.rotation != "least-used":

@@ -10,6 +10,7 @@ from typing import Any
 from scheduler.dispatch.channel import ServiceCalls
 from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.dispatcher import Dispatcher
+from scheduler.dispatch.leases import Seat
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult
 from scheduler.ledger.exceptions import RunStateError
@@ -27,8 +28,10 @@ async def dispatch(
     progress_every_s: float = 0.0,
     option_overrides: dict[str, Any] | None = None,
     on_note: Callable[[Any], None] | None = None,
+    seat: Seat | None = None,
 ) -> RunResult:
-    """Dispatch ``run`` to the end (or a stop) with its stored options."""
+    """Dispatch ``run`` to the end (or a stop) with its stored options; ``seat``: the
+    ``campaign serve`` worker this runs in (its leases choose the senders)."""
     if run.status in FINISHED_RUN_STATUSES:
         raise RunStateError(f"run {run.id} is already {run.status}")
     assert run.id is not None
@@ -46,7 +49,7 @@ async def dispatch(
         ledger, client, run.id, options, channel=channel, clock=clock, rng=rng,
         events_received=events_received,
         on_progress=on_progress, progress_every_s=progress_every_s, stop_event=stop_event,
-        quotas=quotas, on_note=on_note,
+        quotas=quotas, on_note=on_note, seat=seat,
         **kwargs,
     )
     return await dispatcher.run()

@@ -103,6 +103,8 @@ class Delivery(SQLModel, table=True):
     reply_text: str | None = Field(default=None, sa_type=Text)
     details: str | None = Field(default=None, sa_type=Text)
     updated_at: datetime | None = None
+    # the `campaign serve` worker that claimed the row (PostgreSQL workers; NULL otherwise)
+    worker: str | None = None
 
 
 class Event(SQLModel, table=True):
@@ -237,3 +239,29 @@ class LabelMessage(SQLModel, table=True):
     labeled: bool
     rank: str
     updated_at: datetime
+
+
+class Worker(SQLModel, table=True):
+    """A ``campaign serve`` worker of this ledger: alive while its heartbeat is fresh."""
+
+    __tablename__ = "workers"
+
+    id: str = Field(primary_key=True)
+    host: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+    stopped_at: datetime | None = None
+
+
+class SenderLease(SQLModel, table=True):
+    """Which worker may send through a sender (a session, or the SMS/voice account), until
+    when; ``epoch`` counts the hand-overs, ``last_sent_at`` is the sender's latest claim."""
+
+    __tablename__ = "sender_leases"
+
+    sender: str = Field(primary_key=True)
+    worker: str | None = Field(default=None, index=True)
+    expires_at: datetime
+    epoch: int = 0
+    last_sent_at: datetime | None = None

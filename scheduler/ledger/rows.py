@@ -129,3 +129,33 @@ class Funnel:
         """``{sent, delivered, read, replied, opted_out}``."""
         return {"sent": self.sent, "delivered": self.delivered, "read": self.read,
                 "replied": self.replied, "opted_out": self.opted_out}
+
+
+class WorkerRow(NamedTuple):
+    """A ``campaign serve`` worker as registered: live while its heartbeat is fresh."""
+
+    id: str
+    host: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+    stopped_at: datetime | None
+
+
+class LeaseRow(NamedTuple):
+    """Who holds a sender until when; ``last_sent_at`` is the sender's latest claim."""
+
+    sender: str
+    worker: str | None
+    expires_at: datetime
+    epoch: int
+    last_sent_at: datetime | None
+
+
+class WorkerThroughput(NamedTuple):
+    """What one worker sent of a run: rows claimed, between its first and last claim."""
+
+    worker: str
+    sent: int
+    first_at: datetime | None
+    last_at: datetime | None

@@ -283,13 +283,16 @@ class Ledger:
                 rq.mark_started(conn, run_id, now)
             rq.update_run(conn, run_id, **values)
 
-    def request(self, run_id: int, action: str) -> Run:
-        """Ask the run to ``pause``, ``resume`` or ``cancel``; survives restarts."""
+    def request(self, run_id: int, action: str, *, served: bool = False) -> Run:
+        """Ask the run to ``pause``, ``resume`` or ``cancel``; survives restarts.
+
+        ``served``: live ``campaign serve`` workers dispatch it (PostgreSQL), as an owner.
+        """
         run = self.get_run(run_id)
         if run.status in FINISHED_RUN_STATUSES:
             raise RunStateError(f"run {run_id} is already {run.status}")
         now = self.clock()
-        alive = owner_alive(run, now)
+        alive = owner_alive(run, now) or served
         with self.transaction(f"{action} run {run_id}") as conn:
             if action == "pause":
                 rq.update_run(conn, run_id, control="pause", status=RunStatus.PAUSED)

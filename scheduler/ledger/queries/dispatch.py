@@ -8,13 +8,14 @@ time-out left in doubt are settled by :mod:`scheduler.ledger.queries.ambiguous`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
 
 from scheduler.ledger.queries.common import lock_matching, raw, sqlite_time, state_in
+from scheduler.ledger.queries.leases import claim_skip_locked
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.rows import AmbiguousRow, DueDelivery
 from scheduler.ledger.states import SENT_STATES
@@ -22,12 +23,15 @@ from scheduler.ledger.states import DeliveryState as S
 
 
 def due_deliveries(
-    conn: Connection, run_id: int, now: datetime, *, limit: int, after_seq: int = -1
+    conn: Connection, run_id: int, now: datetime, *, limit: int, after_seq: int = -1,
+    senders: Collection[str] | None = None, part: tuple[int, int] | None = None,
 ) -> list[DueDelivery]:
     """Planned rows of ``run_id`` whose time has come, in plan order, after ``after_seq``.
 
     Hot (every refill, 512 rows): served by ``ix_deliveries_claim`` (run_id, state, seq),
-    and the ``seq`` cursor keeps each read from scanning the rows already taken.
+    and the ``seq`` cursor keeps each read from scanning the rows already taken. A worker
+    (PostgreSQL) reads only rows free of a sender or pinned to one of its ``senders``, and
+    with ``part`` = (n, k) only rows whose ``seq % n == k`` (workers read apart).
     """
     stmt = (
         select(
@@ -45,6 +49,11 @@ def due_deliveries(
         .order_by(deliveries.c.seq)
         .limit(limit)
     )
+    if senders is not None:
+        stmt = stmt.where(or_(deliveries.c.sender.is_(None),
+                              deliveries.c.sender.in_(list(senders))))
+    if part is not None and part[0] > 1:
+        stmt = stmt.where(deliveries.c.seq % part[0] == part[1])
     return [DueDelivery(*r) for r in conn.execute(stmt)]
 
 
@@ -56,32 +65,15 @@ def next_due_time(conn: Connection, run_id: int) -> datetime | None:
     return conn.execute(stmt).scalar()
 
 
-#: Move the listed rows still ``planned`` to ``dispatching``; answers the ids that moved.
-_CLAIM = (
-    update(deliveries)
-    .where(deliveries.c.id.in_(bindparam("b_ids", expanding=True)),
-           deliveries.c.state == S.PLANNED)
-    .values(state=S.DISPATCHING, dispatched_at=bindparam("b_now"), due_at=None,
-            attempts=deliveries.c.attempts + 1, updated_at=bindparam("b_now"))
-    .returning(deliveries.c.id)
-)
-#: Which sender each claimed row goes out on; executed for many rows at once.
-_CLAIM_SENDER = (
-    update(deliveries)
-    .where(deliveries.c.id == bindparam("b_id"))
-    .values(sender=bindparam("b_sender"))
-)
-
-
 def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) -> set[int]:
     """Mark rows ``dispatching`` with their sender; returns the ids that really moved.
 
     Only rows still ``planned`` move: a row the dispatcher read ahead may have been skipped
     meanwhile (its number opted out, the run was cancelled), and must then not be sent.
-    Two statements whatever the number of senders: one ``UPDATE ... WHERE id IN (...) AND
-    state = 'planned' RETURNING id`` moves the rows and tells which moved, then one
-    ``executemany`` sets the sender of those (the transaction holds the write lock between
-    them; a statement per sender cost ~0.4 ms of CPU per delivery with 100 senders).
+    One statement whatever the number of senders (a statement per sender cost ~0.4 ms of
+    CPU per delivery with 100 senders); on PostgreSQL it skips rows another worker's claim
+    is locking (``FOR UPDATE SKIP LOCKED``, :func:`~scheduler.ledger.queries.leases.
+    claim_skip_locked`), so several workers never wait for each other nor share a row.
     The caller commits this *before* the HTTP call: after a crash, a ``dispatching`` row
     means "maybe sent" and is reconciled from events, never blindly re-sent.
     """
@@ -89,12 +81,7 @@ def claim(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime) ->
         return set()
     if conn.dialect.name == "sqlite":
         return _claim_sqlite(conn, claims, now)
-    params = {"b_ids": [i for i, _s in claims], "b_now": now}
-    moved = set(conn.execute(_CLAIM, params).scalars())
-    if moved:
-        conn.execute(_CLAIM_SENDER,
-                     [{"b_id": i, "b_sender": s} for i, s in claims if i in moved])
-    return moved
+    return claim_skip_locked(conn, claims, now, worker_id=None)
 
 
 def _claim_sqlite(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime

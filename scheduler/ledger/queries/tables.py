@@ -17,7 +17,9 @@ from scheduler.ledger.models import (
     Reply,
     Run,
     Schedule,
+    SenderLease,
     Suppression,
+    Worker,
 )
 
 
@@ -39,3 +41,5 @@ uptime = _table(ReceiverUptime)
 labels = _table(Label)
 label_chats = _table(LabelChat)
 label_messages = _table(LabelMessage)
+workers = _table(Worker)
+sender_leases = _table(SenderLease)

@@ -1,0 +1,85 @@
+"""What ``campaign workers`` and ``campaign status`` show of the ledger's workers: the live
+ones, the senders each holds, their last heartbeat, and what each sent of a run."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel
+
+from scheduler.dispatch.shares import TRIGGER_LEASE, holds
+from scheduler.dispatch.workers import worker_is_live
+from scheduler.ledger.queries import leases as lq
+from scheduler.ledger.runs import Ledger
+
+
+class WorkerInfo(BaseModel):
+    """One live worker."""
+
+    id: str
+    host: str
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+    heartbeat_age_s: float
+    trigger_leader: bool
+    senders: list[str]
+
+
+class WorkersView(BaseModel):
+    """The live workers of a ledger (``campaign workers --json``)."""
+
+    lease_s: float
+    workers: list[WorkerInfo]
+    #: Senders leased to no live worker (free, or a dead worker's until its lease expires).
+    unheld: list[str]
+
+
+class WorkerRate(BaseModel):
+    """What one worker sent of a run: rows claimed, and their rate between its first and
+    last claim."""
+
+    worker: str
+    sent: int
+    per_s: float | None
+
+
+def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
+    """The live workers, the senders each holds now, and the senders nobody holds."""
+    lease = timedelta(seconds=lease_s)
+    with ledger.read("read the workers and their leases") as conn:
+        live = [w for w in lq.live_workers(conn, now - lease) if worker_is_live(w, now, lease)]
+        leases = lq.all_leases(conn)
+    infos = []
+    for w in live:
+        mine = [row.sender for row in leases if holds(row, w.id, now)]
+        infos.append(WorkerInfo(
+            id=w.id, host=w.host, pid=w.pid, started_at=w.started_at,
+            heartbeat_at=w.heartbeat_at,
+            heartbeat_age_s=round((now - w.heartbeat_at).total_seconds(), 1),
+            trigger_leader=TRIGGER_LEASE in mine,
+            senders=[s for s in mine if s != TRIGGER_LEASE]))
+    held = {s for info in infos for s in info.senders}
+    unheld = sorted(row.sender for row in leases
+                    if row.sender != TRIGGER_LEASE and row.sender not in held)
+    return WorkersView(lease_s=lease_s, workers=infos, unheld=unheld)
+
+
+def served_by_workers(ledger: Ledger, lease_s: float, now: datetime) -> int:
+    """How many ``campaign serve`` workers are live on this PostgreSQL ledger (0 on SQLite,
+    where a run is continued by the process that resumes it)."""
+    if ledger.engine.dialect.name == "sqlite":
+        return 0
+    return len(workers_view(ledger, lease_s, now).workers)
+
+
+def run_throughput(ledger: Ledger, run_id: int) -> list[WorkerRate]:
+    """Rows of the run each worker claimed, and at what rate."""
+    with ledger.read(f"read what each worker sent of run {run_id}") as conn:
+        rows = lq.throughput(conn, run_id)
+    rates = []
+    for r in rows:
+        span = (r.last_at - r.first_at).total_seconds() if r.first_at and r.last_at else 0.0
+        rates.append(WorkerRate(worker=r.worker, sent=r.sent,
+                                per_s=round(r.sent / span, 2) if span > 0 else None))
+    return rates

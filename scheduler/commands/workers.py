@@ -1,0 +1,45 @@
+"""``campaign workers [--json]``: the live ``campaign serve`` workers of the ledger, the
+senders each holds and its last heartbeat."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Live `campaign serve` workers: their senders, last heartbeat, the trigger leader."""
+    from scheduler.app.wiring import open_project
+    from scheduler.app.workers_view import workers_view
+    from scheduler.timeutil import utcnow
+
+    settings, ledger = open_project()
+    view = workers_view(ledger, settings.worker_lease_s, utcnow())
+    if as_json:
+        typer.echo(json.dumps({"ledger": settings.ledger_label(),
+                               **view.model_dump(mode="json")}, ensure_ascii=False, indent=2))
+        return
+    console.print(f"ledger: {settings.ledger_label()}", highlight=False, soft_wrap=True)
+    if not view.workers:
+        console.print("no live workers: start one with `campaign serve`")
+    else:
+        table = Table("worker", "senders", "last heartbeat", "trigger leader", show_edge=False)
+        for w in view.workers:
+            senders = ", ".join(w.senders[:6]) + (f" (+{len(w.senders) - 6})"
+                                                   if len(w.senders) > 6 else "")
+            table.add_row(w.id, f"{len(w.senders)}: {senders}" if w.senders else "0",
+                          f"{w.heartbeat_age_s:.1f} s ago", "yes" if w.trigger_leader else "")
+        console.print(table)
+    if view.unheld:
+        console.print(f"senders held by no live worker: {', '.join(view.unheld)}",
+                      highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``campaign workers``."""
+    app.command("workers")(workers_command)

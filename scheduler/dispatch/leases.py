@@ -1,0 +1,90 @@
+"""A dispatcher inside a ``campaign serve`` worker: it sends only through the senders the
+worker holds (:mod:`scheduler.dispatch.workers`).
+
+Three hooks into the dispatcher's loop:
+
+- :meth:`LeaseGate.sync` (every control poll, half a second): the pool's senders become the
+  ones held now; a sender just taken over starts from its latest claim by whichever worker
+  held it (``sender_leases.last_sent_at``), so it never sends faster than its rate while it
+  moves; the dispatcher forgets its buffered rows when the set changed;
+- :meth:`LeaseGate.due`: rows free of a sender or pinned to a held one, this worker's part
+  of the run first (``seq % workers``), then any;
+- :meth:`LeaseGate.claim`: in the claim's transaction, the fence (the senders still held,
+  their lease rows locked until commit), then ``FOR UPDATE SKIP LOCKED`` with this worker's
+  id on every row.
+
+A run has no single owner here: every worker dispatches every run, each through its own
+senders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from scheduler.dispatch.senders import SenderPool
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import leases as lq
+from scheduler.ledger.rows import DueDelivery
+
+
+class Seat(Protocol):
+    """What a dispatcher needs of its worker (:class:`~scheduler.dispatch.workers.WorkerSeat`)."""
+
+    id: str
+    part: tuple[int, int]
+
+    def usable(self) -> frozenset[str] | None:
+        """The senders the worker may claim on now (None: all)."""
+        ...
+
+    def last_sent(self, sender: str) -> datetime | None:
+        """The sender's latest claim when the worker took it."""
+        ...
+
+
+class LeaseGate:
+    """One dispatcher's view of its worker's leases."""
+
+    def __init__(self, seat: Seat) -> None:
+        self.seat = seat
+        self.worker_id = seat.id
+        self._held: frozenset[str] | None = None
+
+    def sync(self, pool: SenderPool | None) -> bool:
+        """Give the pool the senders held now; True when they changed."""
+        held = self.seat.usable()
+        if pool is None or held == self._held:
+            return False
+        for name in held or ():
+            state = pool.senders.get(name)
+            if state is None or (self._held is not None and name in self._held):
+                continue
+            last = self.seat.last_sent(name)
+            if last is not None and (state.last_scheduled is None
+                                     or last > state.last_scheduled):
+                state.pace.record_send(last)  # its previous holder's last send
+                state.last_scheduled = last
+        self._held = pool.held = held
+        return True
+
+    def due(self, conn: Connection, run_id: int, now: datetime, *, limit: int,
+            after_seq: int = -1) -> list[DueDelivery]:
+        """Due rows this worker may send: its part of the run first, then any."""
+        senders = self._held if self._held is not None else frozenset()
+        rows = dq.due_deliveries(conn, run_id, now, limit=limit, after_seq=after_seq,
+                                 senders=senders, part=self.seat.part)
+        if not rows and self.seat.part[0] > 1:
+            rows = dq.due_deliveries(conn, run_id, now, limit=limit, after_seq=after_seq,
+                                     senders=senders)
+        return rows
+
+    def claim(self, conn: Connection, claims: Sequence[tuple[int, str]],
+              now: datetime) -> set[int]:
+        """Claim the rows whose sender this worker still holds (fenced), skipping rows
+        another worker is claiming."""
+        held = lq.fence(conn, self.worker_id, {s for _i, s in claims}, now)
+        mine = [(i, s) for i, s in claims if s in held]
+        return lq.claim_skip_locked(conn, mine, now, self.worker_id)

@@ -1,0 +1,161 @@
+"""This process as a ``campaign serve`` worker: its row, its heartbeat, its sender leases,
+and whether it leads the triggers.
+
+Every tick (a third of the lease time) the worker renews what it holds, gives up what it
+marked for release at the previous tick (its dispatchers stopped claiming on those at
+once, so their in-flight sends had a whole tick to finish), and takes free or expired
+senders up to its fair share (:mod:`scheduler.dispatch.shares`). Before a sender taken
+over becomes usable, the rows another worker left ``dispatching`` on it are settled
+exactly as a restarted single process settles its own (events first, then ``unknown``
+under at-most-once): a worker killed with ``kill -9`` loses nothing and sends nothing
+twice. The trigger leader is whoever holds the ``@trigger`` lease.
+
+On SQLite there are no leases: one worker sends through every sender, and a second one
+is refused (:func:`WorkerSeat.register`).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from datetime import datetime, timedelta
+
+from scheduler.dispatch import reconcile, shares
+from scheduler.dispatch.exceptions import DispatchError
+from scheduler.ledger.lease import pid_alive
+from scheduler.ledger.queries import leases as lq
+from scheduler.ledger.rows import LeaseRow, WorkerRow
+from scheduler.ledger.runs import Ledger
+from scheduler.timeutil import Clock
+
+#: Default lease time (seconds): a dead worker's senders move this long after its last renewal.
+DEFAULT_LEASE_S = 15.0
+
+
+class SecondWorkerRefused(DispatchError):
+    """Another worker serves this SQLite ledger."""
+
+
+def worker_is_live(worker: WorkerRow, now: datetime, lease: timedelta) -> bool:
+    """Whether a registered worker is live: not stopped, heartbeat fresh, and (on this
+    host) its process still exists."""
+    if worker.stopped_at is not None or now - worker.heartbeat_at >= lease:
+        return False
+    return worker.host != socket.gethostname() or pid_alive(worker.pid)
+
+
+class WorkerSeat:
+    """Registry row, heartbeat, sender leases and trigger leadership of this worker."""
+
+    def __init__(self, ledger: Ledger, *, lease_s: float = DEFAULT_LEASE_S,
+                 grace_s: float = 0.0, clock: Clock | None = None) -> None:
+        self.ledger = ledger
+        self.clock = clock or ledger.clock
+        self.lease = timedelta(seconds=lease_s)
+        self.grace_s = grace_s
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
+        #: Leases on PostgreSQL; SQLite has one worker, which sends through every sender.
+        self.leasing = ledger.engine.dialect.name != "sqlite"
+        self.held: dict[str, LeaseRow] = {}
+        self.draining: set[str] = set()
+        self.leader = False
+        self.part = (1, 0)
+        self.takeovers: list[tuple[str, datetime, int]] = []
+
+    @property
+    def tick_s(self) -> float:
+        """How often :meth:`tick` should run (seconds)."""
+        return self.lease.total_seconds() / 3
+
+    def register(self) -> None:
+        """Join the ledger's workers; on SQLite, refuse when another worker is live."""
+        now = self.clock()
+        with self.ledger.transaction("register this worker") as conn:
+            if not self.leasing:
+                others = [w for w in lq.live_workers(conn, now - self.lease)
+                          if worker_is_live(w, now, self.lease)]
+                if others:
+                    w = others[0]
+                    raise SecondWorkerRefused(
+                        f"another `campaign serve` (pid {w.pid} on {w.host}) already serves "
+                        "this SQLite ledger: SQLite has one writer, so it serves one worker. "
+                        "To run several workers, put the ledger on PostgreSQL "
+                        "(database_url = \"postgresql+psycopg://...\" in config.toml, or "
+                        "CAMPAIGN_DATABASE_URL)")
+            lq.register_worker(conn, self.id, socket.gethostname(), os.getpid(), now)
+
+    def usable(self) -> frozenset[str] | None:
+        """The senders this worker may claim on now (None: every sender, on SQLite)."""
+        if not self.leasing:
+            return None
+        return frozenset(s for s in self.held if s not in self.draining)
+
+    def last_sent(self, sender: str) -> datetime | None:
+        """The sender's latest claim when this worker took it (by whichever worker)."""
+        lease = self.held.get(sender)
+        return lease.last_sent_at if lease is not None else None
+
+    def tick(self, wanted: set[str], run_ids: list[int]) -> None:
+        """Heartbeat; renew, give up and take leases toward the fair share of ``wanted``
+        (the senders of the runs ``run_ids`` being dispatched); lead the triggers if free."""
+        now = self.clock()
+        until = now + self.lease
+        with self.ledger.transaction("renew this worker's leases") as conn:
+            lq.beat_worker(conn, self.id, now)
+            if not self.leasing:
+                self.leader = True
+                return
+            renewed = lq.renew(conn, self.id, now, until)
+            self.held = {s: lease for s, lease in self.held.items() if s in renewed}
+            self.leader = shares.TRIGGER_LEASE in renewed
+            lq.release(conn, self.id, self.draining, now)
+            for sender in self.draining:
+                self.held.pop(sender, None)
+            self.draining = set()
+            leases = {row.sender: row for row in lq.all_leases(conn)}
+            live = [w.id for w in lq.live_workers(conn, now - self.lease)]
+        self.part = shares.partition(self.id, live)
+        if not self.leader and shares.is_free(leases.get(shares.TRIGGER_LEASE), now):
+            with self.ledger.transaction("take the trigger lease") as conn:
+                self.leader = lq.acquire(conn, shares.TRIGGER_LEASE, self.id, now,
+                                         until) is not None
+        plan = shares.plan_leases(self.id, wanted, leases, live, now)
+        self.draining = set(plan.give_up)
+        for sender in plan.take:
+            self._take(sender, run_ids, now, until)
+
+    def _take(self, sender: str, run_ids: list[int], now: datetime, until: datetime) -> None:
+        with self.ledger.transaction(f"take sender {sender}") as conn:
+            lease = lq.acquire(conn, sender, self.id, now, until)
+            if lease is None:
+                return  # another worker was faster
+            left = lq.rows_to_take_over(conn, run_ids, sender, self.id)
+        settled = 0
+        for run_id in sorted({r for r, _i in left}):
+            ids = {i for r, i in left if r == run_id}
+            settled += self._settle(run_id, ids, now)
+        if lease.epoch > 1 or settled:
+            self.takeovers.append((sender, now, settled))
+        self.held[sender] = lease
+
+    def _settle(self, run_id: int, ids: set[int], now: datetime) -> int:
+        """Settle rows another worker left in doubt, as a restarted process does."""
+        from scheduler.dispatch.channels import channel_for
+        from scheduler.dispatch.options import DispatchOptions
+
+        run = self.ledger.get_run(run_id)
+        options = DispatchOptions.for_run(self.ledger.options(run),
+                                          start=run.started_at or now)
+        counts = reconcile.recover_after_crash(
+            self.ledger, run_id, now, at_least_once=options.at_least_once,
+            grace_s=self.grace_s, step_delays_s=options.step_delays_s,
+            proof_events=channel_for(run.channel, options).proof_events, only=ids)
+        return sum(counts.values())
+
+    def stop(self) -> None:
+        """Leave cleanly: no longer live, every lease given up (free for the others now)."""
+        with self.ledger.transaction("stop this worker") as conn:
+            lq.stop_worker(conn, self.id, self.clock())
+        self.held.clear()
+        self.leader = False
