@@ -30,6 +30,7 @@ from scheduler.commands import (
     track,
     workers,
 )
+from scheduler.commands.help_style import apply as apply_help_style
 from scheduler.errors import SchedulerError
 
 app = typer.Typer(
@@ -46,6 +47,30 @@ COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalo
                    sandbox, demo, workers)
 for _module in COMMAND_MODULES:
     _module.register(app)
+
+
+def _version(value: bool) -> None:
+    """``--version``: the installed package's version, from its metadata."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            shown = version("campaign-scheduler")
+        except PackageNotFoundError:  # running from a checkout that was never installed
+            shown = "unknown (not installed)"
+        typer.echo(f"campaign {shown}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                      help="Print the version and exit."),
+) -> None:
+    """Options of ``campaign`` itself (the commands have their own)."""
+
+
+apply_help_style(app)  # flags shown as flags, arguments by name (after every register)
 
 
 @runtime_checkable

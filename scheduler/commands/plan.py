@@ -36,6 +36,7 @@ from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.pacing import Quota, estimate_finish, mean_interval
 from scheduler.dispatch.windows import SendWindow
+from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import utcnow
 
@@ -293,20 +294,21 @@ def plan_report(path: Path, start_text: str | None, *,
                 "recipients": stats.recipients_per_sender[s],
                 "deliveries": counts[i],
                 "plan_limit": q.limit if (q := quotas[i]) else None,
-                "finish": f.isoformat() if (f := estimate.per_sender[i]) else None,
+                "finish": iso_utc(estimate.per_sender[i]),
             }
             for i, s in enumerate(senders)
         ],
         "channel_totals": totals,
         "sms_segments": sum(stats.sms_segments_per_step.values()),
         "limits_source": source,
-        "start": start.isoformat(),
-        "finish": estimate.finish.isoformat(),
+        "timezone": options.timezone,  # times are UTC (ISO 8601); text shows them in it
+        "start": iso_utc(start),
+        "finish": iso_utc(estimate.finish),
         "duration_s": estimate.duration.total_seconds(),
         "mean_interval_s": estimate.interval_s,
         "pace_interval_s": mean_interval(options.rate_per_s, options.jitter_s),
         "limited_by": limited_by,
-        "latest": latest.isoformat() if latest else None,
+        "latest": iso_utc(latest),
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
         "errors": [issue.as_dict() for issue in issues],

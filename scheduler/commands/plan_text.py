@@ -9,32 +9,17 @@ from rich.console import Console
 from rich.table import Table
 
 from scheduler.commands.plan_channels import totals_lines
+from scheduler.display import local_time, span
 
 
-def _span(seconds: float) -> str:
-    """A duration in the unit a person reads it in."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172_800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86_400:.1f} days"
-
-
-def _local(moment: str | None) -> str:
-    """An ISO time without its fraction of a second."""
-    return datetime.fromisoformat(moment).isoformat(timespec="seconds") if moment else "–"
-
-
-def _short(moment: str | None) -> str:
-    """An ISO time as ``YYYY-MM-DD HH:MM:SS`` (in the offset it was given in)."""
-    return datetime.fromisoformat(moment).strftime("%Y-%m-%d %H:%M:%S") if moment else "–"
+def _at(moment: str | None, zone: str) -> str:
+    """A report's ISO time in the campaign's zone, with the zone's label."""
+    return local_time(datetime.fromisoformat(moment) if moment else None, zone)
 
 
 def print_plan(console: Console, report: dict[str, Any]) -> None:
     """The human form of a plan report; every line within 80 columns, nothing cut."""
-    channel = report["channel"]
+    channel, zone = report["channel"], report["timezone"]
     steps = Table(title=f"Campaign {report['campaign']} ({channel})")
     columns = ["step", "kind", *(["endpoint"] if channel == "whatsapp" else []), "delay",
                "planned", "skipped", *(["segments"] if channel == "sms" else [])]
@@ -58,14 +43,14 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
             f"{s['recipients']:,}",
             f"{s['deliveries']:,}",
             "–" if s["plan_limit"] is None else f"{s['plan_limit']:,}",
-            _short(s["finish"]),
+            _at(s["finish"], zone),
         )
     console.print(senders)
     for line in totals_lines(report):
         console.print(line)
     what = "call" if channel == "voice" else "send"
-    console.print(f"start  {_local(report['start'])}\n"
-                  f"finish {_local(report['finish'])} (≈ {_span(report['duration_s'])})\n"
+    console.print(f"start  {_at(report['start'], zone)}\n"
+                  f"finish {_at(report['finish'], zone)} (≈ {span(report['duration_s'])})\n"
                   f"pace   one {what} every {report['pace_interval_s']:.2f} s per sender")
     if report["limited_by"] == "calls in progress":
         console.print(f"       calls in progress allow one every "
@@ -78,7 +63,7 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     if report["finishes_before_latest"] is False:
         console.print(
             f"[yellow]! the estimate passes the latest send time "
-            f"{report['latest']}: later deliveries would expire[/]",
+            f"{_at(report['latest'], zone)}: later deliveries would expire[/]",
             markup=True,
         )
     if report["recipient_timezone"]:

@@ -21,6 +21,9 @@ import typer
 from rich.console import Console
 from rich.json import JSON
 from rich.panel import Panel
+from rich.text import Text
+
+from scheduler.display import clean, clean_markup
 
 if TYPE_CHECKING:
     from scheduler.campaign.loader import Campaign
@@ -139,11 +142,29 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     return out, channel.batch_size
 
 
+def _rows(numbers: list[int], width: int = 24) -> str:
+    """CSV row numbers, consecutive ones as ranges (``1-3, 7``), cut with ``…`` past
+    ``width`` characters (the panel's body lists every recipient)."""
+    ranges: list[list[int]] = []
+    for n in numbers:
+        if ranges and n == ranges[-1][1] + 1:
+            ranges[-1][1] = n
+        else:
+            ranges.append([n, n])
+    shown = ""
+    for first, last in ranges:
+        part = str(first) if first == last else f"{first}-{last}"
+        if shown and len(shown) + len(part) + 2 > width:
+            return f"{shown}, …"
+        shown = f"{shown}, {part}" if shown else part
+    return shown
+
+
 def _title(item: dict[str, Any]) -> str:
+    """A panel's title, short enough for an 80-column border."""
     if isinstance(item["to"], list):
         count = len(item["to"])
-        who = f"{count} recipient{'s' if count != 1 else ''} (rows " \
-              f"{', '.join(str(r) for r in item['rows'])})"
+        who = f"{count} recipient{'s' if count != 1 else ''} (rows {_rows(item['rows'])})"
         return f"{item['endpoint']} · step {item['step']} · {who}"
     return f"row {item['row']} → {item['to']} · step {item['step']} · {item['endpoint']}"
 
@@ -159,18 +180,20 @@ def preview(
     if as_json:
         typer.echo(json.dumps(items, ensure_ascii=False))
         return
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False)
     for item in items:
         body = item["body"]
-        title = _title(item)
+        title = clean_markup(_title(item))
         text = body.get("text") or body.get("caption") or body.get("content")
         if isinstance(text, str) and len(body) <= 3 and not isinstance(item["to"], list):
-            console.print(Panel(text, title=title, title_align="left"))
+            # the message as the recipient reads it, wrapped at the console's width
+            shown_text = Text(clean(text), overflow="fold")
+            console.print(Panel(shown_text, title=title, title_align="left"))
         else:
             shown = JSON.from_data(body, ensure_ascii=False)
             shown.text.no_wrap, shown.text.overflow = False, "fold"  # a long text wraps
             console.print(Panel(shown, title=title, title_align="left"))
     if items and isinstance(items[0]["to"], list):
         first = f"the first {rows} recipient{'s' if rows != 1 else ''} (--rows)"
-        console.print(f"{first}; a run puts up to {batch} recipients\nof the same text or "
+        console.print(f"{first}; a run puts up to {batch} recipients of the same text or "
                       "call in one request ([pace] batch)", markup=False)

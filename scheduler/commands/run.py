@@ -12,6 +12,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from scheduler import display
+from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:  # the app's modules are imported when a command runs
@@ -173,9 +175,11 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
     row = {
         "run": run.id, "campaign": run.campaign_name, "channel": run.channel,
         "status": run.status, "delivery": run.delivery_mode,
-        "created_at": run.created_at.isoformat() if run.created_at else None,
-        "started_at": run.started_at.isoformat() if run.started_at else None,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        # times in UTC (ISO 8601); the text shows them in the campaign's zone
+        "timezone": ledger.options(run).timezone,
+        "created_at": iso_utc(run.created_at),
+        "started_at": iso_utc(run.started_at),
+        "finished_at": iso_utc(run.finished_at),
         "reason": run.stop_reason, "deliveries": sum(counts.values()), "counts": counts,
         "target": run.target, "sent_to": describe_target(run.target),
     }
@@ -207,6 +211,20 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
     return row
 
 
+def _times_line(row: dict[str, Any]) -> str:
+    """When the run started and finished (or was created), in the campaign's zone."""
+    zone = row["timezone"]
+
+    def at(key: str) -> str:
+        moment = row[key]
+        return display.local_time(datetime.fromisoformat(moment) if moment else None, zone,
+                                  empty="not yet")
+
+    if row["started_at"] is None:
+        return f"created {at('created_at')} · not started yet"
+    return f"started {at('started_at')} · finished {at('finished_at')}"
+
+
 def status_command(
     run_id: int | None = typer.Argument(None, help="Run id; the newest run when left out."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -232,6 +250,7 @@ def status_command(
                   f"[bold]{row['status']}[/]" + (f" ({row['reason']})" if row["reason"] else ""),
                   highlight=False)
     console.print(f"sent to {row['sent_to']}", highlight=False)
+    console.print(_times_line(row), highlight=False)
     table = Table("state", "deliveries", show_edge=False)
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
@@ -263,13 +282,15 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     if not rows:
         console.print("no runs yet: start one with `campaign run FILE`")
         return
-    table = Table("run", "campaign", "status", "sent to", "deliveries", "created (UTC)",
-                  show_edge=False)
+    table = display.table("run", "campaign", "status", "sent to", "deliveries",
+                          "created (campaign's zone)", show_edge=False)
     for row in rows:
         shown = "sandbox" if row["target"] == "sandbox" else (row["target"] or "?").removeprefix(
             "service:")
-        table.add_row(str(row["run"]), row["campaign"], row["status"], shown,
-                      f"{row['deliveries']:,}", (row["created_at"] or "")[:16].replace("T", " "))
+        created = row["created_at"] and datetime.fromisoformat(row["created_at"])
+        table.add_row(str(row["run"]), display.clean_markup(row["campaign"]), row["status"],
+                      shown, f"{row['deliveries']:,}",
+                      display.local_time(created or None, row["timezone"]))
     console.print(table)
     # each channel's own outcomes, a line per run (a column would not fit in 80 columns)
     for row in rows:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import date
+from datetime import datetime
 from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+
+from scheduler.display import clean, local_time
 
 #: Seconds between two looks at the ledger with ``--tail``.
 TAIL_EVERY_S = 0.5
@@ -25,23 +27,34 @@ def _out() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def _line(row: dict[str, Any]) -> str:
+def _line(row: dict[str, Any], zone: str) -> str:
+    """An event as one line; its time in ``zone`` with the zone's label, and every field
+    that came from the webhook with its control characters shown as escapes."""
     at = row.get("received_at")
-    when = at.strftime("%Y-%m-%d %H:%M:%S") if isinstance(at, date) else str(at)
+    when = local_time(at, zone, seconds=True) if isinstance(at, datetime) else str(at)
     who = row.get("session_id") or row.get("channel") or "-"
-    return "  ".join(str(part) for part in (
+    return "  ".join(clean(part) for part in (
         row["id"], when, row["event"], who, row.get("number") or "-",
         row.get("message_id_norm") or "-", row.get("result") or "(not applied)"))
 
 
-def _print(console: Console, rows: list[dict[str, Any]], as_json: bool) -> None:
+def _zone(ledger: Any, run: int | None) -> str:
+    """The zone events are shown in: the run's (``--run``), else the newest run's; UTC
+    before any run."""
+    if run is not None:
+        return str(ledger.options(ledger.get_run(run)).timezone)
+    runs = ledger.list_runs()
+    return str(ledger.options(runs[0]).timezone) if runs else "UTC"
+
+
+def _print(console: Console, rows: list[dict[str, Any]], as_json: bool, zone: str) -> None:
     from scheduler.tracking.counts import event_json
 
     for row in rows:
-        if as_json:
+        if as_json:  # json.dumps escapes control characters itself
             print(json.dumps(event_json(row), ensure_ascii=False), flush=True)
         else:
-            console.print(escape(_line(row)))
+            console.print(_line(row, zone), markup=False)
 
 
 def events(
@@ -55,13 +68,12 @@ def events(
     from scheduler.tracking.counts import stored_events
 
     _, ledger = open_project()
-    if run is not None:
-        ledger.get_run(run)  # RunNotFound: one line, exit 1
+    zone = _zone(ledger, run)  # an unknown run: RunNotFound, one line, exit 1
     console = _out()
     rows = stored_events(ledger, run_id=run, last=last)
     if not rows and not tail and not as_json:
         console.print("no events stored" + (f" for run {run}" if run is not None else ""))
-    _print(console, rows, as_json)
+    _print(console, rows, as_json, zone)
     if not tail:
         return
     after = rows[-1]["id"] if rows else 0
@@ -74,7 +86,7 @@ def events(
             fresh = stored_events(ledger, run_id=run, after_id=after)
             if fresh:
                 after = fresh[-1]["id"]
-                _print(console, fresh, as_json)
+                _print(console, fresh, as_json, zone)
     except KeyboardInterrupt:
         return
 

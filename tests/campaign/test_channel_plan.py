@@ -158,7 +158,7 @@ def test_plan_fits_80_columns_with_nothing_cut(name: str, _settings: Path) -> No
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, done.stdout
-    assert "…" not in done.stdout and "finish 2026-11-23T" in done.stdout
+    assert "…" not in done.stdout and "finish 2026-11-23 " in done.stdout
     if name == "sms_aviso":
         assert "an estimate" in done.stdout and "sms_price_micro" in done.stdout
         assert "to sms/bulk" in done.stdout and "to sms/send" in done.stdout

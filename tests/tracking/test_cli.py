@@ -114,7 +114,7 @@ def test_events_lists_stored_events_newest_last(ledger: Ledger) -> None:
     listed = runner.invoke(app, ["events"])
     assert listed.exit_code == 0, listed.output
     lines = listed.stdout.strip().splitlines()
-    assert [line.split()[3] for line in lines] == ["messages.sent", "message.read",
+    assert [line.split()[4] for line in lines] == ["messages.sent", "message.read",
                                                    "messages.received"]
     assert "opted out" in lines[-1]
     as_json = runner.invoke(app, ["events", "--json", "--last", "2"])

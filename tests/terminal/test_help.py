@@ -1,0 +1,63 @@
+"""``campaign --help`` at 80 columns: flags shown as flags, arguments by name, a version."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+
+import pytest
+from typer.testing import CliRunner
+
+from scheduler.cli import app
+
+runner = CliRunner()
+
+
+def _help(*args: str) -> str:
+    result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    return result.output
+
+
+@pytest.mark.parametrize("command", [("validate",), ("plan",), ("status",), ("runs",),
+                                     ("events",), ("sessions", "status"), ()])
+def test_flags_take_no_value_in_help(command: tuple[str, ...]) -> None:
+    shown = _help(*command)
+    assert "<bool>" not in shown
+    assert re.search(r"--help\s+Show this message", shown)
+    if command and command != ("events",):
+        assert re.search(r"--json\s+Print JSON", shown), shown
+
+
+def test_arguments_are_shown_by_name() -> None:
+    shown = _help("validate")
+    assert "Usage: campaign validate [OPTIONS] FILE" in shown
+    assert "{file}" not in shown and re.search(r"\*\s+FILE\s+<path>", shown)
+    assert "Usage: campaign status [OPTIONS] [RUN_ID]" in _help("status")
+    assert "Usage: campaign sessions create [OPTIONS] SESSION_ID" in _help("sessions", "create")
+
+
+def test_a_flag_given_a_value_says_so_without_a_traceback() -> None:
+    result = runner.invoke(app, ["validate", "campaign.toml", "--json", "true"])
+    assert result.exit_code == 2
+    assert "unexpected extra argument" in result.output and "Traceback" not in result.output
+
+
+def test_a_missing_argument_is_named_in_capitals() -> None:
+    result = runner.invoke(app, ["validate"])
+    assert result.exit_code == 2 and "Missing argument 'FILE'" in result.output
+
+
+def test_version_comes_from_the_package_metadata() -> None:
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"campaign {version('campaign-scheduler')}\n"
+    assert "--version" in _help()
+
+
+def test_docstring_paragraphs_wrap_at_the_terminal_width() -> None:
+    # preview's docstring breaks its line after "sends" in the source: help must not
+    lines = _help().splitlines()
+    assert any("client sends them" in line for line in lines)
