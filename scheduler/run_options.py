@@ -42,6 +42,9 @@ DeliveryMode = Literal["at-most-once", "at-least-once"]
 Rotation = Literal["round-robin", "least-used"]
 DEFAULT_DELIVERY: DeliveryMode = "at-most-once"
 DEFAULT_ROTATION: Rotation = "round-robin"
+#: Channels that send through WhatsApp sessions (``senders`` are session ids; events come
+#: to the session webhook): messages, and calls placed to a list (``calls``).
+SESSION_CHANNELS = frozenset({"whatsapp", "calls"})
 
 
 class OptionsError(SchedulerError):

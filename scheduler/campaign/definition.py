@@ -3,7 +3,7 @@
 Example (every key is documented in ``campaigns/demo.toml``)::
 
     name = "Boas-vindas"
-    channel = "whatsapp"                 # whatsapp | sms | voice
+    channel = "whatsapp"                 # whatsapp | sms | voice | calls (WhatsApp calls)
     senders = ["loja-01", "loja-02"]     # session ids (WhatsApp); the account for SMS/voice
     delivery = "at-most-once"            # or "at-least-once"
     sender_rotation = "round-robin"      # or "least-used"
@@ -77,13 +77,16 @@ from scheduler.run_options import (
     DEFAULT_RATE,
     DEFAULT_ROTATION,
     DEFAULT_TIMEZONE,
+    SESSION_CHANNELS,
     DeliveryMode,
     Rotation,
 )
 from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone, parse_duration
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
-Channel = Literal["whatsapp", "sms", "voice"]
+Channel = Literal["whatsapp", "sms", "voice", "calls"]
+#: The campaign channels (``calls``: WhatsApp calls placed through sessions).
+CHANNELS = ("whatsapp", "sms", "voice", "calls")
 
 
 class Strict(BaseModel):
@@ -273,7 +276,7 @@ class CampaignSpec(Strict):
     def whole_file_problem(self) -> tuple[str, str] | None:
         """(key, message) of the check across keys, which pydantic skips when another key
         is wrong (``campaign validate`` asks for it on the best-effort definition)."""
-        if self.channel == "whatsapp" and not self.senders:
+        if self.channel in SESSION_CHANNELS and not self.senders:
             return "senders", "a WhatsApp campaign needs at least one session id"
         if self.recipients.opt_out_digit is not None and self.channel != "voice":
             return "recipients.opt_out_digit", "only a voice campaign's IVR has keys to press"

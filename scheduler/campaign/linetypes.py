@@ -67,11 +67,13 @@ DEFAULT_LINE_TYPES: dict[str, tuple[str, ...]] = {
     "whatsapp": ("mobile",),
     "sms": ("mobile",),
     "voice": ("mobile", "fixed_line"),
+    "calls": ("mobile",),
 }
 _NEEDS = {
     "whatsapp": "WhatsApp and SMS need a mobile number",
     "sms": "WhatsApp and SMS need a mobile number",
     "voice": "calls need a mobile or landline number",
+    "calls": "WhatsApp calls need a mobile number",
 }
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import datetime, tzinfo
+from datetime import date, datetime, time, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,10 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import ValidationError
 
 from scheduler.campaign.bounds import body_checker
-from scheduler.campaign.definition import BoundsSpec, CampaignSpec, step_delay
+from scheduler.campaign.definition import CHANNELS, BoundsSpec, CampaignSpec, step_delay
 from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
 from scheduler.campaign.rendering import (
+    Leaf,
     compile_file_leaf,
     compile_leaf,
     is_template,
@@ -55,6 +56,7 @@ from scheduler.campaign.steps import (
     step_kind,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
+from scheduler.run_options import DEFAULT_TIMEZONE
 from scheduler.units import load_zone
 
 
@@ -184,7 +186,10 @@ class _Collector:
 
 
 def _compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: _Collector) -> Any:
-    """Replace template strings by leaves and ``X_file`` keys by file leaves named ``X``."""
+    """Replace template strings by leaves and ``X_file`` keys by file leaves named ``X``;
+    a TOML date or time becomes its ISO text (a body carries text)."""
+    if isinstance(node, date | time):  # datetime too
+        return node.isoformat()
     if isinstance(node, str):
         if not is_template(node):
             return node
@@ -231,6 +236,7 @@ def _check_step(
     env: SandboxedEnvironment,
     found: _Collector,
     bounds: BoundsSpec,
+    timezone: str = "UTC",
 ) -> CompiledStep | None:
     key = f"steps[{index}]"
     before = len(found.issues)
@@ -238,7 +244,7 @@ def _check_step(
         found.add("a step must be a table ([[steps]])", key)
         return None
     try:
-        kind = step_kind(spec_channel, raw.get("type"))
+        kind = step_kind(spec_channel, raw.get("type"), timezone=timezone, fields=raw)
     except ValueError as exc:
         found.add(str(exc), f"{key}.type")
         return None
@@ -253,6 +259,9 @@ def _check_step(
     fields = {k: v for k, v in raw.items() if k not in RESERVED_KEYS | DISPATCHER_KEYS}
     tree = _compile_tree(fields, key, env, found)
     constant = placeholder_tree(tree)
+    for name, sample in kind.samples:  # a template: its rows are checked when rendered
+        if isinstance(tree.get(name), Leaf):
+            constant[name] = sample
     body = full_body(kind, constant, PLACEHOLDER_TO, session)
     for path, message in model_problems(kind, body):
         found.add(message, f"{key}.{path}" if path else key)
@@ -326,7 +335,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
                 )
     env = make_environment(root / "templates")
     raw_channel = data.get("channel")
-    channel = raw_channel if raw_channel in ("whatsapp", "sms", "voice") else "whatsapp"
+    channel = raw_channel if raw_channel in CHANNELS else "whatsapp"
     raw_senders = data.get("senders")
     senders: list[Any] = raw_senders if isinstance(raw_senders, list) else []
     session = str(senders[0]) if senders else PLACEHOLDER_SESSION
@@ -334,8 +343,11 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
     steps: list[CompiledStep] = []
     listed_steps = data.get("steps")
     raw_steps: list[Any] = listed_steps if isinstance(listed_steps, list) else []
+    raw_schedule = data.get("schedule")
+    raw_zone = raw_schedule.get("timezone") if isinstance(raw_schedule, dict) else None
+    zone = raw_zone if isinstance(raw_zone, str) else DEFAULT_TIMEZONE
     for index, raw in enumerate(raw_steps):
-        step = _check_step(index, raw, channel, session, env, found, bounds)
+        step = _check_step(index, raw, channel, session, env, found, bounds, zone)
         if step is not None:
             steps.append(step)
     if not lenient or spec is None or recipients_file is None:

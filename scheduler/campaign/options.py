@@ -8,7 +8,7 @@ compiled steps (their delays); the result is stored with the run (see
 from __future__ import annotations
 
 from scheduler.campaign.loader import Campaign
-from scheduler.run_options import RunOptions, WindowOptions, latest_parts
+from scheduler.run_options import SESSION_CHANNELS, RunOptions, WindowOptions, latest_parts
 
 
 def run_options(campaign: Campaign) -> RunOptions:
@@ -23,7 +23,7 @@ def run_options(campaign: Campaign) -> RunOptions:
     latest_at, latest_clock = latest_parts(schedule.latest, campaign.zone)
     return RunOptions(
         # SMS and voice send from the account ("account" unless the file names it)
-        senders=tuple(spec.senders if spec.channel == "whatsapp" else campaign.senders),
+        senders=tuple(spec.senders if spec.channel in SESSION_CHANNELS else campaign.senders),
         rate_per_s=pace.rate.per_s,
         jitter_s=pace.jitter.bounds_s,
         daily_cap=pace.daily_cap,

@@ -283,7 +283,8 @@ class Plan:
         stats.ninth_digit_added += result.ninth_digit_added
 
 
-_REACH = {"whatsapp": "on WhatsApp", "sms": "by SMS", "voice": "by a call"}
+_REACH = {"whatsapp": "on WhatsApp", "sms": "by SMS", "voice": "by a call",
+          "calls": "by a WhatsApp call"}
 
 
 def invalid_limit_issue(campaign: Campaign, stats: PlanStats) -> Issue | None:

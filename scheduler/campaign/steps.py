@@ -20,6 +20,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from scheduler.campaign.call_steps import (
+    CALL_TYPES,
+    SAMPLES,
+    SEND_EVENT_PATH,
+    PlaceCallStepBody,
+    call_event_model,
+    call_path,
+)
 from scheduler.service.account_models import VoiceSettings
 from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, WireModel
 
@@ -57,6 +65,9 @@ class StepKind:
     path: str
     model: type[BaseModel]
     has_session: bool
+    #: A stand-in for a templated field whose format the placeholder ``"0"`` would break
+    #: (a time, a URL): (field, sample); the rows' values are checked when rendered.
+    samples: tuple[tuple[str, str], ...] = ()
 
 
 SMS_KIND = StepKind("sms", f"{API}/sms/send", SmsBody, False)
@@ -66,8 +77,20 @@ WHATSAPP_KINDS = {
 }
 
 
-def step_kind(channel: str, type_name: str | None) -> StepKind:
-    """The kind of a step of ``channel``; ``ValueError`` with the allowed names otherwise."""
+def step_kind(channel: str, type_name: str | None, *, timezone: str = "UTC",
+              fields: dict[str, Any] | None = None) -> StepKind:
+    """The kind of a step of ``channel``; ``ValueError`` with the allowed names otherwise.
+
+    ``timezone`` (the campaign's) reads a ``call_event``'s time; ``fields`` (the step's)
+    choose a ``call``'s endpoint (``record = true``: ``calls/stream``)."""
+    if channel == "calls":
+        if type_name not in (None, *CALL_TYPES):
+            raise ValueError(f"a calls step has type 'call' (or none), not {type_name!r}")
+        path = call_path((fields or {}).get("record"))
+        return StepKind("call", path, PlaceCallStepBody, True)
+    if type_name == "call_event" and channel == "whatsapp":
+        return StepKind("call_event", SEND_EVENT_PATH, call_event_model(timezone), True,
+                        SAMPLES)
     if channel == "sms":
         if type_name not in (None, "sms", "text"):
             raise ValueError(f"an SMS step has type 'sms' (or none), not {type_name!r}")
@@ -76,10 +99,11 @@ def step_kind(channel: str, type_name: str | None) -> StepKind:
         if type_name not in (None, "voice", "call"):
             raise ValueError(f"a voice step has type 'voice' (or none), not {type_name!r}")
         return VOICE_KIND
+    names = ", ".join([*WHATSAPP_KINDS, "call_event"])
     if type_name is None:
-        raise ValueError(f"type is required: one of {', '.join(WHATSAPP_KINDS)}")
+        raise ValueError(f"type is required: one of {names}")
     if type_name not in WHATSAPP_KINDS:
-        raise ValueError(f"unknown type {type_name!r}: one of {', '.join(WHATSAPP_KINDS)}")
+        raise ValueError(f"unknown type {type_name!r}: one of {names}")
     return WHATSAPP_KINDS[type_name]
 
 
@@ -153,6 +177,13 @@ def free_leaves(step: Any, session: str) -> frozenset[int] | None:
 
     kind = step.kind
     required: set[int] = set()
+    constant = placeholder_tree(step.tree)
+    try:  # a body the model rewrites (a call_event's time) is validated row by row
+        if dump_payload(kind.model.model_validate(
+                full_body(kind, constant, PLACEHOLDER_TO, session))) != constant:
+            return None
+    except ValidationError:
+        return None
     for leaf in leaves(step.tree):
         for probe in (*PROBES, ""):
             fields = placeholder_tree(step.tree, leaf, probe)
