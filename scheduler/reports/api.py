@@ -37,6 +37,7 @@ from scheduler.reports.exceptions import (
     ReportFormatError,
     ReportReadError,
 )
+from scheduler.reports.layout import fit_text_columns
 from scheduler.reports.output import AtomicFiles, csv_safe, default_stem, resolve_output
 from scheduler.reports.sheetxml import RowEncoder, StreamedSheet, splice, split_rows
 from scheduler.reports.workbook import WorkbookWriter
@@ -157,7 +158,7 @@ def _other_tables(conn: Connection, runs: Sequence[source.RunInfo],
     return [
         Table("Replies", replies.columns, rq.count_replies(conn, ids),
               lambda: (replies.frame(c) for c in rq.reply_chunks(conn, ids, source.CHUNK_ROWS))),
-        Table("Opt-outs", opted.columns, len(optouts),
+        Table("Opt-outs", fit_text_columns(opted.columns, optouts), len(optouts),
               lambda: iter([opted.frame(optouts)] if len(optouts) else [])),
     ]  # fmt: skip
 
@@ -208,17 +209,17 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
     zone_names = set(zones.values())
     zone = zone_names.pop() if len(zone_names) == 1 else "local time"
     charts.sends_per_hour_png(png_temps[0], hourly, _title(runs), zone)
-    charts.funnel_png(png_temps[1], summ.funnel, _title(runs))
+    charts.funnel_png(png_temps[1], summ.funnel, _title(runs), summ.channel)
     for temp, panels in zip(png_temps[2:], channel_pngs.values(), strict=True):
         charts.channel_png(temp, panels, _title(runs))
 
     with tempfile.TemporaryDirectory(prefix="campaign-report-") as scratch:
         draft = Path(scratch) / "draft.xlsx"
         writer = WorkbookWriter(draft)
-        sheet, sections = writer.summary(summ)
+        _sheet, sections = writer.summary(summ)
         parts = [part for table in tables for part in writer.row_table(table)]
         writer.errors(errors)
-        writer.charts(sheet, summ, sections, writer.hourly(hourly, zone))
+        writer.charts(summ, sections, writer.hourly(hourly, zone), zone)
         styles = writer.close()
         streamed = []
         for table in tables:

@@ -58,29 +58,33 @@ def sends_per_hour_png(path: Path, hourly: pd.DataFrame, title: str, zone: str) 
         ax.xaxis.set_major_locator(locator)
         ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
         ax.set_ylabel("sends")
+        ax.set_xlabel(f"hour ({zone})")
         ax.grid(axis="y", alpha=0.3)
     ax.set_title(f"{title}: sends per hour ({zone})")
     fig.tight_layout()
     _save(fig, path)
 
 
-def funnel_png(path: Path, funnel: Sequence[tuple[str, int]], title: str) -> None:
-    """A horizontal bar funnel with each stage's count and share of the first stage."""
+def funnel_png(path: Path, funnel: Sequence[tuple[str, int]], title: str,
+               channel: str = "whatsapp") -> None:  # fmt: skip
+    """A horizontal bar funnel with each stage's count and its rate, as the Summary gives
+    it (:mod:`scheduler.ledger.funnel`: sent of planned, later stages of sent)."""
     from matplotlib.figure import Figure
+
+    from scheduler.ledger.funnel import labelled_shares
 
     fig = Figure(figsize=_SIZE)
     ax = fig.add_subplot()
     labels = [label for label, _ in funnel]
     values = [value for _, value in funnel]
-    first = values[0] if values else 0
     bars = ax.barh(labels, values, color=_BLUE)
     ax.invert_yaxis()
     top = max(values, default=0) or 1
-    ax.set_xlim(0, top * 1.25)
-    for bar, value in zip(bars, values, strict=True):
-        share = f" ({value / first:.1%})" if first else ""
+    ax.set_xlim(0, top * 1.35)
+    for bar, value, share in zip(bars, values, labelled_shares(channel, values), strict=True):
         ax.text(bar.get_width() + top * 0.01, bar.get_y() + bar.get_height() / 2,
-                f"{value:,}{share}", va="center")  # fmt: skip
+                f"{value:,}" + (f" ({share})" if share else ""), va="center")  # fmt: skip
+    ax.set_xlabel("calls" if channel == "voice" else "messages")
     ax.set_title(f"{title}: funnel")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

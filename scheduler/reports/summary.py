@@ -1,10 +1,11 @@
 """The Summary of a report, computed from the ledger's aggregates (no I/O here).
 
-A delivery counts as *sent* once the service took it (``accepted`` or any later state, or
-a ``sent_at`` time), *delivered* when it reached ``delivered`` or ``read`` (or has that
-time), *read* when it reached ``read``, *replied* when it has a reply. Each channel has
-its own funnel (``FUNNELS``) and rates (``RATES``); a report over runs of several channels
-uses the WhatsApp one. SMS and voice runs add the sections their charts draw
+What *planned*, *sent* and each rate mean is defined once, in :mod:`scheduler.ledger.funnel`
+(shared with ``campaign status`` and ``campaign plan``): planned is every row but the
+skipped ones; sent is what the service took (``accepted`` or any later state, or a time
+that says so); *sent* is a share of planned, every later stage a share of sent. Each
+channel has its own funnel (``FUNNELS``); a report over runs of several channels uses the
+WhatsApp one. SMS and voice runs add the sections their charts draw
 (``CHANNEL_SECTIONS``): SMS delivery by error code, voice outcomes and the digits pressed.
 """
 
@@ -18,34 +19,19 @@ from zoneinfo import ZoneInfo
 
 import pandas as pd
 
+from scheduler.ledger import funnel as fn
 from scheduler.ledger.states import SENT_STATES, DeliveryState, describe_target
 from scheduler.reports import details as det
 from scheduler.reports.channels import CHANNEL_SECTIONS, channel_sections
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
 
-FUNNELS = {
-    "whatsapp": (("Planned", "deliveries"), ("Sent", "sent"), ("Delivered", "delivered"),
-                 ("Read", "read"), ("Replied", "replied")),
-    "sms": (("Planned", "deliveries"), ("Sent", "sent"), ("Delivered", "delivered")),
-    "voice": (("Planned", "deliveries"), ("Dialed", "sent"), ("Answered", "answered"),
-              ("Pressed a key", "digits")),
-}  # fmt: skip
-RATES = {
-    "whatsapp": (("Sent (% of planned)", "sent", "deliveries"),
-                 ("Delivered (% of sent)", "delivered", "sent"),
-                 ("Read (% of delivered)", "read", "delivered"),
-                 ("Replied (% of sent)", "replied", "sent")),
-    "sms": (("Sent (% of planned)", "sent", "deliveries"),
-            ("Delivered (% of sent)", "delivered", "sent"),
-            ("Undelivered (% of sent)", "undelivered", "sent")),
-    "voice": (("Dialed (% of planned)", "sent", "deliveries"),
-              ("Answered (% of dialed)", "answered", "sent"),
-              ("Pressed a key (% of answered)", "digits", "answered")),
-}  # fmt: skip
+#: Each channel's funnel: (label, count key), planned first (see ``scheduler.ledger.funnel``).
+FUNNELS = {channel: tuple((st.label, st.key) for st in stages)
+           for channel, stages in fn.STAGES.items()}  # fmt: skip
 _STATE_ORDER = [s.value for s in DeliveryState]
-_COUNTS = ("deliveries", "sent", "delivered", "read", "replied", "answered", "not_answered",
-           "undelivered", "failed", "skipped", "unknown", "expired")  # fmt: skip
+_COUNTS = ("deliveries", "planned", "sent", "delivered", "read", "replied", "answered",
+           "not_answered", "undelivered", "failed", "skipped", "unknown", "expired")  # fmt: skip
 _EXTRAS = ("segments", "cost", "talk_seconds", "digits")
 
 
@@ -69,6 +55,8 @@ class Summary:
     funnel: list[tuple[str, int]]
     by_sender: tuple[list[Column], pd.DataFrame]
     by_step: tuple[list[Column], pd.DataFrame]
+    #: People and messages skipped, by reason (``SKIP_COLUMNS``).
+    skipped: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
 
     def section(self, title: str) -> list[Metric]:
@@ -95,6 +83,7 @@ def _flags(groups: pd.DataFrame) -> pd.DataFrame:
     state, n = groups["state"], groups["n"]
     flags = {
         "deliveries": n,
+        "planned": n.where(state != DeliveryState.SKIPPED, 0),
         "sent": n.where(state.isin(list(SENT_STATES)), groups["n_sent"]),
         "delivered": n.where(state.isin(["delivered", "read"]), groups["n_delivered"]),
         "read": n.where(state == "read", groups["n_read"]),
@@ -124,9 +113,7 @@ def _totals(flags: pd.DataFrame, extras: pd.DataFrame, keys: list[str]) -> pd.Da
     return counts.set_index(keys)
 
 
-def rate(part: float, whole: float) -> float | None:
-    """``part / whole``, None when ``whole`` is zero."""
-    return part / whole if whole else None
+rate = fn.share
 
 
 def _local(moment: datetime | None, zone: str) -> datetime | None:
@@ -179,23 +166,35 @@ def _rate_metric(label: str, per_run: pd.DataFrame, runs: list[RunInfo], part: s
                   rate(float(per_run[part].sum()), float(per_run[whole].sum())))  # fmt: skip
 
 
+def _rates(channel: str) -> list[tuple[str, str, str]]:
+    """``(label, part, whole)`` of each rate of ``channel``'s funnel."""
+    return [(r.label, r.part, r.whole) for r in fn.rates(channel, {})]
+
+
 def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels: set[str]
            ) -> tuple[list[Column], pd.DataFrame]:  # fmt: skip
-    """A per-sender or per-step table: key columns, the funnel, failures, rates, extras."""
+    """A per-sender or per-step table: key columns, the funnel, failures, rates, extras.
+
+    Groups holding nothing to send (rows skipped at planning, which no sender ever had)
+    are left out of the per-sender table; rows not sent yet show as "(not sent yet)".
+    """
     cols = list(keys)
     out = frame.reset_index()
     if "sender" in out.columns:
-        out["sender"] = out["sender"].where(out["sender"] != "", "(none yet)")
+        out = out[(out["sender"] != "") | (out["planned"] > 0)].reset_index(drop=True)
+        out["sender"] = out["sender"].where(out["sender"] != "", "(not sent yet)")
     for label, key in FUNNELS[channel]:
-        cols.append(Column(key, "Deliveries" if key == "deliveries" else label, "int", 11))
-    cols += [Column(k, k.capitalize(), "int", 9) for k in ("failed", "unknown", "skipped")]
-    for label, part, whole in RATES[channel]:
+        cols.append(Column(key, label, "int", 11))
+    failures = ("failed", "unknown") if "sender" in out.columns else \
+        ("failed", "unknown", "skipped")
+    cols += [Column(k, k.capitalize(), "int", 9) for k in failures]
+    for label, part, whole in _rates(channel):
         name = f"rate:{part}/{whole}"
         out[name] = [rate(p, w) for p, w in zip(out[part], out[whole], strict=True)]
-        cols.append(Column(name, label, "percent", max(12, len(label) * 0.8)))
+        cols.append(Column(name, label, "percent", 12))
     if "sms" in extra_channels:
         cols += [
-            Column("undelivered", "Undelivered", "int", 12),
+            *([] if channel == "sms" else [Column("undelivered", "Undelivered", "int", 12)]),
             Column("segments", "SMS segments", "int", 13),
             Column("cost", "Cost (R$)", "money", 11),
         ]
@@ -206,6 +205,23 @@ def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels
             Column("talk_min", "Talk time (min)", "number", 15),
         ]
     return cols, out  # fmt: skip
+
+
+#: Columns of the "Skipped, by reason" table (see ``scheduler.ledger.funnel``).
+SKIP_COLUMNS = [Column("reason", "Reason", "user_text", 20), Column("run_id", "Run", "int", 6),
+                Column("people", "People", "int", 8), Column("n", "Messages", "int", 9)]
+
+
+def skipped_table(skipped: pd.DataFrame) -> pd.DataFrame:
+    """``ledger.queries.reports.skip_reasons`` by reason word (``invalid_number`` of
+    ``invalid_number: too short``): people and messages per run, most people first."""
+    if skipped.empty:
+        return pd.DataFrame({c.key: [] for c in SKIP_COLUMNS})
+    out = skipped.assign(reason=skipped["reason"].map(
+        lambda r: str(r or "").split(":")[0].strip() or "no reason"))  # fmt: skip
+    out = out.groupby(["reason", "run_id"], as_index=False)[["people", "n"]].sum()
+    return out.sort_values(["run_id", "people", "reason"], ascending=[True, False, True],
+                           ignore_index=True)  # fmt: skip
 
 
 def build(runs: list[RunInfo], groups: pd.DataFrame, scan: det.DetailScan,
@@ -231,7 +247,7 @@ def build(runs: list[RunInfo], groups: pd.DataFrame, scan: det.DetailScan,
     funnel = [_count(label, per_run, runs, key) for label, key in FUNNELS[channel]]
     sections.append(("Funnel", funnel))
     sections.append(("Rates", [_rate_metric(label, per_run, runs, part, whole)
-                               for label, part, whole in RATES[channel]]))  # fmt: skip
+                               for label, part, whole in _rates(channel)]))  # fmt: skip
     if "sms" in channels or per_run["segments"].sum():
         sections.append(("SMS", [
             _count("Delivered", per_run, runs, "delivered"),
@@ -250,16 +266,6 @@ def build(runs: list[RunInfo], groups: pd.DataFrame, scan: det.DetailScan,
         sections.append((title, [Metric(label, "int", values, sum(values))
                                  for label, values in rows]))  # fmt: skip
     sections.append(("Opt-outs", _optout_metrics(runs, optouts)))
-    if not skipped.empty:
-        skipped = skipped.assign(category=skipped["reason"].map(
-            lambda r: (r or "no reason").split(":")[0].strip()))  # fmt: skip
-        by_reason = skipped.groupby(["category", "run_id"])["n"].sum()
-        metrics = [Metric(cat, "int", [int(by_reason.get((cat, r.id), 0)) for r in runs])
-                   for cat in sorted(set(skipped["category"]))]  # fmt: skip
-        for metric in metrics:
-            metric.total = sum(metric.values)
-        sections.append(("Skipped, by reason", metrics))
-
     sender_keys = [Column("run_id", "Run", "int", 6), Column("sender", "Sender", "user_text", 16)]
     step_keys = [Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
                  Column("kind", "Kind", "text", 10)]  # fmt: skip
@@ -270,6 +276,8 @@ def build(runs: list[RunInfo], groups: pd.DataFrame, scan: det.DetailScan,
                          channels),
         by_step=_table(_totals(flags, extras, ["run_id", "step", "kind"]), step_keys, channel,
                        channels),
+        skipped=skipped_table(skipped),
+        notes=list(fn.HOW_TO_READ),
     )  # fmt: skip
 
 

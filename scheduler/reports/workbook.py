@@ -1,11 +1,14 @@
-"""The workbook as xlsxwriter writes it: styles, Summary (with its charts), Errors, Sends per
-hour, and the header, widths, frozen row and auto-filter of each row table.
+"""The workbook as xlsxwriter writes it: styles, Summary, Charts, Errors, Sends per hour,
+and the header, widths, frozen row, auto-filter and page setup of each row table.
 
 The rows of the row tables (Recipients, Replies, Opt-outs) are streamed in afterwards by
 :mod:`scheduler.reports.sheetxml`, with the style indices this module reports.
 Text is always written with ``write_string`` (never parsed as a formula, number or URL);
 text that begins like a formula also gets the quote-prefix style, so editing the cell in a
-spreadsheet keeps it text.
+spreadsheet keeps it text. Widths come from the content and every sheet has a page setup
+(:mod:`scheduler.reports.layout`); the charts are drawn by :mod:`scheduler.reports.xlsxcharts`.
+Date formats are ones Excel and LibreOffice both read (no ``hh:00``: LibreOffice shows
+the raw serial number for it).
 """
 
 from __future__ import annotations
@@ -19,10 +22,12 @@ from typing import Any
 
 import pandas as pd
 
+from scheduler.reports import layout
 from scheduler.reports.columns import Column, Table
 from scheduler.reports.output import formula_like
 from scheduler.reports.sheetxml import MAX_CELL_CHARS, MAX_SHEET_ROWS
-from scheduler.reports.summary import ERROR_COLUMNS, Summary
+from scheduler.reports.summary import ERROR_COLUMNS, SKIP_COLUMNS, Summary
+from scheduler.reports.xlsxcharts import add_charts
 from scheduler.timeutil import utcnow
 
 OPTIONS = {"strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False,
@@ -36,7 +41,9 @@ _FORMATS: dict[str, dict[str, Any]] = {
     "section": {"bold": True, "font_size": 12, "font_color": "#1f4e79"},
     "title": {"bold": True, "font_size": 14},
     "date": {"num_format": DATE_FORMAT},
-    "hour": {"num_format": "yyyy-mm-dd hh:00"},
+    "hour": {"num_format": "yyyy-mm-dd hh:mm"},
+    "key": {"num_format": "0", "align": "left"},
+    "note": {"italic": True, "font_color": "#404040"},
     "user_text": {"num_format": "@", "quote_prefix": True},
     "int": {"num_format": "#,##0"},
     "number": {"num_format": "#,##0.0"},
@@ -46,6 +53,12 @@ _FORMATS: dict[str, dict[str, Any]] = {
 #: Cell kinds of streamed rows → format name (kinds not listed are written unstyled).
 _STREAMED_STYLES = {"date": "date", "user_text": "user_text", "money": "money",
                     "percent": "percent", "number": "number"}  # fmt: skip
+
+
+def _capped(kind: str) -> str:
+    """Summary values in columns of their own: long text may run into the empty cells to
+    its right, so it does not widen the column (see ``layout.shown_length``)."""
+    return "capped_text" if kind in ("text", "user_text") else kind
 
 
 @dataclass
@@ -74,7 +87,7 @@ class WorkbookWriter:
         if value is None or value is pd.NaT or (isinstance(value, float) and not
                                                  math.isfinite(value)):  # fmt: skip
             return
-        if kind in ("text", "user_text"):
+        if kind in ("text", "user_text", "capped_text"):
             text = str(value)[:MAX_CELL_CHARS]
             ws.write_string(row, col, text, self.formats["user_text"]
                             if formula_like(text) else None)  # fmt: skip
@@ -93,110 +106,101 @@ class WorkbookWriter:
     def _list_sheet(self, name: str, columns: Sequence[Column], rows: int,
                     streamed: bool = False) -> Any:  # fmt: skip
         ws = self.book.add_worksheet(name)
-        for col, column in enumerate(columns):
+        widths = [max(column.width, layout.width_for([], column.header, cap=column.width),
+                      layout.DATE_WIDTH if column.kind == "date" else 0.0)
+                  for column in columns]  # fmt: skip
+        for col, (column, width) in enumerate(zip(columns, widths, strict=True)):
             fmt = _STREAMED_STYLES.get(column.kind) if streamed else None
-            ws.set_column(col, col, column.width, self.formats[fmt] if fmt else None)
+            ws.set_column(col, col, width, self.formats[fmt] if fmt else None)
         self.header(ws, 0, columns)
-        ws.set_row(0, 30)
+        ws.set_row(0, layout.header_height([c.header for c in columns], widths))
         ws.freeze_panes(1, 0)
         ws.autofilter(0, 0, max(rows, 1), len(columns) - 1)
+        layout.page_setup(ws, widths)
         return ws
 
     # ------------------------------------------------------------------ sheets
 
     def summary(self, summary: Summary) -> tuple[Any, dict[str, tuple[int, int]]]:
-        """The Summary sheet; returns it, and the first and last row of each section."""
+        """The Summary sheet (and the empty Charts sheet after it); returns the Summary and
+        the first and last row of each section."""
         ws = self.book.add_worksheet("Summary")
+        self.chart_sheet = self.book.add_worksheet("Charts")
         runs = summary.runs
         total = len(runs) > 1
         values = len(runs) + (1 if total else 0)
-        ws.set_column(0, 0, 38)
-        ws.set_column(1, max(values, 12), 16)
-        heads = ["Metric", *(f"Run {r.id}" for r in runs), *(["Total"] if total else [])]
-        for col, head in enumerate(heads):
-            ws.write_string(0, col, head, self.formats["header"])
-        ws.freeze_panes(1, 1)
+        seen: dict[int, list[tuple[Any, str]]] = {}  # column → (value, kind): for widths
+        heads: dict[int, list[str]] = {}  # column → table headers in it (they wrap)
+
+        def put(row: int, col: int, value: Any, kind: str, style: str | None = None) -> None:
+            seen.setdefault(col, []).append((value, kind))
+            if style is not None:
+                ws.write_string(row, col, str(value), self.formats[style])
+            else:
+                self.put(ws, row, col, value, kind)
+
+        for col, head in enumerate(["Metric", *(f"Run {r.id}" for r in runs),
+                                    *(["Total"] if total else [])]):  # fmt: skip
+            put(0, col, head, "text", "header")
         row, sections = 0, {}
         for title, metrics in summary.sections:
             row += 1
-            ws.write_string(row, 0, title, self.formats["section"])
+            put(row, 0, title, "text", "section")
             row += 1
             sections[title] = (row, row + len(metrics) - 1)
             for metric in metrics:
-                self.put(ws, row, 0, metric.label, "user_text")  # reasons come from data
-                kind = metric.kind
+                put(row, 0, metric.label, "user_text")  # reasons come from data
                 for col, value in enumerate(metric.values, start=1):
-                    self.put(ws, row, col, value, kind)
+                    put(row, col, value, _capped(metric.kind))
                 if total:
-                    self.put(ws, row, values, metric.total, kind)
+                    put(row, values, metric.total, _capped(metric.kind))
                 row += 1
-        for title, (columns, frame) in (("By sender", summary.by_sender),
-                                        ("By step", summary.by_step)):  # fmt: skip
+        header_rows = []
+        for title, (columns, frame) in self._tables(summary):
             row += 1
-            ws.write_string(row, 0, title, self.formats["section"])
+            put(row, 0, title, "text", "section")
             row += 1
             self.header(ws, row, columns)
+            for col, column in enumerate(columns):
+                heads.setdefault(col, []).append(column.header)
+            header_rows.append((row, [c.header for c in columns]))
             row += 1
             for record in frame.to_dict("records"):
                 for col, column in enumerate(columns):
-                    self.put(ws, row, col, record.get(column.key), column.kind)
+                    kind = "key" if column.key == "run_id" else column.kind
+                    put(row, col, record.get(column.key), kind)
                 row += 1
+        widths = [max([layout.width_for(seen.get(col, []))] +
+                      [layout.width_for([], h) for h in heads.get(col, [])])
+                  for col in range(max(seen) + 1)]  # fmt: skip
+        for col, width in enumerate(widths):
+            ws.set_column(col, col, width)
+        for header_row, headers in header_rows:
+            ws.set_row(header_row, layout.header_height(headers, widths))
         row += 1
-        ws.write_string(row, 0, "Notes", self.formats["section"])
+        ws.write_string(row, 0, "How to read", self.formats["section"])
         notes = [*summary.notes,
                  "Times are local to each run's time zone (spreadsheets have no zones).",
                  f"Generated {utcnow():%Y-%m-%d %H:%M} UTC."]  # fmt: skip
         for offset, note in enumerate(notes, start=1):
-            ws.write_string(row + offset, 0, note)
+            ws.write_string(row + offset, 0, note, self.formats["note"])
+        ws.freeze_panes(1, 1)
+        layout.page_setup(ws, widths, one_page=row + len(notes) <= layout.ONE_PAGE_ROWS)
         return ws, sections
 
-    def charts(self, ws: Any, summary: Summary, sections: dict[str, tuple[int, int]],
-               hours: int) -> None:  # fmt: skip
-        """The sends-per-hour and funnel charts, then one per channel section (SMS delivery
-        by error code, voice outcomes, digits pressed), right of the Summary's figures."""
-        funnel = sections["Funnel"]
-        col = len(summary.runs) + (2 if len(summary.runs) > 1 else 1) + 1
-        hourly = self.book.add_chart({"type": "column"})
-        hourly.add_series({"name": "Sends", "categories": ["Sends per hour", 1, 0, hours, 0],
-                           "values": ["Sends per hour", 1, 1, hours, 1],
-                           "fill": {"color": "#2f6db5"}, "gap": 20})  # fmt: skip
-        hourly.set_title({"name": "Sends per hour"})
-        hourly.set_x_axis({"date_axis": True, "num_format": "dd/mm hh:00",
-                           "num_font": {"rotation": -45}})  # fmt: skip
-        hourly.set_legend({"none": True})
-        hourly.set_size({"width": 720, "height": 320})
-        ws.insert_chart(1, col, hourly)
-        last = len(summary.runs) + (1 if len(summary.runs) > 1 else 0)
-        bars = self.book.add_chart({"type": "bar"})
-        bars.add_series(
-            {
-                "name": "Funnel",
-                "categories": ["Summary", funnel[0], 0, funnel[1], 0],
-                "values": ["Summary", funnel[0], last, funnel[1], last],
-                "data_labels": {"value": True},
-                "fill": {"color": "#2f6db5"},
-            }
-        )
-        bars.set_title({"name": "Funnel"})
-        bars.set_y_axis({"reverse": True})
-        bars.set_legend({"none": True})
-        bars.set_size({"width": 720, "height": 320})
-        ws.insert_chart(18, col, bars)  # fmt: skip
-        for index, title in enumerate(summary.chart_sections()):
-            first, end = sections[title]
-            chart = self.book.add_chart({"type": "bar"})
-            chart.add_series({
-                "name": title,
-                "categories": ["Summary", first, 0, end, 0],
-                "values": ["Summary", first, last, end, last],
-                "data_labels": {"value": True},
-                "fill": {"color": "#c0504d" if index == 0 else "#2f6db5"},
-            })  # fmt: skip
-            chart.set_title({"name": title})
-            chart.set_y_axis({"reverse": True})
-            chart.set_legend({"none": True})
-            chart.set_size({"width": 720, "height": 320})
-            ws.insert_chart(35 + 17 * index, col, chart)
+    @staticmethod
+    def _tables(summary: Summary) -> list[tuple[str, tuple[list[Column], pd.DataFrame]]]:
+        """The Summary's tables: skip reasons (when any), per sender, per step."""
+        tables = [("By sender", summary.by_sender), ("By step", summary.by_step)]
+        if len(summary.skipped):
+            tables.insert(0, ("Skipped, by reason", (SKIP_COLUMNS, summary.skipped)))
+        return tables
+
+    def charts(self, summary: Summary, sections: dict[str, tuple[int, int]], hours: int,
+               zone: str) -> None:  # fmt: skip
+        """The Charts sheet: sends per hour, the funnel, then one chart per channel section
+        (SMS delivery by error code, voice outcomes, digits pressed), a page each."""
+        add_charts(self.book, self.chart_sheet, summary, sections, hours, zone)
 
     def row_table(self, table: Table) -> list[Part]:
         """Sheets for a row table (one per 1,048,575 rows): header, widths, filter, freeze."""
@@ -219,15 +223,19 @@ class WorkbookWriter:
                 self.put(ws, row, col, record.get(column.key), column.kind)
 
     def hourly(self, frame: pd.DataFrame, zone: str) -> int:
-        """The Sends per hour sheet (the chart's data); returns its last data row."""
+        """The Sends per hour sheet (the chart's data: each hour as a date and as the text
+        label the chart's category axis shows); returns its last data row."""
         hour = f"Hour ({zone})"
-        columns = [Column("hour", hour, "date", max(18, len(hour) + 2)),
-                   Column("sends", "Sends", "int", 9)]  # fmt: skip
+        columns = [Column("hour", hour, "date", max(layout.DATE_WIDTH, len(hour) + 2)),
+                   Column("sends", "Sends", "int", 9),
+                   Column("label", "Label (chart)", "text", 18)]  # fmt: skip
         ws = self._list_sheet("Sends per hour", columns, len(frame))
         for row, (hour, sends) in enumerate(zip(frame["hour"], frame["sends"], strict=True),
                                             start=1):  # fmt: skip
-            ws.write_datetime(row, 0, hour.to_pydatetime(), self.formats["hour"])
+            moment = hour.to_pydatetime()
+            ws.write_datetime(row, 0, moment, self.formats["hour"])
             ws.write_number(row, 1, int(sends), self.formats["int"])
+            ws.write_string(row, 2, f"{moment:%Y-%m-%d %H:%M}")
         return max(len(frame), 1)
 
     def close(self) -> dict[str, int]:

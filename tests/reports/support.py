@@ -192,7 +192,7 @@ def make_whatsapp_run(ledger: Ledger, clock: FakeClock) -> Scenario:
             "planned": 1,
             "skipped": 3,
         },
-        funnel={"Planned": 20, "Sent": 14, "Delivered": 10, "Read": 6, "Replied": 3},
+        funnel={"Planned": 17, "Sent": 14, "Delivered": 10, "Read": 6, "Replied": 3},
         numbers=[r["to"] for r in rows],
     )
 
@@ -221,3 +221,58 @@ def details_run(
             details=json.dumps(extra) if extra is not None else None,
         )
     return run_id
+
+
+#: Recipients of :func:`make_demo_like_run` (each gets two steps, like the demo campaign).
+DEMO_PEOPLE = 120
+#: Hours (São Paulo) in which :func:`make_demo_like_run` sends: 09:00 to 18:59.
+DEMO_HOURS = 10
+
+
+def make_demo_like_run(ledger: Ledger, clock: FakeClock) -> Scenario:
+    """A run shaped like the demo's, spread over ten hours: 120 people × 2 steps (text, then
+    image), two senders; 4 people skipped at planning (both steps: invalid number or
+    duplicate), then every other row sent between 09:00 and 18:59 São Paulo time, 7 in 8
+    delivered and half of those read; 2 failed; 9 replies (1 opt-out)."""
+    clock.now = T0
+    rows = []
+    for person in range(DEMO_PEOPLE):
+        skip = {0: "invalid_number: too short", 1: "invalid_number: too short",
+                2: "duplicate", 3: "duplicate"}.get(person)  # fmt: skip
+        for step in (0, 1):
+            rows.append({"row": person + 1, "step": step, "kind": "text" if step == 0 else "image",
+                         "to": number(person), "state": "skipped" if skip else "planned",
+                         "reason": skip, "variables": {"nome": f"Cliente {person}",
+                                                       "cidade": "Campinas"}})  # fmt: skip
+    run_id = store(ledger, rows, name="demo")
+    ids = ids_by_row(ledger, run_id)
+    sent = [(i, delivery) for i, delivery in enumerate(ids) if rows[i]["state"] == "planned"]
+    ledger.set_status(run_id, "running")
+    span = timedelta(hours=DEMO_HOURS) / len(sent)
+    with ledger.engine.begin() as conn:
+        for k, (_i, delivery) in enumerate(sent):
+            at = T0 + span * k
+            dq.claim(conn, [(delivery, "demo-01" if k % 2 == 0 else "demo-02")], at)
+            if k % 97 == 5:
+                dq.record_final(conn, [(delivery, "", "400: number is not on WhatsApp")],
+                                "failed", at + timedelta(seconds=1))  # fmt: skip
+            else:
+                dq.record_accepted(conn, [(delivery, f"DEMO-{k:04d}")], at + timedelta(seconds=1))
+    for k, (_i, delivery) in enumerate(sent):
+        if k % 97 == 5:
+            continue
+        at = T0 + span * k + timedelta(seconds=2)
+        values: dict[str, Any] = {"state": "sent", "sent_at": at}
+        if k % 8:
+            values |= {"state": "delivered", "delivered_at": at + timedelta(seconds=5)}
+        if k % 8 and k % 2:
+            values |= {"state": "read", "read_at": at + timedelta(minutes=2)}
+        set_rows(ledger, [delivery], **values)
+    for k in range(9):
+        i, delivery = sent[k * 24 + 1]
+        add_reply(ledger, run_id, delivery, rows[i]["to"], "SAIR" if k == 4 else "Obrigado!",
+                  T0 + span * (k * 24 + 1) + timedelta(minutes=5), opt_out=k == 4)  # fmt: skip
+    clock.now = T0 + timedelta(hours=DEMO_HOURS, minutes=5)
+    ledger.set_status(run_id, "completed")
+    return Scenario(ledger, run_id, states=ledger.counts(run_id), funnel={},
+                    numbers=[r["to"] for r in rows])  # fmt: skip

@@ -97,7 +97,8 @@ def test_a_table_longer_than_a_sheet_continues_on_the_next(
     monkeypatch.setattr(source, "CHUNK_ROWS", 3)
     result = write_report(whatsapp_run.ledger, [whatsapp_run.run_id], output=tmp_path)
     book = openpyxl.load_workbook(result.path)
-    assert book.sheetnames[:4] == ["Summary", "Recipients", "Recipients 2", "Recipients 3"]
+    assert book.sheetnames[:5] == ["Summary", "Charts", "Recipients", "Recipients 2",
+                                   "Recipients 3"]
     parts: list[dict[str, Any]] = []
     for name in ("Recipients", "Recipients 2", "Recipients 3"):
         assert book[name].freeze_panes == "A2"

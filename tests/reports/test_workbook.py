@@ -19,7 +19,8 @@ from tests.databases import LedgerUrls
 from tests.factories import FakeClock
 from tests.reports.support import FORMULA, REPLY, Scenario, make_whatsapp_run
 
-SHEETS = ["Summary", "Recipients", "Replies", "Opt-outs", "Errors", "Sends per hour"]
+SHEETS = ["Summary", "Charts", "Recipients", "Replies", "Opt-outs", "Errors", "Sends per hour"]
+LISTS = SHEETS[2:]  # the row tables: a header row, frozen and filtered
 
 
 @pytest.fixture(scope="module")
@@ -88,13 +89,16 @@ def test_summary_totals_match_the_ledger(book: Any, whatsapp_run: Scenario) -> N
     assert values["Total"][0] == sum(counts.values()) == 20
     for stage, n in whatsapp_run.funnel.items():
         assert values[stage][0] == n, stage
-    assert values["Sent (% of planned)"][0] == pytest.approx(14 / 20)
+    # planned: the rows to send (3 skipped at planning are not); rates of planned, then of sent
+    assert values["Sent (% of planned)"][0] == pytest.approx(14 / 17)
     assert values["Delivered (% of sent)"][0] == pytest.approx(10 / 14)
-    assert values["Read (% of delivered)"][0] == pytest.approx(6 / 10)
+    assert values["Read (% of sent)"][0] == pytest.approx(6 / 14)
     assert values["Replied (% of sent)"][0] == pytest.approx(3 / 14)
     assert values["Opted out since the run was planned"][0] == 1
     assert values["Already opted out when planned"][0] == 1
-    assert values["duplicate"][0] == values["invalid_number"][0] == values["suppressed"][0] == 1
+    for reason in ("duplicate", "invalid_number", "suppressed"):  # run, people, messages
+        assert values[reason][:3] == [whatsapp_run.run_id, 1, 1], reason
+    assert "How to read" in values
     assert values["Campaign"][0] == "promo" and values["Channel"][0] == "whatsapp"
     assert values["Time zone (times are local to it)"][0] == "America/Sao_Paulo"
     assert values["Started"][0] == datetime(2026, 11, 23, 9, 0)  # T0 in São Paulo
@@ -106,19 +110,16 @@ def test_summary_per_sender_and_per_step(book: Any) -> None:
     start = next(i for i, r in enumerate(rows) if r[0] == "By sender")
     header = rows[start + 1]
     senders = {r[1]: dict(zip(header, r, strict=True)) for r in rows[start + 2 : start + 5]}
-    assert set(senders) == {"s1", "s2", "(none yet)"}
-    assert senders["s1"]["Deliveries"] == senders["s2"]["Deliveries"] == 8
+    assert set(senders) == {"s1", "s2", "(not sent yet)"}  # no row for the 3 skipped rows
+    assert rows[start + 5][0] is None
+    assert senders["s1"]["Planned"] == senders["s2"]["Planned"] == 8
     assert senders["s1"]["Sent"] + senders["s2"]["Sent"] == 14
     assert senders["s1"]["Failed"] == 1 and senders["s2"]["Unknown"] == 1
-    assert senders["(none yet)"]["Skipped"] == 3
+    assert senders["(not sent yet)"]["Planned"] == 1 and senders["(not sent yet)"]["Sent"] == 0
     step = rows.index(next(r for r in rows if r[0] == "By step"))
     record = dict(zip(rows[step + 1], rows[step + 2], strict=True))
-    assert (record["Step"], record["Kind"], record["Deliveries"], record["Read"]) == (
-        0,
-        "text",
-        20,
-        6,
-    )
+    assert (record["Step"], record["Kind"], record["Planned"], record["Read"],
+            record["Skipped"]) == (0, "text", 17, 6, 3)  # fmt: skip
 
 
 def test_recipients_rows_match_the_ledger(book: Any, whatsapp_run: Scenario) -> None:
@@ -189,7 +190,7 @@ def test_every_part_is_well_formed_xml(report: ReportResult) -> None:
 
 def test_headers_frozen_filtered_and_readable(book: Any) -> None:
     assert book["Summary"].freeze_panes == "B2"
-    for name in SHEETS[1:]:
+    for name in LISTS:
         ws = book[name]
         assert ws.freeze_panes == "A2", name
         assert (
@@ -203,7 +204,8 @@ def test_headers_frozen_filtered_and_readable(book: Any) -> None:
 
 
 def test_charts_inside_the_workbook(book: Any, report: ReportResult) -> None:
-    charts = book["Summary"]._charts
+    assert book["Summary"]._charts == []
+    charts = book["Charts"]._charts
     assert sorted(type(c).__name__ for c in charts) == ["BarChart", "BarChart"]  # column + bar
     assert {c.type for c in charts} == {"col", "bar"}
     with zipfile.ZipFile(report.path) as archive:
@@ -247,3 +249,43 @@ def test_errors_grouped_by_message(book: Any) -> None:
     ]
     assert errors[0]["Share of the run"] == pytest.approx(0.05)
     assert errors[0]["First"] == datetime(2026, 11, 23, 11, 20, 1)
+
+
+def test_every_sheet_prints_one_page_wide_with_its_header(book: Any) -> None:
+    for name in SHEETS:
+        ws = book[name]
+        assert ws.page_setup.paperSize == 9, name  # A4
+        if name == "Charts":  # 100 %, a page break after each chart
+            assert ws.page_setup.orientation == "landscape"
+            assert [b.id for b in ws.row_breaks.brk] == [32]
+            continue
+        assert ws.sheet_properties.pageSetUpPr.fitToPage, name
+        assert (ws.page_setup.fitToWidth or 1) == 1, name  # 1 is OOXML's default
+        assert ws.page_setup.fitToHeight == (None if name == "Summary" else 0), name
+        assert ws.print_title_rows == "$1:$1", name
+    assert book["Recipients"].page_setup.orientation == "landscape"  # 30 columns
+    assert book["Errors"].page_setup.orientation == "landscape"
+
+
+def test_widths_and_header_heights_follow_the_content(book: Any) -> None:
+    summary = book["Summary"]
+    assert summary.column_dimensions["B"].width >= 21  # "2026-11-23 09:00:00" never ###
+    assert summary.column_dimensions["A"].width >= len("Opted out since the run was planned")
+    rows = list(summary.iter_rows(values_only=True))
+    header = next(i for i, r in enumerate(rows) if r[0] == "By sender") + 2  # 1-based row
+    assert summary.row_dimensions[header].height >= 30  # "Delivered (% of sent)" wraps once
+    assert book["Sends per hour"]["A2"].number_format == "yyyy-mm-dd hh:mm"
+    optouts = book["Opt-outs"]
+    reason = [c.value for c in optouts[1]].index("Reason")
+    longest = max(len(str(r[reason] or "")) for r in optouts.iter_rows(values_only=True))
+    assert optouts.column_dimensions["E"].width >= longest and reason == 4
+
+
+def test_hourly_chart_on_hour_labels_with_titled_axes(report: ReportResult) -> None:
+    with zipfile.ZipFile(report.path) as archive:
+        charts = sorted(n for n in archive.namelist() if n.startswith("xl/charts/chart"))
+        hourly, funnel = (archive.read(n).decode() for n in charts)
+    assert "<c:catAx>" in hourly and "<c:dateAx>" not in hourly
+    assert "'Sends per hour'!$C$2:$C$4" in hourly  # the text labels of each hour
+    assert "Hour (America/Sao_Paulo)" in hourly and ">Sends<" in hourly
+    assert ">Stage<" in funnel and ">Messages<" in funnel

@@ -112,12 +112,24 @@ def error_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
 
 
 def skip_reasons(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
-    """Skipped rows by run and reason (``run_id, reason, n``)."""
+    """Skipped rows by run and reason word (``invalid_number`` of ``invalid_number: too
+    short``): ``run_id, reason, people, n`` (people: distinct numbers; n: rows).
+
+    The database cuts the reason at its first ``:`` so people are counted once per reason
+    word, whatever the details after it; one ``GROUP BY`` over the run's skipped rows.
+    """
+    reason = "COALESCE(reason, '')"
+    word = (f"split_part({reason}, ':', 1)" if conn.dialect.name == "postgresql" else
+            f"CASE WHEN instr({reason}, ':') > 0 THEN substr({reason}, 1, instr({reason}, ':') - 1)"
+            f" ELSE {reason} END")  # fmt: skip
     sql = (
-        "SELECT run_id, COALESCE(reason, '') AS reason, COUNT(*) AS n FROM deliveries "
-        "WHERE run_id IN :ids AND state = 'skipped' GROUP BY run_id, COALESCE(reason, '')"
+        f'SELECT run_id, {word} AS reason, COUNT(DISTINCT "to") AS people, COUNT(*) AS n '
+        f"FROM deliveries WHERE run_id IN :ids AND state = 'skipped' GROUP BY run_id, {word}"
     )
-    return pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
+    frame = pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
+    for name in ("run_id", "people", "n"):
+        frame[name] = frame[name].astype("int64")
+    return frame
 
 
 def variable_samples(conn: Connection, run_id: int, limit: int = 200) -> list[dict[str, Any]]:

@@ -1,0 +1,129 @@
+"""The workbook as a person sees it: opened by LibreOffice Calc (headless), printed to PDF
+and saved as CSV (as shown), from a demo-like run spread over ten hours.
+
+Checks what the eye meets: no ``###`` anywhere, dates shown as dates (never serials), the
+Summary on one page with its "How to read" note and the counts `plan` and `status` give,
+both charts on pages of their own with titled axes and every hour with sends as a label,
+and a report that prints in a few pages rather than dozens.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.runs import Ledger
+from scheduler.reports import ReportResult, write_report
+from tests.databases import LedgerUrls
+from tests.factories import FakeClock
+from tests.reports.render import Rendered, render
+from tests.reports.support import DEMO_HOURS, DEMO_PEOPLE, Scenario, make_demo_like_run
+
+DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2})?$")
+SERIAL = re.compile(r"^\d{5}(\.\d+)?$")
+HOURS = [f"2026-11-23 {9 + h:02d}:00" for h in range(DEMO_HOURS)]  # 12:00 UTC = 09:00 local
+BLUE = (0x2F, 0x6D, 0xB5)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, ledger_urls: LedgerUrls
+          ) -> Iterator[tuple[Scenario, ReportResult, Rendered]]:  # fmt: skip
+    """The demo-like run, its xlsx report, and LibreOffice's rendering of it (built once)."""
+    folder = tmp_path_factory.mktemp("libreoffice")
+    clock = FakeClock()
+    engine = open_ledger(ledger_urls.new(folder, lasting=True))
+    scenario = make_demo_like_run(Ledger(engine, clock=clock), clock)
+    report = write_report(engine, [scenario.run_id], output=folder / "out")
+    engine.dispose()
+    yield scenario, report, render(report.path, folder / "rendered")
+
+
+@pytest.fixture(scope="module")
+def rendered(built: tuple[Scenario, ReportResult, Rendered]) -> Rendered:
+    """LibreOffice's rendering of the report."""
+    return built[2]
+
+
+def sheet_rows(rendered: Rendered, sheet: str) -> list[list[str]]:
+    """A sheet as LibreOffice saved it to CSV (cells as shown)."""
+    with open(rendered.csv[sheet], encoding="utf-8", newline="") as fh:
+        return list(csv.reader(fh))
+
+
+def summary_rows(rendered: Rendered) -> dict[str, list[str]]:
+    """Summary label → the cells right of it (first occurrence of each label)."""
+    out: dict[str, list[str]] = {}
+    for row in sheet_rows(rendered, "Summary"):
+        if row and row[0] and row[0] not in out:
+            out[row[0]] = row[1:]
+    return out
+
+
+def test_no_cell_shows_hashes(rendered: Rendered) -> None:
+    hashed = [i + 1 for i, text in enumerate(rendered.pages) if "###" in text]
+    assert hashed == [], f"pages showing ### (a column too narrow): {hashed}"
+
+
+def test_dates_are_shown_as_dates(rendered: Rendered) -> None:
+    summary = summary_rows(rendered)
+    for label in ("Planned at", "Started", "Finished"):
+        assert DATE_TIME.match(summary[label][0]), (label, summary[label])
+    hours = sheet_rows(rendered, "Sends per hour")
+    assert [row[0] for row in hours[1:]] == HOURS
+    recipients = sheet_rows(rendered, "Recipients")
+    column = recipients[0].index("Dispatched (America/Sao_Paulo)")
+    shown = [row[column] for row in recipients[1:] if row[column]]
+    assert len(shown) == DEMO_PEOPLE * 2 - 8
+    assert all(DATE_TIME.match(value) for value in shown), shown[:3]
+    every = [cell for name in rendered.csv for row in sheet_rows(rendered, name) for cell in row]
+    assert not [cell for cell in every if SERIAL.match(cell) and cell.startswith("46")]
+
+
+def test_summary_on_one_page_with_the_shared_definitions(rendered: Rendered) -> None:
+    assert rendered.pages_of("Summary") == [0]
+    page = rendered.pages[0]
+    assert "How to read" in page
+    summary = summary_rows(rendered)
+    sent = DEMO_PEOPLE * 2 - 8 - 3  # 4 people skipped at planning (2 steps), 3 failed
+    assert summary["Planned"][0] == f"{DEMO_PEOPLE * 2 - 8}"  # rows to send, as `plan` says
+    assert summary["Sent"][0] == f"{sent}"
+    assert summary["Sent (% of planned)"][0] == f"{sent / (DEMO_PEOPLE * 2 - 8):.1%}"
+    assert summary["invalid_number"][1:3] == ["2", "4"]  # run 1: people, then messages
+    assert summary["duplicate"][1:3] == ["2", "4"]
+    assert "(none yet)" not in page and "(no sender)" not in page
+
+
+def test_both_charts_on_pages_of_their_own(rendered: Rendered, tmp_path: Path,
+                                           built: tuple[Scenario, ReportResult, Rendered]
+                                           ) -> None:  # fmt: skip
+    pages = rendered.pages_of("Charts")
+    assert len(pages) == 2
+    hourly, funnel = (rendered.words(i) for i in pages)
+    assert "Sends per hour" in hourly and "Hour (America/Sao_Paulo)" in hourly
+    missing = [hour for hour in HOURS if hour not in hourly]
+    assert missing == [], f"hours without a label on the chart: {missing}"
+    assert "Funnel" in funnel and "Stage" in funnel and "Messages" in funnel
+    assert all(stage in funnel for stage in ("Planned", "Sent", "Delivered", "Read", "Replied"))
+    for index in pages:  # each page shows its bars
+        with Image.open(rendered.png(index, tmp_path / f"page-{index}.png")) as image:
+            colours = {colour for _n, colour in image.convert("RGB").getcolors(1 << 20) or []}
+        assert any(all(abs(a - b) < 24 for a, b in zip(c, BLUE, strict=True))
+                   for c in colours), f"no bar drawn on page {index + 1}"  # fmt: skip
+    with zipfile.ZipFile(built[1].path) as archive:
+        assert len([n for n in archive.namelist() if n.startswith("xl/charts/chart")]) == 2
+
+
+def test_the_report_prints_in_a_few_pages(rendered: Rendered) -> None:
+    every_sheet = ["Summary", "Charts", "Recipients", "Replies", "Opt-outs", "Errors",
+                   "Sends per hour"]  # fmt: skip
+    counts = {sheet: len(rendered.pages_of(sheet)) for sheet in every_sheet}
+    assert sum(counts.values()) == len(rendered.pages)  # every page says its sheet
+    assert counts["Recipients"] <= 6, counts  # 232 rows, every column on one page wide
+    assert len(rendered.pages) <= 13, counts
