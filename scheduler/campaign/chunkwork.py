@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scheduler.campaign.blanks import SKIP_REASON, BlankRules, blank_message
 from scheduler.campaign.bounds import body_checker
 from scheduler.campaign.exceptions import (
     CampaignError,
@@ -30,6 +31,7 @@ from scheduler.campaign.phones import PhoneNormalizer
 from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree
 from scheduler.campaign.segments import sms_segments
 from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
+from scheduler.campaign.suggest import closest
 
 #: One non-blank CSV row: (row, index of its first plan row, digits — None when the number
 #: is invalid or its line type unreachable —, region, why it is not sendable, raw value).
@@ -50,6 +52,7 @@ class ChunkResult:
     skipped: Counter[int] = field(default_factory=Counter)  # rows skipped per step
     sms_parts: dict[int, list[tuple[int, int, str]]] = field(default_factory=dict)
     unreachable: int = 0  # valid numbers of a line type the channel does not reach
+    blank_skipped: set[int] = field(default_factory=set)  # rows [blanks] skips, by CSV row
     ninth_digit_added: int = 0
 
 
@@ -126,8 +129,11 @@ def _leaf_variables(node: Any) -> set[str]:
 class ChunkPlanner:
     """Everything needed to plan one chunk, built once per process."""
 
-    def __init__(self, campaign: Campaign, phone_slug: str, variable_slugs: list[str]) -> None:
+    def __init__(self, campaign: Campaign, phone_slug: str, variable_slugs: list[str],
+                 blanks: BlankRules | None = None) -> None:
         self.campaign = campaign
+        self.blanks = blanks if blanks else None
+        self.csv_label = str(campaign.recipients_file)
         self.phone_slug = phone_slug
         self.slugs = variable_slugs
         spec = campaign.spec.recipients
@@ -142,6 +148,7 @@ class ChunkPlanner:
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.sms = campaign.spec.channel == "sms"
         self.columns = ", ".join([*variable_slugs, "to"])
+        self._undefined: dict[str, str] = {}  # message per missing name (rows repeat it)
 
     def _issue(self, issue: Issue, row: int) -> Issue:
         """A render problem of ``row``, with its file, line and, for an undefined variable,
@@ -154,13 +161,23 @@ class ChunkPlanner:
         message = issue.message
         missing = _UNDEFINED.match(message)
         if missing is not None:
-            message = (
-                f"undefined variable {missing.group(1)!r}: the CSV has no such column "
-                f"(its columns, as template names: {self.columns})"
-            )
+            message = self._undefined_message(missing.group(1))
         elif message.startswith("undefined variable"):
             message += f" (the CSV's columns, as template names: {self.columns})"
         return Issue(file, message, key=issue.key, row=row, line=line)
+
+    def _undefined_message(self, name: str) -> str:
+        """What to say about a name no column has: the closest column and the rule."""
+        if name not in self._undefined:
+            hint = closest(name, [*self.slugs, "to"])
+            self._undefined[name] = (
+                f"undefined variable {name!r}: no column of the CSV has this template name"
+                + (f"; did you mean {hint!r}?" if hint else "")
+                + f" (its columns, as template names: {self.columns}; a header becomes its "
+                "template name in lower case, without accents, with _ for spaces and "
+                "other characters)"
+            )
+        return self._undefined[name]
 
     def plan(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]) -> ChunkResult:
         """Rows of every non-blank line: skipped for invalid numbers, else rendered."""
@@ -208,10 +225,24 @@ class ChunkPlanner:
                     )
                 continue
             assert digits is not None  # no reason to skip: the number was normalised
+            verdict = self.blanks.apply(variables) if self.blanks is not None else None
+            blank_reason = None
+            if verdict is not None:
+                column = verdict.skip or verdict.errors[0]
+                blank_reason = f"{SKIP_REASON}: {column.header}"
+                if verdict.skip is not None:
+                    result.blank_skipped.add(row)
+                else:
+                    result.errors.setdefault(row, []).extend(
+                        Issue(self.csv_label, blank_message(r), key=r.key, row=row)
+                        for r in verdict.errors)
             ctx = {**variables, "to": digits} if self.needs_to else variables
             for renderer, index, kind, path in steps:
-                state, reason, payload = "planned", None, {}
-                if renderer is None:
+                state, reason = "planned", blank_reason
+                payload: dict[str, Any] = {}
+                if reason is not None:
+                    state = "skipped"
+                elif renderer is None:
                     state, reason = "skipped", BROKEN_STEP
                 else:
                     try:
@@ -247,10 +278,12 @@ class ChunkPlanner:
 _WORKER: ChunkPlanner | None = None
 
 
-def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str]) -> None:
+def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str],
+                blanks: BlankRules | None = None) -> None:
     """Process-pool initializer: load and compile the campaign once in this worker."""
     global _WORKER
-    _WORKER = ChunkPlanner(load_campaign(Path(campaign_path)), phone_slug, variable_slugs)
+    _WORKER = ChunkPlanner(load_campaign(Path(campaign_path)), phone_slug, variable_slugs,
+                           blanks)
 
 
 def plan_chunk_in_worker(

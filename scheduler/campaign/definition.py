@@ -34,6 +34,10 @@ Example (every key is documented in ``campaigns/demo.toml``)::
     batch = 100                          # SMS / voice: recipients per bulk request
     max_calls = 10                       # voice: calls in progress at once
 
+    [blanks]                             # a blank CSV value: error, skip, keep, a default
+    default = "keep"                     # the columns templates name (see blanks)
+    vencimento = "skip"
+
     [bounds]                             # (ours) longest rendered text and caption
     text = 4096
     caption = 1024
@@ -69,6 +73,7 @@ from pydantic import (
     model_validator,
 )
 
+from scheduler.campaign.blanks import BlanksSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.run_options import (
     DEFAULT_DAYS,
@@ -255,6 +260,8 @@ class CampaignSpec(Strict):
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
     pace: PaceSpec = Field(default_factory=PaceSpec)
     bounds: BoundsSpec = Field(default_factory=BoundsSpec)
+    #: what a blank CSV value does, per column (scheduler.campaign.blanks)
+    blanks: BlanksSpec = Field(default_factory=BlanksSpec)
     steps: list[dict[str, Any]] = Field(min_length=1)
 
     @field_validator("senders")

@@ -12,6 +12,7 @@ Tree::
         │   ├── MissingColumnError          the phone column is not in the header
         │   ├── RaggedRowsError             rows with more fields than the header
         │   ├── UnclosedQuoteError          a quote that opens a value and never closes
+        │   ├── BlankValueError             a blank value that [blanks] says is an error
         │   └── TooManyInvalidNumbers       more unreachable numbers than max_invalid
         └── TemplateError                   a message template
             ├── TemplateNotFoundError       a ``*_file`` template is missing
@@ -103,6 +104,10 @@ class UnclosedQuoteError(RecipientsError):
     """A quote opens a value and never closes (with any other malformed rows found)."""
 
 
+class BlankValueError(RecipientsError):
+    """A row has a blank value in a column whose ``[blanks]`` rule is ``"error"``."""
+
+
 class TooManyInvalidNumbers(RecipientsError):
     """More numbers are invalid or unreachable on the channel than ``max_invalid`` allows."""
 
@@ -112,7 +117,7 @@ class TemplateError(CampaignError):
 
 
 class TemplateNotFoundError(TemplateError):
-    """A template file named by a ``*_file`` key does not exist under ``templates/``."""
+    """A template file named by a ``*_file`` key is found nowhere it may be."""
 
 
 class TemplateSyntaxError(TemplateError):

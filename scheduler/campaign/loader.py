@@ -1,11 +1,13 @@
 """Load a campaign file into a checked :class:`Campaign`, reporting every problem at once.
 
-**Paths rule**: every path in a campaign file (recipients, suppression lists) is relative to
-the *project root*, which is the parent of the folder holding the campaign file
-(``campaigns/welcome.toml`` → the folder above ``campaigns/``); template files
-(``text_file = "welcome.txt.j2"``) are relative to ``templates/`` under that root. Absolute
-paths are used as they are. The rule depends only on where the campaign file is, so any
-working directory gives the same result.
+**Paths rule**: the recipients file and suppression lists are relative to the *project
+root*, which is the parent of the folder holding the campaign file
+(``campaigns/welcome.toml`` → the folder above ``campaigns/``), or absolute. A template file
+(``text_file = "welcome.txt.j2"``) is an absolute path, or under ``templates/`` in that
+root, or beside the campaign file, tried in that order
+(:mod:`scheduler.campaign.templatefiles`; a missing one is an error listing the paths
+tried). The rule depends only on where the campaign file is, so any working directory
+gives the same result.
 
 What is checked here, all of it before raising: TOML syntax; every key of the definition
 (pydantic, in a person's words, with the key's line in the file); that the recipients and
@@ -333,7 +335,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
                     f"suppression file {name!r} not found ({resolved})",
                     f"recipients.suppression[{i}]",
                 )
-    env = make_environment(root / "templates")
+    env = make_environment([root / "templates", path.parent])
     raw_channel = data.get("channel")
     channel = raw_channel if raw_channel in CHANNELS else "whatsapp"
     raw_senders = data.get("senders")

@@ -15,11 +15,13 @@ digits, or the raw value when invalid), ``step`` (0-based), ``kind`` (``"text"``
 the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason`` (``None``,
 ``"invalid_number: …"``, a line type the channel does not reach such as ``"landline: WhatsApp
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
-``"suppressed"``, or ``"render_error: …"`` when not strict) and ``region`` (phone region code
-such as ``"BR"``). A skipped recipient has one skipped row per step. Order of checks:
-invalid, unreachable line type, suppressed, duplicate (the first occurrence of a number is
-kept). Invalid and unreachable numbers are the campaign's *invalid* numbers: counted, listed
-by ``campaign validate`` and, past ``[recipients] max_invalid``, an error.
+``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
+or ``"render_error: …"`` when not strict) and ``region`` (phone region code such as
+``"BR"``). A skipped recipient has one skipped row per step. Order of checks: invalid,
+unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
+even when a blank value skips it), blank values. Invalid and unreachable numbers are the
+campaign's *invalid* numbers: counted, listed by ``campaign validate`` and, past
+``[recipients] max_invalid``, an error.
 
 With ``strict=True`` (the default, for storing a run) the first template, body or CSV error
 raises, and so does going over ``max_invalid`` once every row is read (the ledger then
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from scheduler.campaign.blanks import BlankRules, blank_rules
 from scheduler.campaign.chunkwork import (
     ChunkPlanner,
     ChunkResult,
@@ -48,6 +51,7 @@ from scheduler.campaign.chunkwork import (
 )
 from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import (
+    BlankValueError,
     CampaignError,
     EmptyRecipientsFile,
     InvalidRenderedBodyError,
@@ -75,6 +79,7 @@ _ERROR_PREFIXES: tuple[tuple[str, type[CampaignError]], ...] = (
     ("undefined variable", UndefinedVariableError),
     ("sandbox violation", SandboxViolationError),
     ("rendered ", InvalidRenderedBodyError),
+    ("blank value", BlankValueError),
 )
 
 
@@ -89,6 +94,7 @@ class PlanStats:
     invalid_total: int = 0
     unreachable: int = 0
     ninth_digit_added: int = 0
+    blank_skipped: int = 0  # recipients [blanks] skips for a blank value
     invalid: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
     error_total: int = 0
@@ -110,6 +116,7 @@ class PlanStats:
             "invalid_total": self.invalid_total,
             "unreachable": self.unreachable,
             "ninth_digit_added": self.ninth_digit_added,
+            "blank_skipped": self.blank_skipped,
         }
 
     def add_error(self, issue: Issue) -> None:
@@ -151,8 +158,10 @@ class Plan:
         chunk_rows: int = 50_000,
         strict: bool = True,
         workers: int = 1,
+        blanks: BlankRules | None = None,
     ) -> None:
         self.campaign = campaign
+        self.blanks = blanks
         self.layout = layout
         self.phone_slug = phone_slug
         self.suppressed = suppressed
@@ -180,12 +189,13 @@ class Plan:
             problems=None if self.strict else self._problems,
         )
         if self.workers == 1:
-            planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs)
+            planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs,
+                                   self.blanks)
             for chunk in reader:
                 yield planner.plan(chunk.first_row, chunk.columns, chunk.blank)
             return
         context = multiprocessing.get_context("spawn")  # safe beside threads, on any OS
-        init = (str(self.campaign.path), self.phone_slug, self.variable_slugs)
+        init = (str(self.campaign.path), self.phone_slug, self.variable_slugs, self.blanks)
         with ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=init_worker, initargs=init
         ) as pool:
@@ -244,7 +254,8 @@ class Plan:
         suppressed, errors, sms_parts = self.suppressed, result.errors, result.sms_parts
         stats.planned_per_step.update(result.planned)
         stats.skipped_per_step.update(result.skipped)
-        valid = duplicates = opted_out = invalid = 0
+        valid = duplicates = opted_out = invalid = blank = 0
+        blank_rows = result.blank_skipped
         for row, first, digits, _region, why, raw in result.recipients:
             if digits is None:
                 invalid += 1
@@ -264,6 +275,9 @@ class Plan:
                     item["state"], item["reason"], item["payload"] = "skipped", reason, {}
                 continue
             seen.add(digits)
+            if blank_rows and row in blank_rows:  # [blanks] skips it: later rows are dups
+                blank += 1
+                continue
             valid += 1
             issues = errors.get(row) if errors else None
             if issues:
@@ -278,6 +292,7 @@ class Plan:
         stats.valid += valid
         stats.duplicates += duplicates
         stats.suppressed += opted_out
+        stats.blank_skipped += blank
         stats.invalid_total += invalid
         stats.unreachable += result.unreachable
         stats.ninth_digit_added += result.ninth_digit_added
@@ -378,6 +393,7 @@ def build_plan(
     index = find_column(
         layout, campaign.spec.recipients.phone_column, label=label, key="recipients.phone_column"
     )
+    blanks = blank_rules(campaign, layout, layout.slugs[index])
     suppressed = load_suppression(campaign)
     return Plan(
         campaign,
@@ -387,4 +403,5 @@ def build_plan(
         chunk_rows=chunk_rows,
         strict=strict,
         workers=workers,
+        blanks=blanks,
     )

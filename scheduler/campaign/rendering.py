@@ -16,7 +16,7 @@ Jinja2 errors are translated here into :mod:`scheduler.campaign.exceptions` clas
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -35,15 +35,17 @@ from scheduler.campaign.exceptions import (
     UndefinedVariableError,
 )
 from scheduler.campaign.filters import FILTERS
+from scheduler.campaign.templatefiles import CampaignLoader, not_found_message
 
 _PLAIN_BUILTINS = ("upper", "lower", "title", "capitalize", "trim")
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
-def make_environment(templates_dir: Path | None = None) -> SandboxedEnvironment:
-    """The sandboxed environment every campaign template is compiled in."""
+def make_environment(folders: Sequence[Path] = ()) -> SandboxedEnvironment:
+    """The sandboxed environment every campaign template is compiled in; template files
+    are found in ``folders`` (see :mod:`scheduler.campaign.templatefiles`)."""
     env = SandboxedEnvironment(
-        loader=jinja2.FileSystemLoader(str(templates_dir)) if templates_dir else None,
+        loader=CampaignLoader(folders) if folders else None,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=False,
@@ -264,8 +266,8 @@ def compile_file_leaf(
     campaign_file: str,
     line: int | None = None,
 ) -> Leaf:
-    """Compile a template file of ``templates/`` (named relative to that folder); ``line``
-    is where the campaign file names it."""
+    """Compile a template file (found as :mod:`scheduler.campaign.templatefiles` says);
+    ``line`` is where the campaign file names it."""
     loader = env.loader
     try:
         if loader is None:
@@ -273,13 +275,11 @@ def compile_file_leaf(
         source, filename, _ = loader.get_source(env, name)
     except jinja2.TemplateNotFound:
         raise TemplateNotFoundError(
-            Issue(
-                campaign_file,
-                f"template file {name!r} not found under templates/",
-                key=key,
-                line=line,
-            )
+            Issue(campaign_file, not_found_message(loader, name), key=key, line=line)
         ) from None
+    except TemplateError as exc:  # not UTF-8: said where the campaign file names it
+        raise TemplateError(Issue(campaign_file, f"template file {name!r}: "
+                                  f"{exc.issues[0].message}", key=key, line=line)) from None
     display = str(Path(filename or name))
     try:
         ast = env.parse(source, name, filename)

@@ -75,6 +75,7 @@ def _stats_table(stats: PlanStats) -> Table:
         ("suppressed (opt-out)", stats.suppressed),
         ("invalid or unreachable numbers", stats.invalid_total),
         ("  of which a line type the channel does not reach", stats.unreachable),
+        (escape("skipped for a blank value ([blanks])"), stats.blank_skipped),
         ("ninth digit added (add_ninth_digit)", stats.ninth_digit_added),
     ):
         table.add_row(name, f"{value:,}")
