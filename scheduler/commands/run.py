@@ -183,6 +183,11 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         "reason": run.stop_reason, "deliveries": sum(counts.values()), "counts": counts,
         "target": run.target, "sent_to": describe_target(run.target),
     }
+    if counts.get("skipped"):  # why, by kind (blank_value, duplicate, invalid_number, …)
+        from scheduler.ledger.queries.skips import skipped_by_kind
+
+        with ledger.read("count skipped deliveries by reason") as conn:
+            row["skipped_by_reason"] = skipped_by_kind(conn, run.id)
     if counts.get("unknown"):
         from scheduler.dispatch.unknowns import judge_run
         from scheduler.timeutil import utcnow
@@ -262,6 +267,9 @@ def status_command(
         console.print("  " + " · ".join(f"{k} {v:,}" for k, v in row["tracking"].items()))
     for line in row.get("unknown_verdicts", []):
         console.print(f"  {line}", highlight=False)
+    if row.get("skipped_by_reason"):
+        console.print("  skipped: " + " · ".join(
+            f"{kind} {n:,}" for kind, n in row["skipped_by_reason"].items()), highlight=False)
     for rate in row["workers"]:
         per_s = f", {rate['per_s']:,} /s" if rate["per_s"] is not None else ""
         console.print(f"  worker {rate['worker']}: {rate['sent']:,} sent{per_s}",

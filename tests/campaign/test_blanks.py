@@ -125,3 +125,23 @@ def test_validate_counts_the_skipped_recipients(project: Project, monkeypatch,
     assert json.loads(result.stdout)["recipients"]["blank_skipped"] == 1
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert "skipped for a blank value ([blanks])" in result.stdout
+
+
+def test_status_says_why_deliveries_were_skipped(project: Project, ledger, ledger_url: str,
+                                                 monkeypatch, tmp_path: Path) -> None:
+    from scheduler.app.planning import plan_run
+    from tests.factories import T0
+
+    (tmp_path / "empty.toml").write_text("")
+    monkeypatch.setenv("CAMPAIGN_CONFIG", str(tmp_path / "empty.toml"))
+    monkeypatch.setenv("CAMPAIGN_DATABASE_URL", ledger_url)
+    monkeypatch.setenv("COLUMNS", "80")
+    csv = CSV + "Dup;31991112222;20/03/2027;\nBad;1234;20/03/2027;\n"
+    run_id = plan_run(ledger, _campaign(project, 'data_de_vencimento = "skip"', csv),
+                      start_at=T0)
+    result = CliRunner().invoke(app, ["status", str(run_id), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["skipped_by_reason"] == {
+        "blank_value": 1, "duplicate": 1, "invalid_number": 1}
+    shown = CliRunner().invoke(app, ["status", str(run_id)]).stdout
+    assert "skipped: blank_value 1 · duplicate 1 · invalid_number 1" in shown
