@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta, tzinfo
-from typing import Any
-
-from rich.markup import escape
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from scheduler.units import load_zone
+
+if TYPE_CHECKING:  # rich is imported when a table or markup is made: the engine's notes
+    from rich.table import Table  # use this module's times without it
 
 #: Control characters (C0 but tab and newline, DEL, C1), shown as escapes by :func:`clean`.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -102,12 +102,16 @@ def clean(text: object) -> str:
 
 def clean_markup(text: object) -> str:
     """:func:`clean`, with rich markup escaped too: for text placed inside markup."""
+    from rich.markup import escape
+
     return escape(clean(text))
 
 
 def table(*columns: str, title: str | None = None, **options: Any) -> Table:
     """A table whose cells wrap (fold) within the console's width instead of being cut;
     ``options`` go to :class:`rich.table.Table` (``show_edge=False``, ...)."""
+    from rich.table import Table
+
     shown = Table(title=title, **options)
     for name in columns:
         shown.add_column(name, overflow="fold")

@@ -32,6 +32,7 @@ from scheduler.app.channel_status import (
     progress_extra,
     short_outcomes,
 )
+from scheduler.app.progress_state import BarState, waiting_line
 from scheduler.app.reports_wait import wait_for_reports
 from scheduler.app.wiring import (
     ServiceTarget,
@@ -41,14 +42,15 @@ from scheduler.app.wiring import (
     service_target,
 )
 from scheduler.config import Settings
-from scheduler.dispatch.results import RunResult
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
+from scheduler.display import clean, clock_time, local_time
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
 from scheduler.service.client import ServiceClient
-
-_SETTLED_BAD = {DeliveryState.FAILED, DeliveryState.EXPIRED, DeliveryState.UNKNOWN}
+from scheduler.timeutil import Clock, utcnow
 
 
 def tracking_possible(settings: Settings, target_is_sandbox: bool, base_url: str | None
@@ -101,15 +103,35 @@ def _sigint_sets(event: asyncio.Event) -> Iterator[None]:
 
 
 class _Progress(Progress):
-    """A progress bar with the channel's outcomes on a line of their own below it."""
+    """A progress bar with the channel's outcomes on a line of their own below it, and
+    below that why the run waits (redrawn as the clock moves: its countdown is live)."""
 
+    counts_line = ""
     outcome_line = ""
+    waiting: Callable[[], str | None] | None = None
 
     def get_renderables(self) -> Iterable[RenderableType]:
-        """The bar, then the outcomes line (when there is one)."""
+        """The bar, the tally, the outcomes line, the waiting line (each when there is
+        one)."""
         yield self.make_tasks_table(self.tasks)
+        if self.counts_line:
+            yield Text(self.counts_line, overflow="fold")
         if self.outcome_line:
             yield Text(self.outcome_line, overflow="fold")
+        line = self.waiting() if self.waiting is not None else None
+        if line:
+            yield Text(line, style="yellow", overflow="fold")
+
+
+def settled_counts(counts: dict[str, int]) -> str:
+    """The bar's tally: sent, failed (the service refused or gave up), then unknown
+    (maybe sent: never counted as failed) and expired, each only when there are some."""
+    sent = sum(n for s, n in counts.items() if s in SENT_STATES)
+    parts = [f"sent {sent:,}", f"failed {counts.get(DeliveryState.FAILED, 0):,}"]
+    for state in (DeliveryState.UNKNOWN, DeliveryState.EXPIRED):
+        if counts.get(state):
+            parts.append(f"{state} {counts[state]:,}")
+    return " ".join(parts)
 
 
 #: Real seconds between two reads of an SMS or voice run's outcomes for the bar (segments,
@@ -118,20 +140,20 @@ OUTCOMES_EVERY_S = 5.0
 
 
 class RunProgress:
-    """A rich progress bar of sent / failed / remaining / rate / ETA, and below it the
-    channel's own outcomes (SMS delivered / undelivered, segments and cost so far; voice
-    answered / not answered, digits pressed)."""
+    """A rich progress bar of remaining / rate / ETA; below it the tally (sent, failed,
+    unknown, expired: :func:`settled_counts`), the channel's own outcomes (SMS delivered /
+    undelivered, segments and cost so far; voice answered / not answered, digits
+    pressed), and why the run waits (:mod:`scheduler.app.progress_state`, given
+    ``state``)."""
 
     def __init__(self, console: Console, total: int, done: int, *, channel: str = "whatsapp",
                  outcomes: Callable[[dict[str, int]], ChannelOutcomes | None] | None = None,
-                 ) -> None:
+                 state: BarState | None = None, clock: Clock = utcnow) -> None:
         self.progress = _Progress(
             TextColumn("[bold]{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             TaskProgressColumn(),
-            TextColumn("sent [green]{task.fields[sent]}[/]"),
-            TextColumn("failed [red]{task.fields[failed]}[/]"),
-            TextColumn("remaining {task.fields[remaining]}"),
+            TextColumn("left {task.fields[remaining]}"),
             TextColumn("{task.fields[rate]}/s"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
@@ -140,27 +162,31 @@ class RunProgress:
             transient=False,
         )
         self.task = self.progress.add_task("dispatch", total=max(total, 1), completed=done,
-                                           sent=0, failed=0, remaining=total - done, rate="0")
+                                           remaining=f"{total - done:,}", rate="0")
+        self.state = state
+        self.clock = clock
+        if state is not None:
+            self.progress.waiting = lambda: waiting_line(state, self.clock())
         self._first: tuple[float, int] | None = None
         self.channel = channel
         self._outcomes = outcomes
         self._outcomes_at = -math.inf
         self._extra = ""
 
-    def note(self, entry: Any, timezone: str) -> None:
-        """Print a timeline entry above the bar (window pauses, senders paused, ...)."""
-        from scheduler.units import load_zone
-
-        local = entry.at.astimezone(load_zone(timezone))
-        self.progress.console.print(f"[dim]{local:%Y-%m-%d %H:%M:%S}[/] {entry.what}",
-                                    highlight=False)
+    def note(self, entry: TimelineEntry, timezone: str) -> None:
+        """Print a timeline entry above the bar (window pauses, senders paused, ...), its
+        time in the campaign's zone with the zone's label; the bar's state follows it."""
+        if self.state is not None:
+            self.state.take(entry)
+        line = Text(local_time(entry.at, timezone, seconds=True), style="dim")
+        line.append(f" {clean(entry.what)}")
+        self.progress.console.print(line, highlight=False)
 
     def update(self, counts: dict[str, int], *, final: bool = False) -> None:
         """Refresh from the ledger's counts by state (``final``: read the outcomes now)."""
         import time
 
         sent = sum(n for s, n in counts.items() if s in SENT_STATES)
-        failed = sum(n for s, n in counts.items() if s in _SETTLED_BAD)
         remaining = counts.get(DeliveryState.PLANNED, 0) + counts.get(DeliveryState.DISPATCHING, 0)
         now = time.monotonic()
         if self._first is None:
@@ -168,8 +194,9 @@ class RunProgress:
         elapsed = now - self._first[0]
         rate = (sent - self._first[1]) / elapsed if elapsed > 0.5 else 0.0
         total = self.progress.tasks[0].total or 1
-        self.progress.update(self.task, completed=total - remaining, sent=sent, failed=failed,
-                             remaining=remaining, rate=f"{rate:.1f}")
+        self.progress.update(self.task, completed=total - remaining,
+                             remaining=f"{remaining:,}", rate=f"{rate:.1f}")
+        self.progress.counts_line = settled_counts(counts)
         self._update_outcomes(counts, now, final)
 
     def _update_outcomes(self, counts: dict[str, int], now: float, final: bool) -> None:
@@ -224,9 +251,13 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             counts = ledger.counts(run.id or 0)
             total, done = progress_totals(counts)
             run_id = run.id or 0
+            overrides = {**settings.engine_overrides(), **(option_overrides or {})}
+            state = BarState.for_run(options, channel=run.channel, retry_every_s=float(
+                overrides.get("sender_cooloff_s", DispatchOptions.sender_cooloff_s)))
             bar = RunProgress(console, total, done, channel=run.channel,
                               outcomes=lambda counts: channel_outcomes(ledger, run_id,
-                                                                    run.channel, counts))
+                                                                    run.channel, counts),
+                              state=state, clock=ledger.clock)
             with _sigint_sets(stop), (bar.progress if show_progress
                                       else contextlib.nullcontext()):
                 bar.update(counts)
@@ -237,8 +268,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                         ledger, client, this, stop_event=stop,
                         events_received=server is not None,
                         on_progress=bar.update, progress_every_s=0.25,
-                        option_overrides={**settings.engine_overrides(),
-                                          **(option_overrides or {})},
+                        option_overrides=overrides,
                         on_note=lambda entry: bar.note(entry, zone),
                     )
 
@@ -278,7 +308,8 @@ async def _resend_unproven(ledger: Ledger, run: Run, result: RunResult, stop: as
         if not verdicts.waiting or verdicts.settles_at is None:
             break
         wait_s = (verdicts.settles_at - ledger.clock()).total_seconds() + 1
-        console.print(f"waiting until {verdicts.settles_at:%H:%M:%S} UTC for the service's "
+        until = clock_time(verdicts.settles_at, ledger.options(run).timezone)
+        console.print(f"waiting until {until} for the service's "
                       f"proof of {len(verdicts.waiting):,} uncertain sends "
                       "(resend_unproven = true; Ctrl-C leaves them unknown)", highlight=False)
         with contextlib.suppress(TimeoutError):

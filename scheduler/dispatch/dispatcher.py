@@ -22,6 +22,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from scheduler.dispatch import limits, outcomes, picking, reconcile, sessions_live, waits
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
@@ -30,6 +31,7 @@ from scheduler.dispatch.leases import LeaseGate, Seat
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
+from scheduler.display import local_time
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.rows import DueDelivery
@@ -133,9 +135,10 @@ class Dispatcher:
                 step_delays_s=self.options.step_delays_s,
                 proof_events=self.channel.proof_events,
             )
-            if any(recovered.values()):
-                self._note(now, f"recovered after a crash: {recovered}")
             self._verify_at = self._earliest_verifying()
+            if any(recovered.values()):
+                self._note(now, waits.recovered_note(recovered, now, self._verify_at, self._zone),
+                           kind="verifying", until=self._verify_at)
             self.pool = self._make_pool(now)
             if not self.pool.senders:
                 self._stop(RunStatus.PAUSED, "the run has no senders: name them in the "
@@ -278,8 +281,8 @@ class Dispatcher:
         if settlement.verifying:
             due = min(d for _id, d, _why in settlement.verifying)
             self._verify_at = due if self._verify_at is None else min(self._verify_at, due)
-        for note in settlement.notes:
-            self._note(now, note)
+        for entry in settlement.notes:
+            self._record(entry)
         if settlement.stop_reason is not None:
             self._stop(RunStatus.PAUSED, settlement.stop_reason)
 
@@ -329,8 +332,8 @@ class Dispatcher:
         assert self.options.window is not None
         opens = self.options.window.next_open(now)
         await self._drain()
-        local = opens.astimezone(self._zone)
-        self._note(now, f"window closed; paused until {local:%Y-%m-%d %H:%M %Z}")
+        self._note(now, f"window closed; paused until {local_time(opens, self._zone)}",
+                   kind="window_closed", until=opens)
         until = waits.capped(opens, self.options.latest)
         assert until is not None
         while self.clock() < until:
@@ -339,7 +342,7 @@ class Dispatcher:
                 return
             await self.sleep(min(self.idle_chunk_s, (until - self.clock()).total_seconds()))
         if self.clock() >= opens:  # else the latest send time came first: the loop expires
-            self._note(self.clock(), "window open; resumed")
+            self._note(self.clock(), "window open; resumed", kind="window_open")
 
     def _note_recipients_wait(self, now: datetime, next_due: datetime | None,
                               waiting: int) -> None:
@@ -406,8 +409,10 @@ class Dispatcher:
             self._stop_status, self._stop_reason = status, reason
             self._note(self.clock(), reason)
 
-    def _note(self, at: datetime, what: str) -> None:
-        entry = TimelineEntry(at, what)
+    def _note(self, at: datetime, what: str, **facts: Any) -> None:
+        self._record(TimelineEntry(at, what, **facts))
+
+    def _record(self, entry: TimelineEntry) -> None:
         self.timeline.append(entry)
         if self.on_note is not None:
             self.on_note(entry)

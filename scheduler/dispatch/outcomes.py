@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.retry import Verdict, classify, retry_delay, stop_reason_for
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.ledger.access import Connection
@@ -61,7 +62,7 @@ class Settlement:
     unknown: list[tuple[int, str, str | None]] = field(default_factory=list)
     verifying: list[tuple[int, datetime, str]] = field(default_factory=list)
     stopped: list[tuple[str, int]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[TimelineEntry] = field(default_factory=list)
     stop_reason: str | None = None
 
 
@@ -96,7 +97,8 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
         elif kind is Verdict.SENDER_DOWN:
             pool.on_down(o.sender, now, why)
             out.retries.append((row.id, now, why))
-            out.notes.append(f"sender {o.sender.name} paused: {why}")
+            out.notes.append(TimelineEntry(now, f"sender {o.sender.name} paused: {why}",
+                                           kind="sender_down", sender=o.sender.name, why=why))
         elif kind is Verdict.AMBIGUOUS:
             if events_received:
                 due = now + timedelta(seconds=options.verify_grace_s)
@@ -123,7 +125,9 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
     if verdict is Verdict.THROTTLED:
         pool.on_throttled(o.sender, now, retry_after)
     elif pool.on_failure(o.sender, now, why):
-        out.notes.append(f"sender {o.sender.name} paused: kept failing ({why})")
+        out.notes.append(TimelineEntry(now, f"sender {o.sender.name} paused: kept failing "
+                                       f"({why})", kind="sender_down", sender=o.sender.name,
+                                       why=f"kept failing ({why})"))
     attempts = o.row.attempts + 1
     if attempts >= options.max_attempts:
         out.failed.append((o.row.id, "", f"gave up after {attempts} attempts: {why}"))

@@ -8,10 +8,20 @@ from datetime import datetime
 
 @dataclass
 class TimelineEntry:
-    """Something a user would want to see on the run's timeline."""
+    """Something a user would want to see on the run's timeline.
+
+    ``what`` is the sentence; ``kind`` says what it is about for a reader that shows state
+    (the progress bar): ``window_closed`` (``until`` it opens) and ``window_open``;
+    ``verifying`` (sends a crash left in doubt, checked against events ``until``);
+    ``sender_down`` / ``sender_up`` (``sender``; ``why`` it is down).
+    """
 
     at: datetime
     what: str
+    kind: str = ""
+    sender: str | None = None
+    until: datetime | None = None
+    why: str | None = None
 
 
 @dataclass

@@ -25,9 +25,10 @@ DOWN_PREFIX = "session status "
 
 
 def follow_sessions(ledger: Ledger, pool: SenderPool | None, now: datetime,
-                    note: Callable[[datetime, str], None]) -> None:
+                    note: Callable[..., None]) -> None:
     """Take senders whose session is not connected out of rotation; bring back those whose
-    session connected again; ``note`` says each change once."""
+    session connected again; ``note(at, what, **facts)`` says each change once (facts as
+    :class:`~scheduler.dispatch.results.TimelineEntry` has them)."""
     if pool is None or not pool.senders:
         return
     with ledger.read("read the senders' session status") as conn:
@@ -38,10 +39,12 @@ def follow_sessions(ledger: Ledger, pool: SenderPool | None, now: datetime,
         if row.status == "connected":
             if ours:
                 pool.on_up(state)
-                note(now, f"sender {name} back in rotation: its session is connected again")
+                note(now, f"sender {name} back in rotation: its session is connected again",
+                     kind="sender_up", sender=name)
             continue
         reason = f"{DOWN_PREFIX}{row.status}" + (f" ({row.reason})" if row.reason else "")
         if state.down_reason != reason:
             note(now, f"sender {name} out of rotation: its session is {row.status} "
-                 "(connection.status event)")
+                 "(connection.status event)", kind="sender_down", sender=name,
+                 why=f"its session is {row.status}")
         pool.on_down(state, now, reason)

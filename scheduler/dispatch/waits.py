@@ -5,6 +5,8 @@ Pure functions of fixed datetimes, used by :mod:`scheduler.dispatch.dispatcher`:
 - a wait never goes past the run's latest send time, so what is not sent expires *at* that
   time (a rehearsal's simulated clock jumps straight to the next due time, which may be
   minutes or a night later, and a window pause would otherwise sleep through it);
+- after a crash, the line says what became of the sends left in doubt, and until when
+  those still being verified against the service's events keep the run waiting;
 - a run sent in the recipients' own time zones (``recipient_timezone = true``) has no
   window of its own to pause on: when every remaining delivery waits for its recipient's
   window, the timeline says so instead of showing a silent gap of hours.
@@ -14,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta, tzinfo
+
+from scheduler.display import clock_time, span
 
 #: A wait for recipients' windows shorter than this is pacing, not worth a timeline line.
 RECIPIENT_WAIT_NOTED = timedelta(minutes=10)
@@ -59,3 +63,21 @@ def recipients_wait_note(now: datetime, next_due: datetime | None, waiting: int,
                 f"({zone_name}) comes first")
     return (f"recipients' own time zones: no recipient's window is open; {waiting:,} "
             f"deliveries wait, the first until {local:%Y-%m-%d %H:%M} ({zone_name})")
+
+
+def recovered_note(counts: Mapping[str, int], now: datetime, until: datetime | None,
+                   zone: tzinfo) -> str:
+    """The timeline line of a start after a crash: what became of the sends a previous
+    process left in doubt (``counts`` by outcome: sent, unknown, requeued, verifying), and
+    until when those being verified keep the run waiting."""
+    said = {
+        "sent": "proven sent by the service's events",
+        "unknown": "left unknown (no proof; never sent again automatically)",
+        "requeued": "queued again (at-least-once)",
+    }
+    parts = [f"{counts[key]:,} {text}" for key, text in said.items() if counts.get(key)]
+    if counts.get("verifying"):
+        wait = f" until {clock_time(until, zone)} (up to {span(until - now)})" if until else ""
+        parts.append(f"{counts['verifying']:,} being verified against the service's "
+                     f"events{wait}")
+    return "recovered after a crash: " + "; ".join(parts)

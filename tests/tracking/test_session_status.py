@@ -56,7 +56,7 @@ def test_a_pool_follows_its_sessions_status(tledger: Ledger, make_receiver) -> N
                       cooloff_s=60)
     notes: list[str] = []
 
-    def note(_at: datetime, what: str) -> None:
+    def note(_at: datetime, what: str, **_facts: object) -> None:
         notes.append(what)
 
     receiver.post(_status("s2", "logged_out", now))

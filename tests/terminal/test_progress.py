@@ -1,0 +1,115 @@
+"""What the progress bar says: why it waits and until when (in the campaign's zone), what
+a crash's verification costs, what to do about a sender that is not connected, and
+``unknown`` never counted as failed. Pure functions of a state and fixed datetimes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from rich.console import Console
+
+from scheduler.app.foreground import RunProgress, settled_counts
+from scheduler.app.progress_state import BarState, waiting_line
+from scheduler.dispatch.results import TimelineEntry
+from scheduler.dispatch.waits import recovered_note
+from scheduler.dispatch.windows import SendWindow
+from scheduler.units import load_zone
+
+ZONE = "America/Sao_Paulo"
+#: Monday 2026-11-23 21:30 in São Paulo: after the 09:00-20:00 window.
+EVENING = datetime(2026, 11, 24, 0, 30, tzinfo=UTC)
+
+
+def _state(**overrides: object) -> BarState:
+    values: dict[str, object] = {"zone": ZONE, "senders": ("loja-01", "loja-02"),
+                                 "window": SendWindow.parse("09:00-20:00", "mon-sat", ZONE)}
+    values.update(overrides)
+    return BarState(**values)  # type: ignore[arg-type]
+
+
+def test_a_closed_window_says_it_waits_and_until_when_in_the_campaigns_zone() -> None:
+    line = waiting_line(_state(), EVENING)
+    assert line == ("waiting for the sending window: it opens 2026-11-24 09:00 -03:00 "
+                    "(in 11 h 30 min)")
+    opened = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)  # 09:00 in São Paulo
+    assert waiting_line(_state(), opened) is None
+    # Saturday evening: Sunday is not a sending day
+    saturday = datetime(2026, 11, 29, 0, 30, tzinfo=UTC)
+    assert "opens 2026-11-30 09:00 -03:00 (in 35 h 30 min)" in (waiting_line(_state(), saturday)
+                                                                or "")
+    # recipients' own zones: the campaign's window does not hold the run
+    assert waiting_line(_state(recipient_timezone=True), EVENING) is None
+
+
+def test_the_engines_window_note_sets_the_wait() -> None:
+    state = _state(window=None)
+    opens = EVENING + timedelta(hours=2)
+    state.take(TimelineEntry(EVENING, "window closed; paused until …", kind="window_closed",
+                             until=opens))
+    assert waiting_line(state, EVENING + timedelta(minutes=30)) == (
+        "waiting for the sending window: it opens 2026-11-23 23:30 -03:00 (in 90 min)")
+    state.take(TimelineEntry(opens, "window open; resumed", kind="window_open"))
+    assert waiting_line(state, opens) is None
+
+
+def test_after_a_crash_it_says_what_is_verified_and_for_how_long() -> None:
+    until = EVENING + timedelta(seconds=60)
+    what = recovered_note({"sent": 3, "unknown": 0, "requeued": 0, "verifying": 1204},
+                          EVENING, until, load_zone(ZONE))
+    assert what == ("recovered after a crash: 3 proven sent by the service's events; "
+                    "1,204 being verified against the service's events until "
+                    "21:31:00 -03:00 (up to 60 s)")
+    state = _state(window=None)
+    state.take(TimelineEntry(EVENING, what, kind="verifying", until=until))
+    assert waiting_line(state, EVENING + timedelta(seconds=15)) == (
+        "after a crash: verifying 1,204 sends against the service's events (messages.sent) "
+        "until 21:31:00 -03:00, 45 s at most; nothing is sent twice meanwhile")
+    assert waiting_line(state, until) is None
+
+
+def test_a_sender_not_connected_says_so_and_what_to_do() -> None:
+    state = _state(window=None)
+    state.take(TimelineEntry(EVENING, "sender loja-02 paused: 409 session not connected",
+                             kind="sender_down", sender="loja-02",
+                             why="409 session not connected"))
+    line = waiting_line(state, EVENING) or ""
+    assert line.startswith("sender loja-02 not connected (409 session not connected): its "
+                           "deliveries go to the other senders.")
+    assert "`campaign sessions status loja-02`" in line
+    assert "`campaign sessions qr loja-02`" in line
+    state.take(TimelineEntry(EVENING, "sender loja-01 out of rotation: its session is "
+                             "disconnected (connection.status event)", kind="sender_down",
+                             sender="loja-01", why="its session is disconnected"))
+    line = waiting_line(state, EVENING + timedelta(seconds=30)) or ""
+    assert line.startswith("nothing can be sent: senders loja-01, loja-02 not connected "
+                           "(its session is disconnected); retrying every 60 s.")
+    # a failed send's pause lapses when the sender is not said down again (it sends)...
+    later = EVENING + timedelta(minutes=3)
+    assert (waiting_line(state, later) or "").startswith("sender loja-01 not connected")
+    # ... one out by its session's status stays out until the session connects
+    state.take(TimelineEntry(later, "sender loja-01 back in rotation", kind="sender_up",
+                             sender="loja-01"))
+    assert waiting_line(state, later) is None
+
+
+def test_unknown_rows_are_not_counted_as_failed() -> None:
+    counts = {"sent": 2000, "delivered": 800, "read": 82, "unknown": 118, "skipped": 5}
+    assert settled_counts(counts) == "sent 2,882 failed 0 unknown 118"
+    assert settled_counts({"failed": 3, "expired": 2, "read": 1}) == \
+        "sent 1 failed 3 expired 2"
+
+
+def test_the_bar_shows_why_it_waits_and_notes_with_their_zone() -> None:
+    console = Console(record=True, width=80, force_terminal=False, color_system=None)
+    bar = RunProgress(console, 3000, 0, state=_state(), clock=lambda: EVENING)
+    bar.update({"sent": 2000, "delivered": 882, "unknown": 118})
+    bar.note(TimelineEntry(EVENING, "sender \x1b[31mloja-02 paused: kept failing"),
+             ZONE)
+    console.print(bar.progress)
+    shown = console.export_text()
+    assert "sent 2,882 failed 0 unknown 118\n" in shown and "100% left 0" in shown
+    assert "ETA" in shown and "…" not in shown
+    assert "2026-11-23 21:30:00 -03:00 sender \\x1b[31mloja-02 paused" in shown
+    assert "waiting for the sending window: it opens 2026-11-24 09:00 -03:00" in shown
+    assert "\x1b" not in shown
+    assert max(len(line) for line in shown.splitlines()) <= 80
