@@ -2,6 +2,7 @@
 
 The plan is stored in one transaction (all or nothing); each run records its target and
 the fingerprint of the files it was planned from (see ``scheduler.campaign.fingerprint``).
+A label filter is resolved from the run's ledger (``scheduler.app.labels``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from scheduler.app.labels import label_audience
 from scheduler.campaign.loader import Campaign
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -36,7 +38,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
 
     if campaign is None:
         campaign = load_campaign(campaign_path)
-    plan = build_plan(campaign)
+    plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign))
     spec = campaign.spec
     run_id = ledger.create_run(
         campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),
@@ -63,8 +65,9 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
 
     campaign = load_campaign(campaign_path)
     assert run.id is not None
+    plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign))
     return ledger.replan(
-        run.id, build_plan(campaign).chunks(), start_at=start_at,
+        run.id, plan.chunks(), start_at=start_at,
         definition=campaign.spec.model_dump(mode="json"),
         fingerprint=fingerprint_of(campaign).model_dump_json(),
         options=run_options(campaign), on_progress=on_progress)

@@ -5,6 +5,8 @@ Example (every key is documented in ``campaigns/demo.toml``)::
     name = "Boas-vindas"
     channel = "whatsapp"                 # whatsapp | sms | voice | calls (WhatsApp calls)
     senders = ["loja-01", "loja-02"]     # session ids (WhatsApp); the account for SMS/voice
+    labels = ["vip"]                     # WhatsApp: only chats with one of these labels
+    exclude_labels = ["churned"]         # WhatsApp: never chats with one of these labels
     delivery = "at-most-once"            # or "at-least-once"
     sender_rotation = "round-robin"      # or "least-used"
     recipient_timezone = false           # windows in each recipient's own time zone
@@ -256,6 +258,10 @@ class CampaignSpec(Strict):
     # Re-send, by itself, an `unknown` send the service did not take (no proof within its
     # webhook retry horizon while the receiver listened); see scheduler.dispatch.unknowns.
     resend_unproven: bool = False
+    # WhatsApp: label names (any case) of the senders' chats to target and to leave out,
+    # resolved at plan time from the ledger's label state (scheduler.campaign.labels).
+    labels: list[NonEmpty] = Field(default_factory=list)
+    exclude_labels: list[NonEmpty] = Field(default_factory=list)
     recipients: RecipientsSpec
     schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
     pace: PaceSpec = Field(default_factory=PaceSpec)
@@ -287,6 +293,13 @@ class CampaignSpec(Strict):
             return "senders", "a WhatsApp campaign needs at least one session id"
         if self.recipients.opt_out_digit is not None and self.channel != "voice":
             return "recipients.opt_out_digit", "only a voice campaign's IVR has keys to press"
+        for key in ("labels", "exclude_labels"):
+            if getattr(self, key) and self.channel not in SESSION_CHANNELS:
+                return key, (f"labels are on the chats of WhatsApp sessions; a {self.channel} "
+                             "campaign sends from the account, which has none")
+        both = {n.casefold() for n in self.labels} & {n.casefold() for n in self.exclude_labels}
+        if both:
+            return "exclude_labels", f"{sorted(both)[0]!r} is in labels too"
         return None
 
 

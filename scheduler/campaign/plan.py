@@ -16,12 +16,13 @@ the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason
 ``"invalid_number: …"``, a line type the channel does not reach such as ``"landline: WhatsApp
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
 ``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
-or ``"render_error: …"`` when not strict) and ``region`` (phone region code such as
+``"label: …"`` (the label filter, :mod:`scheduler.campaign.labels`), or
+``"render_error: …"`` when not strict) and ``region`` (phone region code such as
 ``"BR"``). A skipped recipient has one skipped row per step. Order of checks: invalid,
 unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
-even when a blank value skips it), blank values. Invalid and unreachable numbers are the
-campaign's *invalid* numbers: counted, listed by ``campaign validate`` and, past
-``[recipients] max_invalid``, an error.
+even when a blank value skips it), blank values, label filter. Invalid and unreachable
+numbers are the campaign's *invalid* numbers: counted, listed by ``campaign validate``
+and, past ``[recipients] max_invalid``, an error.
 
 With ``strict=True`` (the default, for storing a run) the first template, body or CSV error
 raises, and so does going over ``max_invalid`` once every row is read (the ledger then
@@ -53,6 +54,7 @@ from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import (
     BlankValueError,
     CampaignError,
+    DefinitionError,
     EmptyRecipientsFile,
     InvalidRenderedBodyError,
     Issue,
@@ -61,6 +63,7 @@ from scheduler.campaign.exceptions import (
     TooManyInvalidNumbers,
     UndefinedVariableError,
 )
+from scheduler.campaign.labels import LabelAudience
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
 from scheduler.campaign.recipients import (
@@ -95,6 +98,10 @@ class PlanStats:
     unreachable: int = 0
     ninth_digit_added: int = 0
     blank_skipped: int = 0  # recipients [blanks] skips for a blank value
+    #: left out by the label filter: no ``labels`` name, or an ``exclude_labels`` one
+    not_labelled: int = 0
+    label_excluded: int = 0
+    labels: LabelAudience | None = None
     invalid: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
     error_total: int = 0
@@ -117,6 +124,8 @@ class PlanStats:
             "unreachable": self.unreachable,
             "ninth_digit_added": self.ninth_digit_added,
             "blank_skipped": self.blank_skipped,
+            "not_labelled": self.not_labelled,
+            "label_excluded": self.label_excluded,
         }
 
     def add_error(self, issue: Issue) -> None:
@@ -159,16 +168,18 @@ class Plan:
         strict: bool = True,
         workers: int = 1,
         blanks: BlankRules | None = None,
+        labels: LabelAudience | None = None,
     ) -> None:
         self.campaign = campaign
         self.blanks = blanks
+        self.labels = labels
         self.layout = layout
         self.phone_slug = phone_slug
         self.suppressed = suppressed
         self.chunk_rows = chunk_rows
         self.strict = strict
         self.workers = max(1, workers)
-        self.stats = PlanStats()
+        self.stats = PlanStats(labels=labels)
         self.complete = False
         self.variable_slugs = [s for s in layout.slugs if s != phone_slug]
         self._problems: list[Issue] = []  # malformed CSV rows, when not strict
@@ -217,7 +228,7 @@ class Plan:
 
     def chunks(self) -> Iterator[list[dict[str, Any]]]:
         """Lists of plan rows, in CSV order then step order; resets :attr:`stats`."""
-        self.stats = PlanStats()
+        self.stats = PlanStats(labels=self.labels)
         self.complete = False
         seen: set[str] = set()
         results = self._results()
@@ -252,10 +263,19 @@ class Plan:
         """Decide duplicates and opt-outs in CSV order, count, and apply strictness."""
         stats, rows, width = self.stats, result.rows, len(self.steps)
         suppressed, errors, sms_parts = self.suppressed, result.errors, result.sms_parts
+        labels = self.labels
         stats.planned_per_step.update(result.planned)
         stats.skipped_per_step.update(result.skipped)
         valid = duplicates = opted_out = invalid = blank = 0
         blank_rows = result.blank_skipped
+
+        def skip(first: int, reason: str) -> None:
+            for item in rows[first : first + width]:
+                if item["state"] == "planned":
+                    stats.planned_per_step[item["step"]] -= 1
+                    stats.skipped_per_step[item["step"]] += 1
+                item["state"], item["reason"], item["payload"] = "skipped", reason, {}
+
         for row, first, digits, _region, why, raw in result.recipients:
             if digits is None:
                 invalid += 1
@@ -268,15 +288,19 @@ class Plan:
                     opted_out += 1
                 else:
                     duplicates += 1
-                for item in rows[first : first + width]:
-                    if item["state"] == "planned":
-                        stats.planned_per_step[item["step"]] -= 1
-                        stats.skipped_per_step[item["step"]] += 1
-                    item["state"], item["reason"], item["payload"] = "skipped", reason, {}
+                skip(first, reason)
                 continue
             seen.add(digits)
             if blank_rows and row in blank_rows:  # [blanks] skips it: later rows are dups
                 blank += 1
+                continue
+            left_out = labels.reason(digits) if labels is not None else None
+            if left_out is not None:
+                if digits in labels.drop:  # type: ignore[union-attr]  # set with left_out
+                    stats.label_excluded += 1
+                else:
+                    stats.not_labelled += 1
+                skip(first, left_out)
                 continue
             valid += 1
             issues = errors.get(row) if errors else None
@@ -376,8 +400,11 @@ def build_plan(
     chunk_rows: int = 50_000,
     strict: bool = True,
     workers: int = 1,
+    labels: LabelAudience | None = None,
 ) -> Plan:
     """Check the recipients file's layout and the suppression lists, and return the plan.
+
+    ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.labels`).
 
     ``workers`` > 1 renders chunks in that many processes (same rows, same order). Measured
     on P1, moving plan rows between processes (pickling ~10⁵ dicts per chunk) costs more
@@ -386,6 +413,11 @@ def build_plan(
     """
     if not isinstance(campaign, Campaign):
         campaign = load_campaign(campaign)
+    spec = campaign.spec
+    if strict and labels is None and (spec.labels or spec.exclude_labels):
+        raise DefinitionError(Issue(campaign.label, "the label filter was not resolved "
+                                    "(a bug: the planner must read the ledger's labels)",
+                                    key="labels"))
     label = str(campaign.recipients_file)
     layout = read_layout(campaign.recipients_file, label=label)
     if not layout.has_rows:
@@ -404,4 +436,5 @@ def build_plan(
         strict=strict,
         workers=workers,
         blanks=blanks,
+        labels=labels,
     )

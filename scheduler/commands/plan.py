@@ -77,6 +77,9 @@ def _stats_table(stats: PlanStats) -> Table:
         ("  of which a line type the channel does not reach", stats.unreachable),
         (escape("skipped for a blank value ([blanks])"), stats.blank_skipped),
         ("ninth digit added (add_ninth_digit)", stats.ninth_digit_added),
+        *((("not labelled (labels)", stats.not_labelled),
+           ("excluded by label (exclude_labels)", stats.label_excluded))
+          if stats.labels is not None else ()),
     ):
         table.add_row(name, f"{value:,}")
     return table
@@ -88,6 +91,7 @@ def _check(path: Path, now: datetime | None,
     """Every problem of a campaign in one pass (see the module doc); never raises a campaign
     error. ``now`` checks that a one-off ``schedule.at`` has not passed; ``on_rows`` sees
     each chunk of plan rows."""
+    from scheduler.app.labels import project_label_audience
     from scheduler.campaign.loader import start_issues
     from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
 
@@ -98,7 +102,8 @@ def _check(path: Path, now: datetime | None,
         issues.extend(campaign.issues)
         if now is not None:
             issues.extend(start_issues(campaign, now))
-        plan = build_plan(campaign, strict=False)
+        labels = project_label_audience(campaign) if not campaign.issues else None
+        plan = build_plan(campaign, strict=False, labels=labels)
         try:
             for rows in plan.chunks():
                 if on_rows is not None:
@@ -314,6 +319,10 @@ def plan_report(path: Path, start_text: str | None, *,
         "recipient_timezone": spec.recipient_timezone,
         "errors": [issue.as_dict() for issue in issues],
     }
+    if stats.labels is not None:
+        report["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
+                                  "not_labelled": stats.not_labelled,
+                                  "excluded": stats.label_excluded}
     return report, issues
 
 

@@ -17,6 +17,28 @@ def _at(moment: str | None, zone: str) -> str:
     return local_time(datetime.fromisoformat(moment) if moment else None, zone)
 
 
+def label_lines(labels: dict[str, Any] | None) -> list[str]:
+    """What ``campaign plan`` says of a label filter: names, chats, recipients kept/out."""
+    if not labels:
+        return []
+
+    def names(key: str) -> str:
+        return ", ".join(f"{n} ({labels['chats'][n]:,} chats)" for n in labels[key])
+
+    out = [f"labels in sessions {', '.join(labels['sessions'])}:"]
+    if labels["labels"]:
+        out.append(f"  only chats labelled {names('labels')}")
+    if labels["exclude_labels"]:
+        out.append(f"  never chats labelled {names('exclude_labels')}")
+    out.append(f"  recipients kept {labels['kept']:,} · not labelled {labels['not_labelled']:,}"
+               f" · excluded by label {labels['excluded']:,}")
+    lids = sum(labels["unresolved_chats"].values())
+    if lids:
+        out.append(f"  {lids:,} labelled chats are @lid (or group) JIDs not resolved to a "
+                   "phone: they match no recipient")
+    return out
+
+
 def print_plan(console: Console, report: dict[str, Any]) -> None:
     """The human form of a plan report; every line within 80 columns, nothing cut."""
     channel, zone = report["channel"], report["timezone"]
@@ -46,6 +68,8 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
             _at(s["finish"], zone),
         )
     console.print(senders)
+    for line in label_lines(report.get("label_filter")):
+        console.print(line, highlight=False, markup=False)
     for line in totals_lines(report):
         console.print(line)
     what = "call" if channel == "voice" else "send"

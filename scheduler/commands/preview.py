@@ -105,11 +105,13 @@ def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
 
 def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     """:func:`preview_rows` and the channel's batch size."""
+    from scheduler.app.labels import project_label_audience
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(path)
     channel = campaign_channel(campaign)
-    plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True)
+    plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True,
+                      labels=project_label_audience(campaign))
     sender = campaign.preview_session if campaign.spec.channel == "whatsapp" \
         else campaign.senders[0]
     due: list[DueDelivery] = []

@@ -1,0 +1,64 @@
+"""A campaign's label filter from a ledger's label state (kept by the receiver).
+
+:func:`label_audience` reads the state of the campaign's sender sessions from a ledger (the
+run's, when planning a run); :func:`project_label_audience` from the project's ledger for
+``campaign validate`` / ``plan`` / ``preview``, which create none: without a ledger there
+is no label state, and a label filter is then an error that says how to get one.
+"""
+
+from __future__ import annotations
+
+from scheduler.campaign.exceptions import DefinitionError, Issue
+from scheduler.campaign.labels import LabelAudience, resolve_labels
+from scheduler.campaign.loader import Campaign
+from scheduler.config import Settings, load_settings
+from scheduler.ledger.access import Engine, read
+from scheduler.ledger.queries import labels as lq
+
+
+def has_label_filter(campaign: Campaign) -> bool:
+    """Whether the campaign names ``labels`` or ``exclude_labels``."""
+    return bool(campaign.spec.labels or campaign.spec.exclude_labels)
+
+
+def label_audience(engine: Engine, campaign: Campaign) -> LabelAudience | None:
+    """The campaign's label filter over the ledger's label state (None without one)."""
+    if not has_label_filter(campaign):
+        return None
+    senders = list(campaign.spec.senders)
+    with read(engine, "read the sender sessions' labels") as conn:
+        labels = lq.session_labels(conn, senders)
+        chats = lq.labelled_chats(conn, senders)
+    return resolve_labels(
+        file_label=campaign.label,
+        lines={k: campaign.line_of(k) for k in ("labels", "exclude_labels")},
+        include=list(campaign.spec.labels), exclude=list(campaign.spec.exclude_labels),
+        sessions=senders, labels=labels, chats=chats)
+
+
+def _ledger_exists(settings: Settings) -> bool:
+    if settings.database_url:
+        return True
+    if settings.project_dir is None and not settings.state_dir.is_absolute():
+        return False
+    return (settings.state_path() / "campaign.db").is_file()
+
+
+def project_label_audience(campaign: Campaign) -> LabelAudience | None:
+    """The label filter from the project's ledger, which is not created for this."""
+    if not has_label_filter(campaign):
+        return None
+    from scheduler.ledger.db import open_ledger
+
+    settings = load_settings(near=campaign.path)
+    if not _ledger_exists(settings):
+        key = "labels" if campaign.spec.labels else "exclude_labels"
+        raise DefinitionError(Issue(
+            campaign.label, "no label state yet: this project has no ledger; the receiver "
+            "keeps the sessions' label events while `campaign serve` (or a run) listens",
+            key=key, line=campaign.line_of(key)))
+    engine = open_ledger(settings.resolved_database_url())
+    try:
+        return label_audience(engine, campaign)
+    finally:
+        engine.dispose()
