@@ -210,10 +210,26 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         row["outcomes"] = outcomes.model_dump()
         row["outcome_lines"] = outcomes.lines()
     row["summary"] = short_outcomes(run.channel, counts, tracking)
+    from scheduler.reports.figures import run_funnel
+
+    # planned / sent / rates as the report's Summary gives them (scheduler.ledger.funnel)
+    row["funnel"] = run_funnel(ledger, run.id, run.channel,
+                               digits=getattr(outcomes, "pressed_digits", 0))
     from scheduler.app.workers_view import run_throughput
 
     row["workers"] = [rate.model_dump() for rate in run_throughput(ledger, run.id)]
     return row
+
+
+def _packed(parts: list[str], width: int) -> list[str]:
+    """``parts`` joined by `` · `` into lines of at most ``width`` (a part is never cut)."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += f" · {part}"
+        else:
+            lines.append(part)
+    return lines
 
 
 def _times_line(row: dict[str, Any]) -> str:
@@ -260,11 +276,13 @@ def status_command(
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
     console.print(table)
+    for line in _packed(row["funnel"]["line"].split(" · "), console.width - 2):
+        console.print(f"  {line}", highlight=False)
     if "outcome_lines" in row:  # SMS and voice: the channel's own outcomes
         for line in row["outcome_lines"]:
             console.print(f"  {line}", highlight=False)
-    elif "tracking" in row:
-        console.print("  " + " · ".join(f"{k} {v:,}" for k, v in row["tracking"].items()))
+    elif "tracking" in row and row["tracking"].get("opted_out"):
+        console.print(f"  opted out {row['tracking']['opted_out']:,}", highlight=False)
     for line in row.get("unknown_verdicts", []):
         console.print(f"  {line}", highlight=False)
     if row.get("skipped_by_reason"):

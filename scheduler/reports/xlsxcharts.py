@@ -29,8 +29,9 @@ WIDTH, HEIGHT = 880, 560
 COLUMN_PIXELS = 64
 #: Rows per chart page (20 pixels each): the chart, and two empty rows before the break.
 PAGE_ROWS = 32
-#: Hour labels shown on the axis at most (beyond, every n-th hour is labelled).
-MAX_LABELS = 48
+#: Hour labels shown on the axis at most (beyond, every n-th hour is labelled); up to
+#: FLAT_LABELS of them fit side by side, more are turned 45°.
+MAX_LABELS, FLAT_LABELS = 48, 6
 BLUE = "#2f6db5"
 RED = "#c0504d"
 _AXIS_TITLES = {SMS_CODES: ("Outcome or error code", "Messages"),
@@ -70,9 +71,11 @@ def add_charts(book: Any, ws: Any, summary: Summary, sections: Mapping[str, tupl
     hourly = book.add_chart({"type": "column"})
     hourly.add_series({"name": "Sends", "categories": ["Sends per hour", 1, 2, hours, 2],
                        "values": ["Sends per hour", 1, 1, hours, 1],
-                       "fill": {"color": BLUE}, "gap": 30})  # fmt: skip
+                       "fill": {"color": BLUE},
+                       "gap": 30 if hours > FLAT_LABELS else 200})  # fmt: skip
     hourly.set_title({"name": "Sends per hour"})
-    hourly.set_x_axis({"name": f"Hour ({zone})", "num_font": {"rotation": -45},
+    hourly.set_x_axis({"name": f"Hour ({zone})",
+                       "num_font": {"rotation": -45 if hours > FLAT_LABELS else 0},
                        "interval_unit": max(1, -(-hours // MAX_LABELS))})  # fmt: skip
     hourly.set_y_axis({"name": "Sends", "major_gridlines": _GRID, "min": 0})
     hourly.set_legend({"none": True})

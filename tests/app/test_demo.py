@@ -4,9 +4,12 @@ each saying its requests and every recipient's outcome as the service decided it
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
+
+import openpyxl
 
 from scheduler.sandbox.testing import SandboxHandle
 from scheduler.service.account_models import cause_text
@@ -140,3 +143,10 @@ def test_the_demo_asks_before_sending_through_a_service_off_this_machine(tmp_pat
     assert "SMS and calls" in message and "data/demo_voz.csv" in message
     assert "campaign demo --yes" in message
     assert "Session" not in out.stdout  # nothing was started
+    # the report's Summary counts what `campaign plan` planned (scheduler.ledger.funnel)
+    plan = cli(clean_env(), "plan", "campaigns/demo.toml", "--json", cwd=root, timeout=120)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    planned = sum(step["planned"] for step in json.loads(plan.stdout)["steps"])
+    summary = {row[0]: row[1] for row in openpyxl.load_workbook(
+        root / "reports" / "demo-run-1.xlsx")["Summary"].iter_rows(values_only=True)}
+    assert summary["Planned"] == planned > 0

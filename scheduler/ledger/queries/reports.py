@@ -22,12 +22,21 @@ from sqlalchemy import Connection, bindparam, select, text
 
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries.tables import runs
+from scheduler.ledger.states import SENT_STATES
 
 #: States that count as errors in the Errors sheet (besides any row with a last error).
 ERROR_STATES = ("failed", "unknown", "expired", "undelivered")
 
 _TIME_COLUMNS = ("dispatched_at", "accepted_at", "sent_at", "delivered_at", "read_at",
                  "replied_at", "failed_at")  # fmt: skip
+
+
+#: When a row counts as sent, delivered, read or replied although its state says less (a
+#: later failure, say): a time that proves it. The funnel's definition is
+#: ``scheduler.ledger.funnel``; ``state_groups`` and ``funnel_counts`` both read these.
+_SENT_TIME = "COALESCE(accepted_at, sent_at, delivered_at, read_at)"
+_DELIVERED_TIME = "COALESCE(delivered_at, read_at)"
+_REPLIED = "replied_at IS NOT NULL OR reply_text IS NOT NULL"
 
 
 def _ids(sql: str) -> Any:
@@ -55,9 +64,9 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
     few rows per (run, sender, step), whatever the run's size.
     """
     sql = ("SELECT run_id, sender, step, state, MIN(kind) AS kind, COUNT(*) AS n,"
-           " COUNT(COALESCE(accepted_at, sent_at, delivered_at, read_at)) AS n_sent,"
-           " COUNT(COALESCE(delivered_at, read_at)) AS n_delivered, COUNT(read_at) AS n_read,"
-           " COUNT(CASE WHEN replied_at IS NOT NULL OR reply_text IS NOT NULL THEN 1 END)"
+           f" COUNT({_SENT_TIME}) AS n_sent,"
+           f" COUNT({_DELIVERED_TIME}) AS n_delivered, COUNT(read_at) AS n_read,"
+           f" COUNT(CASE WHEN {_REPLIED} THEN 1 END)"
            " AS n_replied, COUNT(details) AS n_details FROM deliveries WHERE run_id IN :ids"
            " GROUP BY run_id, sender, step, state")  # fmt: skip
     frame = pd.read_sql(_ids(sql), conn, params={"ids": list(run_ids)})
@@ -74,6 +83,27 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
         frame[name] = frame[name].astype("int64")
     frame["sender"] = frame["sender"].astype(object).where(frame["sender"].notna(), "")
     return frame
+
+
+def funnel_counts(conn: Connection, run_id: int) -> dict[str, int]:
+    """One run's funnel as ``scheduler.ledger.funnel`` defines it, in one aggregate row
+    (``campaign status``): planned, sent, delivered, read, replied, answered, undelivered,
+    skipped. The same conditions as :func:`state_groups`, so status and report agree."""
+    sent = ", ".join(f"'{s}'" for s in sorted(SENT_STATES))
+    sql = text(
+        "SELECT COUNT(CASE WHEN state <> 'skipped' THEN 1 END) AS planned,"
+        f" COUNT(CASE WHEN state IN ({sent}) OR {_SENT_TIME} IS NOT NULL THEN 1 END) AS sent,"
+        " COUNT(CASE WHEN state IN ('delivered', 'read')"
+        f" OR {_DELIVERED_TIME} IS NOT NULL THEN 1 END) AS delivered,"
+        " COUNT(CASE WHEN state = 'read' OR read_at IS NOT NULL THEN 1 END) AS read,"
+        f" COUNT(CASE WHEN {_REPLIED} THEN 1 END) AS replied,"
+        " COUNT(CASE WHEN state = 'answered' THEN 1 END) AS answered,"
+        " COUNT(CASE WHEN state = 'undelivered' THEN 1 END) AS undelivered,"
+        " COUNT(CASE WHEN state = 'skipped' THEN 1 END) AS skipped"
+        " FROM deliveries WHERE run_id = :run"
+    )
+    row = conn.execute(sql, {"run": run_id}).mappings().one()
+    return {key: int(value or 0) for key, value in row.items()}
 
 
 def detail_rows(conn: Connection, run_ids: Sequence[int], chunk_rows: int
