@@ -33,6 +33,7 @@ from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
+from scheduler.display import local_time, span
 from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunLocked
 from scheduler.ledger.lease import owner_alive
@@ -72,12 +73,15 @@ class Server:
         self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
         with self.ledger.read("read the due fires") as conn:
             due = sch.due_fires(conn)
+            zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if due else {}
         for fire in due:
             fire_time = fire.fire_time
+            at = local_time(fire_time, zones.get(fire.campaign_name, "UTC"))
             status, run_id, reason = "started", None, None
             if now - fire_time > self.start_grace:
-                status, reason = "missed", (f"due at {fire_time.isoformat()}, noticed "
-                                            f"{now - fire_time} later: not started")
+                status, reason = "missed", (f"noticed {span(now - fire_time)} later, more "
+                                            f"than the start grace of "
+                                            f"{span(self.start_grace)}: not started")
             else:
                 try:
                     run_id = plan_run(self.ledger, Path(fire.definition_path), start_at=now,
@@ -87,9 +91,9 @@ class Server:
                     status, reason = "failed", str(exc)
             with self.ledger.transaction(f"record what became of fire {fire.id}") as conn:
                 sch.settle_fire(conn, fire.id, status, run_id, reason)
-            self.console.print(f"{fire.campaign_name} due at {fire_time:%Y-%m-%d %H:%M} UTC: "
-                               f"{status}" + (f" (run {run_id})" if run_id else "")
-                               + (f": {reason}" if reason else ""))
+            self.console.print(f"{fire.campaign_name} due at {at}: {status}"
+                               + (f" (run {run_id})" if run_id else "")
+                               + (f": {reason}" if reason else ""), markup=False)
         return started
 
     def runs_to_dispatch(self) -> list[Run]:

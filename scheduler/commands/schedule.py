@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from scheduler.display import local_time
 from scheduler.errors import SchedulerError
 
 console = Console()
@@ -18,6 +19,7 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
     from scheduler.app.wiring import open_project
     from scheduler.campaign.plan import load_campaign
     from scheduler.dispatch.triggers import add_schedule, make_trigger, next_fire_times
+    from scheduler.timeutil import utcnow
 
     campaign = load_campaign(file)
     spec = campaign.spec.schedule
@@ -29,12 +31,15 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
         raise SchedulerError(f"{file}: [schedule] has neither `at` nor `cron`; "
                              "use `campaign run` to send it now")
     kind, _, text = trigger.partition(":")
-    upcoming = next_fire_times(make_trigger(kind, text, spec.timezone))
+    now = utcnow()  # a past one-off `at` has no next fire (APScheduler still returns it)
+    upcoming = [t for t in next_fire_times(make_trigger(kind, text, spec.timezone), now=now)
+                if t > now]
     _, ledger = open_project(near=file)
     add_schedule(ledger, campaign.spec.name, str(file.resolve()), trigger, spec.timezone)
     console.print(f"scheduled {campaign.spec.name!r} ({trigger}, {spec.timezone})")
     if upcoming:
-        console.print("next: " + ", ".join(f"{t:%Y-%m-%d %H:%M %Z}" for t in upcoming))
+        console.print("next: " + ", ".join(local_time(t, spec.timezone) for t in upcoming),
+                      highlight=False)
     else:
         console.print("[yellow]its time has passed: `campaign serve` will record it as "
                       "missed unless it is within the start grace[/]")
@@ -58,6 +63,7 @@ def serve_command(
     """Fire scheduled campaigns, receive webhooks and dispatch every unfinished run."""
     from scheduler.app.foreground import _sigint_sets
     from scheduler.app.serve import Server
+    from scheduler.app.serve_log import serve_logging
     from scheduler.app.wiring import open_project, service_target
 
     settings, ledger = open_project()
@@ -71,8 +77,9 @@ def serve_command(
                               "leaves this machine[/]")
             else:
                 console.print(f"sending to {target.ledger_value.removeprefix('service:')}")
-            await Server(settings, ledger, target, console,
-                         start_grace_s=start_grace).serve(stop)
+            with serve_logging():  # APScheduler's warnings in plain words, time and zone
+                await Server(settings, ledger, target, console,
+                             start_grace_s=start_grace).serve(stop)
 
     asyncio.run(main())
 

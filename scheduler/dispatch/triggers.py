@@ -25,6 +25,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
+from scheduler.display import span
 from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import utcnow
@@ -92,9 +93,10 @@ class Triggers:
             self._missed(event.job_id, event.scheduled_run_time)
 
     def _missed(self, name: str, due: datetime) -> None:
+        late = self.ledger.clock() - due
         record_fire(self.ledger, name, due, status="missed",
-                    reason=f"due at {due.isoformat()}, more than {self.start_grace_s:.0f} s "
-                           "ago: not started")
+                    reason=f"skipped: {span(late)} late, more than the start grace of "
+                           f"{span(self.start_grace_s)}: not started")
 
     def sync(self) -> list[str]:
         """Make APScheduler's jobs match the ``schedules`` table; returns the names."""
