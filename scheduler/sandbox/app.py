@@ -16,6 +16,7 @@ from scheduler.sandbox import (
     routes_calls,
     routes_catalog,
     routes_inspect,
+    routes_labels,
     routes_members,
     routes_messages,
     routes_sessions,
@@ -26,6 +27,7 @@ from scheduler.sandbox.catalog import CatalogDesk
 from scheduler.sandbox.cloud_api import CloudApiDesk
 from scheduler.sandbox.common import ApiError, envelope
 from scheduler.sandbox.config import SandboxConfig
+from scheduler.sandbox.labels import LabelDesk
 from scheduler.sandbox.outgoing_calls import OutgoingCalls
 from scheduler.sandbox.world import Sandbox
 
@@ -81,11 +83,13 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     )
     app.state.sandbox = sandbox
     app.state.catalog = CatalogDesk(sandbox)
+    app.state.labels = LabelDesk(sandbox)
     app.state.outgoing_calls = OutgoingCalls(sandbox)
     app.state.cloud_api = CloudApiDesk(sandbox)
     app.include_router(routes_messages.router)
     app.include_router(routes_sessions.router)
     app.include_router(routes_inspect.router)
+    app.include_router(routes_labels.control)
     app.include_router(routes_account.router)
     app.include_router(routes_account.control)
     app.include_router(routes_catalog.router)
