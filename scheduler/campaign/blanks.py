@@ -104,8 +104,10 @@ class Verdict:
 class BlankRules:
     """The rules of one campaign over one CSV layout, applied row by row by the planner."""
 
-    def __init__(self, rules: list[ColumnRule]) -> None:
+    def __init__(self, rules: list[ColumnRule], issues: list[Issue] | None = None) -> None:
         self.rules = rules
+        #: definition errors of a lenient read (``campaign validate``), reported with the rows
+        self.issues = issues or []
         self._skip = [r for r in rules if r.rule == "skip"]
         self._error = [r for r in rules if r.rule == "error"]
         self._default = [(r.slug, r.rule.default) for r in rules
@@ -134,10 +136,11 @@ def _column_of(layout: CsvLayout, name: str) -> int | None:
     return None
 
 
-def blank_rules(campaign: Campaign, layout: CsvLayout, phone_slug: str) -> BlankRules:
+def blank_rules(campaign: Campaign, layout: CsvLayout, phone_slug: str, *,
+                strict: bool = True) -> BlankRules:
     """The campaign's rules over its CSV; a listed key that is no column (or is the phone
     column) raises a :class:`DefinitionError` naming the campaign file, the key's line and
-    the columns there are."""
+    the columns there are (not ``strict``: kept in ``issues``, the other rules applied)."""
     spec, label, csv_label = campaign.spec.blanks, campaign.label, str(campaign.recipients_file)
     used = {name for step in campaign.steps for leaf in leaves(step.tree)
             for name in leaf.variables}
@@ -162,14 +165,14 @@ def blank_rules(campaign: Campaign, layout: CsvLayout, phone_slug: str) -> Blank
         slug = layout.slugs[index]
         listed.add(slug)
         rules.append(ColumnRule(slug, layout.header[index], rule, key))
-    if issues:
+    if issues and strict:
         raise DefinitionError(issues)
     if spec.default != "keep":
         for index, slug in enumerate(layout.slugs):
             if slug in used and slug not in listed and slug != phone_slug:
                 rules.append(ColumnRule(slug, layout.header[index], spec.default,
                                         "blanks.default"))
-    return BlankRules(rules)
+    return BlankRules(rules, issues)
 
 
 def blank_message(rule: ColumnRule) -> str:

@@ -230,6 +230,8 @@ class Plan:
         """Lists of plan rows, in CSV order then step order; resets :attr:`stats`."""
         self.stats = PlanStats(labels=self.labels)
         self.complete = False
+        for issue in self.blanks.issues if self.blanks is not None else ():
+            self.stats.add_error(issue)  # a lenient read's [blanks] errors, with the rows'
         seen: set[str] = set()
         results = self._results()
         while True:
@@ -425,7 +427,7 @@ def build_plan(
     index = find_column(
         layout, campaign.spec.recipients.phone_column, label=label, key="recipients.phone_column"
     )
-    blanks = blank_rules(campaign, layout, layout.slugs[index])
+    blanks = blank_rules(campaign, layout, layout.slugs[index], strict=strict)
     suppressed = load_suppression(campaign)
     return Plan(
         campaign,

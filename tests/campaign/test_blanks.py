@@ -145,3 +145,10 @@ def test_status_says_why_deliveries_were_skipped(project: Project, ledger, ledge
         "blank_value": 1, "duplicate": 1, "invalid_number": 1}
     shown = CliRunner().invoke(app, ["status", str(run_id)]).stdout
     assert "skipped: blank_value 1 · duplicate 1 · invalid_number 1" in shown
+
+
+def test_validate_reports_a_wrong_key_and_still_checks_every_row(project: Project) -> None:
+    path = _campaign(project, 'vencimentos = "skip"\nnome_do_cliente = "error"')
+    _, stats = _rows(path, strict=False)
+    assert [(e.key, e.row) for e in stats.errors] == [
+        ("blanks.vencimentos", None), ("blanks.nome_do_cliente", 2), ("steps[0].text", 3)]
