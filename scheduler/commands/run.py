@@ -210,6 +210,10 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         row["outcomes"] = outcomes.model_dump()
         row["outcome_lines"] = outcomes.lines()
     row["summary"] = short_outcomes(run.channel, counts, tracking)
+    from scheduler.tracking.answers import answer_tallies
+
+    row["answers"] = [t.as_dict() | {"line": t.line()}  # poll votes, list choices per step
+                      for t in answer_tallies(ledger.engine, run.id)]
     from scheduler.reports.figures import run_funnel
 
     # planned / sent / rates as the report's Summary gives them (scheduler.ledger.funnel)
@@ -285,6 +289,8 @@ def status_command(
         console.print(f"  opted out {row['tracking']['opted_out']:,}", highlight=False)
     for line in row.get("unknown_verdicts", []):
         console.print(f"  {line}", highlight=False)
+    for tally in row["answers"]:
+        console.print(f"  {tally['line']}", highlight=False, markup=False)
     if row.get("skipped_by_reason"):
         console.print("  skipped: " + " · ".join(
             f"{kind} {n:,}" for kind, n in row["skipped_by_reason"].items()), highlight=False)

@@ -9,6 +9,8 @@ service spells it) and ``cost_micro_reais`` both work:
   service's differed).
 - Voice: ``answered`` (bool), ``talkSeconds`` (int), ``digits`` (keys pressed),
   ``cause`` (Q.850 code) and ``causeDescription``, ``callId``, ``bulkId``.
+- WhatsApp answers: ``pollVote`` (the options voted), ``listRowId`` and ``listRowTitle``
+  (the list row chosen), ``answeredAt``.
 
 Any other key is kept in an "Other details" column as JSON. A report on an SMS or voice
 run always has that channel's columns (empty until events arrive); on other channels a
@@ -44,6 +46,10 @@ _KEYS = {
     "causedescription": "cause_description",
     "callid": "call_id",
     "bulkid": "bulk_id",
+    "pollvote": "poll_vote",
+    "listrowid": "list_row_id",
+    "listrowtitle": "list_row_title",
+    "answeredat": "answered_at",
 }
 
 #: Report columns from details: (key, header, kind, width, channel, canonical keys).
@@ -57,6 +63,10 @@ DETAIL_COLUMNS = (
     ("d:digits", "Digits", "user_text", 10, "voice", ("digits",)),
     ("d:cause", "Cause", "user_text", 18, "voice", ("cause", "cause_description")),
     ("d:call_id", "Call ID", "user_text", 20, "voice", ("call_id",)),
+    # WhatsApp answers (tracking/answers.py): only when some row has one
+    ("d:poll_vote", "Poll vote", "user_text", 20, "answers", ("poll_vote",)),
+    ("d:list_choice", "List choice", "user_text", 24, "answers",
+     ("list_row_id", "list_row_title")),
 )
 OTHER_COLUMN = ("d:other", "Other details", "user_text", 30)
 _TOTALS = ["run_id", "sender", "step", "segments", "cost", "talk_seconds", "digits"]
@@ -128,6 +138,10 @@ def cells(d: dict[str, Any]) -> dict[str, Any]:
     out["d:digits"] = _text(d.get("digits"))
     out["d:cause"] = cause(d)
     out["d:call_id"] = _text(d.get("call_id"))
+    vote = d.get("poll_vote")
+    out["d:poll_vote"] = ", ".join(map(str, vote)) if isinstance(vote, list) else _text(vote)
+    title, row_id = _text(d.get("list_row_title")), _text(d.get("list_row_id"))
+    out["d:list_choice"] = f"{title} ({row_id})" if title and row_id else (title or row_id)
     other = {k: v for k, v in d.items() if k not in _CANONICAL}
     out["d:other"] = json.dumps(other, ensure_ascii=False, default=str) if other else None
     return out

@@ -21,11 +21,13 @@ from datetime import datetime, timedelta
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import ambiguous as aq
+from scheduler.ledger.queries import answers as answers_q
 from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import suppression as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.events import CallOfferEvent, MessageEvent
+from scheduler.tracking.answers import answer_of
 from scheduler.tracking.call_events import apply_call_event, call_slot
 from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
@@ -252,6 +254,9 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
     }, now)
     result = (f"reply to delivery {latest.delivery_id}" if latest
               else "reply (no delivery to this number)")
+    answer = answer_of(data)  # a poll vote or list choice, kept on the delivery it answers
+    if answer is not None and latest is not None:
+        answers_q.record_answer(conn, latest.delivery_id, answer, item.when)
     if opt_out:
         sq.add_suppression(conn, number, source="reply", reason="replied with an "
                            "opt-out word", now=now)
