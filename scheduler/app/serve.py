@@ -156,8 +156,8 @@ class Server:
         wanted = {s for senders in self.senders_of.values() for s in senders}
         self.seat.tick(wanted, sorted(self.senders_of))
         for sender, _at, settled in self.seat.takeovers:
-            self.console.print(f"took sender {sender} over"
-                               + (f" ({settled} rows in doubt settled)" if settled else ""))
+            self.console.print(f"took sender {sender} over: {settled} rows another worker "
+                               "left in doubt settled")
         self.seat.takeovers.clear()
         if self.seat.leader and self.triggers is None:
             self.triggers = Triggers(self.ledger, start_grace_s=self.start_grace.total_seconds())
@@ -180,6 +180,8 @@ class Server:
             receiver, self.webhook_url = start_tracking(self.settings, self.ledger, client,
                                                         self.target, self.console)
             self.events_received = receiver is not None
+            # rows a dead worker left in doubt wait for their events as a restart's do
+            self.seat.grace_s = self.settings.verify_grace_s if self.events_received else 0.0
             if receiver is not None:
                 from scheduler.tracking import account_webhook_url
 

@@ -127,7 +127,8 @@ class Dispatcher:
         if self.gate is None:  # a worker's run has no single owner (see dispatch.leases)
             self.ledger.acquire(self.run_id)
         try:
-            self.ledger.set_status(self.run_id, RunStatus.RUNNING)
+            self.ledger.set_status(self.run_id, RunStatus.RUNNING,
+                                   keep_control=self.gate is not None)
             self._note(now, "dispatch started")
             recovered = {} if self.gate is not None else reconcile.recover_after_crash(
                 self.ledger, self.run_id, now, at_least_once=self.options.at_least_once,
@@ -397,6 +398,7 @@ class Dispatcher:
         if self.gate is not None and self.gate.sync(self.pool):
             self._buffer.clear()  # rows read for senders no longer held, or too few
             self._last_seq = -1
+            self._verify_at = self._earliest_verifying()  # a taken-over sender's rows
         sessions_live.follow_sessions(self.ledger, self.pool, now, self._note)
         request = self.ledger.control(self.run_id)
         if request == "pause":

@@ -135,7 +135,7 @@ class WorkerSeat:
         for run_id in sorted({r for r, _i in left}):
             ids = {i for r, i in left if r == run_id}
             settled += self._settle(run_id, ids, now)
-        if lease.epoch > 1 or settled:
+        if settled:
             self.takeovers.append((sender, now, settled))
         self.held[sender] = lease
 

@@ -268,13 +268,16 @@ class Ledger:
 
     # ------------------------------------------------------------------ status and control
 
-    def set_status(self, run_id: int, status: str, *, reason: str | None = None) -> None:
-        """Set the run's status (and its start or finish time)."""
+    def set_status(self, run_id: int, status: str, *, reason: str | None = None,
+                   keep_control: bool = False) -> None:
+        """Set the run's status (and its start or finish time); ``running`` clears a
+        pending control request unless ``keep_control`` (a worker joining a run that
+        others dispatch must not undo a pause or cancel meant for all of them)."""
         now = self.clock()
         values: dict[str, Any] = {"status": status}
         if reason is not None:
             values["stop_reason"] = reason
-        if status == RunStatus.RUNNING:
+        if status == RunStatus.RUNNING and not keep_control:
             values["control"] = None
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = now
