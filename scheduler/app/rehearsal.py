@@ -12,7 +12,7 @@ import asyncio
 import random
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -22,6 +22,7 @@ from scheduler.app.planning import plan_run
 from scheduler.app.wiring import ensure_senders, service_target
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
+from scheduler.display import clean_markup, span
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import SimulatedClock, utcnow
@@ -93,9 +94,9 @@ def print_rehearsal(rehearsal: Rehearsal, console: Console) -> None:
                   f"sandbox; nothing was sent) · times in {rehearsal.timezone}")
     table = Table("when", "what", show_edge=False)
     for entry in rehearsal.timeline:
-        table.add_row(f"{entry.at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}", entry.what)
+        table.add_row(f"{entry.at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}", clean_markup(entry.what))
     console.print(table)
-    took = timedelta(seconds=round((rehearsal.finish - rehearsal.start).total_seconds()))
+    took = span(rehearsal.finish - rehearsal.start)
     carried = sum(rehearsal.per_sender.values())
     requests = f"requests {rehearsal.sends:,} · " if carried != rehearsal.sends else ""
     console.print(f"{requests}sends {carried:,} · "

@@ -36,7 +36,7 @@ from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.pacing import Quota, estimate_finish, mean_interval
 from scheduler.dispatch.windows import SendWindow
-from scheduler.display import iso_utc
+from scheduler.display import clean_markup, iso_utc
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import utcnow
 
@@ -63,7 +63,7 @@ def _out() -> Console:
 
 def _print_issues(console: Console, issues: list[Issue]) -> None:
     for issue in issues:
-        console.print(f"[red]✗[/] {escape(str(issue))}", markup=True)
+        console.print(f"[red]✗[/] {clean_markup(issue)}", markup=True)
 
 
 def _stats_table(stats: PlanStats) -> Table:
@@ -138,7 +138,8 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
             for col in ("row", "value", "reason"):
                 table.add_column(col)
             for item in stats.invalid[:50]:
-                table.add_row(str(item["row"]), escape(item["value"]), escape(item["reason"]))
+                table.add_row(str(item["row"]), clean_markup(item["value"]),
+                              clean_markup(item["reason"]))
             console.print(table)
             if stats.invalid_total > 50:
                 console.print(f"… and {stats.invalid_total - 50:,} more invalid numbers")

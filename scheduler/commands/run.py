@@ -271,9 +271,9 @@ def status_command(
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         return
-    console.print(f"run {row['run']} · {row['campaign']} · {row['channel']} · "
-                  f"[bold]{row['status']}[/]" + (f" ({row['reason']})" if row["reason"] else ""),
-                  highlight=False)
+    reason = f" ({display.clean_markup(row['reason'])})" if row["reason"] else ""
+    console.print(f"run {row['run']} · {display.clean_markup(row['campaign'])} · "
+                  f"{row['channel']} · [bold]{row['status']}[/]{reason}", highlight=False)
     console.print(f"sent to {row['sent_to']}", highlight=False)
     console.print(_times_line(row), highlight=False)
     table = Table("state", "deliveries", show_edge=False)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from scheduler.display import clean, clean_markup
 from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:
@@ -46,8 +47,10 @@ def _settings() -> Settings:
 
 
 def _say(text: str) -> None:
-    """Print ``text`` wrapped at 80 columns (file paths and commands are never broken)."""
-    typer.echo(textwrap.fill(text, width=80, break_long_words=False, break_on_hyphens=False))
+    """Print ``text`` wrapped at 80 columns (file paths and commands are never broken),
+    control characters from the service or its events shown as escapes."""
+    typer.echo(textwrap.fill(clean(text), width=80, break_long_words=False,
+                             break_on_hyphens=False))
 
 
 def _check_url(url: str, what: str) -> str:
@@ -133,16 +136,17 @@ def list_command(as_json: bool = JSON_OPTION) -> None:
         _say(f"No sessions on {where} yet: create one with `campaign sessions create ID`.")
         return
     table = Table(box=None, pad_edge=False, header_style="bold")
-    table.add_column("session", no_wrap=True)
+    table.add_column("session", overflow="fold")
     table.add_column("status", no_wrap=True)
     table.add_column("phone", no_wrap=True)
     table.add_column("name", overflow="fold")
     table.add_column("webhook", overflow="fold")
     for record in records:
         status = record.status or "?"
-        shown = f"[green]{status}[/]" if status == "connected" else f"[yellow]{status}[/]"
-        table.add_row(record.sessionId, shown, record.phone or "", record.name or "",
-                      record.webhookUrl or "")
+        shown = f"[green]{status}[/]" if status == "connected" else \
+            f"[yellow]{clean_markup(status)}[/]"
+        table.add_row(clean_markup(record.sessionId), shown, clean_markup(record.phone or ""),
+                      clean_markup(record.name or ""), clean_markup(record.webhookUrl or ""))
     console = Console(width=min(Console().width, 80), highlight=False)
     console.print(table)
     connected = sum(1 for r in records if r.status == "connected")
