@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from scheduler.app.labels import label_audience
+from scheduler.campaign.labels import LabelAudience
 from scheduler.campaign.loader import Campaign
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -22,10 +23,12 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              fire_time: datetime | None = None,
              on_progress: Callable[[int], None] | None = None,
              target: str | None = None, skip_previous: bool = False,
-             campaign: Campaign | None = None) -> int:
+             campaign: Campaign | None = None,
+             labels: LabelAudience | None = None) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
     ``campaign``: the file already loaded and checked by the caller (not read again).
+    ``labels``: its label filter, when read elsewhere (else from this ledger's labels).
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
     The run records its ``target`` and the fingerprint of the files it was planned from;
@@ -38,7 +41,9 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
 
     if campaign is None:
         campaign = load_campaign(campaign_path)
-    plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign))
+    if labels is None:
+        labels = label_audience(ledger.engine, campaign)
+    plan = build_plan(campaign, labels=labels)
     spec = campaign.spec
     run_id = ledger.create_run(
         campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),

@@ -48,6 +48,8 @@ class Rehearsal:
 
 
 async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
+    from scheduler.app.labels import project_label_audience
+    from scheduler.campaign.loader import load_campaign
     from scheduler.config import Settings
     from scheduler.service.client import ServiceClient
 
@@ -56,7 +58,9 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
         engine = open_ledger(f"sqlite:///{Path(folder) / 'rehearsal.db'}")
         try:
             ledger = Ledger(engine, clock=clock)
-            run_id = plan_run(ledger, path, start_at=start)
+            # a label filter reads the project's label state (the throw-away ledger has none)
+            run_id = plan_run(ledger, path, start_at=start,
+                              labels=project_label_audience(load_campaign(path)))
             run = ledger.get_run(run_id)
             senders = list(ledger.options(run).senders)
             settings = Settings(base_url=None)

@@ -159,3 +159,25 @@ def test_labels_on_sms_or_voice_are_an_error(project: Project, channel: str) -> 
     [error] = json.loads(result.stdout)["errors"]
     assert error["key"] == "labels" and error["line"] == 3
     assert f"a {channel} campaign sends from the account" in error["message"]
+
+
+def test_a_rehearsal_sends_only_to_the_labelled_audience(project: Project,
+                                                          ledger: Ledger) -> None:
+    from scheduler.app.rehearsal import rehearse_campaign
+
+    store_events(ledger, story(), NOW)
+    path = campaign_file(project, 'labels = ["VIP"]\nexclude_labels = ["churned"]\n')
+    rehearsal = rehearse_campaign(path, start=T0 + timedelta(days=400))
+    assert rehearsal.sends == 2 and rehearsal.per_sender == {"s1": 2}
+
+
+def test_without_a_ledger_a_label_filter_is_an_error(project: Project,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CAMPAIGN_DATABASE_URL")
+    path = campaign_file(project, 'labels = ["VIP"]\n')
+    result = runner.invoke(app, ["plan", str(path), "--json", "--start", "2030-01-01T10:00"])
+    assert result.exit_code == 1
+    [error] = json.loads(result.stdout)["errors"]
+    assert error["key"] == "labels" and error["line"] == 4
+    assert error["message"].startswith("no label state yet: this project has no ledger")
+    assert not (project.root / "state").exists()  # none was created for this
