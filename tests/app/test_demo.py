@@ -79,6 +79,13 @@ def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path)
     assert "Gabriela, Paulista, 48213" in voice  # each recipient's variables
     shown = out.stdout[out.stdout.index("5. SMS campaign"):out.stdout.index("demo finished")]
     assert max(len(line) for line in shown.splitlines()) <= 80
+    # the report's Summary counts what `campaign plan` planned (scheduler.ledger.funnel)
+    plan = cli(clean_env(), "plan", "campaigns/demo.toml", "--json", cwd=root, timeout=120)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    planned = sum(step["planned"] for step in json.loads(plan.stdout)["steps"])
+    summary = {row[0]: row[1] for row in openpyxl.load_workbook(
+        root / "reports" / "demo-run-1.xlsx")["Summary"].iter_rows(values_only=True)}
+    assert summary["Planned"] == planned > 0
 
 
 def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, tmp_path
@@ -143,10 +150,3 @@ def test_the_demo_asks_before_sending_through_a_service_off_this_machine(tmp_pat
     assert "SMS and calls" in message and "data/demo_voz.csv" in message
     assert "campaign demo --yes" in message
     assert "Session" not in out.stdout  # nothing was started
-    # the report's Summary counts what `campaign plan` planned (scheduler.ledger.funnel)
-    plan = cli(clean_env(), "plan", "campaigns/demo.toml", "--json", cwd=root, timeout=120)
-    assert plan.returncode == 0, plan.stderr[-2000:]
-    planned = sum(step["planned"] for step in json.loads(plan.stdout)["steps"])
-    summary = {row[0]: row[1] for row in openpyxl.load_workbook(
-        root / "reports" / "demo-run-1.xlsx")["Summary"].iter_rows(values_only=True)}
-    assert summary["Planned"] == planned > 0
