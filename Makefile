@@ -20,16 +20,22 @@ demo: $(STAMP)
 # Lint, types, then the whole suite twice: on SQLite files, then on a throwaway PostgreSQL
 # server on loopback (scripts/pg-test-server: found on the machine, or installed from Debian's
 # packages). The report tests open the workbook in LibreOffice Calc (headless):
-# scripts/ensure-libreoffice finds it, or installs it from Debian's packages.
+# scripts/ensure-libreoffice finds it, or installs it from Debian's packages. Tests spend
+# most of their time waiting on servers and subprocesses, so they run
+# in up to 4 pytest-xdist workers (one per CPU, at least 2); every test has its own files,
+# ports and database. PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+
 test: $(STAMP)
 	@bash scripts/ensure-libreoffice >/dev/null
 	@$(BIN)/ruff check scheduler tests benchmarks
 	@echo "# types (mypy: [tool.mypy] in pyproject.toml)"
 	@$(BIN)/mypy
 	@echo "# tests on SQLite"
-	@CAMPAIGN_TEST_DATABASE_URL= $(BIN)/python -m pytest
+	@CAMPAIGN_TEST_DATABASE_URL= $(PYTEST)
 	@echo "# tests on PostgreSQL"
-	@bash scripts/pg-test-server run -- $(BIN)/python -m pytest
+	@bash scripts/pg-test-server run -- $(PYTEST)
 
 lint: $(STAMP)
 	@$(BIN)/ruff check scheduler tests benchmarks

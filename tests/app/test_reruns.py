@@ -56,7 +56,11 @@ def test_a_finished_one_off_campaign_is_not_sent_again_by_accident(make_sandbox,
 
 def _start_paused_run(env: dict[str, str], campaign: Path, service, cwd: Path, sent: int
                       ) -> None:
-    """Start `campaign run` in the background, pause it after ``sent`` sends."""
+    """Start `campaign run` in the background, pause it after ``sent`` sends.
+
+    The campaigns pace at 1/s so that the pause (a new process, slow to start on a loaded
+    machine) lands long before the run could finish.
+    """
     proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -75,15 +79,15 @@ def test_an_edited_paused_run_asks_how_to_continue_then_applies_the_pacing(
     service = make_sandbox()
     service.create_session("s1")
     cwd = tmp_path / "shop"
-    campaign = write_project(cwd, 30, rate="4/s")
+    campaign = write_project(cwd, 30, rate="1/s")
     env = _service_env(service)
     _start_paused_run(env, campaign, service, cwd, sent=3)
     before = len(text_sends(service.sends()))
 
-    campaign.write_text(campaign.read_text().replace('rate = "4/s"', 'rate = "40/s"'))
+    campaign.write_text(campaign.read_text().replace('rate = "1/s"', 'rate = "40/s"'))
     refused = cli(env, "run", str(campaign), cwd=cwd)
     assert refused.returncode == 1
-    assert "pace.rate: 4/s → 40/s" in refused.stderr
+    assert "pace.rate: 1/s → 40/s" in refused.stderr
     for flag in ("--apply-changes", "--replan", "--as-planned"):
         assert flag in refused.stderr
     assert len(text_sends(service.sends())) == before  # nothing sent while asking
@@ -107,12 +111,13 @@ def test_an_edited_audience_and_text_are_planned_again_without_re_sending(
     service = make_sandbox()
     service.create_session("s1")
     cwd = tmp_path / "shop"
-    campaign = write_project(cwd, 20, rate="4/s")
+    campaign = write_project(cwd, 20, rate="1/s")
     env = _service_env(service)
     _start_paused_run(env, campaign, service, cwd, sent=3)
     sent_before = {s["to"] for s in text_sends(service.sends())}
 
-    campaign.write_text(campaign.read_text().replace("Oi {{ nome }}", "Olá de novo {{ nome }}"))
+    edited = campaign.read_text().replace("Oi {{ nome }}", "Olá de novo {{ nome }}")
+    campaign.write_text(edited.replace('rate = "1/s"', 'rate = "40/s"'))
     _add_rows(campaign, ["Nova Pessoa,11987650999"])
     refused = cli(env, "run", str(campaign), "--apply-changes", cwd=cwd)
     assert refused.returncode == 1 and "need --replan" in refused.stderr
@@ -132,11 +137,11 @@ def test_continuing_as_planned_keeps_the_old_plan(make_sandbox, tmp_path) -> Non
     service = make_sandbox()
     service.create_session("s1")
     cwd = tmp_path / "shop"
-    campaign = write_project(cwd, 12, rate="4/s")
+    campaign = write_project(cwd, 8, rate="1/s")
     env = _service_env(service)
     _start_paused_run(env, campaign, service, cwd, sent=2)
     campaign.write_text(campaign.read_text().replace("Oi {{ nome }}", "Texto novo {{ nome }}"))
     kept = cli(env, "run", str(campaign), "--as-planned", cwd=cwd)
     assert kept.returncode == 0, kept.stderr
     texts = [s["body"]["text"] for s in text_sends(service.sends())]
-    assert len(texts) == 12 and all(t.startswith("Oi ") for t in texts)
+    assert len(texts) == 8 and all(t.startswith("Oi ") for t in texts)

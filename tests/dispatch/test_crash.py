@@ -56,11 +56,16 @@ async def test_kill_at_each_point_then_restart(point: str, mode: str, tmp_path: 
     assert sum(counts.values()) == 12
     if mode == "at-most-once":
         assert max(per_recipient.values()) == 1  # never twice
-        # the only row that can be unknown is the one in flight when the process died
-        assert counts.get("unknown", 0) == (1 if point in ("after_claim", "before_http",
-                                                          "after_http") else 0)
+        # the only row that can be unknown is the one in flight when the process died; after
+        # a commit the next row may already be claimed (not sent) when the kill lands
+        unknown = counts.get("unknown", 0)
         never_sent = 12 - len(per_recipient)
-        assert never_sent == (1 if point in ("after_claim", "before_http") else 0)
+        if point == "after_commit":
+            assert unknown <= 1
+            assert never_sent == unknown  # claimed, never sent, not guessed as sent
+        else:
+            assert unknown == 1
+            assert never_sent == (1 if point in ("after_claim", "before_http") else 0)
     else:
         assert len(per_recipient) == 12  # everybody got it
         assert counts == {"accepted": 12}
