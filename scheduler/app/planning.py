@@ -35,12 +35,14 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     ``skip_previous`` skips numbers that received a step of the campaign's earlier runs to
     the same target.
     """
+    from scheduler.app.lookups import require_remote
     from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.options import run_options
     from scheduler.campaign.plan import build_plan, load_campaign
 
     if campaign is None:
         campaign = load_campaign(campaign_path)
+    require_remote(campaign)  # templates, products: read once, before any row
     if labels is None:
         labels = label_audience(ledger.engine, campaign)
     plan = build_plan(campaign, labels=labels)
@@ -64,11 +66,13 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
 def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datetime,
                on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``)."""
+    from scheduler.app.lookups import require_remote
     from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.options import run_options
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(campaign_path)
+    require_remote(campaign)
     assert run.id is not None
     plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign))
     return ledger.replan(

@@ -71,9 +71,13 @@ class _StepRenderer:
         #: When every templated field takes any non-empty string unchanged, rows only need
         #: their required fields checked for emptiness: same verdict as the model, cheaper.
         self.quick = None if required is None else compile_tree(step.tree, required)
+        #: Variables from the service for this step (``product``), over the row's own.
+        self.extra = step.context
 
     def payload(self, ctx: dict[str, Any], to: str) -> dict[str, Any]:
         """The wire payload (no ``sessionId``/``to``); raises a ``TemplateError`` subclass."""
+        if self.extra:
+            ctx = {**ctx, **self.extra}
         body = self._payload(ctx, to)
         if self.bounds is not None:
             problems = self.bounds(body)
@@ -279,11 +283,15 @@ _WORKER: ChunkPlanner | None = None
 
 
 def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str],
-                blanks: BlankRules | None = None) -> None:
-    """Process-pool initializer: load and compile the campaign once in this worker."""
+                blanks: BlankRules | None = None,
+                contexts: list[dict[str, Any]] | None = None) -> None:
+    """Process-pool initializer: load and compile the campaign once in this worker, with
+    the steps' variables from the service (``contexts``, read once by the parent)."""
     global _WORKER
-    _WORKER = ChunkPlanner(load_campaign(Path(campaign_path)), phone_slug, variable_slugs,
-                           blanks)
+    campaign = load_campaign(Path(campaign_path))
+    for step, context in zip(campaign.steps, contexts or [], strict=False):
+        step.context = context
+    _WORKER = ChunkPlanner(campaign, phone_slug, variable_slugs, blanks)
 
 
 def plan_chunk_in_worker(

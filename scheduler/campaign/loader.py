@@ -37,6 +37,7 @@ from pydantic import ValidationError
 from scheduler.campaign.bounds import body_checker
 from scheduler.campaign.definition import CHANNELS, BoundsSpec, CampaignSpec, step_delay
 from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
+from scheduler.campaign.products import ProductRef, product_ref
 from scheduler.campaign.rendering import (
     Leaf,
     compile_file_leaf,
@@ -75,6 +76,10 @@ class CompiledStep:
     delay_s: float
     tree: dict[str, Any]
     ok: bool = True
+    #: The catalog product the step shows (``product = {...}``), fetched at plan time.
+    product: ProductRef | None = None
+    #: Template variables of this step from the service (``product``), set at plan time.
+    context: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -256,6 +261,12 @@ def _check_step(
             delay = step_delay(raw["delay"])
         except ValueError as exc:
             found.add(str(exc), f"{key}.delay")
+    product = None
+    if "product" in raw:
+        try:
+            product = product_ref(raw["product"])
+        except ValueError as exc:
+            found.add(str(exc), f"{key}.product")
     for name in DISPATCHER_KEYS & raw.keys():
         found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
     fields = {k: v for k, v in raw.items() if k not in RESERVED_KEYS | DISPATCHER_KEYS}
@@ -270,7 +281,8 @@ def _check_step(
     checker = body_checker(kind.name, bounds)
     for path, message in checker(constant) if checker is not None else ():
         found.add(message.removeprefix("rendered "), f"{key}.{path}")
-    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before)
+    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,
+                        product=product)
 
 
 def _keyed(err: Any) -> tuple[str, str | None]:

@@ -206,7 +206,8 @@ class Plan:
                 yield planner.plan(chunk.first_row, chunk.columns, chunk.blank)
             return
         context = multiprocessing.get_context("spawn")  # safe beside threads, on any OS
-        init = (str(self.campaign.path), self.phone_slug, self.variable_slugs, self.blanks)
+        init = (str(self.campaign.path), self.phone_slug, self.variable_slugs, self.blanks,
+                [step.context for step in self.campaign.steps])
         with ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=init_worker, initargs=init
         ) as pool:

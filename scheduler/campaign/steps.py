@@ -1,6 +1,8 @@
 """What a step may be on each channel: its type name, endpoint path and body model.
 
-WhatsApp steps are the service's sends (:data:`scheduler.service.requests.SEND_KINDS`);
+WhatsApp steps are the service's sends (:data:`scheduler.service.requests.SEND_KINDS`) and
+``template`` (``messages/send/template``, for ``cloud_api`` senders, checked against the
+connection's templates at plan time by :mod:`scheduler.campaign.remote`);
 SMS and voice steps have their own per-recipient body models here, because their wire
 shapes (``sms/send``; a recipient of ``voice/bulk``) differ from the message sends:
 
@@ -30,9 +32,10 @@ from scheduler.campaign.call_steps import (
 )
 from scheduler.service.account_models import VoiceSettings
 from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, WireModel
+from scheduler.service.template_models import SEND_TEMPLATE_PATH, SendTemplateBody
 
-#: Keys of a step table that are not body fields.
-RESERVED_KEYS = frozenset({"type", "delay"})
+#: Keys of a step table that are not body fields (``product``: see ``campaign.remote``).
+RESERVED_KEYS = frozenset({"type", "delay", "product"})
 #: Body keys the dispatcher sets; a step must not.
 DISPATCHER_KEYS = frozenset({"sessionId", "to"})
 PLACEHOLDER_TO = "5511999999999"
@@ -72,8 +75,11 @@ class StepKind:
 
 SMS_KIND = StepKind("sms", f"{API}/sms/send", SmsBody, False)
 VOICE_KIND = StepKind("voice", f"{API}/voice/bulk", VoiceRecipientBody, False)
+#: An official provider (``cloud_api``) template: ``template = {name, language, variables}``.
+TEMPLATE_KIND = StepKind("template", SEND_TEMPLATE_PATH, SendTemplateBody, True)
 WHATSAPP_KINDS = {
-    name: StepKind(name, kind.path, kind.model, True) for name, kind in SEND_KINDS.items()
+    **{name: StepKind(name, kind.path, kind.model, True) for name, kind in SEND_KINDS.items()},
+    TEMPLATE_KIND.name: TEMPLATE_KIND,
 }
 
 

@@ -85,6 +85,20 @@ def _stats_table(stats: PlanStats) -> Table:
     return table
 
 
+def _remote_issues(campaign: Campaign) -> list[Issue]:
+    """What the service says of the campaign's templates, products and senders (notes, such
+    as a service that could not be asked when nothing required it, go to stderr)."""
+    from scheduler.app.lookups import read_remote
+
+    try:
+        facts = read_remote(campaign)
+    except SchedulerError as exc:
+        return [Issue(campaign.label, str(exc))]
+    for note in facts.notes:
+        Console(stderr=True).print(f"[yellow]{escape(note)}[/]", markup=True, highlight=False)
+    return facts.issues
+
+
 def _check(path: Path, now: datetime | None,
            on_rows: Callable[[Campaign, list[dict[str, Any]]], None] | None = None,
            ) -> tuple[Campaign | None, PlanStats, list[Issue]]:
@@ -102,6 +116,7 @@ def _check(path: Path, now: datetime | None,
         issues.extend(campaign.issues)
         if now is not None:
             issues.extend(start_issues(campaign, now))
+        issues.extend(_remote_issues(campaign))
         labels = project_label_audience(campaign) if not campaign.issues else None
         plan = build_plan(campaign, strict=False, labels=labels)
         try:

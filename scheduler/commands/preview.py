@@ -106,9 +106,11 @@ def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
 def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     """:func:`preview_rows` and the channel's batch size."""
     from scheduler.app.labels import project_label_audience
+    from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(path)
+    require_remote(campaign)
     channel = campaign_channel(campaign)
     plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True,
                       labels=project_label_audience(campaign))

@@ -94,8 +94,8 @@ def connect_command(
         typer.echo(json.dumps(record.model_dump(mode="json", exclude_none=True),
                               ensure_ascii=False))
     else:
-        typer.echo(f"connected {record.sessionId} (type {record.type or 'cloud_api'}, "
-                   f"status {record.status or '?'})")
+        kind = record.type or record.provider or "cloud_api"
+        typer.echo(f"connected {record.sessionId} ({kind}, status {record.status or '?'})")
 
 
 def list_command(connection: str = CONNECTION, as_json: bool = JSON_OPTION) -> None:

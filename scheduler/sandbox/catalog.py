@@ -87,9 +87,12 @@ class CatalogDesk:
         self._sandbox = sandbox
         self._draws = seeded(sandbox.config.seed, "commands")
         self.commands: dict[str, QueuedCommand] = {}
+        #: Every product read, ``(business_jid, product_id)`` in order (tests count them).
+        self.fetches: list[tuple[str, str]] = []
 
     def product(self, business_jid: str, product_id: str) -> dict[str, Any]:
         """The product, now (``async`` false)."""
+        self.fetches.append((business_jid, product_id))
         return product_record(self._sandbox.config.seed, business_jid, product_id)
 
     def queue_product(self, business_jid: str, product_id: str) -> dict[str, Any]:

@@ -3,9 +3,9 @@
 All shapes are ours where ``service-facts.md`` shows none (see
 :mod:`scheduler.service.template_models`):
 
-- ``POST /api/v1/connections/cloud-api`` makes a session of ``type`` (and ``provider``)
-  ``cloud_api``, ``connected`` at once (no QR code); the access token is checked for
-  presence and never kept.
+- ``POST /api/v1/connections/cloud-api`` makes a session whose record says ``provider:
+  "cloud_api"`` (the facts' record has no ``type``), ``connected`` at once (no QR code);
+  the access token is checked for presence and never kept.
 - Templates live per connection, keyed by (name, language); a new one is ``APPROVED`` at
   once (ours). The same name and language twice is 409; a template operation on a session
   that is not a ``cloud_api`` connection is 400 with ``code: CLOUD_API_UNSUPPORTED``.

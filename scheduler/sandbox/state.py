@@ -140,7 +140,6 @@ class Session:
         record: dict[str, Any] = {
             "id": self.id,
             "sessionId": self.session_id,
-            "type": "cloud_api" if self.provider == "cloud_api" else "unofficial",
             "status": self.status,
             "provider": self.provider,
         }

@@ -9,7 +9,8 @@
 - ``{id}`` is the connection's ``sessionId``;
 - the manual connection ``POST /api/v1/connections/cloud-api`` ``{sessionId,
   phoneNumberId, businessAccountId, accessToken, webhookUrl?}`` → ``{success, data:
-  session record}`` (``type: "cloud_api"``, ``status: "connected"``: no QR code);
+  session record}`` (the facts' record fields: ``provider: "cloud_api"``, ``status:
+  "connected"``, no QR code); a client tells such a session by ``provider`` (or ``type``);
 - a template create body ``{name, language, body, category?}`` (``body`` holds ``{{1}}`` …
   ``{{n}}``, numbered from 1 without gaps) and its record ``{name, language, category,
   body, variables, status}``; a list answer ``{success, data: [record, ...]}``;

@@ -46,11 +46,11 @@ async def client(sandbox: Any) -> AsyncIterator[ServiceClient]:
 async def test_a_manual_connection_is_connected_without_a_qr_code(
         client: ServiceClient, sandbox: Any) -> None:
     record = await _connect(client)
-    assert (record.sessionId, record.type, record.status) == (CONNECTION, "cloud_api",
-                                                              "connected")
+    assert (record.sessionId, record.provider, record.status) == (CONNECTION, "cloud_api",
+                                                                  "connected")
     assert record.qrCode is None
-    listed = {s.sessionId: s.type for s in await client.list_sessions()}
-    assert listed == {QR_SESSION: "unofficial", CONNECTION: "cloud_api"}
+    listed = {s.sessionId: s.provider for s in await client.list_sessions()}
+    assert listed == {QR_SESSION: "whatsmeow", CONNECTION: "cloud_api"}
     assert TOKEN not in repr(sandbox.state.world.sessions[CONNECTION])  # the token is not kept
     with pytest.raises(RequestRejected) as twice:
         await _connect(client)

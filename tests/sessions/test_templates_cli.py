@@ -30,7 +30,7 @@ def test_connect_list_create_and_delete(cli: Cli, service_env: dict[str, str],
     connected = cli("templates", "connect", CONNECTION, "--phone-number-id", "1234567",
                     "--business-account-id", "7654321", env=env)
     assert connected.code == 0, connected.both
-    assert connected.out.strip() == f"connected {CONNECTION} (type cloud_api, status connected)"
+    assert connected.out.strip() == f"connected {CONNECTION} (cloud_api, status connected)"
     assert TOKEN not in connected.both
     empty = cli("templates", "list", CONNECTION, env=service_env)
     assert empty.code == 0 and "has no templates" in empty.out
