@@ -49,6 +49,9 @@ class BarState:
     verifying_until: datetime | None = None
     #: The window closed and reopens then (the engine's own word, when it said it).
     window_opens: datetime | None = None
+    #: Recipients' own zones: every delivery left waits for its recipient's window, the
+    #: first until then (the engine's ``recipients_wait`` note).
+    recipients_wait_until: datetime | None = None
     #: A retry's pause between two tries of a down sender (the engine's cool-off).
     retry_every_s: float = 60.0
 
@@ -68,6 +71,10 @@ class BarState:
             self.window_opens = entry.until
         elif entry.kind == "window_open":
             self.window_opens = None
+        elif entry.kind == "recipients_wait":
+            self.recipients_wait_until = entry.until
+        elif entry.kind == "recipients_resume":
+            self.recipients_wait_until = None
         elif entry.kind == "verifying":
             self.verifying_until = entry.until
             self.verifying = _verifying_count(entry.what)
@@ -98,7 +105,11 @@ def _verifying_count(what: str) -> int:
 
 def _window_line(state: BarState, now: datetime) -> str | None:
     if state.recipient_timezone:
-        return None
+        until = state.recipients_wait_until
+        if until is None or until <= now:
+            return None
+        return (f"waiting for the recipients' own sending windows (their time zones): the "
+                f"first opens {local_time(until, state.zone)} (in {span(until - now)})")
     opens = state.window_opens
     if opens is None or opens <= now:
         if state.window is None or state.window.is_open(now):

@@ -245,7 +245,8 @@ class Dispatcher:
         self._pending.clear()
         self._report_progress()
         if self._waiting_noted:
-            self._note(now, "recipients' own time zones: a window opened; sending resumed")
+            self._note(now, "recipients' own time zones: a window opened; sending resumed",
+                       kind="recipients_resume")
         self._waiting_noted = False
         for group in picked.groups:
             # a row skipped since it was read (opt-out, cancel) did not move: not sent
@@ -357,7 +358,8 @@ class Dispatcher:
             zone=self._zone,
             zone_name=self.options.timezone, latest=self.options.latest)
         if note is not None:
-            self._note(now, note)
+            self._note(now, note, kind="recipients_wait",
+                       until=waits.capped(next_due, self.options.latest))
             self._waiting_noted = True
 
     async def _idle(self, now: datetime, until: datetime | None) -> None:

@@ -13,7 +13,9 @@ class TimelineEntry:
     ``what`` is the sentence; ``kind`` says what it is about for a reader that shows state
     (the progress bar): ``window_closed`` (``until`` it opens) and ``window_open``;
     ``verifying`` (sends a crash left in doubt, checked against events ``until``);
-    ``sender_down`` / ``sender_up`` (``sender``; ``why`` it is down).
+    ``sender_down`` / ``sender_up`` (``sender``; ``why`` it is down); ``recipients_wait``
+    (every delivery left waits for its recipient's own window, the first ``until``; or the
+    latest send time, when that comes first) and ``recipients_resume``.
     """
 
     at: datetime

@@ -113,3 +113,15 @@ def test_the_bar_shows_why_it_waits_and_notes_with_their_zone() -> None:
     assert "waiting for the sending window: it opens 2026-11-24 09:00 -03:00" in shown
     assert "\x1b" not in shown
     assert max(len(line) for line in shown.splitlines()) <= 80
+
+
+def test_recipients_own_windows_say_the_run_waits_and_until_when() -> None:
+    state = _state(recipient_timezone=True)
+    opens = EVENING + timedelta(hours=11, minutes=30)  # 09:00 in São Paulo
+    state.take(TimelineEntry(EVENING, "recipients' own time zones: …", kind="recipients_wait",
+                             until=opens))
+    assert waiting_line(state, EVENING + timedelta(minutes=30)) == (
+        "waiting for the recipients' own sending windows (their time zones): the first "
+        "opens 2026-11-24 09:00 -03:00 (in 11 h 00 min)")
+    state.take(TimelineEntry(opens, "… sending resumed", kind="recipients_resume"))
+    assert waiting_line(state, opens) is None
