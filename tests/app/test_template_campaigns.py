@@ -12,13 +12,14 @@ delivered. A product is fetched once for the whole plan and its fields rendered.
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 from pathlib import Path
 from typing import Any
 
 from scheduler.service.template_models import SEND_TEMPLATE_PATH
 from tests.app.support import clean_env, cli
-from tests.factories import Project
+from tests.factories import REPO, Project
 
 CSV = "nome;telefone;pedido\nMaria Silva;11987654321;A-1\nJoão Souza;21998765432;B-2\n" \
       "Ana Lima;31997654321;C-3\n"
@@ -174,3 +175,31 @@ def test_a_product_that_cannot_be_fetched_stops_the_plan(make_sandbox: Any,
     assert "steps[0].product" in said and "product 'missing-42'" in said
     assert "Product not found" in said
     assert box.sends() == []
+
+
+def test_the_example_template_campaign_plans_as_its_comments_say(make_sandbox: Any,
+                                                                 tmp_path: Path) -> None:
+    box = make_sandbox()
+    root = tmp_path / "copy"
+    for relative in ("campaigns/entrega_template.toml", "data/entregas.csv"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / relative, root / relative)
+    env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key,
+                    CAMPAIGN_CLOUD_API_TOKEN="test-token")
+    for args in (["templates", "connect", "oficial-01", "--phone-number-id", "1234567",
+                  "--business-account-id", "7654321"],
+                 ["templates", "create", "oficial-01", "pedido_enviado", "-l", "pt_BR",
+                  "--category", "UTILITY", "--body",
+                  "Olá {{1}}, seu pedido {{2}} saiu para entrega e chega em {{3}}."]):
+        done = cli(env, *args, cwd=root)
+        assert done.returncode == 0, done.stdout + done.stderr
+    planned = cli(env, "plan", "campaigns/entrega_template.toml", "--json", cwd=root)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    [step] = json.loads(planned.stdout)["steps"]
+    assert (step["kind"], step["planned"]) == ("template", 6)
+    shown = cli(env, "preview", "campaigns/entrega_template.toml", "--rows", "1", "--json",
+                cwd=root)
+    [first] = json.loads(shown.stdout)
+    assert first["body"]["template"] == {"name": "pedido_enviado", "language": "pt_BR",
+                                         "bodyVariables": ["Marcela", "PED-10231",
+                                                           "09/12/2026"]}

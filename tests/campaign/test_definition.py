@@ -17,7 +17,9 @@ from scheduler.campaign.labels import LabelAudience
 from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.options import run_options
 from scheduler.campaign.plan import build_plan
+from scheduler.campaign.products import product_context
 from scheduler.errors import SchedulerError
+from scheduler.sandbox.catalog import product_record
 from tests.factories import REPO, Project
 
 EXAMPLES = sorted((REPO / "campaigns").glob("*.toml"))
@@ -34,6 +36,10 @@ def test_every_example_campaign_validates(path: Path) -> None:
     # a label filter needs a ledger's label state (planned from the sandbox's events in
     # tests/tracking/test_label_campaign.py); here every recipient passes it
     labels = LabelAudience((), (), (), None) if campaign.spec.labels else None
+    for step in campaign.steps:  # a catalog product, as the embedded sandbox makes it
+        if step.product is not None:
+            made = product_record(None, step.product.business, step.product.id)
+            step.context = product_context(made)
     plan = build_plan(campaign, strict=True, labels=labels)
     stats = plan.consume()
     assert stats.valid > 0
