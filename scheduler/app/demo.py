@@ -18,7 +18,6 @@ the demo's recipients are made-up numbers that may belong to real people).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from rich.console import Console
 
 from scheduler.app.wiring import connect_session
 from scheduler.config import Settings
+from scheduler.display import clean_markup
 from scheduler.httpserver import BackgroundServer
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
@@ -87,7 +87,8 @@ async def showcase(base_url: str, api_key: str, console: Console) -> None:
             await connect_session(client, base_url, session, console,
                                   webhook_url=f"{sink.base_url}/hook")
             console.print(f"   connected: {(await client.get_session(session)).status}")
-            console.print("[bold]2. One message of every type[/]")
+            console.print(f"[bold]2. One message of every type[/] to {DEMO_TO} (answers, "
+                          "then events)")
             first_id = ""
             for name, fields in SHOWCASE.items():
                 body = {"sessionId": session, "to": DEMO_TO, **fields}
@@ -95,8 +96,12 @@ async def showcase(base_url: str, api_key: str, console: Console) -> None:
                     body["messageId"] = first_id
                 result = await client.send(SEND_KINDS[name].model.model_validate(body))
                 first_id = first_id or (result.messageId or "")
-                answer = json.dumps(result.model_dump(exclude_none=True))
-                console.print(f"   {name:<10} → {answer}", soft_wrap=True)
+                answer = result.model_dump(exclude_none=True)
+                said = "accepted" if answer.pop("success", None) else "refused"
+                answer.pop("timestamp", None)  # the event below carries the time
+                rest = " ".join(f"{k} {v}" for k, v in answer.items())
+                console.print(clean_markup(f"   {name:<10} → {said} {rest}".rstrip()),
+                              highlight=False)
         deadline = time.monotonic() + 5
         expected = len(SHOWCASE) + 1  # an album is two events
         while len([e for e in events if e.get("event") == "messages.sent"]) < expected \
@@ -105,8 +110,10 @@ async def showcase(base_url: str, api_key: str, console: Console) -> None:
     for event in events:
         if event.get("event") == "messages.sent":
             data = event["data"]
-            console.print(f"   messages.sent {data['type']:<10} id={data['id']} "
-                          f"to={data['to']['jid']} {data['message'][:30]!r}", soft_wrap=True)
+            to = str(data["to"]["jid"]).split("@")[0]
+            who = "" if to == DEMO_TO else f" to {to}"
+            console.print(clean_markup(f"   event {data['type']:<10} {data['id']}{who} "
+                                       f"{data['message'][:26]!r}"), highlight=False)
 
 
 def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings, bool]:

@@ -92,6 +92,6 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
         )
     if report["recipient_timezone"]:
         console.print(
-            "note: windows are applied in each recipient's zone when sending; "
-            "the estimate uses the campaign's zone"
+            "note: windows are applied in each recipient's zone when sending;\n"
+            "      the estimate uses the campaign's zone"
         )
