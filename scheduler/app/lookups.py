@@ -28,7 +28,13 @@ from scheduler.app.wiring import client_for, connect_session, service_target
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.products import product_context
-from scheduler.campaign.remote import Needs, needs_of, product_session, sender_issues
+from scheduler.campaign.remote import (
+    Needs,
+    needs_of,
+    product_session,
+    sender_issues,
+    template_spec,
+)
 from scheduler.config import Settings, load_settings
 from scheduler.errors import SchedulerError
 from scheduler.service.client import ServiceClient
@@ -136,9 +142,10 @@ async def _products(client: ServiceClient, campaign: Campaign, needs: Needs, bas
         step.context = product_context(fetched[wanted])
 
 
-async def _read(campaign: Campaign, needs: Needs, settings: Settings) -> RemoteFacts:
+async def _read(campaign: Campaign, needs: Needs, settings: Settings,
+                sandbox_only: bool = False) -> RemoteFacts:
     facts = RemoteFacts()
-    with service_target(settings) as target:
+    with service_target(settings, force_sandbox=sandbox_only) as target:
         async with client_for(settings, target) as client:
             if not target.is_sandbox and (needs.sender_kinds or needs.template_steps):
                 kinds = await _kinds(client, campaign, needs, target.base_url, facts)
@@ -153,12 +160,22 @@ async def _read(campaign: Campaign, needs: Needs, settings: Settings) -> RemoteF
     return facts
 
 
-def read_remote(campaign: Campaign, settings: Settings | None = None) -> RemoteFacts:
+def read_remote(campaign: Campaign, settings: Settings | None = None, *,
+                rehearsal: bool = False) -> RemoteFacts:
     """Read what ``campaign``'s plan needs from the service and set each step's variables
-    from it (``step.context``); the problems found are in the answer, not raised."""
+    from it (``step.context``); the problems found are in the answer, not raised.
+
+    ``rehearsal``: never ask the configured service (a rehearsal must not touch it):
+    products come from a short-lived embedded sandbox, templates are not checked (the
+    rehearsal's sandbox holds the ones the steps name, see :func:`rehearsal_connections`).
+    """
     needs = needs_of(campaign)
     if not (needs.required or needs.sender_kinds):
         return RemoteFacts()
+    if rehearsal:
+        if not needs.product_steps:
+            return RemoteFacts()
+        return _run(lambda: _read(campaign, needs, settings or Settings(), sandbox_only=True))
     settings = settings or load_settings(near=campaign.path)
     try:
         service = settings.service_endpoint()
@@ -174,9 +191,34 @@ def read_remote(campaign: Campaign, settings: Settings | None = None) -> RemoteF
     return _run(lambda: _read(campaign, needs, settings))
 
 
-def require_remote(campaign: Campaign, settings: Settings | None = None) -> RemoteFacts:
+def require_remote(campaign: Campaign, settings: Settings | None = None, *,
+                   rehearsal: bool = False) -> RemoteFacts:
     """:func:`read_remote`, raising one :class:`DefinitionError` with every problem found."""
-    facts = read_remote(campaign, settings)
+    facts = read_remote(campaign, settings, rehearsal=rehearsal)
     if facts.issues:
         raise DefinitionError(facts.issues)
     return facts
+
+
+async def rehearsal_connections(client: ServiceClient, campaign: Campaign,
+                                senders: list[str]) -> None:
+    """On a rehearsal's embedded sandbox: make each sender of a campaign with ``template``
+    steps a ``cloud_api`` connection holding the templates those steps name (a body with
+    as many variables as the step gives), so the rehearsal sends them. The real templates
+    are checked by ``campaign plan`` and ``campaign run``, not by a rehearsal."""
+    needs = needs_of(campaign)
+    if not needs.template_steps:
+        return
+    for sender in senders:
+        await client.connect_cloud_api(sender, phone_number_id="1000000",
+                                       business_account_id="1000000",
+                                       access_token="rehearsal-token")
+        made: set[tuple[str, str]] = set()
+        for step in needs.template_steps:
+            name, language, count = template_spec(step)
+            if not isinstance(name, str) or not isinstance(language, str) \
+                    or (name, language) in made:
+                continue
+            made.add((name, language))
+            body = " ".join(f"{{{{{i}}}}}" for i in range(1, count + 1)) or name
+            await client.create_template(sender, name, language, body)

@@ -24,11 +24,12 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              on_progress: Callable[[int], None] | None = None,
              target: str | None = None, skip_previous: bool = False,
              campaign: Campaign | None = None,
-             labels: LabelAudience | None = None) -> int:
+             labels: LabelAudience | None = None, rehearsal: bool = False) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
     ``campaign``: the file already loaded and checked by the caller (not read again).
     ``labels``: its label filter, when read elsewhere (else from this ledger's labels).
+    ``rehearsal``: the configured service is not asked anything (see ``app.lookups``).
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
     The run records its ``target`` and the fingerprint of the files it was planned from;
@@ -42,7 +43,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
 
     if campaign is None:
         campaign = load_campaign(campaign_path)
-    require_remote(campaign)  # templates, products: read once, before any row
+    require_remote(campaign, rehearsal=rehearsal)  # templates, products: once, before any row
     if labels is None:
         labels = label_audience(ledger.engine, campaign)
     plan = build_plan(campaign, labels=labels)

@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from scheduler.app.lookups import rehearsal_connections
 from scheduler.app.planning import plan_run
 from scheduler.app.wiring import ensure_senders, service_target
 from scheduler.dispatch.results import RunResult, TimelineEntry
@@ -59,8 +60,9 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
         try:
             ledger = Ledger(engine, clock=clock)
             # a label filter reads the project's label state (the throw-away ledger has none)
-            run_id = plan_run(ledger, path, start_at=start,
-                              labels=project_label_audience(load_campaign(path)))
+            campaign = load_campaign(path)
+            run_id = plan_run(ledger, path, start_at=start, campaign=campaign,
+                              labels=project_label_audience(campaign), rehearsal=True)
             run = ledger.get_run(run_id)
             senders = list(ledger.options(run).senders)
             settings = Settings(base_url=None)
@@ -68,6 +70,7 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target:
                 async with ServiceClient(target.base_url, target.api_key) as client:
                     if run.channel == "whatsapp":  # SMS and voice send from the account
+                        await rehearsal_connections(client, campaign, senders)
                         await ensure_senders(client, target, senders)
                     result = await dispatch(ledger, client, run, clock=clock,
                                             sleep=clock.sleep, rng=random.Random(seed))

@@ -68,7 +68,9 @@ def _issue(campaign: Campaign, message: str, key: str) -> Issue:
     return Issue(campaign.label, message, key=key, line=campaign.line_of(key))
 
 
-def _template_spec(step: CompiledStep) -> tuple[Any, Any, int]:
+def template_spec(step: CompiledStep) -> tuple[Any, Any, int]:
+    """(name, language, number of variables) of a template step (name and language may
+    be template leaves, which :func:`sender_issues` refuses)."""
     spec = step.tree.get("template")
     spec = spec if isinstance(spec, dict) else {}
     values = spec.get("variables", spec.get("bodyVariables")) or []
@@ -81,7 +83,7 @@ def _listed(templates: Sequence[TemplateRecord]) -> str:
 
 def _template_issue(campaign: Campaign, step: CompiledStep, sender: str,
                     templates: Sequence[TemplateRecord]) -> Issue | None:
-    name, language, given = _template_spec(step)
+    name, language, given = template_spec(step)
     key = f"{step.key}.template"
     if isinstance(name, Leaf) or isinstance(language, Leaf):
         return _issue(campaign, "template name and language must be plain text (they are "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +204,20 @@ def test_the_example_template_campaign_plans_as_its_comments_say(make_sandbox: A
     assert first["body"]["template"] == {"name": "pedido_enviado", "language": "pt_BR",
                                          "bodyVariables": ["Marcela", "PED-10231",
                                                            "09/12/2026"]}
+
+
+def test_a_rehearsal_sends_the_templates_without_asking_the_configured_service(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    from scheduler.app.rehearsal import rehearse_campaign
+
+    root = tmp_path / "copy"
+    for relative in ("campaigns/entrega_template.toml", "data/entregas.csv"):
+        (root / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / relative, root / relative)
+    # a service nobody answers at: the rehearsal must not need it
+    monkeypatch.setenv("CAMPAIGN_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("CAMPAIGN_API_KEY", "not-used")
+    rehearsal = rehearse_campaign(root / "campaigns" / "entrega_template.toml",
+                                  start=datetime(2026, 12, 7, 12, 0, tzinfo=UTC))
+    assert rehearsal.per_sender == {"oficial-01": 6}
+    assert rehearsal.result.counts.get("failed", 0) == 0, rehearsal.result.counts
