@@ -156,8 +156,8 @@ class CloudApiDesk:
 
     # ------------------------------------------------------------------ sends
 
-    def send(self, body: SendTemplateBody, received: dict[str, Any]) -> dict[str, Any]:
-        """Check and accept a template send: logged, counted, ``messages.sent`` emitted."""
+    def check(self, body: SendTemplateBody) -> tuple[Session, Template]:
+        """The session and template of a template send, or the error that refuses it."""
         sandbox = self._sandbox
         session = sandbox.sending_session(body.sessionId)
         if not is_cloud_api(session):
@@ -166,6 +166,16 @@ class CloudApiDesk:
                               "(QR) session", session.session_id)
         template = self._template_for(session, body)
         sandbox.check_limit(session)
+        return session, template
+
+    def send(self, body: SendTemplateBody, received: dict[str, Any]) -> dict[str, Any]:
+        """Check and accept a template send: logged, counted, ``messages.sent`` emitted."""
+        return self.accept(*self.check(body), body, received)
+
+    def accept(self, session: Session, template: Template, body: SendTemplateBody,
+               received: dict[str, Any]) -> dict[str, Any]:
+        """Accept a checked template send."""
+        sandbox = self._sandbox
         now = sandbox.now()
         roll_usage(session, now)
         session.used["messages"] += 1

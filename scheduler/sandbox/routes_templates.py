@@ -14,6 +14,8 @@ from starlette.responses import JSONResponse
 from scheduler.sandbox.bodies import parse_body
 from scheduler.sandbox.cloud_api import CloudApiDesk
 from scheduler.sandbox.common import ApiError
+from scheduler.sandbox.faults import Outcome, hang
+from scheduler.sandbox.routes_sessions import sandbox_of
 from scheduler.service.template_models import (
     CLOUD_API_PATH,
     LANGUAGE_PATTERN,
@@ -66,6 +68,22 @@ async def delete_template(request: Request, connection_id: str, name: str,
 
 @router.post(SEND_TEMPLATE_PATH)
 async def send_template(request: Request) -> JSONResponse:
-    """Send a template message through a ``cloud_api`` connection."""
+    """Send a template message through a ``cloud_api`` connection; the injected faults of
+    every send apply (throttle, failure, time-out before or after accepting)."""
+    sandbox = sandbox_of(request)
     body, received = await parse_body(request, SendTemplateBody)
-    return JSONResponse(desk_of(request).send(body, received))
+    desk = desk_of(request)
+    session, template = desk.check(body)
+    cfg = sandbox.config
+    outcome = sandbox.faults.outcome(cfg)
+    if outcome is Outcome.OK:
+        return JSONResponse(desk.accept(session, template, body, received))
+    if outcome is Outcome.THROTTLE:
+        raise ApiError(429, "Too many requests, slow down (sandbox fault)",
+                       headers={"Retry-After": str(cfg.throttle_retry_after_s)})
+    if outcome is Outcome.FAIL:
+        raise ApiError(500, "Internal server error (sandbox fault)")
+    if outcome is Outcome.TIMEOUT_ACCEPTED:
+        desk.accept(session, template, body, received)
+    await hang(request, cfg.timeout_hang_s)
+    raise ApiError(504, "Gateway time-out (sandbox fault)")

@@ -16,7 +16,9 @@ from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import (
     InvalidRequest,
     NotOnCloudApi,
+    RateLimited,
     RequestRejected,
+    ServerError,
     SessionNotFound,
 )
 from scheduler.service.template_models import SEND_TEMPLATE_PATH, body_variables
@@ -178,3 +180,19 @@ def test_body_variables_are_counted_from_one_without_gaps() -> None:
     assert body_variables("{{1}} e {{ 2 }} e de novo {{1}}") == 2
     with pytest.raises(ValueError, match=re.escape("missing {{2}}")):
         body_variables("{{1}} {{3}}")
+
+
+async def test_template_sends_get_the_injected_faults_of_every_send(
+        client: ServiceClient, sandbox: Any) -> None:
+    await _connect(client)
+    await client.create_template(CONNECTION, "promo", "pt_BR", "Promoção {{1}}")
+    sandbox.set_faults(fail_rate=1.0)
+    with pytest.raises(ServerError):
+        await client.send_template(CONNECTION, TO, "promo", "pt_BR", ["hoje"])
+    sandbox.set_faults(fail_rate=0.0, throttle_rate=1.0)
+    with pytest.raises(RateLimited):
+        await client.send_template(CONNECTION, TO, "promo", "pt_BR", ["hoje"])
+    assert [s for s in sandbox.sends() if s["path"] == SEND_TEMPLATE_PATH] == []
+    sandbox.set_faults(throttle_rate=0.0)
+    await client.send_template(CONNECTION, TO, "promo", "pt_BR", ["hoje"])
+    assert len([s for s in sandbox.sends() if s["path"] == SEND_TEMPLATE_PATH]) == 1
