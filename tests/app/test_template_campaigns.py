@@ -95,6 +95,11 @@ def test_other_mismatches_are_refused_at_plan_time(make_sandbox: Any, tmp_path: 
                "unofficial (QR) session"),
         "text": ('[[steps]]\ntype = "text"\ntext = "Oi {{ nome }}"\n', '["oficial"]',
                  "sender oficial is a cloud_api connection, which sends only templates"),
+        "call": ('[[steps]]\ntype = "call_event"\ntitle = "Consulta"\n'
+                 'scheduledTime = "2026-12-07 10:00"\ncallType = "video"\n'
+                 'createCallLink = true\n', '["oficial"]',
+                 "sender oficial is a cloud_api connection: calls (a call_event step) are "
+                 "not available on cloud_api connections"),
     }
     for name, (steps, senders, message) in cases.items():
         campaign = project(tmp_path / name, steps, senders)

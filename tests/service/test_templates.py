@@ -143,6 +143,9 @@ async def test_a_template_is_sent_and_reported_like_any_message(
     assert data["to"]["jid"] == f"{TO}@s.whatsapp.net"
     limits = await client.get_limits(CONNECTION)
     assert limits.used.messages == 1
+    # the interface does not forbid free-form text on a cloud_api session (inside WhatsApp's
+    # 24-hour window it is allowed): the sandbox takes it; campaigns send templates only
+    await client.send_text(CONNECTION, TO, "Obrigado pela resposta!")
 
 
 async def test_a_template_send_that_does_not_match_is_refused(
