@@ -37,7 +37,7 @@ from scheduler.reports.exceptions import (
     ReportFormatError,
     ReportReadError,
 )
-from scheduler.reports.layout import fit_text_columns
+from scheduler.reports.layout import fit_lengths, fit_text_columns
 from scheduler.reports.output import AtomicFiles, csv_safe, default_stem, resolve_output
 from scheduler.reports.sheetxml import RowEncoder, StreamedSheet, splice, split_rows
 from scheduler.reports.workbook import WorkbookWriter
@@ -147,7 +147,8 @@ def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dic
             for chunk in rq.delivery_chunks(conn, run.id, source.CHUNK_ROWS):
                 yield layout.frame(chunk)
 
-    return Table("Recipients", layout.columns, rq.count_deliveries(conn, [r.id for r in runs]),
+    columns = fit_lengths(layout.columns, rq.text_lengths(conn, [r.id for r in runs]))
+    return Table("Recipients", columns, rq.count_deliveries(conn, [r.id for r in runs]),
                  frames)  # fmt: skip
 
 

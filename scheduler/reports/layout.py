@@ -86,6 +86,20 @@ def page_setup(ws: Any, widths: Sequence[float], *, repeat_rows: int | None = 0,
     ws.set_footer("&L&A · page &P", {"margin": 0.25})
 
 
+#: A streamed table's text column grows with its longest value up to this width (a longer
+#: one, an error message, is cut at the cell's edge on screen and on paper).
+STREAMED_MAX_WIDTH = 40.0
+
+
+def fit_lengths(columns: Sequence[Any], lengths: dict[str, int]) -> list[Any]:
+    """``columns`` with each column named in ``lengths`` (key → longest value in
+    characters) as wide as that value, up to :data:`STREAMED_MAX_WIDTH`."""
+    from dataclasses import replace
+
+    return [replace(c, width=max(c.width, min(lengths[c.key] + 2.0, STREAMED_MAX_WIDTH)))
+            if c.key in lengths else c for c in columns]  # fmt: skip
+
+
 def fit_text_columns(columns: Sequence[Any], frame: Any) -> list[Any]:
     """``columns`` (:class:`~scheduler.reports.columns.Column`) with each text column as wide
     as the longest value ``frame`` holds for it (a small table read whole, e.g. Opt-outs)."""

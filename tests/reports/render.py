@@ -36,12 +36,18 @@ def _run(args: list[str], what: str) -> str:
     return done.stdout
 
 
-def convert(book: Path, target: str, outdir: Path, profile: Path) -> None:
+def convert(book: Path, target: str, outdir: Path, profile: Path, expect: Path) -> None:
     """``soffice --convert-to target`` into ``outdir``, with a profile of its own (so it
-    neither meets a running LibreOffice nor reads the user's settings)."""
-    _run([tool("soffice"), f"-env:UserInstallation={profile.as_uri()}", "--headless",
-          "--norestore", "--convert-to", target, "--outdir", str(outdir), str(book)],
-         f"LibreOffice converting {book.name} to {target.split(':')[0]}")  # fmt: skip
+    neither meets a running LibreOffice nor reads the user's settings); once more when
+    ``expect`` did not appear (a first start may only create the profile)."""
+    args = [tool("soffice"), f"-env:UserInstallation={profile.as_uri()}", "--headless",
+            "--norestore", "--convert-to", target, "--outdir", str(outdir), str(book)]
+    what = f"LibreOffice converting {book.name} to {target.split(':')[0]}"
+    for _attempt in range(2):
+        _run(args, what)
+        if expect.exists():
+            return
+    pytest.fail(f"{what} wrote no {expect.name}")
 
 
 @dataclass
@@ -84,9 +90,9 @@ def render(book: Path, outdir: Path) -> Rendered:
     """Convert ``book`` to PDF and to one CSV per sheet in ``outdir``; read the PDF's text."""
     check_installed()
     profile = outdir / "lo-profile"
-    convert(book, "pdf", outdir, profile)
-    convert(book, CSV_FILTER, outdir, profile)
     pdf = outdir / f"{book.stem}.pdf"
+    convert(book, "pdf", outdir, profile, pdf)
+    convert(book, CSV_FILTER, outdir, profile, outdir / f"{book.stem}-Summary.csv")
     text = _run([tool("pdftotext"), "-raw", str(pdf), "-"], "pdftotext")
     pages = text.split("\f")
     if pages and not pages[-1].strip():

@@ -279,6 +279,10 @@ def test_widths_and_header_heights_follow_the_content(book: Any) -> None:
     reason = [c.value for c in optouts[1]].index("Reason")
     longest = max(len(str(r[reason] or "")) for r in optouts.iter_rows(values_only=True))
     assert optouts.column_dimensions["E"].width >= longest and reason == 4
+    recipients = book["Recipients"]
+    headers = [c.value for c in recipients[1]]
+    letter = recipients.cell(1, headers.index("Reason") + 1).column_letter
+    assert recipients.column_dimensions[letter].width >= len("no messages.sent after a crash")
 
 
 def test_hourly_chart_on_hour_labels_with_titled_axes(report: ReportResult) -> None:

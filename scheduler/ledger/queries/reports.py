@@ -209,6 +209,19 @@ _OPTOUT_SQL = (
 )
 
 
+#: Text columns of the Recipients table whose width :func:`text_lengths` measures.
+MEASURED_TEXT = ("reason", "last_error", "sender", "message_id", "reply_text")
+
+
+def text_lengths(conn: Connection, run_ids: Sequence[int]) -> dict[str, int]:
+    """The longest value of each :data:`MEASURED_TEXT` column over the runs' deliveries
+    (for the Recipients table's widths): one aggregate pass over the runs' rows."""
+    sql = _ids("SELECT " + ", ".join(f'MAX(LENGTH("{c}"))' for c in MEASURED_TEXT)
+               + " FROM deliveries WHERE run_id IN :ids")  # fmt: skip
+    row = conn.execute(sql, {"ids": list(run_ids)}).one()
+    return {column: int(n or 0) for column, n in zip(MEASURED_TEXT, row, strict=True)}
+
+
 def count_deliveries(conn: Connection, run_ids: Sequence[int]) -> int:
     """Rows of the Recipients table."""
     sql = _ids("SELECT COUNT(*) FROM deliveries WHERE run_id IN :ids")
