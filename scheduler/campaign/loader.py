@@ -57,6 +57,7 @@ from scheduler.campaign.steps import (
     loc_path,
     model_problems,
     step_kind,
+    wire_names,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
 from scheduler.run_options import DEFAULT_TIMEZONE
@@ -269,7 +270,8 @@ def _check_step(
             found.add(str(exc), f"{key}.product")
     for name in DISPATCHER_KEYS & raw.keys():
         found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
-    fields = {k: v for k, v in raw.items() if k not in RESERVED_KEYS | DISPATCHER_KEYS}
+    fields = wire_names(kind, {k: v for k, v in raw.items()
+                               if k not in RESERVED_KEYS | DISPATCHER_KEYS})
     tree = _compile_tree(fields, key, env, found)
     constant = placeholder_tree(tree)
     for name, sample in kind.samples:  # a template: its rows are checked when rendered
