@@ -76,6 +76,9 @@ class Settings(BaseSettings):
     voice_call_timeout_s: float = Field(default=600.0, gt=0)
     # How long a call is taken to last where no call.ended can come (no receiver, rehearsal).
     voice_call_estimate_s: float = Field(default=90.0, gt=0)
+    # WhatsApp calls to a list: a session places its next call after its call's end event,
+    # or after this long without one.
+    whatsapp_call_timeout_s: float = Field(default=600.0, gt=0)
     # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
     report_wait_s: float = Field(default=30.0, ge=0)
 
@@ -127,7 +130,8 @@ class Settings(BaseSettings):
                 "sms_price_micro": tuple(sorted(self.sms_price_micro.items())),
                 "bulk_max": self.bulk_max, "voice_max_calls": self.voice_max_calls,
                 "voice_call_timeout_s": self.voice_call_timeout_s,
-                "voice_call_estimate_s": self.voice_call_estimate_s}
+                "voice_call_estimate_s": self.voice_call_estimate_s,
+                "whatsapp_call_timeout_s": self.whatsapp_call_timeout_s}
 
     def state_path(self) -> Path:
         """The state folder (the ledger, the receiver's identity); needs a project."""

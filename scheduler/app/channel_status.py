@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from scheduler.ledger.queries import channel_counts as cc
+from scheduler.ledger.queries import sender_calls
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.account_models import cause_text
@@ -103,7 +104,41 @@ class VoiceOutcomes(BaseModel):
         return out
 
 
-ChannelOutcomes = SmsOutcomes | VoiceOutcomes
+class CallsOutcomes(BaseModel):
+    """A WhatsApp calls run's outcomes so far (``channel = "calls"``)."""
+
+    channel: str = "calls"
+    answered: int = 0
+    not_answered: int = 0
+    #: placed, no terminal event yet (ringing, talking, or not reported)
+    in_progress: int = 0
+    #: answered calls with a known duration, and their total talk time
+    timed: int = 0
+    talk_seconds: float = 0.0
+    recorded: int = 0
+
+    def lines(self) -> list[str]:
+        """What ``campaign status`` prints."""
+        out = [f"WhatsApp calls: answered {self.answered:,} · not answered "
+               f"{self.not_answered:,} · in progress {self.in_progress:,}"]
+        if self.timed:
+            average = self.talk_seconds / self.timed
+            out.append(f"  talk time {self.talk_seconds / 60:,.1f} min "
+                       f"(average {average:,.1f} s over {self.timed:,} calls)")
+        out.append(f"  recordings {self.recorded:,}")
+        return out
+
+
+ChannelOutcomes = SmsOutcomes | VoiceOutcomes | CallsOutcomes
+
+
+def _calls(ledger: Ledger, run_id: int, counts: dict[str, int]) -> CallsOutcomes:
+    with ledger.read(f"count the WhatsApp calls of run {run_id}") as conn:
+        totals = sender_calls.call_run_totals(conn, run_id)
+    return CallsOutcomes(
+        answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
+        in_progress=totals.open_calls, timed=totals.timed,
+        talk_seconds=round(totals.duration_ms / 1000, 1), recorded=totals.recorded)
 
 
 def _sms(ledger: Ledger, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
@@ -147,11 +182,13 @@ def _voice(ledger: Ledger, run_id: int, counts: dict[str, int]) -> VoiceOutcomes
 
 def channel_outcomes(ledger: Ledger, run_id: int, channel: str,
                      counts: dict[str, int] | None = None) -> ChannelOutcomes | None:
-    """The outcomes of an SMS or voice run (None for WhatsApp: its funnel says them);
-    ``counts``: the run's deliveries by state, when the caller has them."""
-    if channel not in ("sms", "voice"):
+    """The outcomes of an SMS, voice or calls run (None for WhatsApp: its funnel says
+    them); ``counts``: the run's deliveries by state, when the caller has them."""
+    if channel not in ("sms", "voice", "calls"):
         return None
     counts = ledger.counts(run_id) if counts is None else counts
+    if channel == "calls":
+        return _calls(ledger, run_id, counts)
     return _sms(ledger, run_id, counts) if channel == "sms" else _voice(ledger, run_id, counts)
 
 
@@ -161,7 +198,7 @@ def short_outcomes(channel: str, counts: dict[str, int],
     if channel == "sms":
         return (f"{counts.get(S.DELIVERED, 0):,} delivered · "
                 f"{counts.get(S.UNDELIVERED, 0):,} undelivered")
-    if channel == "voice":
+    if channel in ("voice", "calls"):
         return (f"{counts.get(S.ANSWERED, 0):,} answered · "
                 f"{counts.get(S.NOT_ANSWERED, 0):,} not answered")
     if tracking:
@@ -175,6 +212,8 @@ def progress_extra(outcomes: ChannelOutcomes) -> str:
     if isinstance(outcomes, SmsOutcomes):
         return (f"{outcomes.segments:,} segments · {money(outcomes.cost_micro_reais)} "
                 "so far")
+    if isinstance(outcomes, CallsOutcomes):
+        return f"{outcomes.in_progress:,} in progress · {outcomes.recorded:,} recorded"
     top = next(iter(outcomes.top_digits.items()), None)
     return (f"{outcomes.in_progress:,} in progress · digits in "
             f"{outcomes.pressed_digits:,} calls"

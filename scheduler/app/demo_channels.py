@@ -173,7 +173,12 @@ def _recipients(ledger: Ledger, run: Run) -> list[tuple[str, str, dict[str, Any]
 def outcome_lines(ledger: Ledger, run: Run, variables: dict[str, dict[str, Any]]
                   ) -> list[str]:
     """Each recipient's outcome and the run's totals (SMS or voice)."""
-    from scheduler.app.channel_status import SmsOutcomes, channel_outcomes, money
+    from scheduler.app.channel_status import (
+        SmsOutcomes,
+        VoiceOutcomes,
+        channel_outcomes,
+        money,
+    )
 
     rows = _recipients(ledger, run)
     totals = channel_outcomes(ledger, run.id or 0, run.channel)
@@ -184,7 +189,7 @@ def outcome_lines(ledger: Ledger, run: Run, variables: dict[str, dict[str, Any]]
         return lines
     lines = [_call_line(to, state, details, variables.get(to) or {})
              for to, state, details in rows]
-    if totals is not None:
+    if isinstance(totals, VoiceOutcomes):
         lines.append(f"answered {totals.answered} · not answered {totals.not_answered} · "
                      f"digits in {totals.pressed_digits} calls · talk "
                      f"{totals.talk_seconds} s")

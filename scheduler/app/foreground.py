@@ -49,6 +49,7 @@ from scheduler.display import clean, clock_time, local_time
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
+from scheduler.run_options import SESSION_CHANNELS
 from scheduler.service.client import ServiceClient
 from scheduler.timeutil import Clock, utcnow
 
@@ -245,7 +246,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
 
                 await ensure_account_webhook(client, settings, run.channel,
                                              account_webhook_url(settings, server))
-            elif run.channel == "whatsapp":
+            elif run.channel in SESSION_CHANNELS:
                 await ensure_senders(client, target, senders, webhook_url)
             stop = asyncio.Event()
             counts = ledger.counts(run.id or 0)
@@ -273,7 +274,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                     )
 
                 result = await dispatch_now(run)
-                if server is not None and run.channel in ("sms", "voice") \
+                if server is not None and run.channel in ("sms", "voice", "calls") \
                         and result.status == "completed":
                     await wait_for_reports(ledger, run_id, run.channel, stop, console,
                                            wait_s=settings.report_wait_s)

@@ -31,6 +31,7 @@ from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, describe_target
+from scheduler.run_options import SESSION_CHANNELS
 from scheduler.timeutil import utcnow
 
 
@@ -50,8 +51,10 @@ def _check_senders(settings: Settings, service: tuple[str, str] | None,
     from scheduler.service.sender_check import verify_senders
 
     # SMS and voice send from the account: there is no session to check
-    if service is not None and campaign.spec.senders and campaign.spec.channel == "whatsapp":
-        verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s)
+    channel = campaign.spec.channel
+    if service is not None and campaign.spec.senders and channel in SESSION_CHANNELS:
+        verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s,
+                       calls=channel == "calls")
 
 
 def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,

@@ -26,6 +26,7 @@ from scheduler.dispatch.start import dispatch
 from scheduler.display import clean_markup, span
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
+from scheduler.run_options import SESSION_CHANNELS
 from scheduler.timeutil import SimulatedClock, utcnow
 
 
@@ -69,7 +70,7 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             sandbox = {"seed": seed, "clock": clock, "reply_rate": 0.0, "delivered_rate": 0.0}
             with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target:
                 async with ServiceClient(target.base_url, target.api_key) as client:
-                    if run.channel == "whatsapp":  # SMS and voice send from the account
+                    if run.channel in SESSION_CHANNELS:  # SMS and voice: the account
                         await rehearsal_connections(client, campaign, senders)
                         await ensure_senders(client, target, senders)
                     result = await dispatch(ledger, client, run, clock=clock,

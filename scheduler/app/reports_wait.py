@@ -1,4 +1,5 @@
-"""After an SMS or voice run: keep the receiver up a little for the last delivery reports.
+"""After an SMS, voice or WhatsApp calls run: keep the receiver up a little for the last
+delivery reports and the end of the last calls.
 
 SMS delivery reports and the end of calls arrive after the service took the request (the
 sandbox's within a second; a real network's within seconds to minutes). A run that ended
@@ -32,10 +33,11 @@ def awaiting_reports(counts: dict[str, int]) -> int:
 
 def _outstanding(ledger: Ledger, run_id: int, channel: str) -> int:
     """SMS without a report; calls that have not ended (answered ones included)."""
-    if channel != "voice":
+    if channel not in ("voice", "calls"):
         return awaiting_reports(ledger.counts(run_id))
     with ledger.read(f"count the calls of run {run_id} still in progress") as conn:
-        mine, _everyone = calls_in_progress(conn, run_id, datetime.min.replace(tzinfo=UTC))
+        mine, _everyone = calls_in_progress(conn, run_id, datetime.min.replace(tzinfo=UTC),
+                                            channel)
     return mine
 
 

@@ -24,6 +24,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from scheduler.display import clean, clean_markup
+from scheduler.run_options import SESSION_CHANNELS
 
 if TYPE_CHECKING:
     from scheduler.campaign.loader import Campaign
@@ -114,7 +115,7 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     channel = campaign_channel(campaign)
     plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True,
                       labels=project_label_audience(campaign))
-    sender = campaign.preview_session if campaign.spec.channel == "whatsapp" \
+    sender = campaign.preview_session if campaign.spec.channel in SESSION_CHANNELS \
         else campaign.senders[0]
     due: list[DueDelivery] = []
     numbers: dict[int, int] = {}

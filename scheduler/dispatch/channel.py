@@ -92,6 +92,8 @@ class Channel(Protocol):
     batch_size: int
     #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).
     has_calls: bool
+    #: Whether each sender has at most one call under way (a WhatsApp session's calls).
+    one_call_per_sender: bool
 
     @property
     def max_calls(self) -> int | None:

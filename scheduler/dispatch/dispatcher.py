@@ -45,6 +45,8 @@ from scheduler.units import load_zone
 CONTROL_EVERY_S = 0.5
 #: Rows read from the ledger per refill.
 REFILL = 512
+#: How often (seconds) a ``calls`` run looks for the end of its senders' calls.
+CALL_POLL_S = 0.1
 
 
 async def _real_sleep(seconds: float) -> None:
@@ -158,8 +160,14 @@ class Dispatcher:
                                                         microsecond=0)
         with self.ledger.read("count today's sends per sender") as conn:
             sent_today = dq.sent_today_by_sender(conn, day_start)
-        return pool_for_run(self.options, self.rng, self._zone, sent_today, day_start,
+        pool = pool_for_run(self.options, self.rng, self._zone, sent_today, day_start,
                             self.quotas, now)
+        if self.channel.one_call_per_sender:
+            options = self.options
+            pool.call_hold = timedelta(seconds=options.whatsapp_call_timeout_s
+                                       if self.events_received
+                                       else options.voice_call_estimate_s)
+        return pool
 
     # ------------------------------------------------------------------ main loop
 
@@ -220,6 +228,8 @@ class Dispatcher:
     def _claim_ready(self, now: datetime) -> tuple[int, datetime | None]:
         """Claim (and commit) every buffered row a sender may send now; launch the sends."""
         assert self.pool is not None
+        limits.follow_sender_calls(self.ledger, self.run_id, self.pool, self.options, now,
+                                   events_received=self.events_received)
         picked = picking.pick(
             self._buffer, self.pool, self.channel, now,
             room=self.options.concurrency - len(self._inflight),
@@ -233,6 +243,9 @@ class Dispatcher:
         wake = picked.wake
         if picked.calls_full:
             wake = now + timedelta(seconds=CONTROL_EVERY_S)
+        if self.pool.holding_calls():  # a call may end any moment: look again soon
+            soon = now + timedelta(seconds=CALL_POLL_S)
+            wake = soon if wake is None else min(wake, soon)
         if not picked.groups:
             return 0, wake
         # one transaction per loop turn: the outcomes settled since the last one, then

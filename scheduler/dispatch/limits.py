@@ -14,8 +14,10 @@ from datetime import datetime, timedelta
 from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.picking import WindowCheck
+from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
 from scheduler.ledger.queries import calls as cq
+from scheduler.ledger.queries import sender_calls as sq
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
 
@@ -49,6 +51,22 @@ def call_room(ledger: Ledger, run_id: int, channel: Channel, options: DispatchOp
     last = options.voice_call_timeout_s if events_received else options.voice_call_estimate_s
     since = now - timedelta(seconds=last)
     with ledger.read("count calls in progress") as conn:
-        mine, everyone = cq.calls_in_progress(conn, run_id, since)
+        mine, everyone = cq.calls_in_progress(conn, run_id, since, channel.name)
     limit = channel.max_calls or options.voice_max_calls
     return max(0, min(limit - mine, options.voice_max_calls - everyone))
+
+
+def follow_sender_calls(ledger: Ledger, run_id: int, pool: SenderPool,
+                        options: DispatchOptions, now: datetime, *,
+                        events_received: bool = True) -> None:
+    """One WhatsApp call at a time per sender (``calls`` runs): each sender holds while the
+    ledger shows a call of it under way (claimed, no terminal event yet), until the
+    time-out (``whatsapp_call_timeout_s``; the expected length of a call without events)."""
+    if pool.call_hold is None:
+        return
+    last = options.whatsapp_call_timeout_s if events_received \
+        else options.voice_call_estimate_s
+    since = now - timedelta(seconds=last)
+    with ledger.read("read the calls under way per sender") as conn:
+        under_way = sq.calls_under_way(conn, run_id, list(pool.senders), since)
+    pool.follow_calls(under_way)

@@ -60,6 +60,9 @@ class DispatchOptions:
     voice_max_calls: int = 30
     voice_call_timeout_s: float = 600.0
     voice_call_estimate_s: float = 90.0
+    #: WhatsApp calls to a list: how long a sender waits at most for its call's end event
+    #: before it places the next one (ours).
+    whatsapp_call_timeout_s: float = 600.0
 
     @property
     def at_least_once(self) -> bool:

@@ -20,6 +20,8 @@ from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.rows import AmbiguousRow, SentProof
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.service.call_models import OUTGOING_STATES
+from scheduler.tracking.early import match_early_events
 
 #: Clock skew tolerated between the dispatcher and the receiver that stamps events.
 SKEW = timedelta(seconds=5)
@@ -27,12 +29,14 @@ SKEW = timedelta(seconds=5)
 
 #: The events that prove a send of WhatsApp, whose events name the sending session.
 WHATSAPP_PROOF = frozenset({"messages.sent"})
+#: The events that prove a WhatsApp call placed (they name the session too).
+CALL_PROOF = frozenset(OUTGOING_STATES)
 
 
 def _proof(conn: Connection, row: AmbiguousRow, proof_events: frozenset[str]) -> SentProof | None:
     since = row.dispatched_at - SKEW if row.dispatched_at is not None else None
     # account (SMS, voice) events name no session: the number and the time must do
-    session = row.sender if proof_events == WHATSAPP_PROOF else None
+    session = row.sender if proof_events in (WHATSAPP_PROOF, CALL_PROOF) else None
     found = aq.sent_events_for(conn, row.to, session, since, names=sorted(proof_events))
     return found[0] if found else None
 
@@ -57,6 +61,8 @@ def _settle(conn: Connection, rows: list[AmbiguousRow], now: datetime, *,
         proof = _proof(conn, row, proof_events)
         if proof is not None:
             aq.mark_proven_sent(conn, row.id, proof.message_id_norm, proof.occurred_at, now)
+            if proof_events == CALL_PROOF:  # the call's other events: its outcome
+                match_early_events(conn, [proof.message_id_norm], now)
             released.append((row.to, row.step, row.sender))
             counts["sent"] += 1
         elif grace_s > 0:

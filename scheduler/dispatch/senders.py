@@ -38,6 +38,8 @@ class SenderState:
     accepted: int = 0
     quota_left: float = math.inf
     quota_resets_at: datetime | None = None
+    #: A WhatsApp call under way on this session: no other call before its end (or this).
+    call_until: datetime | None = None
     last_scheduled: datetime | None = field(default=None, repr=False)
 
     def ready_at(self, now: datetime) -> datetime:
@@ -47,6 +49,8 @@ class SenderState:
             at = self.blocked_until
         if self.quota_left <= 0 and self.quota_resets_at is not None:
             at = max(at, self.quota_resets_at)
+        if self.call_until is not None and self.call_until > at:
+            at = self.call_until
         return at
 
 
@@ -75,6 +79,9 @@ class SenderPool:
         #: The senders this process may send through (its leases, as a ``campaign serve``
         #: worker on PostgreSQL); None: every sender of the run (a single process).
         self.held: frozenset[str] | None = None
+        #: One call at a time per sender (``calls`` runs): how long a claimed call holds its
+        #: sender at most (its end, seen in the ledger, frees it earlier).
+        self.call_hold: timedelta | None = None
         self._order = list(self.senders)
         self._position = {name: i for i, name in enumerate(self._order)}
         self._cursor = 0
@@ -145,6 +152,21 @@ class SenderPool:
         state.pace.record_send(at)
         state.claimed += 1
         state.quota_left -= 1
+        if self.call_hold is not None:
+            state.call_until = now + self.call_hold
+
+    def follow_calls(self, under_way: dict[str, datetime]) -> None:
+        """The calls under way per sender (when each was claimed), from the ledger: a sender
+        whose call ended is free; one with a call holds until its end or time-out."""
+        if self.call_hold is None:
+            return
+        for name, state in self.senders.items():
+            claimed = under_way.get(name)
+            state.call_until = None if claimed is None else claimed + self.call_hold
+
+    def holding_calls(self) -> bool:
+        """Whether some sender waits for its call to end."""
+        return any(s.call_until is not None for s in self.senders.values())
 
     def on_accepted(self, state: SenderState) -> None:
         """The service took a message: the sender is healthy, slow-down recovers."""

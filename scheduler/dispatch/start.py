@@ -17,6 +17,7 @@ from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import FINISHED_RUN_STATUSES
+from scheduler.run_options import SESSION_CHANNELS
 from scheduler.timeutil import Clock, utcnow
 
 
@@ -37,7 +38,7 @@ async def dispatch(
     assert run.id is not None
     stored = ledger.options(run)
     overrides = dict(option_overrides or {})
-    if run.channel != "whatsapp" and not stored.senders:
+    if run.channel not in SESSION_CHANNELS and not stored.senders:
         overrides.setdefault("senders", ("account",))  # SMS/voice planned before 0.x named none
     options = DispatchOptions.for_run(stored, start=run.started_at or clock(), **overrides)
     kwargs: dict[str, Any] = {}

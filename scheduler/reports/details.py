@@ -11,6 +11,9 @@ service spells it) and ``cost_micro_reais`` both work:
   ``cause`` (Q.850 code) and ``causeDescription``, ``callId``, ``bulkId``.
 - WhatsApp answers: ``pollVote`` (the options voted), ``listRowId`` and ``listRowTitle``
   (the list row chosen), ``answeredAt``.
+- WhatsApp calls (``calls`` runs): ``callId``, ``answered``, ``durationMs`` (the call's
+  length), ``recordingUrl`` (``calls/stream``), ``reason`` (``hangup``, ``no_answer``),
+  ``mode`` (place or stream).
 
 Any other key is kept in an "Other details" column as JSON. A report on an SMS or voice
 run always has that channel's columns (empty until events arrive); on other channels a
@@ -50,6 +53,10 @@ _KEYS = {
     "listrowid": "list_row_id",
     "listrowtitle": "list_row_title",
     "answeredat": "answered_at",
+    "durationms": "duration_ms",
+    "recordingurl": "recording_url",
+    "reason": "end_reason",
+    "mode": "call_mode",
 }
 
 #: Report columns from details: (key, header, kind, width, channel, canonical keys).
@@ -67,7 +74,12 @@ DETAIL_COLUMNS = (
     ("d:poll_vote", "Poll vote", "user_text", 20, "answers", ("poll_vote",)),
     ("d:list_choice", "List choice", "user_text", 24, "answers",
      ("list_row_id", "list_row_title")),
+    ("d:duration", "Call length (s)", "seconds", 10, "calls", ("duration_ms",)),
+    ("d:end_reason", "End reason", "user_text", 12, "calls", ("end_reason",)),
+    ("d:recording", "Recording", "user_text", 40, "calls", ("recording_url",)),
 )
+#: WhatsApp calls runs also show whether each call was answered, and its id.
+_CALLS_ALSO = frozenset({"d:answered", "d:call_id"})
 OTHER_COLUMN = ("d:other", "Other details", "user_text", 30)
 _TOTALS = ["run_id", "sender", "step", "segments", "cost", "talk_seconds", "digits"]
 #: Chart labels besides error codes, causes and digits.
@@ -142,6 +154,10 @@ def cells(d: dict[str, Any]) -> dict[str, Any]:
     out["d:poll_vote"] = ", ".join(map(str, vote)) if isinstance(vote, list) else _text(vote)
     title, row_id = _text(d.get("list_row_title")), _text(d.get("list_row_id"))
     out["d:list_choice"] = f"{title} ({row_id})" if title and row_id else (title or row_id)
+    duration = _number(d.get("duration_ms"))
+    out["d:duration"] = round(duration / 1000, 3) if duration is not None else None
+    out["d:end_reason"] = _text(d.get("end_reason"))
+    out["d:recording"] = _text(d.get("recording_url"))
     other = {k: v for k, v in d.items() if k not in _CANONICAL}
     out["d:other"] = json.dumps(other, ensure_ascii=False, default=str) if other else None
     return out
@@ -177,7 +193,8 @@ class DetailScan:
         out: list[tuple[str, str, str, float]] = [
             (key, header, kind, width)
             for key, header, kind, width, channel, needs in DETAIL_COLUMNS
-            if channel in present or self.keys.intersection(needs)]  # fmt: skip
+            if channel in present or self.keys.intersection(needs)
+            or ("calls" in present and key in _CALLS_ALSO)]  # fmt: skip
         if self.keys - _CANONICAL:
             out.append(OTHER_COLUMN)
         return out

@@ -64,12 +64,22 @@ def qr_hint(session_id: str) -> str:
     return f"scan the QR from `campaign sessions qr {session_id}` with the sender's phone"
 
 
-def problem_for(session_id: str, record: SessionRecord | None) -> SenderProblem | None:
+def problem_for(session_id: str, record: SessionRecord | None, *,
+                calls: bool = False) -> SenderProblem | None:
     """The problem of one sender given its record (``None``: the account has no such session).
 
     A session is ready only when its status is ``connected``; a missing status is a problem
-    too, never assumed to be fine.
+    too, never assumed to be fine. With ``calls`` (a campaign placing WhatsApp calls), an
+    official provider (``cloud_api``) connection is one as well: calls are not available
+    on it.
     """
+    if calls and record is not None and "cloud_api" in (record.type, record.provider):
+        return SenderProblem(
+            sender=session_id, problem="cloud_api",
+            reason="is an official provider (cloud_api) connection, where WhatsApp calls "
+                   "are not available",
+            fix="place the calls from a session connected by QR code (type unofficial): "
+                "name such sessions in the campaign's senders")
     if record is None:
         return SenderProblem(
             sender=session_id, problem=MISSING,
@@ -100,14 +110,16 @@ def _unique(sender_ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(sender_ids))
 
 
-async def check_senders(client: SessionLister, sender_ids: Iterable[str]) -> list[SenderProblem]:
+async def check_senders(client: SessionLister, sender_ids: Iterable[str], *,
+                        calls: bool = False) -> list[SenderProblem]:
     """One problem per sender that is missing or not connected, in the senders' order.
 
     One request (``GET /api/v1/sessions``); a service error (401, unreachable, ...) is raised
     as the client's :class:`~scheduler.service.exceptions.ServiceError`.
     """
     records = {record.sessionId: record for record in await client.list_sessions()}
-    problems = (problem_for(sender, records.get(sender)) for sender in _unique(sender_ids))
+    problems = (problem_for(sender, records.get(sender), calls=calls)
+                for sender in _unique(sender_ids))
     return [problem for problem in problems if problem is not None]
 
 
@@ -134,7 +146,7 @@ def raise_for_problems(problems: list[SenderProblem], *, service: str = "the ser
 
 
 async def require_senders(client: SessionLister, sender_ids: Iterable[str], *,
-                          base_url: str) -> None:
+                          base_url: str, calls: bool = False) -> None:
     """Raise one clear error unless every sender exists and is connected.
 
     Service errors become one-line :class:`~scheduler.errors.SchedulerError` messages that
@@ -142,14 +154,14 @@ async def require_senders(client: SessionLister, sender_ids: Iterable[str], *,
     """
     senders = _unique(sender_ids)
     try:
-        problems = await check_senders(client, senders)
+        problems = await check_senders(client, senders, calls=calls)
     except ServiceError as exc:
         raise explain(exc, base_url=base_url, doing="checking the campaign's senders") from None
     raise_for_problems(problems, service=shown_url(base_url), total=len(senders))
 
 
 def verify_senders(base_url: str, api_key: str, sender_ids: Iterable[str], *,
-                   timeout_s: float = 15.0, **client_options: Any) -> None:
+                   timeout_s: float = 15.0, calls: bool = False, **client_options: Any) -> None:
     """:func:`require_senders` against a configured service, from synchronous code.
 
     For ``campaign run`` before it plans; not for the embedded sandbox (it creates and
@@ -160,6 +172,6 @@ def verify_senders(base_url: str, api_key: str, sender_ids: Iterable[str], *,
     async def check() -> None:
         async with ServiceClient(base_url, api_key, timeout_s=timeout_s, concurrency=2,
                                  **client_options) as client:
-            await require_senders(client, senders, base_url=base_url)
+            await require_senders(client, senders, base_url=base_url, calls=calls)
 
     asyncio.run(check())

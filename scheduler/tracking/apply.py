@@ -119,7 +119,9 @@ def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyC
         elif isinstance(item.event, CallOfferEvent):
             out.results[event_id] = _apply_offer(event_id, item, ctx, out)
         elif call_slot(item.event) is not None:
-            out.results[event_id] = apply_call_event(conn, item)
+            out.results[event_id] = apply_call_event(conn, item, now)
+            if out.results[event_id] == UNMATCHED and item.message_id_norm:
+                out.unmatched.append((event_id, item.message_id_norm))
         elif is_label_event(item.event):
             out.results[event_id] = apply_label_event(conn, item, now)
         else:

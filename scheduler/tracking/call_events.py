@@ -9,6 +9,16 @@ name, is then a duplicate at intake and never stored: a call has exactly one ter
 outcome, the first that arrived. A recording of a call that was not answered is stored but
 ignored (the interface says there is none). Live audio chunks (about one a second a call)
 are parsed and counted by the receiver, never stored.
+
+A call placed by a ``calls`` run is its delivery's message id (the ``callId``, in lower
+case, as every message id): ``call.ringing`` makes it ``sent``, ``call.connected``
+``answered``, ``call.ended`` keeps it ``answered`` and ``call.not_answered`` makes it
+``not_answered``, both stamping ``ended_at`` (the call is over: its session may place the
+next one). Its ``details`` are recomputed from the call's stored events each time (so the
+order they came in does not matter): ``callId``, ``answered``, ``reason``, ``durationMs``
+(the recording's, else from ``call.connected`` to ``call.ended``) and ``recordingUrl``. An
+event that comes before its delivery holds the ``callId`` is stored ``unmatched`` and
+applied when the dispatcher records the call (:mod:`scheduler.tracking.early`).
 """
 
 from __future__ import annotations
@@ -16,10 +26,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from scheduler.ledger.access import Connection, Engine, read
 from scheduler.ledger.queries import call_events as cq
+from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.event_data import AudioChunk, Recording
 from scheduler.service.events import CallAudioEvent, CallStateEvent, Event
 
@@ -29,6 +42,15 @@ if TYPE_CHECKING:
 SLOTS = {"call.ringing": "ringing", "call.connected": "connected",
          "call.ended": "terminal", "call.not_answered": "terminal"}
 NOT_ANSWERED = "call.not_answered"
+#: The events of an outgoing call, matched to a delivery by ``callId``.
+CALL_EVENTS = ("call.ringing", "call.connected", "call.ended", NOT_ANSWERED, "call.audio")
+#: event → (state it proves, time columns it stamps) of a ``calls`` delivery.
+MOVES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "call.ringing": (S.SENT, ("sent_at",)),
+    "call.connected": (S.ANSWERED, ("sent_at",)),
+    "call.ended": (S.ANSWERED, ("sent_at", "ended_at")),
+    NOT_ANSWERED: (S.NOT_ANSWERED, ("sent_at", "ended_at")),
+}
 
 
 def call_slot(event: Event) -> str | None:
@@ -59,6 +81,13 @@ def call_dedupe_key(event: Event, session_id: object) -> str | None:
                     event.data.callId, slot)
 
 
+def call_id(event: Event) -> str | None:
+    """The ``callId`` of an outgoing call's event (None for any other event)."""
+    if call_slot(event) is None or not isinstance(event, CallStateEvent | CallAudioEvent):
+        return None
+    return event.data.callId
+
+
 def call_number(event: Event) -> str | None:
     """The peer of an outgoing call's event (``peerPn``, or the recording's ``phone``)."""
     if isinstance(event, CallStateEvent):
@@ -68,20 +97,32 @@ def call_number(event: Event) -> str | None:
     return None
 
 
-def apply_call_event(conn: Connection, item: Incoming) -> str:
-    """The result of an outgoing call's event (stored once already; nothing else to move)."""
+def apply_call_event(conn: Connection, item: Incoming, now: datetime) -> str:
+    """Apply an outgoing call's event (stored once already) to the delivery holding its
+    ``callId``; its result (``unmatched`` while no delivery holds it)."""
     event = item.event
     if isinstance(event, CallStateEvent):
         reason = f" ({event.data.reason})" if event.data.reason else ""
-        return {"call.ringing": "call ringing", "call.connected": "call answered",
-                "call.ended": "call ended", NOT_ANSWERED: "call not answered"}[event.event] \
+        result = {"call.ringing": "call ringing", "call.connected": "call answered",
+                  "call.ended": "call ended", NOT_ANSWERED: "call not answered"}[event.event] \
             + reason
-    assert isinstance(event, CallAudioEvent) and isinstance(event.data, Recording)
-    terminal = slot_key(item.session_id, event.data.callId, "terminal")
-    found = cq.events_by_keys(conn, [terminal]).get(terminal)
-    if found is not None and found[0] == NOT_ANSWERED:
-        return "ignored: a recording of a call that was not answered"
-    return "call recording"
+    else:
+        assert isinstance(event, CallAudioEvent) and isinstance(event.data, Recording)
+        terminal = slot_key(item.session_id, event.data.callId, "terminal")
+        found = cq.events_by_keys(conn, [terminal]).get(terminal)
+        if found is not None and found[0] == NOT_ANSWERED:
+            return "ignored: a recording of a call that was not answered"
+        result = "call recording"
+    norm = item.message_id_norm
+    if norm is None or not tq.held_message_ids(conn, [norm]):
+        return "unmatched"
+    move = MOVES.get(item.name)
+    if move is not None:
+        tq.track_progress(conn, move[0], [(norm, item.when)], now, stamps=move[1])
+    assert isinstance(event, CallStateEvent | CallAudioEvent)
+    outcome = outcome_in(conn, item.session_id, event.data.callId)
+    tq.merge_details(conn, norm, outcome.details())
+    return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +135,33 @@ class CallOutcome:
     duration_ms: int | None = None
     recording_url: str | None = None
 
+    def details(self) -> dict[str, Any]:
+        """What a delivery keeps of the call in ``details`` (unknown values left out)."""
+        out: dict[str, Any] = {"callId": self.call_id}
+        if self.status in ("answered", "ended"):
+            out["answered"] = True
+        elif self.status == "not_answered":
+            out["answered"] = False
+        for key, value in (("reason", self.reason), ("durationMs", self.duration_ms),
+                           ("recordingUrl", self.recording_url)):
+            if value is not None:
+                out[key] = value
+        return out
 
-def call_outcome(engine: Engine, session_id: str, call_id: str) -> CallOutcome:
-    """One call's outcome from its stored events (a recording only for an answered call)."""
+
+def _stamp(payload: str) -> datetime | None:
+    from scheduler.tracking.intake import parse_stamp
+
+    envelope = json.loads(payload)
+    return parse_stamp(envelope.get("timestamp")) if isinstance(envelope, dict) else None
+
+
+def outcome_in(conn: Connection, session_id: str | None, call_id: str) -> CallOutcome:
+    """One call's outcome from its stored events (a recording only for an answered call;
+    without one, the duration runs from ``call.connected`` to ``call.ended``)."""
     keys = {slot: slot_key(session_id, call_id, slot)
             for slot in ("ringing", "connected", "terminal", "recording")}
-    with read(engine, f"read the events of call {call_id}") as conn:
-        found = cq.events_by_keys(conn, list(keys.values()))
+    found = cq.events_by_keys(conn, list(keys.values()))
     got = {slot: found[key] for slot, key in keys.items() if key in found}
     if "terminal" in got:
         name, payload = got["terminal"]
@@ -112,7 +173,17 @@ def call_outcome(engine: Engine, session_id: str, call_id: str) -> CallOutcome:
             recording = Recording.model_validate(json.loads(got["recording"][1])["data"])
             url = recording.full_url
             duration = int(recording.durationMs) if recording.durationMs is not None else None
+        elif "connected" in got:
+            began, ended = _stamp(got["connected"][1]), _stamp(payload)
+            if began is not None and ended is not None and ended >= began:
+                duration = round((ended - began).total_seconds() * 1000)
         return CallOutcome(call_id, "ended", reason, duration, url)
     if "connected" in got:
         return CallOutcome(call_id, "answered")
     return CallOutcome(call_id, "ringing" if "ringing" in got else "unknown")
+
+
+def call_outcome(engine: Engine, session_id: str, call_id: str) -> CallOutcome:
+    """One call's outcome from its stored events (see :func:`outcome_in`)."""
+    with read(engine, f"read the events of call {call_id}") as conn:
+        return outcome_in(conn, session_id, call_id)

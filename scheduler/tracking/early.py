@@ -18,13 +18,14 @@ from datetime import datetime
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import events as eq
 from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
+from scheduler.tracking.call_events import CALL_EVENTS
 from scheduler.tracking.intake import Incoming, incoming_from_payload
 from scheduler.tracking.replies import OptOutWords
 
 logger = logging.getLogger("scheduler.tracking")
 
 #: The events matched to a delivery by message id alone.
-EARLY_EVENTS = ("messages.sent", *MATCHED_BY_ID)
+EARLY_EVENTS = ("messages.sent", *MATCHED_BY_ID, *CALL_EVENTS)
 #: Only sends and receipts are loaded here: no reply, so no opt-out word is ever needed.
 _CTX = ApplyContext(OptOutWords(()))
 

@@ -25,7 +25,7 @@ from scheduler.service.event_data import MessageData, Receipt
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
 from scheduler.service.label_events import LabelChat, LabelModel
-from scheduler.tracking.call_events import call_dedupe_key, call_number
+from scheduler.tracking.call_events import call_dedupe_key, call_id, call_number
 
 # ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
 _canonical = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode
@@ -244,8 +244,8 @@ def _fields(event: Event) -> tuple[str | None, str | None, Any]:
         return jid_number(event.data.from_), None, event.data.timestamp
     if isinstance(data, LabelModel):  # the change's own time (ts), the chat's phone
         return jid_number(data.chat) if isinstance(data, LabelChat) else None, None, data.ts
-    if (peer := call_number(event)) is not None:  # an outgoing call's peer
-        return jid_number(peer), None, None
+    if (outgoing := call_id(event)) is not None:  # an outgoing call: its peer and id
+        return jid_number(call_number(event)), _lower(outgoing), None
     return None, None, None
 
 

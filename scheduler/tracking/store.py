@@ -23,6 +23,7 @@ from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.rows import StoredEvent, UnmatchedEvent
 from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
+from scheduler.tracking.call_events import CALL_EVENTS
 from scheduler.tracking.intake import Incoming, incoming_from_payload
 
 logger = logging.getLogger("scheduler.tracking")
@@ -148,7 +149,8 @@ def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[Unmatche
     with read(engine, "read stored events") as conn:
         newest = eq.max_event_id(conn)
         return eq.recent_unmatched_events(conn, since_id=max(newest - window, 0),
-                                          names=("messages.sent", *MATCHED_BY_ID))
+                                          names=("messages.sent", *MATCHED_BY_ID,
+                                                 *CALL_EVENTS))
 
 
 def now_matched(engine: Engine, norms: Sequence[str]) -> set[str]:

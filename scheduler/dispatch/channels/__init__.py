@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from scheduler.dispatch.channel import Channel
+from scheduler.dispatch.channels.calls import CallsChannel
 from scheduler.dispatch.channels.sms import SmsChannel
 from scheduler.dispatch.channels.voice import VoiceChannel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.options import DispatchOptions
 
-CHANNELS = ("whatsapp", "sms", "voice")
+CHANNELS = ("whatsapp", "sms", "voice", "calls")
 
 
 def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
@@ -28,6 +29,8 @@ def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
         limit = min(options.max_calls or options.voice_max_calls, options.voice_max_calls)
         return VoiceChannel(batch_size=options.batch_size, bulk_max=options.bulk_max,
                             max_calls=limit)
+    if name == "calls":
+        return CallsChannel(len(options.senders) if options is not None else 1)
     raise DispatchError(f"runs on channel {name!r} cannot be dispatched: this program "
                         f"sends on {', '.join(CHANNELS)}")
 

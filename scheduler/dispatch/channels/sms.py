@@ -53,6 +53,7 @@ class SmsChannel:
     proof_events = frozenset({"sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"})
     has_calls = False
     max_calls: int | None = None
+    one_call_per_sender = False
 
     def __init__(self, *, batch_size: int | None = None, bulk_max: int = 1000,
                  prices: dict[str, int] | None = None) -> None:

@@ -46,6 +46,7 @@ class VoiceChannel:
     name = "voice"
     proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
     has_calls = True
+    one_call_per_sender = False
 
     def __init__(self, *, batch_size: int | None = None, bulk_max: int = 1000,
                  max_calls: int | None = None) -> None:

@@ -22,6 +22,7 @@ class WhatsAppChannel:
     batch_size = 1
     has_calls = False
     max_calls: int | None = None
+    one_call_per_sender = False
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every delivery is a request of its own."""

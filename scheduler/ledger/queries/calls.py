@@ -22,13 +22,15 @@ from scheduler.ledger.states import RunStatus
 _LIVE = (S.DISPATCHING, S.ACCEPTED, S.SENT, S.ANSWERED)
 
 
-def calls_in_progress(conn: Connection, run_id: int, since: datetime) -> tuple[int, int]:
-    """Calls in progress in run ``run_id``, and in every running voice run of the ledger."""
+def calls_in_progress(conn: Connection, run_id: int, since: datetime,
+                      channel: str = "voice") -> tuple[int, int]:
+    """Calls in progress in run ``run_id``, and in every running run of its ``channel``
+    (voice; WhatsApp ``calls``) in the ledger."""
     d = deliveries.c
     live = and_(state_in(*_LIVE), d.ended_at.is_(None),
                 or_(d.accepted_at >= since,
                     and_(d.accepted_at.is_(None), d.dispatched_at >= since)))
-    voice_runs = select(runs.c.id).where(runs.c.channel == "voice",
+    voice_runs = select(runs.c.id).where(runs.c.channel == channel,
                                          runs.c.status == RunStatus.RUNNING)
     ids = {run_id, *conn.execute(voice_runs).scalars()}
     counts: dict[int, int] = dict(conn.execute(

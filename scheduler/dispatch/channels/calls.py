@@ -1,0 +1,82 @@
+"""WhatsApp calls to a list (``channel = "calls"``): a call per recipient, one a session at a time.
+
+Each delivery is one ``POST /api/v1/calls/place`` (``{sessionId, to}``), or
+``/calls/stream`` (``{sessionId, to, record: true}``) when the step records. The answer's
+``callId`` is the delivery's message id: the call's events (``call.ringing``,
+``call.connected``, then one ``call.ended`` or ``call.not_answered``; the recording's
+``call.audio``) carry it, and tracking moves the delivery with them
+(:mod:`scheduler.tracking.call_events`). Those events name the session, so they also prove
+a call whose answer a crash lost.
+
+A session places one call at a time (:attr:`CallsChannel.one_call_per_sender`): the engine
+holds a sender from the claim of its call until the ledger shows the call's terminal event,
+or a time-out (``whatsapp_call_timeout_s``); see
+:func:`scheduler.dispatch.limits.follow_sender_calls`. Calls are refused on ``cloud_api``
+connections: ``campaign run`` checks the senders first, and a refusal at send time fails
+the delivery with the service's words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import orjson
+
+from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.reconcile import CALL_PROOF
+from scheduler.dispatch.retry import Verdict, classify
+from scheduler.ledger.rows import DueDelivery
+from scheduler.service.call_models import STREAM_PATH, PlacedCall
+from scheduler.service.exceptions import ServiceError
+
+
+class CallsChannel:
+    """Places WhatsApp calls through ``/api/v1/calls/place`` or ``/calls/stream``."""
+
+    name = "calls"
+    proof_events = CALL_PROOF
+    batch_size = 1
+    has_calls = True
+    one_call_per_sender = True
+
+    def __init__(self, senders: int = 1) -> None:
+        #: a call under way per sender at most
+        self.max_calls: int | None = max(1, senders)
+
+    def group_key(self, row: DueDelivery) -> Hashable:
+        """Every call is a request of its own."""
+        return row.id
+
+    def requests(self, rows: Sequence[DueDelivery], sender: str) -> list[SendRequest]:
+        """``{sessionId, to}``, with ``record: true`` on ``calls/stream``."""
+        out = []
+        for row in rows:
+            body: dict[str, object] = {"sessionId": sender, "to": row.to}
+            if row.path == STREAM_PATH and orjson.loads(row.payload).get("record") is True:
+                body["record"] = True
+            out.append(SendRequest(row.path, body))
+        return out
+
+    async def send(self, service: ServiceCalls, rows: Sequence[DueDelivery],
+                   sender: str) -> list[Answer]:
+        """Place each call; its ``callId`` keys its events."""
+        answers = []
+        for request in self.requests(rows, sender):
+            try:
+                placed = await service.post_prepared(request.path, request.body, PlacedCall)
+            except ServiceError as exc:
+                answers.append(Answer(error=exc))
+                continue
+            mode = "stream" if request.path == STREAM_PATH else "place"
+            answers.append(Answer(message_id=placed.call_id,
+                                  details={"callId": placed.call_id, "mode": mode}))
+        return answers
+
+    def verdict(self, error: ServiceError) -> Verdict:
+        """The common rules (``scheduler.dispatch.retry``): a refused call (a ``cloud_api``
+        connection) fails its delivery with the service's message."""
+        return classify(error)
+
+    async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
+        """No message quota applies to calls; the campaign's ``daily_cap`` bounds them."""
+        return {}
