@@ -12,7 +12,9 @@ the demo's recipients are made-up numbers that may belong to real people).
 5. a short SMS run (``campaigns/demo_sms.toml``: one ``sms/bulk`` of a shared text, an
    ``sms/send`` per personal text) and 6. a short voice run (``campaigns/demo_voice.toml``:
    an IVR flow with per-recipient variables in one ``voice/bulk``), each printing its
-   requests and every recipient's outcome (``scheduler.app.demo_channels``).
+   requests and every recipient's outcome (``scheduler.app.demo_channels``);
+7. a few WhatsApp calls (``campaigns/demo_calls.toml``), one at a time per session, each
+   with its events, length and recording (``scheduler.app.demo_calls``).
 """
 
 from __future__ import annotations
@@ -152,6 +154,7 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
 
 def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
+    from scheduler.app.demo_calls import calls_part
     from scheduler.app.demo_channels import SANDBOX_SETTINGS, channel_tour
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run
@@ -180,6 +183,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         time.sleep(1.0)  # let the last receipts arrive before the report
         _report(ledger, run_id, settings, console)
         channel_tour(settings, ledger, target, root, console, first=5)
+        calls_part(settings, ledger, target, root, console, number=7)
     console.print(f"demo finished in {time.monotonic() - started:.1f} s")
 
 

@@ -18,6 +18,8 @@ from tests.app.support import clean_env, cli, text_sends
 ROOT = Path(__file__).resolve().parents[2]
 SMS_NUMBERS = {"5511987654301", "5521998765402", "5531976543203", "5541988881204",
                "5551991234505", "5561982345606"}
+CALL_NUMBERS = {"5511974561201", "5521985672302", "5531996783403", "5541977894504",
+                "5551988905605"}
 VOICE_NUMBERS = {"5511973456701", "5521984567802", "5531995678903", "5581986789004",
                  "5571997890105"}
 
@@ -58,13 +60,19 @@ def _voice_said(part: str) -> dict[str, str]:
     return said
 
 
+def _calls_said(part: str) -> dict[str, str]:
+    """number → the session that called it, in the WhatsApp calls part."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"(55\d{11}) (demo-\d\d): ", part)}
+
+
 def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path) -> None:
     root = _demo_project(tmp_path)
     out = cli(clean_env(), "demo", "--root", str(root), cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "embedded sandbox" in out.stdout
     sms = _part(out.stdout, "5. SMS campaign", "6. Voice campaign")
-    voice = _part(out.stdout, "6. Voice campaign", "demo finished")
+    voice = _part(out.stdout, "6. Voice campaign", "7. WhatsApp calls")
+    calls = _part(out.stdout, "7. WhatsApp calls", "demo finished")
     # the four who read the same offer share one bulk request; each coupon is a text apart
     assert "6 recipients, 3 requests" in sms
     assert "sms/bulk → 4 numbers" in sms and sms.count("sms/send → ") == 2
@@ -77,6 +85,12 @@ def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path)
     assert set(said) == VOICE_NUMBERS
     assert all(s.startswith(("answered, ", "not answered")) for s in said.values())
     assert "Gabriela, Paulista, 48213" in voice  # each recipient's variables
+    # each WhatsApp call with its events: answered ones ended with a length and a recording
+    assert "5 calls through calls/stream (recorded) from demo-01, demo-02" in calls
+    placed = _calls_said(calls)
+    assert set(placed) == CALL_NUMBERS
+    assert set(placed.values()) <= {"demo-01", "demo-02"}
+    assert re.search(r"ringing → connected → ended \(hangup\), \d+\.\d s, recorded", calls)
     shown = out.stdout[out.stdout.index("5. SMS campaign"):out.stdout.index("demo finished")]
     assert max(len(line) for line in shown.splitlines()) <= 80
     # the report's Summary counts what `campaign plan` planned (scheduler.ledger.funnel)
@@ -121,7 +135,7 @@ def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, 
         else:
             code = f" ({outcome['errorCode']})" if outcome["errorCode"] else ""
             assert sms[number] == f"undelivered{code}", (number, outcome)
-    voice = _voice_said(_part(out.stdout, "6. Voice campaign", "demo finished"))
+    voice = _voice_said(_part(out.stdout, "6. Voice campaign", "7. WhatsApp calls"))
     called = {o["to"]: o for o in service.outcomes("voice")}
     assert set(voice) == set(called) == VOICE_NUMBERS
     for number, call in called.items():
@@ -131,6 +145,19 @@ def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, 
         else:
             cause = cause_text(call["cause"], call["causeDescription"])
             assert voice[number] == f"not answered ({cause})"
+    # the WhatsApp calls went to the service, each said as the service decided it
+    calls = _part(out.stdout, "7. WhatsApp calls", "demo finished")
+    outgoing = service.http.get("/sandbox/calls/outgoing").json()["calls"]
+    assert {c["to"].split("@")[0] for c in outgoing} == CALL_NUMBERS
+    for call in outgoing:
+        number = call["to"].split("@")[0]
+        line = next(line for line in calls.splitlines() if number in line)
+        if call["answered"]:
+            said = re.search(r"ringing → connected → ended \(hangup\), (\d+\.\d) s, "
+                             r"recorded$", line)
+            assert said and abs(float(said.group(1)) - call["talkS"]) <= 0.06, (line, call)
+        else:
+            assert line.endswith("ringing → not answered (no_answer)"), (line, call)
 
 
 def test_the_demo_refuses_a_half_configured_service(tmp_path) -> None:
