@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.factories import Project
+from scheduler.ledger.runs import Ledger
+from tests.factories import Project, open_test_ledger
 
 
 @pytest.fixture
@@ -15,3 +17,10 @@ def project(tmp_path: Path) -> Project:
     for folder in ("campaigns", "templates", "data"):
         (tmp_path / folder).mkdir()
     return Project(tmp_path)
+
+
+@pytest.fixture
+def tledger_calls(ledger_url: str) -> Iterator[Ledger]:
+    """A fresh ledger (SQLite file, or PostgreSQL on that pass) on the real clock."""
+    with open_test_ledger(ledger_url) as opened:
+        yield opened
