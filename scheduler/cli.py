@@ -19,6 +19,7 @@ from rich.markup import escape
 from scheduler.commands import (
     catalog,
     demo,
+    labels,
     members,
     plan,
     report,
@@ -44,7 +45,7 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers)
+                   sandbox, demo, workers, labels)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

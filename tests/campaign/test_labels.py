@@ -181,3 +181,18 @@ def test_without_a_ledger_a_label_filter_is_an_error(project: Project,
     assert error["key"] == "labels" and error["line"] == 4
     assert error["message"].startswith("no label state yet: this project has no ledger")
     assert not (project.root / "state").exists()  # none was created for this
+
+
+def test_campaign_labels_shows_what_the_events_left(ledger: Ledger) -> None:
+    store_events(ledger, story(), NOW)
+    result = runner.invoke(app, ["labels", "--json"])
+    assert result.exit_code == 0, result.output
+    [vip, churned, old] = json.loads(result.stdout)["s1"]
+    assert vip == {"id": "1", "name": "VIP", "color": 1, "deleted": False,
+                   "numbers": ["551188765005", "5511987650001", "5511987650002"],
+                   "unresolved_chats": [LID], "messages": 0}
+    assert churned["numbers"] == ["5511987650002"] and old["deleted"] is True
+    text = runner.invoke(app, ["labels", "s1"]).stdout
+    assert "session s1: 3 labels" in text
+    assert "1  VIP: 3 numbers, 1 @lid/group chats, 0 messages" in text
+    assert "3  old (deleted): 1 numbers" in text

@@ -127,3 +127,9 @@ def labelled_messages(conn: Connection, session_ids: Sequence[str]
         t.session_id.in_(list(session_ids)), t.labeled.is_(True)
     ).order_by(t.session_id, t.label_id, t.chat, t.message_id)
     return [(s, i, c, m) for s, i, c, m in conn.execute(stmt)]
+
+
+def labelled_sessions(conn: Connection) -> list[str]:
+    """Every session with a stored label, in order."""
+    stmt = select(labels.c.session_id).distinct().order_by(labels.c.session_id)
+    return [str(s) for s in conn.execute(stmt).scalars()]
