@@ -3,7 +3,7 @@
 Per session: each label (id, name, color, deleted) with the chats it is on now, split into
 phone numbers (which a campaign's ``labels`` / ``exclude_labels`` can match) and chats that
 cannot match a phone (``@lid`` JIDs not resolved to a number, groups), and the messages it
-is on. Read from the project's ledger; none is created for this.
+is on. Read from the project's ledger.
 """
 
 from __future__ import annotations
