@@ -58,7 +58,6 @@ class Server:
         self.poll_s = poll_s
         self.triggers: Triggers | None = None
         self.seat = WorkerSeat(ledger, lease_s=settings.worker_lease_s)
-        self.senders_of: dict[int, list[str]] = {}
         self.tasks: dict[int, asyncio.Task[Any]] = {}
         self.stops: dict[int, asyncio.Event] = {}
         self.wrong_target: set[int] = set()  # runs of another target, said once
@@ -149,12 +148,10 @@ class Server:
         finally:
             self.tasks.pop(run.id, None)
             self.stops.pop(run.id, None)
-            self.senders_of.pop(run.id, None)
 
     def tick(self) -> None:
         """The worker's heartbeat and leases; start or stop the triggers with leadership."""
-        wanted = {s for senders in self.senders_of.values() for s in senders}
-        self.seat.tick(wanted, sorted(self.senders_of))
+        self.seat.tick()
         for sender, _at, settled in self.seat.takeovers:
             self.console.print(f"took sender {sender} over: {settled} rows another worker "
                                "left in doubt settled")
@@ -199,17 +196,17 @@ class Server:
                     if self.triggers is not None:
                         self.triggers.sync()
                         self.start_due_fires()
-                    started = False
                     for run in self.runs_to_dispatch():
                         assert run.id is not None
-                        self.senders_of[run.id] = list(self.ledger.options(run).senders)
                         self.stops[run.id] = asyncio.Event()
                         self.tasks[run.id] = asyncio.create_task(self._dispatch_one(client, run))
-                        started = True
-                    if started:
-                        self.tick()  # lease the new runs' senders now, not at the next tick
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), timeout=self.poll_s)
+                    for _ in range(max(1, int(self.poll_s / 0.1))):
+                        if self.seat.dirty:  # a dispatcher is ready: lease its senders now
+                            self.tick()
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(stop.wait(), timeout=min(0.1, self.poll_s))
+                        if stop.is_set():
+                            break
             finally:
                 if keeper is not None:
                     await keeper

@@ -119,7 +119,8 @@ class Dispatcher:
         self._deferred: Counter[datetime] = Counter()
         self._waiting_noted = False
         #: Inside a ``campaign serve`` worker on PostgreSQL: its leases decide the senders.
-        self.gate = LeaseGate(seat) if seat is not None and seat.usable() is not None else None
+        self.gate = (LeaseGate(seat, run_id, options.senders)
+                     if seat is not None and seat.usable() is not None else None)
 
     # ------------------------------------------------------------------ public
 
@@ -151,6 +152,8 @@ class Dispatcher:
             await self._drain()
             if self.gate is None:
                 self.ledger.release(self.run_id)
+            else:
+                self.gate.close()
         return self._finish()
 
     # ------------------------------------------------------------------ set-up

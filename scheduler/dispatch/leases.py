@@ -44,14 +44,30 @@ class Seat(Protocol):
         """The sender's latest claim when the worker took it."""
         ...
 
+    def want(self, run_id: int, senders: Sequence[str]) -> None:
+        """A dispatcher of ``run_id`` is ready to send through ``senders``."""
+        ...
+
+    def unwant(self, run_id: int) -> None:
+        """The dispatcher of ``run_id`` stopped."""
+        ...
+
 
 class LeaseGate:
     """One dispatcher's view of its worker's leases."""
 
-    def __init__(self, seat: Seat) -> None:
+    def __init__(self, seat: Seat, run_id: int, senders: Sequence[str]) -> None:
         self.seat = seat
         self.worker_id = seat.id
+        self.run_id = run_id
         self._held: frozenset[str] | None = None
+        # only now, with its quotas read and its pool about to be made, does the worker
+        # want the run's senders: a sender is never held by a worker not ready to send
+        seat.want(run_id, senders)
+
+    def close(self) -> None:
+        """The dispatcher stopped: the worker no longer wants its senders for this run."""
+        self.seat.unwant(self.run_id)
 
     def sync(self, pool: SenderPool | None) -> bool:
         """Give the pool the senders held now; True when they changed."""

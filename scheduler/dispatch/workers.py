@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from scheduler.dispatch import reconcile, shares
@@ -62,6 +63,10 @@ class WorkerSeat:
         self.leader = False
         self.part = (1, 0)
         self.takeovers: list[tuple[str, datetime, int]] = []
+        #: The senders each run's dispatcher is ready to send through.
+        self.wanted: dict[int, list[str]] = {}
+        #: A dispatcher started or stopped since the last tick.
+        self.dirty = False
 
     @property
     def tick_s(self) -> float:
@@ -96,13 +101,26 @@ class WorkerSeat:
         lease = self.held.get(sender)
         return lease.last_sent_at if lease is not None else None
 
-    def tick(self, wanted: set[str], run_ids: list[int]) -> None:
-        """Heartbeat; renew, give up and take leases toward the fair share of ``wanted``
-        (the senders of the runs ``run_ids`` being dispatched); lead the triggers if free."""
+    def want(self, run_id: int, senders: Sequence[str]) -> None:
+        """A dispatcher of ``run_id`` is ready to send through ``senders``."""
+        self.wanted[run_id] = list(senders)
+        self.dirty = True
+
+    def unwant(self, run_id: int) -> None:
+        """The dispatcher of ``run_id`` stopped."""
+        self.wanted.pop(run_id, None)
+        self.dirty = True
+
+    def tick(self) -> None:
+        """Heartbeat; renew, give up and take leases toward the fair share of the senders
+        the dispatchers want; lead the triggers if nobody does."""
+        self.dirty = False
+        wanted = {s for senders in self.wanted.values() for s in senders}
+        run_ids = sorted(self.wanted)
         now = self.clock()
         until = now + self.lease
         with self.ledger.transaction("renew this worker's leases") as conn:
-            lq.beat_worker(conn, self.id, now)
+            lq.beat_worker(conn, self.id, now, len(wanted))
             if not self.leasing:
                 self.leader = True
                 return
@@ -114,7 +132,9 @@ class WorkerSeat:
                 self.held.pop(sender, None)
             self.draining = set()
             leases = {row.sender: row for row in lq.all_leases(conn)}
-            live = [w.id for w in lq.live_workers(conn, now - self.lease)]
+            # a worker still starting (no dispatcher ready) takes no share yet: counting it
+            # would leave a dead worker's senders idle until it is ready
+            live = [w.id for w in lq.live_workers(conn, now - self.lease) if w.wants]
         self.part = shares.partition(self.id, live)
         if not self.leader and shares.is_free(leases.get(shares.TRIGGER_LEASE), now):
             with self.ledger.transaction("take the trigger lease") as conn:

@@ -252,6 +252,8 @@ class Worker(SQLModel, table=True):
     started_at: datetime
     heartbeat_at: datetime
     stopped_at: datetime | None = None
+    # how many senders its dispatchers are ready to send through (0 while it starts)
+    wants: int = 0
 
 
 class SenderLease(SQLModel, table=True):

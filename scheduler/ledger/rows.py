@@ -140,6 +140,7 @@ class WorkerRow(NamedTuple):
     started_at: datetime
     heartbeat_at: datetime
     stopped_at: datetime | None
+    wants: int
 
 
 class LeaseRow(NamedTuple):

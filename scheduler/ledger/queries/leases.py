@@ -41,9 +41,10 @@ def register_worker(conn: Connection, worker_id: str, host: str, pid: int,
                                          heartbeat_at=now))
 
 
-def beat_worker(conn: Connection, worker_id: str, now: datetime) -> None:
-    """The worker is alive."""
-    conn.execute(update(workers).where(workers.c.id == worker_id).values(heartbeat_at=now))
+def beat_worker(conn: Connection, worker_id: str, now: datetime, wants: int = 0) -> None:
+    """The worker is alive, its dispatchers ready to send through ``wants`` senders."""
+    conn.execute(update(workers).where(workers.c.id == worker_id)
+                 .values(heartbeat_at=now, wants=wants))
 
 
 def stop_worker(conn: Connection, worker_id: str, now: datetime) -> None:
@@ -56,7 +57,8 @@ def all_workers(conn: Connection) -> list[WorkerRow]:
     """Every worker ever registered, newest first."""
     rows = conn.execute(select(workers.c.id, workers.c.host, workers.c.pid,
                                workers.c.started_at, workers.c.heartbeat_at,
-                               workers.c.stopped_at).order_by(workers.c.started_at.desc()))
+                               workers.c.stopped_at, workers.c.wants)
+                        .order_by(workers.c.started_at.desc()))
     return [WorkerRow(*r) for r in rows]
 
 
@@ -64,7 +66,7 @@ def live_workers(conn: Connection, since: datetime) -> list[WorkerRow]:
     """Workers not stopped whose heartbeat is not older than ``since``, by id."""
     rows = conn.execute(select(workers.c.id, workers.c.host, workers.c.pid,
                                workers.c.started_at, workers.c.heartbeat_at,
-                               workers.c.stopped_at)
+                               workers.c.stopped_at, workers.c.wants)
                         .where(workers.c.stopped_at.is_(None), workers.c.heartbeat_at >= since)
                         .order_by(workers.c.id))
     return [WorkerRow(*r) for r in rows]

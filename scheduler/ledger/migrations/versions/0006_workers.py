@@ -7,7 +7,9 @@ Create Date: 2026-11-23 10:50:00
 Several ``campaign serve`` workers on one PostgreSQL ledger (issue 14):
 
 - ``workers``: each worker's id, host, pid, start and heartbeat (``stopped_at`` once it
-  stopped cleanly); a worker is live while its heartbeat is fresh.
+  stopped cleanly; ``wants``: how many senders its dispatchers are ready to send through,
+  0 while it starts); a worker is live while its heartbeat is fresh, and counts in the
+  fair share of senders once it wants some.
 - ``sender_leases``: one row per sender (a session, or the SMS/voice account) saying which
   worker may send through it until ``expires_at``; ``epoch`` counts hand-overs and
   ``last_sent_at`` is the sender's latest claim, so the next holder keeps its pace. The
@@ -38,6 +40,7 @@ def upgrade() -> None:
         sa.Column("started_at", UTCDateTime(), nullable=False),
         sa.Column("heartbeat_at", UTCDateTime(), nullable=False),
         sa.Column("stopped_at", UTCDateTime(), nullable=True),
+        sa.Column("wants", sa.Integer(), nullable=False, server_default="0"),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_table(
