@@ -133,6 +133,8 @@ class Dispatcher:
             self.ledger.set_status(self.run_id, RunStatus.RUNNING,
                                    keep_control=self.gate is not None)
             self._note(now, "dispatch started")
+            if self.gate is not None:
+                self.gate.settle_orphans()
             recovered = {} if self.gate is not None else reconcile.recover_after_crash(
                 self.ledger, self.run_id, now, at_least_once=self.options.at_least_once,
                 grace_s=self.options.verify_grace_s if self.events_received else 0.0,

@@ -52,6 +52,10 @@ class Seat(Protocol):
         """The dispatcher of ``run_id`` stopped."""
         ...
 
+    def settle_orphans(self, run_id: int) -> int:
+        """Settle the rows dead workers left in doubt in ``run_id``; how many."""
+        ...
+
 
 class LeaseGate:
     """One dispatcher's view of its worker's leases."""
@@ -64,6 +68,10 @@ class LeaseGate:
         # only now, with its quotas read and its pool about to be made, does the worker
         # want the run's senders: a sender is never held by a worker not ready to send
         seat.want(run_id, senders)
+
+    def settle_orphans(self) -> int:
+        """At the dispatcher's start: rows dead workers left ``dispatching`` in this run."""
+        return self.seat.settle_orphans(self.run_id)
 
     def close(self) -> None:
         """The dispatcher stopped: the worker no longer wants its senders for this run."""

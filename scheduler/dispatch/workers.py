@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import reconcile, shares
 from scheduler.dispatch.exceptions import DispatchError
-from scheduler.ledger.lease import pid_alive
+from scheduler.ledger.lease import owner_alive, pid_alive
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow, WorkerRow
 from scheduler.ledger.runs import Ledger
@@ -172,6 +172,18 @@ class WorkerSeat:
             grace_s=self.grace_s, step_delays_s=options.step_delays_s,
             proof_events=channel_for(run.channel, options).proof_events, only=ids)
         return sum(counts.values())
+
+    def settle_orphans(self, run_id: int) -> int:
+        """When a dispatcher of ``run_id`` starts: settle the rows a dead worker (or a dead
+        single process) left ``dispatching`` in this run, which a lease takeover missed
+        because no live worker was dispatching the run then."""
+        now = self.clock()
+        run = self.ledger.get_run(run_id)
+        with self.ledger.read("look for rows a dead worker left in doubt") as conn:
+            live = [w.id for w in lq.live_workers(conn, now - self.lease)]
+            ids = lq.orphaned_rows(conn, run_id, [*live, self.id],
+                                   unowned=not owner_alive(run, now))
+        return self._settle(run_id, ids, now) if ids else 0
 
     def stop(self) -> None:
         """Leave cleanly: no longer live, every lease given up (free for the others now)."""

@@ -168,6 +168,21 @@ def rows_to_take_over(conn: Connection, run_ids: Collection[int], sender: str,
     return [(r, i) for r, i in rows]
 
 
+def orphaned_rows(conn: Connection, run_id: int, live_ids: Collection[str], *,
+                  unowned: bool) -> set[int]:
+    """Ids of the run's rows left ``dispatching`` (not being verified) by a worker that is
+    no longer live, and with ``unowned`` by no worker (a single process that died): rows
+    no lease takeover will reach when no live worker wants their sender for this run.
+    Once per dispatcher start, over ``ix_deliveries_claim`` (run, state)."""
+    who: Any = deliveries.c.worker.not_in(list(live_ids))
+    if unowned:
+        who = or_(deliveries.c.worker.is_(None), who)
+    rows = conn.execute(select(deliveries.c.id).where(
+        deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING,
+        deliveries.c.due_at.is_(None), who))
+    return set(rows.scalars())
+
+
 def throughput(conn: Connection, run_id: int) -> list[WorkerThroughput]:
     """Rows of the run each worker claimed, with its first and last claim (a ``GROUP BY``
     over the run's rows, for ``campaign status``)."""
