@@ -19,6 +19,7 @@ from typing import Literal
 
 from scheduler.campaign.fingerprint import Change, compare, fingerprint_of, load_fingerprint
 from scheduler.campaign.loader import Campaign
+from scheduler.display import local_time
 from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -29,7 +30,6 @@ from scheduler.ledger.states import (
     RunStatus,
     describe_target,
 )
-from scheduler.units import load_zone
 
 EditChoice = Literal["apply-changes", "replan", "as-planned"]
 
@@ -49,9 +49,7 @@ class EarlierRun:
 
 
 def _local(moment: datetime | None, zone: str) -> str:
-    if moment is None:
-        return "(unknown time)"
-    return moment.astimezone(load_zone(zone)).strftime("%Y-%m-%d %H:%M %Z")
+    return local_time(moment, zone, empty="(unknown time)")
 
 
 def _same_target(run: Run, target: str) -> bool:
