@@ -39,6 +39,8 @@ STAGES: dict[str, tuple[Stage, ...]] = {
             Stage("Delivered", "delivered"), Stage("Undelivered", "undelivered")),
     "voice": (Stage("Planned", "planned"), Stage("Dialed", "sent"),
               Stage("Answered", "answered"), Stage("Pressed a key", "digits")),
+    "calls": (Stage("Planned", "planned"), Stage("Called", "sent"),
+              Stage("Answered", "answered")),
 }  # fmt: skip
 
 #: The definitions in a few lines, as the Summary sheet states them ("How to read").
