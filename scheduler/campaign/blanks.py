@@ -53,8 +53,6 @@ class BlankDefault(BaseModel):
     default: str = Field(min_length=1)
 
 
-
-
 def _one_message(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """One error in words for a rule that is neither a policy nor a default table."""
     try:
