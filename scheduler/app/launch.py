@@ -30,7 +30,7 @@ from scheduler.config import Settings, load_settings
 from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import DeliveryState, describe_target
+from scheduler.ledger.states import DeliveryState, RunStatus, describe_target
 from scheduler.run_options import SESSION_CHANNELS
 from scheduler.timeutil import utcnow
 
@@ -154,10 +154,27 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
                           f"planned" + (f", {skipped_before:,} skipped: those numbers "
                                         "already received this campaign" if skipped_before
                                         else ""), highlight=False)
+        if run.channel == "whatsapp" and _handed_to_workers(settings, ledger, run, console):
+            return
         result = asyncio.run(run_foreground(settings, ledger, run, console,
                                             receiver_socket=sock))
         sock = None  # the receiver owns it now
     describe(result, console, ledger)
+
+
+def _handed_to_workers(settings: Settings, ledger: Ledger, run: Run, console: Console) -> bool:
+    """On PostgreSQL with live ``campaign serve`` workers, the run is theirs: sending it here
+    too would use their leased senders past their pace. True when it was left to them."""
+    from scheduler.app.workers_view import served_by_workers
+
+    workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
+    if workers:
+        if run.status == RunStatus.PAUSED:
+            ledger.request(run.id or 0, "resume", served=True)
+        console.print(f"run {run.id}: left to the {workers} live `campaign serve` worker(s) "
+                      f"of this ledger; follow it with `campaign status {run.id}`",
+                      highlight=False)
+    return workers > 0
 
 
 def _skipped_as_received(ledger: Ledger, run_id: int) -> int:
