@@ -52,7 +52,7 @@ def calls_ended(box: Any, count: int) -> list[dict[str, Any]]:
         done = [o for o in box.outcomes("voice") if o["endedAt"]]
         return done if len(done) >= count else None
 
-    found = eventually(ended)
+    found = eventually(ended, timeout=20.0)
     assert found, f"{count} calls did not end: {box.outcomes('voice')}"
     return found
 
@@ -220,8 +220,10 @@ def test_wallet_runs_out_in_sms_bulk_then_single_is_402_until_topped_up(make_san
 
 
 def test_wallet_runs_out_in_voice_bulk_and_reservations_are_settled(make_sandbox):
+    # calls ring for at least 0.4 s of wall time: the reservations are still held when checked
     box = make_sandbox(wallet_micro_reais=500_000, voice_reserve_micro=200_000,
-                       voice_price_micro_per_minute=50_000)
+                       voice_price_micro_per_minute=50_000, voice_time_scale=0.05,
+                       voice_ring_s=(8.0, 12.0))
     answer = post(box, VOICE_BULK, {"audioUrl": AUDIO, "numbers": numbers(5)}).json()
     assert (answer["dialed"], answer["skipped"]) == (2, 3)
     assert answer["reservedMicroReais"] == 400_000
