@@ -35,11 +35,10 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,6 @@ from scheduler.campaign.chunkwork import (
     init_worker,
     plan_chunk_in_worker,
 )
-from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import (
     BlankValueError,
     CampaignError,
@@ -66,6 +64,12 @@ from scheduler.campaign.exceptions import (
 from scheduler.campaign.labels import LabelAudience
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
+from scheduler.campaign.plan_stats import (
+    MAX_INVALID_LISTED,
+    PlanStats,
+    invalid_limit_issue,
+    round_robin,
+)
 from scheduler.campaign.recipients import (
     CsvLayout,
     find_column,
@@ -76,82 +80,12 @@ from scheduler.campaign.recipients import (
 
 __all__ = ["Plan", "PlanStats", "build_plan", "load_campaign"]
 
-MAX_INVALID_LISTED = 10_000
-MAX_SAME_ERROR = 20
 _ERROR_PREFIXES: tuple[tuple[str, type[CampaignError]], ...] = (
     ("undefined variable", UndefinedVariableError),
     ("sandbox violation", SandboxViolationError),
     ("rendered ", InvalidRenderedBodyError),
     ("blank value", BlankValueError),
 )
-
-
-@dataclass
-class PlanStats:
-    """Counts of a plan, complete once its chunks have all been read."""
-
-    read: int = 0
-    valid: int = 0
-    duplicates: int = 0
-    suppressed: int = 0
-    invalid_total: int = 0
-    unreachable: int = 0
-    ninth_digit_added: int = 0
-    blank_skipped: int = 0  # recipients [blanks] skips for a blank value
-    #: left out by the label filter: no ``labels`` name, or an ``exclude_labels`` one
-    not_labelled: int = 0
-    label_excluded: int = 0
-    labels: LabelAudience | None = None
-    invalid: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[Issue] = field(default_factory=list)
-    error_total: int = 0
-    planned_per_step: Counter[int] = field(default_factory=Counter)
-    skipped_per_step: Counter[int] = field(default_factory=Counter)
-    recipients_per_sender: Counter[str] = field(default_factory=Counter)
-    sms_segments_per_step: Counter[int] = field(default_factory=Counter)
-    sms_encodings: Counter[str] = field(default_factory=Counter)
-    _same_error: Counter[tuple[str | None, str]] = field(default_factory=Counter, repr=False)
-
-    def recipients_json(self) -> dict[str, Any]:
-        """The ``recipients`` object of ``campaign validate --json``."""
-        return {
-            "read": self.read,
-            "valid": self.valid,
-            "duplicates": self.duplicates,
-            "suppressed": self.suppressed,
-            "invalid": list(self.invalid),
-            "invalid_total": self.invalid_total,
-            "unreachable": self.unreachable,
-            "ninth_digit_added": self.ninth_digit_added,
-            "blank_skipped": self.blank_skipped,
-            "not_labelled": self.not_labelled,
-            "label_excluded": self.label_excluded,
-        }
-
-    def add_error(self, issue: Issue) -> None:
-        """Keep an error; past :data:`MAX_SAME_ERROR` of the same kind only count it.
-
-        An undefined variable is a column the CSV does not have, so every row repeats it:
-        it is kept once (with the first row), not once a row.
-        """
-        self.error_total += 1
-        kind = (issue.key, issue.message)
-        self._same_error[kind] += 1
-        limit = 1 if issue.message.startswith("undefined variable") else MAX_SAME_ERROR
-        if self._same_error[kind] <= limit:
-            self.errors.append(issue)
-
-    def finish(self) -> None:
-        """Summarise errors that were only counted."""
-        for (key, message), count in self._same_error.items():
-            if message.startswith("undefined variable"):
-                continue
-            if count > MAX_SAME_ERROR:
-                file = next(e.file for e in self.errors if (e.key, e.message) == (key, message))
-                self.errors.append(
-                    Issue(file, f"… and {count - MAX_SAME_ERROR} more rows: {message}", key=key)
-                )
-        self._same_error.clear()
 
 
 class Plan:
@@ -247,7 +181,7 @@ class Plan:
                 break
             if result.rows:
                 yield result.rows
-        self.stats.recipients_per_sender = _round_robin(self.stats.valid, self.campaign.senders)
+        self.stats.recipients_per_sender = round_robin(self.stats.valid, self.campaign.senders)
         over = invalid_limit_issue(self.campaign, self.stats)
         if over is not None:
             if self.strict:
@@ -323,36 +257,6 @@ class Plan:
         stats.invalid_total += invalid
         stats.unreachable += result.unreachable
         stats.ninth_digit_added += result.ninth_digit_added
-
-
-_REACH = {"whatsapp": "on WhatsApp", "sms": "by SMS", "voice": "by a call",
-          "calls": "by a WhatsApp call"}
-
-
-def invalid_limit_issue(campaign: Campaign, stats: PlanStats) -> Issue | None:
-    """The error of a plan with more invalid or unreachable numbers than ``max_invalid``."""
-    spec = campaign.spec.recipients
-    limit = invalid_limit(spec.max_invalid, stats.read)
-    if limit is None or stats.invalid_total <= limit:
-        return None
-    share = 100 * stats.invalid_total / stats.read if stats.read else 0.0
-    setting = spec.max_invalid if isinstance(spec.max_invalid, int) else f'"{spec.max_invalid}"'
-    return Issue(
-        campaign.label,
-        f"{stats.invalid_total:,} of {stats.read:,} numbers ({share:.1f}%) are invalid or "
-        f"cannot be reached {_REACH[campaign.spec.channel]}, more than max_invalid = {setting} "
-        f"allows ({limit:,}): correct the list (campaign validate lists them) or raise "
-        "max_invalid",
-        key="recipients.max_invalid",
-        line=campaign.line_of("recipients.max_invalid"),
-    )
-
-
-def _round_robin(count: int, senders: list[str]) -> Counter[str]:
-    """How many of ``count`` recipients each sender gets in turn, the first sender first."""
-    base, extra = divmod(count, len(senders))
-    shares = {s: base + (i < extra) for i, s in enumerate(senders)}
-    return Counter({s: n for s, n in shares.items() if n})
 
 
 @contextmanager
