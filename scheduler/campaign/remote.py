@@ -27,10 +27,9 @@ from scheduler.campaign.loader import Campaign, CompiledStep
 from scheduler.campaign.products import ProductRef
 from scheduler.campaign.rendering import Leaf
 from scheduler.campaign.steps import TEMPLATE_KIND
+from scheduler.run_options import SESSION_CHANNELS
 from scheduler.service.template_models import CLOUD_API, TemplateRecord
 
-#: Channels whose senders are sessions (of which some may be ``cloud_api`` connections).
-SESSION_CHANNELS = frozenset({"whatsapp", "calls"})
 _CALL_KINDS = frozenset({"call", "call_event"})
 
 
