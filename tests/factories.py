@@ -170,6 +170,13 @@ class Project:
 
     root: Path
 
+    @classmethod
+    def empty(cls, root: Path) -> Project:
+        """A project at ``root`` with its empty campaigns/, templates/ and data/ folders."""
+        for folder in ("campaigns", "templates", "data"):
+            (root / folder).mkdir()
+        return cls(root)
+
     def write(self, relative: str, text: str, encoding: str = "utf-8") -> Path:
         """Write a text file under the root (dedented), creating folders."""
         path = self.root / relative

@@ -14,9 +14,7 @@ from tests.factories import Project, open_test_ledger
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     """An empty project root in a temporary folder."""
-    for folder in ("campaigns", "templates", "data"):
-        (tmp_path / folder).mkdir()
-    return Project(tmp_path)
+    return Project.empty(tmp_path)
 
 
 @pytest.fixture

@@ -12,6 +12,4 @@ from tests.factories import Project
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     """An empty project root in a temporary folder."""
-    for folder in ("campaigns", "templates", "data"):
-        (tmp_path / folder).mkdir()
-    return Project(tmp_path)
+    return Project.empty(tmp_path)
