@@ -10,15 +10,13 @@ its length and whether it was recorded, then the run's totals.
 
 from __future__ import annotations
 
-import asyncio
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from scheduler.app.demo_channels import WIDTH, say
+from scheduler.app.demo_channels import run_quietly, say
 from scheduler.app.wiring import ServiceTarget
 from scheduler.config import Settings
 from scheduler.ledger.runs import Ledger
@@ -33,7 +31,6 @@ STEPS = (("call.ringing", "ringing"), ("call.connected", "connected"),
 def calls_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
                console: Console, *, number: int) -> int | None:
     """Run the calls demo campaign as part ``number``; its run id (None when absent)."""
-    from scheduler.app.foreground import run_foreground
     from scheduler.app.planning import plan_run
     from scheduler.timeutil import utcnow
 
@@ -48,12 +45,7 @@ def calls_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: 
     senders = ", ".join(ledger.options(run).senders)
     say(console, [f"run {run_id}: {run.planned_count} calls through calls/stream (recorded) "
                   f"from {senders}"])
-    quiet = Console(file=io.StringIO(), width=WIDTH)
-    result = asyncio.run(run_foreground(settings, ledger, run, quiet, target=target,
-                                        show_progress=False))
-    if result.status != "completed":
-        say(console, [f"run {run_id}: {result.status}"
-                      + (f" ({result.reason})" if result.reason else "")])
+    run_quietly(settings, ledger, run, target, console)
     say(console, call_lines(ledger, run_id))
     return run_id
 

@@ -58,7 +58,6 @@ def channel_tour(settings: Settings, ledger: Ledger, target: ServiceTarget, root
 def run_channel_demo(settings: Settings, ledger: Ledger, target: ServiceTarget, path: Path,
                      console: Console) -> int:
     """Plan ``path``, say its requests, run it in the foreground, say its outcomes."""
-    from scheduler.app.foreground import run_foreground
     from scheduler.app.planning import plan_run
     from scheduler.timeutil import utcnow
 
@@ -70,16 +69,24 @@ def run_channel_demo(settings: Settings, ledger: Ledger, target: ServiceTarget, 
     say(console, [f"run {run_id}: {len(rows)} recipients, {len(requests)} "
                   f"request{'s' if len(requests) != 1 else ''}"])
     say(console, [line for request in requests for line in request_lines(request)])
+    run_quietly(settings, ledger, run, target, console)
+    variables = {row.to: json.loads(row.payload).get("variables") or {} for row in rows}
+    say(console, outcome_lines(ledger, run, variables))
+    return run_id
+
+
+def run_quietly(settings: Settings, ledger: Ledger, run: Run, target: ServiceTarget,
+                console: Console) -> None:
+    """Run ``run`` in the foreground off the screen; say its end only when not completed."""
+    from scheduler.app.foreground import run_foreground
+
     # the bar and the engine's notes would take a dozen lines: kept off the screen
     quiet = Console(file=io.StringIO(), width=WIDTH)
     result = asyncio.run(run_foreground(settings, ledger, run, quiet, target=target,
                                         show_progress=False))
     if result.status != "completed":
-        say(console, [f"run {run_id}: {result.status}"
+        say(console, [f"run {run.id}: {result.status}"
                       + (f" ({result.reason})" if result.reason else "")])
-    variables = {row.to: json.loads(row.payload).get("variables") or {} for row in rows}
-    say(console, outcome_lines(ledger, run, variables))
-    return run_id
 
 
 def say(console: Console, lines: Sequence[str]) -> None:
