@@ -9,8 +9,8 @@ its progress bar. Why they are shaped so:
 - what events told beyond a state lives in ``deliveries.details`` (JSON text, see
   :mod:`scheduler.tracking.details`); its keys are read by the database itself
   (``JSON_EXTRACT`` on SQLite, ``CAST(details AS JSONB) ->> key`` on PostgreSQL, chosen by
-  :func:`_key`), only on the run's rows that can carry them (``run_id``, ``state`` through
-  the claim index);
+  :func:`~.common.details_key`), only on the run's rows that can carry them (``run_id``,
+  ``state`` through the claim index);
 - the SMS states collapse ``sms.undelivered``, ``sms.failed`` and ``sms.expired`` into
   ``undelivered`` (a forward-only state rank), so which report it was is read from the
   stored events of the message (``events.message_id_norm`` is indexed): one left join
@@ -22,10 +22,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, and_, cast, func, literal, select, type_coerce
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, and_, func, literal, select
 
-from scheduler.ledger.queries.common import state_in
+from scheduler.ledger.queries.common import details_key, state_in
 from scheduler.ledger.queries.tables import deliveries, events
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
@@ -74,13 +73,6 @@ class CountedValue(NamedTuple):
     n: int
 
 
-def _key(conn: Connection, name: str) -> Any:
-    """``details[name]`` as JSON the database reads (see the module doc)."""
-    if conn.dialect.name == "postgresql":
-        return cast(deliveries.c.details, postgresql.JSONB)[name]
-    return type_coerce(deliveries.c.details, sqlite.JSON)[name]
-
-
 def _sent(run_id: int) -> Any:
     d = deliveries.c
     return and_(d.run_id == run_id, state_in(*SENT_STATES), d.details.is_not(None))
@@ -89,9 +81,9 @@ def _sent(run_id: int) -> Any:
 def sms_totals(conn: Connection, run_id: int) -> SmsTotals:
     """Segments and cost summed over the messages the service took (one aggregate row)."""
     d = deliveries.c
-    segments = _key(conn, "segments").as_integer()
-    cost = _key(conn, "costMicroReais").as_integer()
-    recounted = _key(conn, "segmentsCounted").as_integer()
+    segments = details_key(conn, "segments").as_integer()
+    cost = details_key(conn, "costMicroReais").as_integer()
+    recounted = details_key(conn, "segmentsCounted").as_integer()
     taken = select(func.count()).where(d.run_id == run_id, state_in(*SENT_STATES))
     row = conn.execute(select(
         func.count(segments), func.coalesce(func.sum(segments), 0),
@@ -106,7 +98,7 @@ def sms_failures(conn: Connection, run_id: int) -> list[SmsFailure]:
     """Undelivered SMS by report (``sms.failed`` …, None when no report is stored) and
     error code, most frequent first."""
     d, e = deliveries.c, events.c
-    code = _key(conn, "errorCode").as_string()
+    code = details_key(conn, "errorCode").as_string()
     per_row = (
         select(d.id, func.max(e.event).label("event"), func.max(code).label("code"))
         .select_from(deliveries.outerjoin(events, and_(
@@ -125,8 +117,8 @@ def call_totals(conn: Connection, run_id: int) -> CallTotals:
     """Calls placed with no ``call.ended`` yet, calls where keys were pressed, and the
     talk time of the run (one aggregate row)."""
     d = deliveries.c
-    digits = _key(conn, "digits").as_string()
-    talk = _key(conn, "talkSeconds").as_integer()
+    digits = details_key(conn, "digits").as_string()
+    talk = details_key(conn, "talkSeconds").as_integer()
     open_calls = select(func.count()).where(d.run_id == run_id, state_in(*_CALL_OPEN),
                                             d.ended_at.is_(None))
     row = conn.execute(select(func.count(func.nullif(digits, literal(""))),
@@ -138,7 +130,7 @@ def call_totals(conn: Connection, run_id: int) -> CallTotals:
 
 def top_digits(conn: Connection, run_id: int, limit: int = 5) -> list[CountedValue]:
     """The digit sequences pressed most often (an IVR's answers), with their counts."""
-    digits = _key(conn, "digits").as_string()
+    digits = details_key(conn, "digits").as_string()
     n = func.count().label("n")
     rows = conn.execute(select(digits, n).where(_sent(run_id), digits.is_not(None),
                                                 digits != "")
@@ -149,8 +141,8 @@ def top_digits(conn: Connection, run_id: int, limit: int = 5) -> list[CountedVal
 def not_answered_causes(conn: Connection, run_id: int) -> list[CountedValue]:
     """Unanswered calls by Q.850 cause (with the service's description), most first."""
     d = deliveries.c
-    cause = _key(conn, "cause").as_integer()
-    described = _key(conn, "causeDescription").as_string()
+    cause = details_key(conn, "cause").as_integer()
+    described = details_key(conn, "causeDescription").as_string()
     n = func.count().label("n")
     rows = conn.execute(select(cause, func.max(described), n)
                         .where(d.run_id == run_id, d.state == S.NOT_ANSWERED)

@@ -1,5 +1,5 @@
-"""Small helpers shared by the statements: JSON text, ``state IN``, the matching lock, and
-the SQLite driver fast path."""
+"""Small helpers shared by the statements: JSON text, ``state IN``, a ``details`` key, the
+matching lock, and the SQLite driver fast path."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, Table, or_, text
+from sqlalchemy import Connection, Table, cast, or_, text, type_coerce
 from sqlalchemy.dialects import postgresql, sqlite
 
 from scheduler.ledger.queries.tables import deliveries
@@ -22,6 +22,14 @@ def dumps(value: Any) -> str:
 def state_in(*states: str) -> Any:
     """``state IN (...)`` spelled with OR, which executemany accepts (IN expands per call)."""
     return or_(*(deliveries.c.state == str(s) for s in states))
+
+
+def details_key(conn: Connection, name: str) -> Any:
+    """``deliveries.details[name]`` as JSON the database reads (``JSON_EXTRACT`` on SQLite,
+    ``CAST(details AS JSONB) ->> name`` on PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        return cast(deliveries.c.details, postgresql.JSONB)[name]
+    return type_coerce(deliveries.c.details, sqlite.JSON)[name]
 
 
 def insert_or_ignore(dialect: str, table: Table) -> Any:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from sqlalchemy import Connection, and_, cast, func, select, type_coerce
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection, and_, func, select
 
-from scheduler.ledger.queries.common import state_in
+from scheduler.ledger.queries.common import details_key, state_in
 from scheduler.ledger.queries.tables import deliveries, runs
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus
@@ -58,18 +57,11 @@ class CallRunTotals(NamedTuple):
     recorded: int
 
 
-def _key(conn: Connection, name: str) -> Any:
-    """``details[name]`` as JSON the database reads."""
-    if conn.dialect.name == "postgresql":
-        return cast(deliveries.c.details, postgresql.JSONB)[name]
-    return type_coerce(deliveries.c.details, sqlite.JSON)[name]
-
-
 def call_run_totals(conn: Connection, run_id: int) -> CallRunTotals:
     """Open calls, talk time and recordings of a ``calls`` run (two aggregate rows)."""
     d = deliveries.c
-    duration = _key(conn, "durationMs").as_integer()
-    recording = _key(conn, "recordingUrl").as_string()
+    duration = details_key(conn, "durationMs").as_integer()
+    recording = details_key(conn, "recordingUrl").as_string()
     open_calls = select(func.count()).where(
         d.run_id == run_id, state_in(S.ACCEPTED, S.SENT, S.ANSWERED), d.ended_at.is_(None))
     row = conn.execute(select(func.count(duration), func.coalesce(func.sum(duration), 0),
