@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.db import open_ledger
@@ -50,6 +51,17 @@ class FakeClock(SimulatedClock):
 
 
 # --------------------------------------------------------------------------- ledgers and runs
+
+
+def command_project(root: Path, monkeypatch: pytest.MonkeyPatch, ledger_url: str) -> None:
+    """Make ``root`` the working folder of a project (empty config.toml) whose commands use
+    the ledger at ``ledger_url``, no service and 80 columns, whatever the caller's env."""
+    (root / "config.toml").write_text("")
+    monkeypatch.chdir(root)
+    for name in ("CAMPAIGN_BASE_URL", "CAMPAIGN_API_KEY", "CAMPAIGN_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CAMPAIGN_DATABASE_URL", ledger_url)
+    monkeypatch.setenv("COLUMNS", "80")
 
 
 @contextmanager

@@ -28,7 +28,7 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import store_and_apply
-from tests.factories import T0, number
+from tests.factories import T0, command_project, number
 from tests.tracking.support import sms, voice
 
 CTX = ApplyContext(OptOutWords(["SAIR"]))
@@ -160,12 +160,7 @@ def test_a_whatsapp_run_has_no_channel_outcomes_of_its_own(ledger: Ledger) -> No
 @pytest.fixture
 def project_ledger(tmp_path, monkeypatch: pytest.MonkeyPatch, ledger_url: str) -> Ledger:
     """A project whose settings name the test's ledger, for the commands."""
-    (tmp_path / "config.toml").write_text("")
-    monkeypatch.chdir(tmp_path)
-    for name in ("CAMPAIGN_BASE_URL", "CAMPAIGN_API_KEY", "CAMPAIGN_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CAMPAIGN_DATABASE_URL", ledger_url)
-    monkeypatch.setenv("COLUMNS", "80")
+    command_project(tmp_path, monkeypatch, ledger_url)
     from tests.factories import open_test_ledger
 
     with open_test_ledger(ledger_url) as ledger:

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from scheduler.cli import app
 from scheduler.ledger import funnel as fn
 from scheduler.reports import write_report
+from tests.factories import command_project
 from tests.reports.support import Scenario
 
 
@@ -36,12 +37,7 @@ def test_status_gives_the_summarys_numbers(whatsapp_run: Scenario, ledger_url: s
     report = write_report(whatsapp_run.ledger, [whatsapp_run.run_id], output=tmp_path / "out")
     summary = {row[0]: row[1] for row in openpyxl.load_workbook(report.path)["Summary"]
                .iter_rows(values_only=True) if row[0]}  # fmt: skip
-    (tmp_path / "config.toml").write_text("")
-    monkeypatch.chdir(tmp_path)
-    for name in ("CAMPAIGN_BASE_URL", "CAMPAIGN_API_KEY", "CAMPAIGN_CONFIG"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CAMPAIGN_DATABASE_URL", ledger_url)
-    monkeypatch.setenv("COLUMNS", "80")
+    command_project(tmp_path, monkeypatch, ledger_url)
     runner = CliRunner()
     shown = runner.invoke(app, ["status", str(whatsapp_run.run_id), "--json"])
     assert shown.exit_code == 0, shown.output
