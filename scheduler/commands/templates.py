@@ -54,13 +54,17 @@ def _record(template: TemplateRecord) -> dict[str, Any]:
     return template.model_dump(mode="json", exclude_none=True)
 
 
+def _option_file(option: str, path: Path) -> str:
+    """The text of the file an option names, stripped; unreadable is an error naming both."""
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise SchedulerError(f"{option} {path}: cannot read it ({exc.strerror or exc})") from None
+
+
 def _token(token_file: Path | None) -> str:
     if token_file is not None:
-        try:
-            token = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise SchedulerError(f"--token-file {token_file}: cannot read it "
-                                 f"({exc.strerror or exc})") from None
+        token = _option_file("--token-file", token_file)
         if not token:
             raise SchedulerError(f"--token-file {token_file} is empty")
         return token
@@ -138,11 +142,7 @@ def create_command(
     if (body is None) == (body_file is None):
         raise SchedulerError("give the template's text with --body or --body-file (one)")
     if body_file is not None:
-        try:
-            body = body_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise SchedulerError(f"--body-file {body_file}: cannot read it "
-                                 f"({exc.strerror or exc})") from None
+        body = _option_file("--body-file", body_file)
     assert body is not None
     text = body
 

@@ -7,6 +7,7 @@ subprocess pointed at it by ``CAMPAIGN_BASE_URL`` / ``CAMPAIGN_API_KEY``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,15 @@ def test_clear_errors(cli: Cli, service_env: dict[str, str], official: SandboxPr
     bad = cli("templates", "create", "balcao", "promo", "-l", "pt_BR", "--body",
               "Olá {{2}}", env=service_env)
     assert_clean_failure(bad, "{{1}} to {{2}}")
+
+
+def test_an_unreadable_option_file_is_named(cli: Cli, service_env: dict[str, str],
+                                            official: SandboxProcess, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.txt"
+    no_body = cli("templates", "create", CONNECTION, "promo", "-l", "pt_BR",
+                  "--body-file", str(missing), env=service_env)
+    assert_clean_failure(no_body, "--body-file", str(missing), "cannot read it")
+    no_token = cli("templates", "connect", "outra", "--phone-number-id", "1234567",
+                   "--business-account-id", "7654321", "--token-file", str(missing),
+                   env=service_env)
+    assert_clean_failure(no_token, "--token-file", str(missing), "cannot read it")
