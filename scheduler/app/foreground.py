@@ -333,7 +333,9 @@ def describe(result: RunResult, console: Console, ledger: Ledger | None = None) 
     if ledger is not None and result.counts.get(DeliveryState.UNKNOWN):
         from scheduler.dispatch.unknowns import judge_run
 
-        for line in judge_run(ledger, result.run_id, ledger.clock()).describe(result.run_id):
+        run = ledger.get_run(result.run_id)
+        verdicts = judge_run(ledger, result.run_id, ledger.clock())
+        for line in verdicts.describe(result.run_id, str(ledger.options(run).timezone)):
             console.print(f"  {line}", highlight=False)
     if result.status == "paused":
         console.print(f"  continue with: campaign resume {result.run_id}")

@@ -154,7 +154,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
                           f"planned" + (f", {skipped_before:,} skipped: those numbers "
                                         "already received this campaign" if skipped_before
                                         else ""), highlight=False)
-        if run.channel == "whatsapp" and _handed_to_workers(settings, ledger, run, console):
+        if _handed_to_workers(settings, ledger, run, console):
             return
         result = asyncio.run(run_foreground(settings, ledger, run, console,
                                             receiver_socket=sock))

@@ -106,7 +106,7 @@ class Server:
         now = self.ledger.clock()
         runs = [run for run in self.ledger.unfinished_runs()
                 if run.status in (RunStatus.PLANNED, RunStatus.RUNNING) and run.planned_count
-                and run.id not in self.tasks and run.channel == "whatsapp"
+                and run.id not in self.tasks
                 # a worker leaves a run to a foreground `campaign run` that holds it
                 and not (self.seat.leasing and run.owner_pid is not None
                          and owner_alive(run, now))]

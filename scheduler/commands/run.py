@@ -158,7 +158,8 @@ def resend_command(
     n = 0
     if unproven and not unknown:
         verdicts = judge_run(ledger, run_id, utcnow())
-        for line in verdicts.describe(run_id):
+        zone = str(ledger.options(ledger.get_run(run_id)).timezone)
+        for line in verdicts.describe(run_id, zone):
             console.print(line, highlight=False)
         if verdicts.unproven:
             n += ledger.requeue(run_id, ["unknown"], ids=verdicts.unproven)
@@ -197,7 +198,7 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         row["unknown_detail"] = {"waiting": len(verdicts.waiting),
                                  "unproven": len(verdicts.unproven),
                                  "unknowable": len(verdicts.unknowable)}
-        row["unknown_verdicts"] = verdicts.describe(run.id)
+        row["unknown_verdicts"] = verdicts.describe(run.id, str(row["timezone"]))
     try:
         from scheduler.tracking import tracking_counts
     except ImportError:
