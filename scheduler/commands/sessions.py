@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.display import clean, clean_markup
+from scheduler.display import clean, clean_markup, local_time
 from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:
@@ -210,32 +210,38 @@ def qr_command(session_id: str = SESSION_ID, output: Path | None = OUTPUT_OPTION
     _show_qr(settings, session_id, qr, png, output)
 
 
-def last_status_event(settings: Settings, session_id: str) -> SessionStatusRow | None:
+def last_status_event(settings: Settings,
+                      session_id: str) -> tuple[SessionStatusRow | None, str]:
     """The last ``connection.status`` of the session that the project's receiver stored
-    (during runs and ``campaign serve``); None when there is none, or no ledger yet (none
-    is created for this)."""
+    (during runs and ``campaign serve``), None when there is none or no ledger yet (none
+    is created for this); and the zone to show it in (the newest run's, else UTC)."""
     from scheduler.ledger.access import read
     from scheduler.ledger.db import open_ledger
     from scheduler.ledger.queries import sessions as sq
+    from scheduler.ledger.runs import Ledger
 
     if not settings.database_url:
         if settings.project_dir is None and not settings.state_dir.is_absolute():
-            return None  # not in a project: no ledger to read
+            return None, "UTC"  # not in a project: no ledger to read
         if not (settings.state_path() / "campaign.db").is_file():
-            return None
+            return None, "UTC"
     engine = open_ledger(settings.resolved_database_url())
     try:
         with read(engine, "read the session's last status event") as conn:
-            return sq.latest_statuses(conn, [session_id]).get(session_id)
+            row = sq.latest_statuses(conn, [session_id]).get(session_id)
+        ledger = Ledger(engine)
+        runs = ledger.list_runs()  # times in the newest campaign's zone, as `events` does
+        return row, str(ledger.options(runs[0]).timezone) if runs else "UTC"
     finally:
         engine.dispose()
 
 
-def _event_text(row: SessionStatusRow | None) -> str:
+def _event_text(row: SessionStatusRow | None, zone: str) -> str:
     if row is None:
-        return "none received yet (the receiver stores them during runs and `campaign serve`)"
+        return ("last status event: none received yet (the receiver stores them during runs "
+                "and `campaign serve`)")
     why = f" ({row.reason})" if row.reason else ""
-    return f"{row.status}{why} at {row.at:%Y-%m-%d %H:%M:%S} UTC"
+    return f"last status event at {local_time(row.at, zone, seconds=True)}: {row.status}{why}"
 
 
 @sessions_app.command("status")
@@ -251,7 +257,7 @@ def status_command(session_id: str = SESSION_ID, as_json: bool = JSON_OPTION) ->
 
     record = call_service(settings, lookup, doing=f"reading the status of {session_id}",
                           session_id=session_id)
-    event = last_status_event(settings, session_id)
+    event, zone = last_status_event(settings, session_id)
     if as_json:
         data = _record_json(record)
         if event is not None:
@@ -260,7 +266,7 @@ def status_command(session_id: str = SESSION_ID, as_json: bool = JSON_OPTION) ->
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         _print_status(record)
-        _say(f"  last status event: {_event_text(event)}")
+        _say(f"  {_event_text(event, zone)}")
 
 
 @sessions_app.command("webhook")

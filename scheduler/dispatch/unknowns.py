@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from scheduler.display import clock_time
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 
@@ -51,11 +52,12 @@ class UnknownVerdicts:
         """How many rows are ``unknown``."""
         return len(self.waiting) + len(self.unproven) + len(self.unknowable)
 
-    def describe(self, run_id: int) -> list[str]:
-        """What to tell a person about these rows, one line each; empty when none."""
+    def describe(self, run_id: int, zone: str = "UTC") -> list[str]:
+        """What to tell a person about these rows, one line each (times in ``zone``, the
+        campaign's); empty when none."""
         lines = []
         if self.waiting:
-            until = f" (until {self.settles_at:%H:%M:%S} UTC)" if self.settles_at else ""
+            until = f" (until {clock_time(self.settles_at, zone)})" if self.settles_at else ""
             lines.append(f"{len(self.waiting):,} unknown: the service may still prove them "
                          f"sent{until}; look again later")
         if self.unproven:

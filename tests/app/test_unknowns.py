@@ -17,6 +17,9 @@ S = timedelta(seconds=1)
 def test_a_send_still_inside_the_horizon_waits() -> None:
     verdicts = judge_unknowns([(1, T)], [("k", T - 60 * S, T + 10 * S)], T + 60 * S)
     assert verdicts.waiting == [1] and verdicts.settles_at == T + RETRY_HORIZON
+    # the person is told until when in the campaign's zone (12:06 UTC is 09:06 in São Paulo)
+    (line,) = verdicts.describe(7, "America/Sao_Paulo")
+    assert "(until 09:06:00 -03:00)" in line
 
 
 def test_no_proof_while_the_receiver_listened_means_the_service_did_not_take_it() -> None:
