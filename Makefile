@@ -17,9 +17,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	@$(BIN)/campaign demo
 
-# Lint, types, then the whole suite twice: on SQLite files, then on a throwaway PostgreSQL
+# Lint, types, then the whole suite on SQLite files, then again on a throwaway PostgreSQL
 # server on loopback (scripts/pg-test-server: found on the machine, or installed from Debian's
-# packages). The report tests open the workbook in LibreOffice Calc (headless):
+# packages) for every test that opens a ledger of the pass (the others would run the same
+# twice: tests/conftest.py leaves them out there). The report tests open the workbook in LibreOffice Calc (headless):
 # scripts/ensure-libreoffice finds it, or installs it from Debian's packages. Tests spend
 # most of their time waiting on servers and subprocesses, so they run
 # in up to 4 pytest-xdist workers (one per CPU, at least 2); every test has its own files,

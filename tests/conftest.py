@@ -69,10 +69,23 @@ def pytest_report_header(config: pytest.Config) -> str:
     return config.stash[_URLS].describe()
 
 
+#: The fixtures through which a test reaches the pass's database (directly or through
+#: ``ledger_url``, ``ledger``...): a test using none of them runs the same on both passes.
+_DATABASE_FIXTURES = frozenset({"make_ledger_url", "ledger_urls", "db_backend"})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On the PostgreSQL pass, skip the tests marked ``sqlite_only`` (with their reason)."""
+    """On the PostgreSQL pass, leave out the tests that open no ledger of the pass (they
+    ran, identically, on the SQLite pass) and skip the ones marked ``sqlite_only`` (with
+    their reason)."""
     if config.stash[_URLS].backend == "sqlite":
         return
+    same = [item for item in items
+            if _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))]
+    if same:
+        config.hook.pytest_deselected(items=same)
+        left_out = set(same)
+        items[:] = [item for item in items if item not in left_out]
     for item in items:
         marker = item.get_closest_marker("sqlite_only")
         if marker is not None:
