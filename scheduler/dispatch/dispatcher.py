@@ -442,15 +442,17 @@ class Dispatcher:
     def _finish(self) -> RunResult:
         now = self.clock()
         if self._stop_status == RunStatus.CANCELLED:
-            self.ledger.cancel_pending(self.run_id)
-            status = RunStatus.CANCELLED
+            status = self.ledger.cancel_pending(self.run_id)
         elif self._stop_status is not None:
-            status = RunStatus.PAUSED
-            self.ledger.set_status(self.run_id, status, reason=self._stop_reason)
+            status = self.ledger.end(self.run_id, RunStatus.PAUSED,
+                                     reason=self._stop_reason or "paused")
         else:
-            status = RunStatus.COMPLETED
-            self.ledger.set_status(self.run_id, status, reason="every delivery is settled")
-            self._note(now, "run completed")
+            status = self.ledger.end(self.run_id, RunStatus.COMPLETED,
+                                     reason="every delivery is settled")
+            if status == RunStatus.COMPLETED:
+                self._note(now, "run completed")
+            else:  # another worker ended it first (a cancel it obeyed)
+                self._stop_reason = self.ledger.get_run(self.run_id).stop_reason
         result = RunResult(self.run_id, status, self.ledger.counts(self.run_id),
                            self._stop_reason, self.timeline)
         if status == RunStatus.PAUSED and self._stop_reason and "API key" in self._stop_reason:

@@ -286,6 +286,19 @@ class Ledger:
                 rq.mark_started(conn, run_id, now)
             rq.update_run(conn, run_id, **values)
 
+    def end(self, run_id: int, status: str, *, reason: str) -> str:
+        """End a dispatch of the run as ``status`` (``completed`` or ``paused``) unless it
+        has ended already, and return the status the run has now: on PostgreSQL another
+        worker may have cancelled it (its planned rows skipped) a moment before this one
+        found no work left."""
+        values: dict[str, Any] = {"status": status, "stop_reason": reason}
+        if status in FINISHED_RUN_STATUSES:
+            values["finished_at"] = self.clock()
+        with self.transaction(f"set the status of run {run_id}") as conn:
+            if rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES, **values):
+                return status
+        return self.get_run(run_id).status
+
     def request(self, run_id: int, action: str, *, served: bool = False) -> Run:
         """Ask the run to ``pause``, ``resume`` or ``cancel``; survives restarts.
 
@@ -316,13 +329,16 @@ class Ledger:
             conn, [(i, "", "cancelled") for i in rq.planned_ids(conn, run_id)],
             DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
         )
-        rq.update_run(conn, run_id, status=RunStatus.CANCELLED, finished_at=now, control=None,
-                      stop_reason="cancelled by the operator")
+        rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES,
+                                 status=RunStatus.CANCELLED, finished_at=now, control=None,
+                                 stop_reason="cancelled by the operator")
 
-    def cancel_pending(self, run_id: int) -> None:
-        """Owner side of a cancel: skip every planned row, mark the run cancelled."""
+    def cancel_pending(self, run_id: int) -> str:
+        """Owner side of a cancel: skip every planned row, mark the run cancelled (unless
+        another worker ended it first); the status the run has now."""
         with self.transaction(f"cancel run {run_id}") as conn:
             self._cancel_now(conn, run_id, self.clock())
+        return self.get_run(run_id).status
 
     def control(self, run_id: int) -> str | None:
         """The pending control request of the run (``pause``, ``cancel`` or None)."""

@@ -138,6 +138,34 @@ def test_control_requests_survive_in_the_database(ledger: Ledger) -> None:
         ledger.request(run_id, "resume")
 
 
+def test_a_run_one_worker_cancelled_is_not_completed_by_another(ledger: Ledger) -> None:
+    # two workers dispatch one run: one obeys the cancel (its planned rows skipped), the
+    # other then finds no work left; the run stays cancelled and both learn it
+    run_id = _run(ledger)
+    ledger.store_plan(run_id, [plan_rows(3)], start_at=T0)
+    ledger.set_status(run_id, RunStatus.RUNNING)
+    ledger.request(run_id, "cancel", served=True)
+    assert ledger.cancel_pending(run_id) == RunStatus.CANCELLED
+    assert ledger.end(run_id, RunStatus.COMPLETED, reason="every delivery is settled") \
+        == RunStatus.CANCELLED
+    assert ledger.end(run_id, RunStatus.PAUSED, reason="interrupted") == RunStatus.CANCELLED
+    run = ledger.get_run(run_id)
+    assert (run.status, run.stop_reason) == (RunStatus.CANCELLED, "cancelled by the operator")
+    assert ledger.counts(run_id) == {"skipped": 3}
+
+
+def test_a_completed_run_is_not_cancelled_afterwards(ledger: Ledger) -> None:
+    run_id = _run(ledger)
+    ledger.store_plan(run_id, [plan_rows(1)], start_at=T0)
+    ledger.set_status(run_id, RunStatus.RUNNING)
+    with ledger.engine.begin() as conn:  # its one row settled
+        conn.execute(update(tables.deliveries).values(state=DeliveryState.DELIVERED))
+    assert ledger.end(run_id, RunStatus.COMPLETED, reason="every delivery is settled") \
+        == RunStatus.COMPLETED
+    assert ledger.cancel_pending(run_id) == RunStatus.COMPLETED  # a cancel read just before
+    assert ledger.get_run(run_id).status == RunStatus.COMPLETED
+
+
 def test_unknown_run_is_a_clear_error(ledger: Ledger) -> None:
     with pytest.raises(RunNotFound, match="run 99 not found"):
         ledger.get_run(99)

@@ -19,6 +19,17 @@ def update_run(conn: Connection, run_id: int, /, **values: Any) -> None:
     conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
 
 
+def update_unfinished_run(conn: Connection, run_id: int, finished: Any, /,
+                          **values: Any) -> bool:
+    """Set columns of the run unless its status is one of ``finished`` already; True when
+    set. Several workers end one run: the first to see a cancel ends it cancelled, and a
+    worker that then finds no work left must not turn it into ``completed``."""
+    result = conn.execute(update(runs).where(runs.c.id == run_id,
+                                             runs.c.status.not_in(list(finished)))
+                          .values(**values))
+    return bool(result.rowcount)
+
+
 def mark_started(conn: Connection, run_id: int, at: Any) -> None:
     """Record when the run first started (kept across pauses and restarts)."""
     conn.execute(update(runs).where(runs.c.id == run_id, runs.c.started_at.is_(None))
