@@ -64,6 +64,17 @@ class Server:
         self.webhook_url: str | None = None
         self.account_url: str | None = None
         self.events_received = False
+        self.channels: dict[int, str] = {}  # the channel of each run being dispatched
+        #: held senders whose webhooks reach our receiver (the account's, per channel)
+        self.pointed: set[tuple[str, str | None]] = set()
+        self.pointing = asyncio.Lock()
+
+    @property
+    def follows_leases(self) -> bool:
+        """Whether each sender's webhook follows its lease to the worker holding it: on
+        PostgreSQL with each worker's own receiver (no shared, load-balanced ``webhook_url``),
+        so that a dead worker's receiver is never left receiving its senders' events."""
+        return self.seat.leasing and self.events_received and not self.settings.webhook_url
 
     def start_due_fires(self) -> list[int]:
         """Turn recorded due fires into planned runs; late ones are recorded as missed."""
@@ -124,8 +135,13 @@ class Server:
     async def _dispatch_one(self, client: ServiceClient, run: Run) -> None:
         assert run.id is not None
         stop = self.stops[run.id]
+        self.channels[run.id] = run.channel
         try:
-            if run.channel in ("sms", "voice"):
+            if self.follows_leases:  # webhooks follow the leases (follow_leases)
+                if run.channel not in ("sms", "voice"):
+                    await ensure_senders(client, self.target, list(self.ledger.options(run)
+                                                                  .senders))
+            elif run.channel in ("sms", "voice"):
                 if self.account_url is not None:
                     await ensure_account_webhook(client, self.settings, run.channel,
                                                  self.account_url)
@@ -148,6 +164,7 @@ class Server:
         finally:
             self.tasks.pop(run.id, None)
             self.stops.pop(run.id, None)
+            self.channels.pop(run.id, None)
 
     def tick(self) -> None:
         """The worker's heartbeat and leases; start or stop the triggers with leadership."""
@@ -163,9 +180,57 @@ class Server:
             self.triggers.stop()
             self.triggers = None
 
-    async def _keep_seat(self, stop: asyncio.Event) -> None:
+    async def follow_leases(self, client: ServiceClient) -> None:
+        """Point the webhooks of the senders this worker has just taken at its receiver
+        before it sends through them (they stay in ``seat.unready`` until then); a worker
+        that took a dead worker's senders receives their events from then on."""
+        if not self.follows_leases:
+            return
+        self.seat.unready |= self._hooks_to_point()[1]  # before anything awaits
+        async with self.pointing:
+            new, senders = self._hooks_to_point()
+            for sender, channel in sorted(new, key=str):
+                try:
+                    if channel is not None:
+                        assert self.account_url is not None
+                        await ensure_account_webhook(client, self.settings, channel,
+                                                     self.account_url)
+                    else:
+                        assert self.webhook_url is not None
+                        await client.set_webhook(sender, self.webhook_url)
+                except SchedulerError as exc:  # its sends will meet the same fault, said then
+                    self.console.print(f"[yellow]sender {sender}: its webhook could not be "
+                                       f"pointed at this worker: {exc}[/]")
+                self.pointed.add((sender, channel))
+            self.seat.unready -= senders
+
+    def _hooks_to_point(self) -> tuple[set[tuple[str, str | None]], set[str]]:
+        """The webhooks of held senders not pointed at this worker yet, and their senders."""
+        hooks = self._hooks_of_held_senders()
+        self.pointed &= hooks
+        new = hooks - self.pointed
+        return new, {sender for sender, _channel in new}
+
+    def _hooks_of_held_senders(self) -> set[tuple[str, str | None]]:
+        """Each held sender's webhook: a session's own, or the account's ``sms`` / ``voice``
+        webhook of each run being dispatched that sends from the account."""
+        account = sorted({channel for run_id, channel in self.channels.items()
+                          if channel in ("sms", "voice") and run_id in self.seat.wanted})
+        hooks: set[tuple[str, str | None]] = set()
+        for sender in set(self.seat.held) - self.seat.draining:
+            if sender == "account":
+                hooks.update((sender, channel) for channel in account)
+            else:
+                hooks.add((sender, None))
+        return hooks
+
+    async def _tick(self, client: ServiceClient) -> None:
+        self.tick()
+        await self.follow_leases(client)
+
+    async def _keep_seat(self, client: ServiceClient, stop: asyncio.Event) -> None:
         while not stop.is_set():
-            self.tick()
+            await self._tick(client)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), timeout=self.seat.tick_s)
 
@@ -186,8 +251,8 @@ class Server:
             keeper: asyncio.Task[None] | None = None
             try:
                 self.seat.register()
-                self.tick()
-                keeper = asyncio.create_task(self._keep_seat(stop))
+                await self._tick(client)
+                keeper = asyncio.create_task(self._keep_seat(client, stop))
                 self.console.print(f"serving as worker {self.seat.id}"
                                    + (" (trigger leader)" if self.seat.leader else "")
                                    + (f", receiver {self.webhook_url.split('?')[0]}"
@@ -202,7 +267,7 @@ class Server:
                         self.tasks[run.id] = asyncio.create_task(self._dispatch_one(client, run))
                     for _ in range(max(1, int(self.poll_s / 0.1))):
                         if self.seat.dirty:  # a dispatcher is ready: lease its senders now
-                            self.tick()
+                            await self._tick(client)
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(stop.wait(), timeout=min(0.1, self.poll_s))
                         if stop.is_set():

@@ -122,9 +122,6 @@ async def connect_session(client: ServiceClient, base_url: str, session: str,
     A sandbox (embedded or in another process) is "scanned" through its inspection
     endpoint; a real service waits for a person to scan the code, up to ``SCAN_WAIT_S``.
     """
-
-
-
     with contextlib.suppress(ServiceError):  # already there
         await client.create_session(session, webhook_url=webhook_url)
     if webhook_url:

@@ -60,6 +60,9 @@ class WorkerSeat:
         self.leasing = ledger.engine.dialect.name != "sqlite"
         self.held: dict[str, LeaseRow] = {}
         self.draining: set[str] = set()
+        #: Senders taken but not sent through yet: ``campaign serve`` is still pointing
+        #: their webhooks at this worker's receiver (see ``Server.follow_leases``).
+        self.unready: set[str] = set()
         self.leader = False
         self.part = (1, 0)
         self.takeovers: list[tuple[str, datetime, int]] = []
@@ -94,7 +97,8 @@ class WorkerSeat:
         """The senders this worker may claim on now (None: every sender, on SQLite)."""
         if not self.leasing:
             return None
-        return frozenset(s for s in self.held if s not in self.draining)
+        return frozenset(s for s in self.held if s not in self.draining
+                         and s not in self.unready)
 
     def last_sent(self, sender: str) -> datetime | None:
         """The sender's latest claim when this worker took it (by whichever worker)."""

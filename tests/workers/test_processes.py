@@ -48,6 +48,16 @@ def _finished(ledger: Ledger, run_id: int) -> bool:
     return ledger.get_run(run_id).status == "completed"
 
 
+def _receivers(workers: WorkerPool) -> dict[str, str]:
+    """Each worker's id and its receiver's URL, as it printed them when it started."""
+    found = {}
+    for log in workers.logs:
+        for line in log.read_text().splitlines():
+            if line.startswith("serving as worker "):
+                found[line.split()[3].rstrip(",")] = line.rsplit("receiver ", 1)[1]
+    return found
+
+
 def _number(i: int) -> str:
     return "55" + text_project_phone(i)
 
@@ -99,7 +109,12 @@ def test_a_killed_worker_s_senders_move_within_the_lease_and_keep_their_pace(
     wait_until(lambda: len(sandbox.sends()) >= 30, 60, "30 sends", workers)
 
     held = leases(ledger)
-    victim_id = next(lease.worker for s, lease in held.items() if s in SENDERS)
+    # the victim is the worker whose receiver got the latest event: the one the sandbox
+    # would go on posting to if webhooks did not follow the leases
+    receivers = _receivers(workers)
+    latest = next(e["url"] for e in reversed(sandbox.webhooks())
+                  if (e["status"] or 0) // 100 == 2)
+    victim_id = next(w for w, url in receivers.items() if latest.startswith(url))
     victim_senders = sorted(s for s, lease in held.items()
                             if s in SENDERS and lease.worker == victim_id)
     victim_pid = int(str(victim_id).split(":")[1])
@@ -116,6 +131,14 @@ def test_a_killed_worker_s_senders_move_within_the_lease_and_keep_their_pace(
     assert set(sent) | never_proven == {_number(i) for i in range(120)}
     assert all(r.state == "unknown" for r in rows if r.to in never_proven)
     assert len(never_proven) <= len(victim_senders)
+
+    # the victim's senders' webhooks moved with their leases: every event the sandbox
+    # posted for them after the takeover reached the survivor's receiver
+    taken_at = killed_at + timedelta(seconds=LEASE_S + 2.0)
+    later = [e for e in sandbox.webhooks() if e["sessionId"] in victim_senders
+             and e["attempt"] == 1 and datetime.fromisoformat(e["at"]) > taken_at]
+    assert later and all((e["status"] or 0) // 100 == 2 for e in later), later[:3]
+    assert not any(e["url"].startswith(receivers[victim_id]) for e in later)
 
     times = send_times(sandbox)
     for sender in victim_senders:
