@@ -27,15 +27,21 @@ def _out() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def _line(row: dict[str, Any], zone: str) -> str:
-    """An event as one line; its time in ``zone`` with the zone's label, and every field
-    that came from the webhook with its control characters shown as escapes."""
+def _line(row: dict[str, Any], zone: str, width: int | None = None) -> str:
+    """An event as one line (two when one would be wider than ``width``: sender, number,
+    message id and what the event did go on an indented second line); its time in ``zone`` with the
+    zone's label, and every field that came from the webhook with its control characters
+    shown as escapes."""
     at = row.get("received_at")
     when = local_time(at, zone, seconds=True) if isinstance(at, datetime) else str(at)
     who = row.get("session_id") or row.get("channel") or "-"
-    return "  ".join(clean(part) for part in (
-        row["id"], when, row["event"], who, row.get("number") or "-",
-        row.get("message_id_norm") or "-", row.get("result") or "(not applied)"))
+    head = "  ".join(clean(part) for part in (row["id"], when, row["event"]))
+    tail = "  ".join(clean(part) for part in (
+        who, row.get("number") or "-", row.get("message_id_norm") or "-",
+        row.get("result") or "(not applied)"))
+    if width is None or len(head) + 2 + len(tail) <= width:
+        return f"{head}  {tail}"
+    return f"{head}\n{' ' * (len(str(row['id'])) + 2)}{tail}"
 
 
 def _zone(ledger: Any, run: int | None) -> str:
@@ -54,7 +60,7 @@ def _print(console: Console, rows: list[dict[str, Any]], as_json: bool, zone: st
         if as_json:  # json.dumps escapes control characters itself
             print(json.dumps(event_json(row), ensure_ascii=False), flush=True)
         else:
-            console.print(_line(row, zone), markup=False)
+            console.print(_line(row, zone, console.width), markup=False)
 
 
 def events(

@@ -87,10 +87,14 @@ def test_events_escape_control_characters_and_label_their_zone(ledger: Ledger) -
     event = sent(number(0), mid(0), session="loja\x1b[2J\x1b[31m-01")
     store_and_apply(ledger.engine, [incoming_from(event, json.dumps(event), T0)],
                     ApplyContext(OptOutWords(["SAIR"])), T0)
-    result = runner.invoke(app, ["events"])
-    assert result.exit_code == 0, result.output
-    assert "\x1b" not in result.stdout
-    assert "loja\\x1b[2J\\x1b[31m-01" in result.stdout
-    assert "2026-11-23 09:00:00 -03:00  messages.sent" in result.stdout
+    lines = _lines("events")  # none wider than 80 columns
+    shown = "\n".join(lines)
+    assert "\x1b" not in shown
+    assert "loja\\x1b[2J\\x1b[31m-01" in shown
+    assert "2026-11-23 09:00:00 -03:00  messages.sent" in shown
+    # what did not fit goes whole on an indented second line: sender, number, message id
+    assert len(lines) == 2 and lines[1].startswith("   loja"), lines
+    assert lines[1].endswith(f"{number(0)}  {mid(0).lower()}  unmatched"), lines
+    assert not runner.invoke(app, ["events"], env={"COLUMNS": "200"}).stdout.strip().count("\n")
     as_json = runner.invoke(app, ["events", "--json"]).stdout
     assert "\x1b" not in as_json and json.loads(as_json)["session_id"].startswith("loja\x1b")

@@ -111,7 +111,7 @@ def test_events_lists_stored_events_newest_last(ledger: Ledger) -> None:
     ingest(ledger, sent(number(0), mid(0)),
            receipt("message.read", number(0), mid(0), T0 + timedelta(seconds=9)),
            received(number(1), "SAIR"))
-    listed = runner.invoke(app, ["events"])
+    listed = runner.invoke(app, ["events"], env={"COLUMNS": "200"})  # one line each
     assert listed.exit_code == 0, listed.output
     lines = listed.stdout.strip().splitlines()
     assert [line.split()[4] for line in lines] == ["messages.sent", "message.read",
