@@ -160,9 +160,12 @@ class Dispatcher:
 
     # ------------------------------------------------------------------ set-up
 
+    def _day_start(self, now: datetime) -> datetime:
+        """The start of ``now``'s day in the campaign's zone (daily caps count from it)."""
+        return now.astimezone(self._zone).replace(hour=0, minute=0, second=0, microsecond=0)
+
     def _make_pool(self, now: datetime) -> SenderPool:
-        day_start = now.astimezone(self._zone).replace(hour=0, minute=0, second=0,
-                                                        microsecond=0)
+        day_start = self._day_start(now)
         with self.ledger.read("count today's sends per sender") as conn:
             sent_today = dq.sent_today_by_sender(conn, day_start)
         pool = pool_for_run(self.options, self.rng, self._zone, sent_today, day_start,
@@ -415,7 +418,9 @@ class Dispatcher:
         self._next_control = mono + CONTROL_EVERY_S
         self._next_control_sim = now + timedelta(seconds=CONTROL_EVERY_S)
         self.ledger.heartbeat(self.run_id)
-        if self.gate is not None and self.gate.sync(self.pool):
+        if self.gate is not None and self.gate.sync(self.pool, now,
+                                                    day_start=self._day_start(now),
+                                                    plan_limit=self.options.plan_limit):
             self._buffer.clear()  # rows read for senders no longer held, or too few
             self._last_seq = -1
             self._verify_at = self._earliest_verifying()  # a taken-over sender's rows

@@ -6,7 +6,9 @@ Three hooks into the dispatcher's loop:
 - :meth:`LeaseGate.sync` (every control poll, half a second): the pool's senders become the
   ones held now; a sender just taken over starts from its latest claim by whichever worker
   held it (``sender_leases.last_sent_at``), so it never sends faster than its rate while it
-  moves; the dispatcher forgets its buffered rows when the set changed;
+  moves, and with today's sends through it recounted from the ledger, so its daily cap and
+  plan limit count what its other holders sent; the dispatcher forgets its buffered rows
+  when the set changed;
 - :meth:`LeaseGate.due`: rows free of a sender or pinned to a held one, this worker's part
   of the run first (``seq % workers``), then any;
 - :meth:`LeaseGate.claim`: in the claim's transaction, the fence (the senders still held,
@@ -48,6 +50,10 @@ class Seat(Protocol):
         """A dispatcher of ``run_id`` is ready to send through ``senders``."""
         ...
 
+    def sent_since(self, senders: frozenset[str], since: datetime) -> dict[str, int]:
+        """Sends through ``senders`` since ``since`` by any worker, in any run."""
+        ...
+
     def unwant(self, run_id: int) -> None:
         """The dispatcher of ``run_id`` stopped."""
         ...
@@ -77,11 +83,18 @@ class LeaseGate:
         """The dispatcher stopped: the worker no longer wants its senders for this run."""
         self.seat.unwant(self.run_id)
 
-    def sync(self, pool: SenderPool | None) -> bool:
-        """Give the pool the senders held now; True when they changed."""
+    def sync(self, pool: SenderPool | None, now: datetime, *, day_start: datetime,
+             plan_limit: int | None = None) -> bool:
+        """Give the pool the senders held now; True when they changed. The senders just
+        taken get today's sends (since ``day_start``) from the ledger: others may have sent
+        through them since the pool was made."""
         held = self.seat.usable()
         if pool is None or held == self._held:
             return False
+        taken = frozenset(held or ()) - (self._held or frozenset())
+        if taken:
+            pool.recount_today(self.seat.sent_since(taken, day_start), now,
+                               plan_limit=plan_limit)
         for name in held or ():
             state = pool.senders.get(name)
             if state is None or (self._held is not None and name in self._held):

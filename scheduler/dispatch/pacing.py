@@ -77,6 +77,10 @@ class DailyCounter:
         for old in [d for d in self._counts if (day - d).days > 7]:
             del self._counts[old]
 
+    def set_count(self, at: datetime, n: int) -> None:
+        """``n`` sends on ``at``'s local day, as counted elsewhere (the ledger)."""
+        self._counts[self._day(at)] = n
+
     def next_reset(self, at: datetime) -> datetime:
         """The first instant of the next local day (UTC)."""
         return next_local_midnight(at, self.tz)

@@ -86,6 +86,19 @@ class SenderPool:
         self._position = {name: i for i, name in enumerate(self._order)}
         self._cursor = 0
 
+    def recount_today(self, sent_today: dict[str, int], now: datetime, *,
+                      plan_limit: int | None = None) -> None:
+        """Take today's sends of ``sent_today``'s senders from the ledger: a sender that
+        another worker sent through since this pool was made (it held the lease then) has
+        that much less of its daily cap and of the campaign's plan limit left."""
+        for name, n in sent_today.items():
+            state = self.senders.get(name)
+            if state is None:
+                continue
+            state.pace.daily.set_count(now, n)
+            if plan_limit is not None:
+                state.quota_left = min(state.quota_left, plan_limit - n)
+
     def set_quota(self, name: str, left: float, resets_at: datetime | None) -> None:
         """Apply the service's plan limit for a sender."""
         state = self.senders[name]

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from scheduler.dispatch import reconcile, shares
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.ledger.lease import owner_alive, pid_alive
+from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow, WorkerRow
 from scheduler.ledger.runs import Ledger
@@ -104,6 +105,11 @@ class WorkerSeat:
         """The sender's latest claim when this worker took it (by whichever worker)."""
         lease = self.held.get(sender)
         return lease.last_sent_at if lease is not None else None
+
+    def sent_since(self, senders: frozenset[str], since: datetime) -> dict[str, int]:
+        """Sends through ``senders`` since ``since`` by any worker, in any run."""
+        with self.ledger.read("count today's sends of the senders taken") as conn:
+            return dq.sent_today_by_sender(conn, since, senders)
 
     def want(self, run_id: int, senders: Sequence[str]) -> None:
         """A dispatcher of ``run_id`` is ready to send through ``senders``."""

@@ -1,14 +1,19 @@
 """A worker taking a sender over settles the rows its previous holder left ``dispatching``
 exactly as a restarted process does (no event: ``unknown`` under at-most-once), and a
 dispatcher starting settles rows a dead worker left in its run; a live worker's rows are
-never touched (simulated clock)."""
+never touched; a sender taken over keeps its daily cap counting what its previous holder
+sent (simulated clock)."""
 
 from __future__ import annotations
 
+import random
 from datetime import timedelta
+from zoneinfo import ZoneInfo
 
 from sqlalchemy import update
 
+from scheduler.dispatch.leases import LeaseGate
+from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import tables
@@ -72,3 +77,26 @@ def test_a_starting_dispatcher_settles_rows_a_dead_worker_left_in_its_run(
     seat = _seat(ledger, clock)
     assert seat.settle_orphans(run_id) == 1
     assert _states(ledger, run_id) == ["unknown", "dispatching", "planned"]
+
+
+def test_a_taken_sender_s_daily_cap_and_plan_limit_count_its_previous_holder_s_sends(
+        ledger: Ledger, clock: FakeClock) -> None:
+    zone = ZoneInfo("America/Sao_Paulo")
+    run_id = make_run(ledger, 8, senders=("s1",))
+    # this worker's dispatcher made its pool at T0, when nobody had sent through s1 today
+    pool = SenderPool(["s1"], rate=1.0, rng=random.Random(1), daily_cap=5, tz=zone, now=T0)
+    with ledger.transaction() as conn:  # then another worker held s1 and sent 3 rows
+        lq.acquire(conn, "s1", "other", T0, T0 + timedelta(seconds=3))
+        conn.execute(update(D).where(D.c.run_id == run_id,
+                                     D.c.to.in_([number(i) for i in range(3)]))
+                     .values(state="accepted", sender="s1", worker="other",
+                             dispatched_at=T0 + timedelta(seconds=1)))
+    seat = _seat(ledger, clock)
+    gate = LeaseGate(seat, run_id, ["s1"])
+    clock.now = T0 + timedelta(seconds=3)  # its lease ran out: s1 moves here
+    seat.tick()
+    day_start = clock.now.astimezone(zone).replace(hour=0, minute=0, second=0, microsecond=0)
+    assert gate.sync(pool, clock.now, day_start=day_start, plan_limit=4)
+    s1 = pool.senders["s1"]
+    assert s1.pace.daily.remaining(clock.now) == 2  # 5 a day, 3 already sent today
+    assert s1.quota_left == 1  # the campaign's plan limit of 4, 3 used

@@ -291,15 +291,19 @@ def pending_count(conn: Connection, run_id: int) -> int:
     return int(conn.execute(stmt).scalar() or 0)
 
 
-def sent_today_by_sender(conn: Connection, since: datetime) -> dict[str, int]:
+def sent_today_by_sender(conn: Connection, since: datetime,
+                         senders: Collection[str] | None = None) -> dict[str, int]:
     """Sends per sender since ``since`` (the start of the local day), across all runs
-    (once per dispatch, for the daily caps: a ``GROUP BY``, not a row per send)."""
+    (once per dispatch, and for the senders a worker takes over, for the daily caps: a
+    ``GROUP BY``, not a row per send); only ``senders`` when given."""
     stmt = (
         select(deliveries.c.sender, func.count())
         .where(deliveries.c.sender.is_not(None), deliveries.c.dispatched_at >= since,
                deliveries.c.state.not_in([S.PLANNED]))
         .group_by(deliveries.c.sender)
     )
+    if senders is not None:
+        stmt = stmt.where(deliveries.c.sender.in_(list(senders)))
     return {sender: n for sender, n in conn.execute(stmt)}
 
 
