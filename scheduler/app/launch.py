@@ -111,15 +111,17 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
     console.print(f"{campaign.spec.name}: sending to {describe_target(target)}"
                   + ("; set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY to send for real"
                      if target == "sandbox" else ""), highlight=False)
+    _check_senders(settings, service, campaign)
+    ledger = ledger_from_settings(settings)
     notes: list[str] = []
-    sock = _receiver_socket(settings, service, notes)
+    # live `campaign serve` workers will send it (and receive its events): no receiver here
+    sock = None if _live_workers(settings, ledger) else _receiver_socket(settings, service,
+                                                                          notes)
     with contextlib.ExitStack() as cleanup:
         if sock is not None:
             cleanup.callback(sock.close)
         for note in notes:
             console.print(f"[yellow]{note}[/]")
-        _check_senders(settings, service, campaign)
-        ledger = ledger_from_settings(settings)
         run = unfinished_run_for(ledger, campaign.spec.name)
         choice = edit_choice
         if run is not None:
@@ -162,12 +164,17 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
     describe(result, console, ledger)
 
 
+def _live_workers(settings: Settings, ledger: Ledger) -> int:
+    """How many live ``campaign serve`` workers serve the ledger (PostgreSQL; else 0)."""
+    from scheduler.app.workers_view import served_by_workers
+
+    return served_by_workers(ledger, settings.worker_lease_s, utcnow())
+
+
 def _handed_to_workers(settings: Settings, ledger: Ledger, run: Run, console: Console) -> bool:
     """On PostgreSQL with live ``campaign serve`` workers, the run is theirs: sending it here
     too would use their leased senders past their pace. True when it was left to them."""
-    from scheduler.app.workers_view import served_by_workers
-
-    workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
+    workers = _live_workers(settings, ledger)
     if workers:
         if run.status == RunStatus.PAUSED:
             ledger.request(run.id or 0, "resume", served=True)

@@ -11,6 +11,7 @@ import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -73,10 +74,15 @@ def test_workers_share_one_run_with_no_duplicate_and_every_delivery_final(
     ledger = Ledger(open_ledger(pg_url))
     _start(workers, n_workers, tmp_path, sandbox, pg_url, ledger)
     if n_workers == 2:  # `campaign run` plans it and leaves it to the live workers
-        out = subprocess.run([*CAMPAIGN, "run", str(campaign)], cwd=tmp_path,
-                             env=worker_env(sandbox, pg_url), capture_output=True, text=True,
-                             timeout=120)
-        assert "left to the 2 live `campaign serve` worker(s)" in out.stdout, out.stdout
+        # with the same configured receiver_port as a worker on this machine: the workers
+        # receive the run's events, so `run` listens on nothing (it used to stop there)
+        env = worker_env(sandbox, pg_url)
+        port = urlsplit(next(iter(_receivers(workers).values()))).port
+        env["CAMPAIGN_RECEIVER_PORT"] = str(port)
+        out = subprocess.run([*CAMPAIGN, "run", str(campaign)], cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=120)
+        assert "left to the 2 live `campaign serve` worker(s)" in out.stdout, \
+            out.stdout + out.stderr
         (run,) = ledger.list_runs()
         run_id = run.id or 0
     else:
