@@ -98,15 +98,29 @@ def _show_qr(settings: Settings, session_id: str, qr: QrCode, png: bytes,
          "connected.")
 
 
-def _print_status(record: SessionRecord) -> None:
+def _shown_time(text: str, zone: str) -> str:
+    """A time the service gave as ISO 8601, in ``zone`` with its label (as given when it
+    is not ISO 8601)."""
+    from datetime import datetime
+
+    try:
+        return local_time(datetime.fromisoformat(text), zone, seconds=True)
+    except ValueError:
+        return text
+
+
+def _print_status(record: SessionRecord, zone: str) -> None:
+    """The session's fields (what the service sent, control characters escaped; its time
+    in ``zone``) and whether it can send."""
     from scheduler.service.sender_check import problem_for
 
-    typer.echo(f"{record.sessionId}: {record.status or 'status not reported'}")
+    typer.echo(f"{clean(record.sessionId)}: {clean(record.status or 'status not reported')}")
+    updated = _shown_time(record.updatedAt, zone) if record.updatedAt else None
     for label, value in (("phone", record.phone), ("name", record.name),
                          ("webhook", record.webhookUrl), ("provider", record.provider),
-                         ("updated", record.updatedAt)):
+                         ("updated", updated)):
         if value:
-            typer.echo(f"  {label:<9}{value}")
+            typer.echo(f"  {label:<9}{clean(value)}")
     problem = problem_for(record.sessionId, record)
     if problem is None:
         typer.echo("  ready to send")
@@ -265,7 +279,7 @@ def status_command(session_id: str = SESSION_ID, as_json: bool = JSON_OPTION) ->
                                        "at": event.at.isoformat()}
         typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
-        _print_status(record)
+        _print_status(record, zone)
         _say(f"  {_event_text(event, zone)}")
 
 

@@ -58,6 +58,9 @@ def test_status_shows_the_last_status_event_stored(
     # no run yet: no campaign's zone to use, so UTC, labelled
     assert re.search(r"last status event at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: "
                      r"disconnected \(phone\s+disconnected\)", text.out), text.out
+    # the service's own time of the record too, not its raw ISO 8601
+    assert re.search(r"^  updated  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", text.out, re.M), text.out
+    assert not re.search(r"\dT\d\d:\d\d", text.out), text.out
     shown = cli("sessions", "status", "evt-01", "--json", env=env)
     assert shown.code == 0, shown.both
     data = json.loads(shown.out)
