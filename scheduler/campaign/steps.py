@@ -152,7 +152,8 @@ def model_problems(kind: StepKind, body: dict[str, Any]) -> list[tuple[str, str]
             path = loc_path(tuple(p for p in err["loc"] if p != "__root__"))
             message = _in_words(err)
             if err["type"] == "extra_forbidden":
-                message = f"{kind.name} has no field {path!r}"
+                message = f"{kind.name} has no field {path!r}" + (
+                    "" if "." in path or "[" in path else _fields_hint(kind, path))
             elif err["type"] == "missing":
                 message = f"required field {path!r} is missing"
             elif "input" in err and isinstance(err["input"], str | int | float):
@@ -160,6 +161,20 @@ def model_problems(kind: StepKind, body: dict[str, Any]) -> list[tuple[str, str]
             problems.append((path, message))
         return problems
     return []
+
+
+def _fields_hint(kind: StepKind, wrong: str) -> str:
+    """What a step of ``kind`` takes, and the closest name to ``wrong``: a campaign author
+    who wrote ``template = "…"`` on a text step learns ``text`` / ``text_file``."""
+    import difflib
+
+    names = sorted(field.alias or name for name, field in kind.model.model_fields.items()
+                   if (field.alias or name) not in DISPATCHER_KEYS | {"async"})
+    close = difflib.get_close_matches(wrong.removesuffix("_file"), names, n=1)
+    mean = f"; did you mean {close[0]!r}?" if close else ""
+    article = "an" if kind.name[:1] in "aeiou" else "a"
+    return (f"{mean} ({article} {kind.name} step takes {', '.join(names)}, and delay; any "
+            "of them from a template file as NAME_file)")
 
 
 def _in_words(err: Any) -> str:

@@ -198,6 +198,20 @@ def test_bad_cron_and_delay(project: Project) -> None:
     assert {"schedule.cron", "steps[0].delay"} <= keys
 
 
+def test_an_unknown_step_field_names_what_the_step_takes_and_the_closest(
+        project: Project) -> None:
+    path = project.basic('[[steps]]\ntype = "image"\nimage = "https://x/a.png"\n'
+                         'captoin = "Oi"\n')
+    with pytest.raises(DefinitionError) as caught:
+        load_campaign(path)
+    (issue,) = caught.value.issues
+    assert issue.key == "steps[0].captoin"
+    assert "image has no field 'captoin'; did you mean 'caption'?" in issue.message
+    assert "(an image step takes caption, contextInfo, image, mentionAll, and delay" \
+        in issue.message
+    assert "sessionId" not in issue.message  # the dispatcher's fields are not offered
+
+
 def test_sms_and_voice_steps_are_checked(project: Project) -> None:
     project.write("data/r.csv", "telefone;nome\n11987654321;Ana\n")
     sms = project.campaign(
