@@ -297,7 +297,7 @@ def status_command(
         console.print("  skipped: " + " · ".join(
             f"{kind} {n:,}" for kind, n in row["skipped_by_reason"].items()), highlight=False)
     for rate in row["workers"]:
-        per_s = f", {rate['per_s']:,} /s" if rate["per_s"] is not None else ""
+        per_s = f", {rate['per_s']:,.2f}/s" if rate["per_s"] is not None else ""
         console.print(f"  worker {rate['worker']}: {rate['sent']:,} sent{per_s}",
                       highlight=False)
 

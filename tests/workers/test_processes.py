@@ -6,6 +6,7 @@ pause reaches every worker."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections import Counter
@@ -186,6 +187,9 @@ def test_pause_from_any_process_is_obeyed_by_every_worker(
                             env=worker_env(sandbox, pg_url), capture_output=True, text=True,
                             timeout=60)
     assert sum(f"worker {w['id']}: " in status.stdout for w in view["workers"]) == 2
+    # each with what it sent and at what rate, two decimals
+    assert len(re.findall(r"worker \S+: \d+ sent, \d+\.\d\d/s$", status.stdout, re.M)) == 2, \
+        status.stdout
 
     ledger.request(run_id, "pause", served=True)
     paused_at = datetime.now(UTC)
