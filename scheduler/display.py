@@ -116,3 +116,20 @@ def table(*columns: str, title: str | None = None, **options: Any) -> Table:
     for name in columns:
         shown.add_column(name, overflow="fold")
     return shown
+
+
+#: Query parameters whose values are secrets (the receiver's ``?token=``, keys).
+_SECRET_PARAMS = frozenset({"token", "key", "apikey", "api_key", "secret", "signature"})
+
+
+def hide_url_secrets(url: str) -> str:
+    """``url`` as shown to people: the values of its secret query parameters (the
+    receiver's ``token``) replaced by ``***``; everything else as it was."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    query = [(k, "***" if k.lower() in _SECRET_PARAMS else v)
+             for k, v in parse_qsl(parts.query, keep_blank_values=True)]
+    return urlunsplit(parts._replace(query=urlencode(query, safe="*")))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.display import clean, clean_markup, local_time
+from scheduler.display import clean, clean_markup, hide_url_secrets, local_time
 from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ def _record_json(record: SessionRecord) -> dict[str, Any]:
     from scheduler.service.sender_check import problem_for
 
     data = record.model_dump(mode="json", exclude={"qrCodeImage"}, exclude_none=True)
+    if record.webhookUrl:  # the receiver's token stays off the screen
+        data["webhookUrl"] = hide_url_secrets(record.webhookUrl)
     problem = problem_for(record.sessionId, record)
     data["ready"] = problem is None
     if problem is not None:
@@ -117,7 +119,8 @@ def _print_status(record: SessionRecord, zone: str) -> None:
     typer.echo(f"{clean(record.sessionId)}: {clean(record.status or 'status not reported')}")
     updated = _shown_time(record.updatedAt, zone) if record.updatedAt else None
     for label, value in (("phone", record.phone), ("name", record.name),
-                         ("webhook", record.webhookUrl), ("provider", record.provider),
+                         ("webhook", record.webhookUrl and hide_url_secrets(record.webhookUrl)),
+                         ("provider", record.provider),
                          ("updated", updated)):
         if value:
             typer.echo(f"  {label:<9}{clean(value)}")
@@ -160,7 +163,8 @@ def list_command(as_json: bool = JSON_OPTION) -> None:
         shown = f"[green]{status}[/]" if status == "connected" else \
             f"[yellow]{clean_markup(status)}[/]"
         table.add_row(clean_markup(record.sessionId), shown, clean_markup(record.phone or ""),
-                      clean_markup(record.name or ""), clean_markup(record.webhookUrl or ""))
+                      clean_markup(record.name or ""),
+                      clean_markup(hide_url_secrets(record.webhookUrl or "")))
     console = Console(width=min(Console().width, 80), highlight=False)
     console.print(table)
     connected = sum(1 for r in records if r.status == "connected")
@@ -299,7 +303,7 @@ def webhook_command(
 
     call_service(settings, set_url, doing=f"setting the webhook of {session_id}",
                  session_id=session_id)
-    _say(f"Session {session_id}: events now go to {url}")
+    _say(f"Session {session_id}: events now go to {hide_url_secrets(url)}")
 
 
 def register(app: typer.Typer) -> None:

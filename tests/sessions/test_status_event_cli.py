@@ -17,7 +17,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.tracking import create_receiver
 from tests.factories import open_test_ledger
 from tests.sessions.support import Cli, SandboxProcess
-from tests.tracking.support import ReceiverHandle, settings, wait_until
+from tests.tracking.support import TOKEN, ReceiverHandle, settings, wait_until
 
 
 @pytest.fixture
@@ -58,12 +58,15 @@ def test_status_shows_the_last_status_event_stored(
     # no run yet: no campaign's zone to use, so UTC, labelled
     assert re.search(r"last status event at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: "
                      r"disconnected \(phone\s+disconnected\)", text.out), text.out
+    # the webhook is shown without the receiver's token (a secret), here and in --json
+    assert "webhooks/session?token=***" in text.out and TOKEN not in text.out, text.out
     # the service's own time of the record too, not its raw ISO 8601
     assert re.search(r"^  updated  \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$", text.out, re.M), text.out
     assert not re.search(r"\dT\d\d:\d\d", text.out), text.out
     shown = cli("sessions", "status", "evt-01", "--json", env=env)
     assert shown.code == 0, shown.both
     data = json.loads(shown.out)
+    assert data["webhookUrl"].endswith("?token=***") and TOKEN not in shown.out
     assert data["status"] == "disconnected"
     assert data["lastStatusEvent"]["status"] == "disconnected"
     assert data["lastStatusEvent"]["reason"] == "phone disconnected"
