@@ -200,7 +200,7 @@ def create_command(
     record = call_service(settings, create, doing=f"creating session {session_id}",
                           session_id=session_id)
     _say(f"Session {session_id} created"
-         + (f", webhook {record.webhookUrl or webhook}" if webhook else "") + ".")
+         + (f", webhook {hide_url_secrets(record.webhookUrl or webhook)}" if webhook else "") + ".")
     if record.status == "connected":
         _say(f"It is already connected{f' as {record.phone}' if record.phone else ''}.")
         return
