@@ -46,7 +46,7 @@ def test_status_shows_the_last_status_event_stored(
     url, ledger, receiver = stored
     created = cli("sessions", "create", "evt-01", "--webhook", receiver.url, env=service_env)
     assert created.code == 0, created.both
-    assert "webhook http://" in created.out and TOKEN not in created.out, created.out
+    assert "?token=***" in created.out and TOKEN not in created.out, created.out
     wait_until(lambda: _last(ledger, "evt-01") == "qr_ready")
     sandbox_process.scan("evt-01")
     wait_until(lambda: _last(ledger, "evt-01") == "connected")
