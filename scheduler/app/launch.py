@@ -112,16 +112,21 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
                   + ("; set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY to send for real"
                      if target == "sandbox" else ""), highlight=False)
     _check_senders(settings, service, campaign)
-    ledger = ledger_from_settings(settings)
+    # live `campaign serve` workers (PostgreSQL) will send it and receive its events: no
+    # receiver here. An SQLite ledger is opened only once the port is bound (a busy port
+    # stops the command before it makes a database file).
+    served = not settings.resolved_database_url().startswith("sqlite")
+    ledger = ledger_from_settings(settings) if served else None
     notes: list[str] = []
-    # live `campaign serve` workers will send it (and receive its events): no receiver here
-    sock = None if _live_workers(settings, ledger) else _receiver_socket(settings, service,
-                                                                          notes)
+    sock = None if ledger is not None and _live_workers(settings, ledger) \
+        else _receiver_socket(settings, service, notes)
     with contextlib.ExitStack() as cleanup:
         if sock is not None:
             cleanup.callback(sock.close)
         for note in notes:
             console.print(f"[yellow]{note}[/]")
+        if ledger is None:
+            ledger = ledger_from_settings(settings)
         run = unfinished_run_for(ledger, campaign.spec.name)
         choice = edit_choice
         if run is not None:

@@ -34,6 +34,7 @@ def test_a_busy_fixed_port_stops_the_run_before_planning(make_sandbox, tmp_path,
     out = cli(env, "run", str(campaign), cwd=cwd)
     assert out.returncode == 1 and f"receiver_port {busy_port}" in out.stderr
     assert "Traceback" not in out.stderr
+    assert not (cwd / "state" / "campaign.db").exists()  # it made no ledger either
     runs = json.loads(cli(env, "runs", "--json", cwd=cwd).stdout)["runs"]
     assert runs == [] and service.sends() == []
 
