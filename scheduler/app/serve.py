@@ -30,6 +30,7 @@ from scheduler.app.wiring import (
 )
 from scheduler.config import Settings
 from scheduler.dispatch.exceptions import DispatchError
+from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
@@ -68,6 +69,8 @@ class Server:
         #: held senders whose webhooks reach our receiver (the account's, per channel)
         self.pointed: set[tuple[str, str | None]] = set()
         self.pointing = asyncio.Lock()
+        #: Runs dispatched at once pace a sender they share together (shared_senders).
+        self.shared = SharedSenders()
 
     @property
     def follows_leases(self) -> bool:
@@ -151,7 +154,7 @@ class Server:
             result = await dispatch(self.ledger, client, run, stop_event=stop,
                                     events_received=self.events_received,
                                     option_overrides=self.settings.engine_overrides(),
-                                    seat=self.seat)
+                                    seat=self.seat, shared=self.shared)
             if stop.is_set() and result.status == RunStatus.PAUSED:
                 # the server is stopping, not the operator: the next serve continues it
                 self.ledger.set_status(run.id, RunStatus.RUNNING,

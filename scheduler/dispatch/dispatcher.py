@@ -31,6 +31,7 @@ from scheduler.dispatch.leases import LeaseGate, Seat
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
+from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.display import local_time
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
@@ -66,9 +67,12 @@ class Dispatcher:
         stop_event: asyncio.Event | None = None,
         quotas: dict[str, Quota] | None = None,
         on_note: Callable[[TimelineEntry], None] | None = None, seat: Seat | None = None,
+        shared: SharedSenders | None = None,
     ) -> None:
         self.ledger = ledger
         self.client = client
+        #: The process's other dispatchers' claims per sender (``campaign serve``).
+        self.shared = shared
         if channel is None:
             from scheduler.dispatch.channels import channel_for
 
@@ -146,12 +150,17 @@ class Dispatcher:
                 self._note(now, waits.recovered_note(recovered, now, self._verify_at, self._zone),
                            kind="verifying", until=self._verify_at)
             self.pool = self._make_pool(now)
+            if self.shared is not None:
+                self.shared.join(self.run_id)
+                self.pool.share(self.shared, self.run_id)
             if not self.pool.senders:
                 self._stop(RunStatus.PAUSED, "the run has no senders: name them in the "
                            "campaign's `senders` and plan it again")
             await self._loop()
         finally:
             await self._drain()
+            if self.shared is not None and self.pool is not None:
+                self.shared.leave(self.run_id)
             if self.gate is None:
                 self.ledger.release(self.run_id)
             else:

@@ -133,8 +133,9 @@ class SenderPace:
             at = self.daily.next_reset(at)
         return now if at == now else at.astimezone(now.tzinfo)
 
-    def record_send(self, at: datetime) -> None:
-        """Count a send made at ``at``: take a token, draw the next pause, count the day."""
+    def record_send(self, at: datetime, *, count_day: bool = True) -> None:
+        """Count a send made at ``at``: take a token, draw the next pause, count the day
+        (unless ``count_day``: a send the day's count already holds)."""
         _ts(at)
         at_utc = at.astimezone(UTC)
         self._tokens = self._tokens_at(at_utc) - 1.0
@@ -142,7 +143,8 @@ class SenderPace:
         self._last_send = at_utc
         low, high = self.jitter
         self._pause = self.rng.uniform(low, high) if high > 0 else 0.0
-        self.daily.record(at)
+        if count_day:
+            self.daily.record(at)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.pacing import SenderPace
+from scheduler.dispatch.shared_senders import SharedSenders
 
 #: A 429 doubles a sender's interval, up to this factor.
 MAX_SLOWDOWN = 16.0
@@ -41,6 +42,8 @@ class SenderState:
     #: A WhatsApp call under way on this session: no other call before its end (or this).
     call_until: datetime | None = None
     last_scheduled: datetime | None = field(default=None, repr=False)
+    #: The other runs' claims through this sender already taken in (SharedSenders).
+    foreign_seen: int = field(default=0, repr=False)
 
     def ready_at(self, now: datetime) -> datetime:
         """The earliest instant this sender may send."""
@@ -85,6 +88,39 @@ class SenderPool:
         self._order = list(self.senders)
         self._position = {name: i for i, name in enumerate(self._order)}
         self._cursor = 0
+        self._shared: SharedSenders | None = None
+        self._run_id = 0
+
+    def share(self, shared: SharedSenders, run_id: int) -> None:
+        """Pace the senders together with the process's other runs (see
+        :mod:`scheduler.dispatch.shared_senders`); their claims so far are already in the
+        ledger's count of today's sends this pool started from."""
+        self._shared, self._run_id = shared, run_id
+        for state in self.senders.values():
+            latest, state.foreign_seen = shared.others(run_id, state.name)
+            if latest is not None:  # its pace goes on from the other run's latest send
+                state.pace.record_send(latest, count_day=False)
+                state.last_scheduled = latest
+
+    def _take_in(self, state: SenderState, now: datetime) -> None:
+        """The other runs' claims through ``state`` since the last look: the latest spends
+        a token and starts a jitter pause; all count toward the day and the plan quota."""
+        shared = self._shared
+        if shared is None or not shared.shared:
+            return
+        latest, total = shared.others(self._run_id, state.name)
+        fresh = total - state.foreign_seen
+        if fresh <= 0:
+            return
+        state.foreign_seen = total
+        state.quota_left -= fresh
+        if latest is not None and (state.last_scheduled is None
+                                   or latest > state.last_scheduled):
+            state.pace.record_send(latest)  # counts one in the day
+            state.last_scheduled = latest
+            fresh -= 1
+        if fresh > 0:
+            state.pace.daily.record(latest or now, fresh)
 
     def recount_today(self, sent_today: dict[str, int], now: datetime, *,
                       plan_limit: int | None = None) -> None:
@@ -115,11 +151,13 @@ class SenderPool:
                 self.held is None or sticky in self.held):
             state = self.senders[sticky]
             if state.down_reason is None or len(self.senders) == 1:
+                self._take_in(state, now)
                 ready = state.ready_at(now)
                 return (state, ready) if ready <= now else (None, ready)
         candidates = self._candidates()
         earliest: datetime | None = None
         for state in candidates:
+            self._take_in(state, now)
             ready = state.ready_at(now)
             if ready <= now:
                 self._advance(state)
@@ -163,6 +201,8 @@ class SenderPool:
         at = due if (now - due).total_seconds() < interval else now
         state.last_scheduled = at
         state.pace.record_send(at)
+        if self._shared is not None:
+            self._shared.note(self._run_id, state.name, at)
         state.claimed += 1
         state.quota_left -= 1
         if self.call_hold is not None:

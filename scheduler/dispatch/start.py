@@ -13,6 +13,7 @@ from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.leases import Seat
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult
+from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -29,10 +30,11 @@ async def dispatch(
     progress_every_s: float = 0.0,
     option_overrides: dict[str, Any] | None = None,
     on_note: Callable[[Any], None] | None = None,
-    seat: Seat | None = None,
+    seat: Seat | None = None, shared: SharedSenders | None = None,
 ) -> RunResult:
     """Dispatch ``run`` to the end (or a stop) with its stored options; ``seat``: the
-    ``campaign serve`` worker this runs in (its leases choose the senders)."""
+    ``campaign serve`` worker this runs in (its leases choose the senders); ``shared``: the
+    process's record of claims per sender, when it dispatches several runs at once."""
     if run.status in FINISHED_RUN_STATUSES:
         raise RunStateError(f"run {run.id} is already {run.status}")
     assert run.id is not None
@@ -50,7 +52,7 @@ async def dispatch(
         ledger, client, run.id, options, channel=channel, clock=clock, rng=rng,
         events_received=events_received,
         on_progress=on_progress, progress_every_s=progress_every_s, stop_event=stop_event,
-        quotas=quotas, on_note=on_note, seat=seat,
+        quotas=quotas, on_note=on_note, seat=seat, shared=shared,
         **kwargs,
     )
     return await dispatcher.run()
