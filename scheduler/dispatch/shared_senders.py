@@ -7,8 +7,9 @@ would otherwise each send through it at their own rate (two runs at ``30/min`` m
 record of every claim, by sender: before a pool picks a sender it takes in the claims the
 other runs made through it since it last looked (the latest one spends a token of its
 bucket and starts its jitter pause, as if it had made that send itself; all of them count
-toward its daily cap), so the sender's gaps are never shorter than the slowest pace of the
-runs that use it, and its day is counted once.
+toward its daily cap), so each gap is at least the interval of the run that sends next:
+the sender never goes faster than the fastest pace of the runs that use it (two runs at
+``30/min`` make ``30/min``), and its day is counted once.
 
 Across processes (several ``campaign serve`` workers on PostgreSQL) a sender is leased to
 one worker at a time (:mod:`scheduler.dispatch.leases`), so this in-process record covers
