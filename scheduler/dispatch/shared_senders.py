@@ -24,10 +24,13 @@ from datetime import datetime
 
 @dataclass
 class _Claims:
-    """One sender's claims: the latest one (its run and instant), and how many per run."""
+    """One sender's claims: the latest one (its run and instant), how many in all, and how
+    many by each run still being dispatched (a run's count goes when it stops, the total
+    stays: a long ``serve`` of cron runs keeps one entry per sender)."""
 
     latest: datetime | None = None
     latest_run: int | None = None
+    total: int = 0
     per_run: dict[int, int] = field(default_factory=dict)
 
 
@@ -47,8 +50,10 @@ class SharedSenders:
         left = self._runs.get(run_id, 0) - 1
         if left > 0:
             self._runs[run_id] = left
-        else:
-            self._runs.pop(run_id, None)
+            return
+        self._runs.pop(run_id, None)
+        for claims in self._senders.values():
+            claims.per_run.pop(run_id, None)
 
     @property
     def shared(self) -> bool:
@@ -60,6 +65,7 @@ class SharedSenders:
         claims = self._senders.get(sender)
         if claims is None:
             claims = self._senders[sender] = _Claims()
+        claims.total += 1
         claims.per_run[run_id] = claims.per_run.get(run_id, 0) + 1
         if claims.latest is None or at >= claims.latest:
             claims.latest, claims.latest_run = at, run_id
@@ -70,6 +76,5 @@ class SharedSenders:
         claims = self._senders.get(sender)
         if claims is None:
             return None, 0
-        total = sum(n for run, n in claims.per_run.items() if run != run_id)
         latest = claims.latest if claims.latest_run != run_id else None
-        return latest, total
+        return latest, claims.total - claims.per_run.get(run_id, 0)

@@ -65,3 +65,16 @@ def test_a_run_alone_is_not_slowed_by_the_record() -> None:
     shared = SharedSenders()
     claims = _claims([_pool(shared, 1)], 10)
     assert 10 <= len(claims) <= 11
+
+
+def test_a_run_that_starts_after_another_ended_paces_from_its_last_send() -> None:
+    shared = SharedSenders()
+    first = _pool(shared, 1)
+    state, ready = first.pick(T0)
+    assert state is not None
+    first.on_claim(state, ready or T0, T0)
+    shared.leave(1)  # its dispatcher stopped: only the sender's totals stay
+    second = _pool(shared, 2)
+    assert second.pick(T0 + timedelta(seconds=0.5))[0] is None  # 1/s since that send
+    assert second.pick(T0 + timedelta(seconds=1))[0] is not None
+    assert shared.others(2, "s1") == (T0, 1)
