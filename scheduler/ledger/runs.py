@@ -1,9 +1,9 @@
-"""Runs and campaigns in the ledger: create, store a plan, control, lease, finish.
+"""Runs and campaigns in the ledger: create, store a plan, list, count, suppress.
 
-A run is dispatched by at most one live process at a time (see :mod:`scheduler.ledger.lease`).
-Pause and cancel requests from other processes are written to ``runs.control`` and obeyed by
-the owner within its polling interval. Every method opens its own transaction through
-:mod:`scheduler.ledger.access`, so a database error is one ``LedgerError`` line.
+Built on :class:`~scheduler.ledger.run_control.RunControl` (status, control requests, the
+owner's lease, requeue) and :class:`~scheduler.ledger.core.LedgerCore` (the one door). Every
+method opens its own transaction through :mod:`scheduler.ledger.access`, so a database error
+is one ``LedgerError`` line.
 """
 
 from __future__ import annotations
@@ -19,50 +19,26 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from scheduler.ledger import access
-from scheduler.ledger.access import Connection, Engine, Scope
-from scheduler.ledger.exceptions import RunLocked, RunNotFound, RunStateError
-from scheduler.ledger.lease import owner_alive, planner_alive
+from scheduler.ledger.access import Connection
+from scheduler.ledger.exceptions import RunStateError
+from scheduler.ledger.lease import planner_alive
 from scheduler.ledger.models import Campaign, Run, Suppression
 from scheduler.ledger.planwriter import PlanWriter
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.queries import suppression as sq
-from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
+from scheduler.ledger.run_control import RunControl
+from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.run_options import RunOptions, from_snapshot
-from scheduler.timeutil import Clock, utcnow
 
 
 def _json(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-class Ledger:
+class Ledger(RunControl):
     """The ledger's operations on runs and campaigns, over one engine and one clock."""
-
-    def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
-        self.engine = engine
-        self.clock = clock
-
-    # ------------------------------------------------------------------ the one door
-
-    def transaction(self, what: str = "write to the ledger") -> Scope:
-        """``with ledger.transaction("claim deliveries") as conn:`` one transaction for
-        :mod:`scheduler.ledger.queries` functions; database errors become ``LedgerError``
-        naming ``what`` (see :mod:`scheduler.ledger.access`)."""
-        return Scope(self.engine, what, write=True)
-
-    def read(self, what: str = "read the ledger") -> Scope:
-        """``with ledger.read("count deliveries") as conn:`` reads, nothing committed."""
-        return Scope(self.engine, what, write=False)
-
-    def snapshot(self, what: str = "read the ledger") -> Scope:
-        """Reads that all see the same state of the ledger (a report made mid-run)."""
-        return Scope(self.engine, what, write=False, snapshot=True)
-
-    def close(self) -> None:
-        """Close the ledger's pooled connections (the ledger can still be used after)."""
-        self.engine.dispose()
 
     # ------------------------------------------------------------------ campaigns and runs
 
@@ -232,14 +208,6 @@ class Ledger:
             gone.append(run.id)
         return gone
 
-    def get_run(self, run_id: int) -> Run:
-        """The run with that id, or :class:`RunNotFound`."""
-        with access.session(self.engine, f"read run {run_id}") as session:
-            run = session.get(Run, run_id)
-            if run is None:
-                raise RunNotFound(run_id)
-            return run
-
     def list_runs(self, *, campaign_name: str | None = None) -> list[Run]:
         """Every run, newest first."""
         stmt = select(Run).order_by(col(Run.id).desc())
@@ -265,127 +233,6 @@ class Ledger:
         """Deliveries of the run by state."""
         with self.read(f"count the deliveries of run {run_id}") as conn:
             return dq.counts_by_state(conn, run_id)
-
-    # ------------------------------------------------------------------ status and control
-
-    def set_status(self, run_id: int, status: str, *, reason: str | None = None,
-                   keep_control: bool = False) -> None:
-        """Set the run's status (and its start or finish time); ``running`` clears a
-        pending control request unless ``keep_control`` (a worker joining a run that
-        others dispatch must not undo a pause or cancel meant for all of them)."""
-        now = self.clock()
-        values: dict[str, Any] = {"status": status}
-        if reason is not None:
-            values["stop_reason"] = reason
-        if status == RunStatus.RUNNING and not keep_control:
-            values["control"] = None
-        if status in FINISHED_RUN_STATUSES:
-            values["finished_at"] = now
-        with self.transaction(f"set the status of run {run_id}") as conn:
-            if status == RunStatus.RUNNING:
-                rq.mark_started(conn, run_id, now)
-            rq.update_run(conn, run_id, **values)
-
-    def end(self, run_id: int, status: str, *, reason: str) -> str:
-        """End a dispatch of the run as ``status`` (``completed`` or ``paused``) unless it
-        has ended already, and return the status the run has now: on PostgreSQL another
-        worker may have cancelled it (its planned rows skipped) a moment before this one
-        found no work left."""
-        values: dict[str, Any] = {"status": status, "stop_reason": reason}
-        if status in FINISHED_RUN_STATUSES:
-            values["finished_at"] = self.clock()
-        with self.transaction(f"set the status of run {run_id}") as conn:
-            if rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES, **values):
-                return status
-        return self.get_run(run_id).status
-
-    def request(self, run_id: int, action: str, *, served: bool = False) -> Run:
-        """Ask the run to ``pause``, ``resume`` or ``cancel``; survives restarts.
-
-        ``served``: live ``campaign serve`` workers dispatch it (PostgreSQL), as an owner.
-        """
-        run = self.get_run(run_id)
-        if run.status in FINISHED_RUN_STATUSES:
-            raise RunStateError(f"run {run_id} is already {run.status}")
-        now = self.clock()
-        alive = owner_alive(run, now) or served
-        with self.transaction(f"{action} run {run_id}") as conn:
-            if action == "pause":
-                rq.update_run(conn, run_id, control="pause", status=RunStatus.PAUSED)
-            elif action == "resume":
-                rq.update_run(conn, run_id, control=None,
-                              status=RunStatus.RUNNING if alive else RunStatus.PAUSED)
-            elif action == "cancel":
-                rq.update_run(conn, run_id, control="cancel")
-                if not alive:
-                    self._cancel_now(conn, run_id, now)
-            else:
-                raise RunStateError(f"unknown action {action!r}")
-        return self.get_run(run_id)
-
-    @staticmethod
-    def _cancel_now(conn: Connection, run_id: int, now: datetime) -> None:
-        dq.record_final(
-            conn, [(i, "", "cancelled") for i in rq.planned_ids(conn, run_id)],
-            DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
-        )
-        rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES,
-                                 status=RunStatus.CANCELLED, finished_at=now, control=None,
-                                 stop_reason="cancelled by the operator")
-
-    def cancel_pending(self, run_id: int) -> str:
-        """Owner side of a cancel: skip every planned row, mark the run cancelled (unless
-        another worker ended it first); the status the run has now."""
-        with self.transaction(f"cancel run {run_id}") as conn:
-            self._cancel_now(conn, run_id, self.clock())
-        return self.get_run(run_id).status
-
-    def control(self, run_id: int) -> str | None:
-        """The pending control request of the run (``pause``, ``cancel`` or None)."""
-        with self.read(f"read the control request of run {run_id}") as conn:
-            return rq.control_of(conn, run_id)
-
-    # ------------------------------------------------------------------ lease
-
-    def acquire(self, run_id: int) -> Run:
-        """Take the run for this process, or :class:`RunLocked` if a live process holds it."""
-        run = self.get_run(run_id)
-        if run.owner_pid not in (None, os.getpid()) and owner_alive(run, self.clock()):
-            raise RunLocked(
-                f"run {run_id} is being dispatched by process {run.owner_pid} on "
-                f"{run.owner_host}; use `campaign pause|cancel {run_id}` to control it"
-            )
-        with self.transaction(f"take run {run_id}") as conn:
-            rq.take_lease(conn, run_id, os.getpid(), socket.gethostname(), self.clock())
-        return self.get_run(run_id)
-
-    def heartbeat(self, run_id: int) -> None:
-        """Tell other processes the owner is alive."""
-        with self.transaction(f"write the heartbeat of run {run_id}") as conn:
-            rq.beat(conn, run_id, os.getpid(), self.clock())
-
-    def release(self, run_id: int) -> None:
-        """Give the run up (end of dispatch, pause, or Ctrl-C)."""
-        with self.transaction(f"release run {run_id}") as conn:
-            rq.drop_lease(conn, run_id, os.getpid())
-
-    def requeue(self, run_id: int, states: list[str], *, ids: list[int] | None = None) -> int:
-        """Queue deliveries in ``states`` (failed, unknown; only ``ids`` when given) again,
-        with their later steps.
-
-        The run becomes ``paused`` so ``campaign resume`` sends them; suppressed numbers stay
-        skipped.
-        """
-        run = self.get_run(run_id)
-        if run.status == RunStatus.RUNNING and owner_alive(run, self.clock()):
-            raise RunStateError(f"run {run_id} is being dispatched; pause it first")
-        now = self.clock()
-        with self.transaction(f"queue deliveries of run {run_id} again") as conn:
-            n = reruns.requeue(conn, run_id, states, now, ids=ids)
-            if n:
-                rq.update_run(conn, run_id, status=RunStatus.PAUSED, finished_at=None,
-                              control=None, stop_reason=f"{n} deliveries queued again")
-        return n
 
     # ------------------------------------------------------------------ suppression
 
