@@ -13,7 +13,8 @@ What is checked here, all of it before raising: TOML syntax; every key of the de
 (pydantic, in a person's words, with the key's line in the file); that the recipients and
 suppression files exist; every step's type and fields against the endpoint's model (with
 templates replaced by a placeholder) and the bounds of its constant parts; every template's
-syntax. Rows are checked later, when the plan renders them.
+syntax (the steps in :mod:`scheduler.campaign.step_compile`). Rows are checked later, when
+the plan renders them.
 
 ``load_campaign(path, lenient=True)`` (``campaign validate``) does not raise for these: it
 returns a best-effort campaign (wrong keys dropped, see :mod:`scheduler.campaign.specerrors`)
@@ -27,65 +28,27 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, tzinfo
+from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
 
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import ValidationError
 
-from scheduler.campaign.bounds import body_checker
-from scheduler.campaign.definition import CHANNELS, BoundsSpec, CampaignSpec, step_delay
-from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
-from scheduler.campaign.products import ProductRef, product_ref
+from scheduler.campaign.definition import CHANNELS, BoundsSpec, CampaignSpec
+from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.rendering import (
-    Leaf,
-    compile_file_leaf,
-    compile_leaf,
-    is_template,
     make_environment,
-    placeholder_tree,
 )
 from scheduler.campaign.specerrors import describe, lenient_spec
+from scheduler.campaign.step_compile import Collector, CompiledStep, check_step
 from scheduler.campaign.steps import (
-    DISPATCHER_KEYS,
     PLACEHOLDER_SESSION,
-    PLACEHOLDER_TO,
-    RESERVED_KEYS,
-    StepKind,
-    full_body,
     loc_path,
-    model_problems,
-    step_kind,
-    wire_names,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
 from scheduler.run_options import DEFAULT_TIMEZONE
 from scheduler.units import load_zone
-
-
-@dataclass
-class CompiledStep:
-    """One step: its index, kind, delay after the previous step and its template tree.
-
-    ``ok`` is false for a step with definition errors (only in a lenient load): its rows
-    are not rendered, since every row would repeat the same error.
-    """
-
-    index: int
-    kind: StepKind
-    delay_s: float
-    tree: dict[str, Any]
-    ok: bool = True
-    #: The catalog product the step shows (``product = {...}``), fetched at plan time.
-    product: ProductRef | None = None
-    #: Template variables of this step from the service (``product``), set at plan time.
-    context: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def key(self) -> str:
-        """``steps[i]``, the key path prefix of this step in the definition."""
-        return f"steps[{self.index}]"
 
 
 @dataclass
@@ -162,131 +125,6 @@ def _read_toml(path: Path, label: str) -> tuple[dict[str, Any], str]:
         raise DefinitionError(Issue(label, f"not valid TOML: {exc}", line=line)) from None
 
 
-class _Collector:
-    """Issues found so far, with the most specific error class they share."""
-
-    def __init__(self, label: str, lines: dict[str, int]) -> None:
-        self.label = label
-        self.lines = lines
-        self.issues: list[Issue] = []
-        self.classes: set[type[CampaignError]] = set()
-
-    def add(self, message: str, key: str | None = None, **extra: Any) -> None:
-        """Record a definition problem of the campaign file (at the key's line)."""
-        extra.setdefault("line", line_of(self.lines, key))
-        self.issues.append(Issue(self.label, message, key=key, **extra))
-        self.classes.add(DefinitionError)
-
-    def error(self) -> CampaignError:
-        """One error with every issue: their shared class, else DefinitionError."""
-        cls = next(iter(self.classes)) if len(self.classes) == 1 else DefinitionError
-        return cls(self.issues)
-
-    def absorb(self, error: CampaignError) -> None:
-        """Record every issue of an error raised while checking (e.g. a template's)."""
-        self.issues.extend(error.issues)
-        self.classes.add(type(error))
-
-    def raise_if_any(self) -> None:
-        """Raise :meth:`error` when anything was found."""
-        if self.issues:
-            raise self.error()
-
-
-def _compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: _Collector) -> Any:
-    """Replace template strings by leaves and ``X_file`` keys by file leaves named ``X``;
-    a TOML date or time becomes its ISO text (a body carries text)."""
-    if isinstance(node, date | time):  # datetime too
-        return node.isoformat()
-    if isinstance(node, str):
-        if not is_template(node):
-            return node
-        try:
-            return compile_leaf(
-                env, node, key=key, file=found.label, line=line_of(found.lines, key)
-            )
-        except CampaignError as exc:
-            found.absorb(exc)
-            return node
-    if isinstance(node, list):
-        return [_compile_tree(v, f"{key}[{i}]", env, found) for i, v in enumerate(node)]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for name, value in node.items():
-        sub = f"{key}.{name}"
-        if name.endswith("_file") and isinstance(value, str):
-            target = name[: -len("_file")]
-            if target in node:
-                found.add(f"give {target} or {name}, not both", sub)
-                continue
-            try:
-                out[target] = compile_file_leaf(
-                    env,
-                    value,
-                    key=f"{key}.{target}",
-                    campaign_file=found.label,
-                    line=line_of(found.lines, sub),
-                )
-            except CampaignError as exc:
-                found.absorb(exc)
-                out[target] = "0"
-            continue
-        out[name] = _compile_tree(value, sub, env, found)
-    return out
-
-
-def _check_step(
-    index: int,
-    raw: Any,
-    spec_channel: str,
-    session: str,
-    env: SandboxedEnvironment,
-    found: _Collector,
-    bounds: BoundsSpec,
-    timezone: str = "UTC",
-) -> CompiledStep | None:
-    key = f"steps[{index}]"
-    before = len(found.issues)
-    if not isinstance(raw, dict):
-        found.add("a step must be a table ([[steps]])", key)
-        return None
-    try:
-        kind = step_kind(spec_channel, raw.get("type"), timezone=timezone, fields=raw)
-    except ValueError as exc:
-        found.add(str(exc), f"{key}.type")
-        return None
-    delay = 0.0
-    if "delay" in raw:
-        try:
-            delay = step_delay(raw["delay"])
-        except ValueError as exc:
-            found.add(str(exc), f"{key}.delay")
-    product = None
-    if "product" in raw:
-        try:
-            product = product_ref(raw["product"])
-        except ValueError as exc:
-            found.add(str(exc), f"{key}.product")
-    for name in DISPATCHER_KEYS & raw.keys():
-        found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
-    fields = wire_names(kind, {k: v for k, v in raw.items()
-                               if k not in RESERVED_KEYS | DISPATCHER_KEYS})
-    tree = _compile_tree(fields, key, env, found)
-    constant = placeholder_tree(tree)
-    for name, sample in kind.samples:  # a template: its rows are checked when rendered
-        if isinstance(tree.get(name), Leaf):
-            constant[name] = sample
-    body = full_body(kind, constant, PLACEHOLDER_TO, session)
-    for path, message in model_problems(kind, body):
-        found.add(message, f"{key}.{path}" if path else key)
-    checker = body_checker(kind.name, bounds)
-    for path, message in checker(constant) if checker is not None else ():
-        found.add(message.removeprefix("rendered "), f"{key}.{path}")
-    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,
-                        product=product)
-
-
 def _keyed(err: Any) -> tuple[str, str | None]:
     """(message, key path) of a pydantic error; a whole-file check that names its key
     (``senders: a WhatsApp campaign needs …``) is filed under that key."""
@@ -299,7 +137,7 @@ def _keyed(err: Any) -> tuple[str, str | None]:
     return message, key
 
 
-def _cross_checks(spec: CampaignSpec | None, found: _Collector) -> None:
+def _cross_checks(spec: CampaignSpec | None, found: Collector) -> None:
     """Checks across keys that pydantic skipped because a key they read was wrong."""
     problem = spec.whole_file_problem() if spec is not None else None
     if problem is not None and not any(i.key == problem[0] for i in found.issues):
@@ -316,7 +154,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
     label = str(path)
     data, text = _read_toml(path, label)
     root = path.parent.parent
-    found = _Collector(label, key_lines(text))
+    found = Collector(label, key_lines(text))
     spec: CampaignSpec | None = None
     try:
         spec = CampaignSpec.model_validate(data)
@@ -363,7 +201,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
     raw_zone = raw_schedule.get("timezone") if isinstance(raw_schedule, dict) else None
     zone = raw_zone if isinstance(raw_zone, str) else DEFAULT_TIMEZONE
     for index, raw in enumerate(raw_steps):
-        step = _check_step(index, raw, channel, session, env, found, bounds, zone)
+        step = check_step(index, raw, channel, session, env, found, bounds, zone)
         if step is not None:
             steps.append(step)
     if not lenient or spec is None or recipients_file is None:

@@ -1,0 +1,185 @@
+"""A campaign's steps compiled from the definition: each step's type and fields checked
+against its endpoint's model, its template strings and ``X_file`` keys turned into leaves,
+every problem collected (with the key's line) rather than raised at the first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, time
+from typing import Any
+
+from jinja2.sandbox import SandboxedEnvironment
+
+from scheduler.campaign.bounds import body_checker
+from scheduler.campaign.definition import BoundsSpec, step_delay
+from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
+from scheduler.campaign.products import ProductRef, product_ref
+from scheduler.campaign.rendering import (
+    Leaf,
+    compile_file_leaf,
+    compile_leaf,
+    is_template,
+    placeholder_tree,
+)
+from scheduler.campaign.steps import (
+    DISPATCHER_KEYS,
+    PLACEHOLDER_TO,
+    RESERVED_KEYS,
+    StepKind,
+    full_body,
+    model_problems,
+    step_kind,
+    wire_names,
+)
+from scheduler.campaign.tomllines import line_of
+
+
+@dataclass
+class CompiledStep:
+    """One step: its index, kind, delay after the previous step and its template tree.
+
+    ``ok`` is false for a step with definition errors (only in a lenient load): its rows
+    are not rendered, since every row would repeat the same error.
+    """
+
+    index: int
+    kind: StepKind
+    delay_s: float
+    tree: dict[str, Any]
+    ok: bool = True
+    #: The catalog product the step shows (``product = {...}``), fetched at plan time.
+    product: ProductRef | None = None
+    #: Template variables of this step from the service (``product``), set at plan time.
+    context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """``steps[i]``, the key path prefix of this step in the definition."""
+        return f"steps[{self.index}]"
+
+
+
+class Collector:
+    """Issues found so far, with the most specific error class they share."""
+
+    def __init__(self, label: str, lines: dict[str, int]) -> None:
+        self.label = label
+        self.lines = lines
+        self.issues: list[Issue] = []
+        self.classes: set[type[CampaignError]] = set()
+
+    def add(self, message: str, key: str | None = None, **extra: Any) -> None:
+        """Record a definition problem of the campaign file (at the key's line)."""
+        extra.setdefault("line", line_of(self.lines, key))
+        self.issues.append(Issue(self.label, message, key=key, **extra))
+        self.classes.add(DefinitionError)
+
+    def error(self) -> CampaignError:
+        """One error with every issue: their shared class, else DefinitionError."""
+        cls = next(iter(self.classes)) if len(self.classes) == 1 else DefinitionError
+        return cls(self.issues)
+
+    def absorb(self, error: CampaignError) -> None:
+        """Record every issue of an error raised while checking (e.g. a template's)."""
+        self.issues.extend(error.issues)
+        self.classes.add(type(error))
+
+    def raise_if_any(self) -> None:
+        """Raise :meth:`error` when anything was found."""
+        if self.issues:
+            raise self.error()
+
+
+def compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: Collector) -> Any:
+    """Replace template strings by leaves and ``X_file`` keys by file leaves named ``X``;
+    a TOML date or time becomes its ISO text (a body carries text)."""
+    if isinstance(node, date | time):  # datetime too
+        return node.isoformat()
+    if isinstance(node, str):
+        if not is_template(node):
+            return node
+        try:
+            return compile_leaf(
+                env, node, key=key, file=found.label, line=line_of(found.lines, key)
+            )
+        except CampaignError as exc:
+            found.absorb(exc)
+            return node
+    if isinstance(node, list):
+        return [compile_tree(v, f"{key}[{i}]", env, found) for i, v in enumerate(node)]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for name, value in node.items():
+        sub = f"{key}.{name}"
+        if name.endswith("_file") and isinstance(value, str):
+            target = name[: -len("_file")]
+            if target in node:
+                found.add(f"give {target} or {name}, not both", sub)
+                continue
+            try:
+                out[target] = compile_file_leaf(
+                    env,
+                    value,
+                    key=f"{key}.{target}",
+                    campaign_file=found.label,
+                    line=line_of(found.lines, sub),
+                )
+            except CampaignError as exc:
+                found.absorb(exc)
+                out[target] = "0"
+            continue
+        out[name] = compile_tree(value, sub, env, found)
+    return out
+
+
+def check_step(
+    index: int,
+    raw: Any,
+    spec_channel: str,
+    session: str,
+    env: SandboxedEnvironment,
+    found: Collector,
+    bounds: BoundsSpec,
+    timezone: str = "UTC",
+) -> CompiledStep | None:
+    key = f"steps[{index}]"
+    before = len(found.issues)
+    if not isinstance(raw, dict):
+        found.add("a step must be a table ([[steps]])", key)
+        return None
+    try:
+        kind = step_kind(spec_channel, raw.get("type"), timezone=timezone, fields=raw)
+    except ValueError as exc:
+        found.add(str(exc), f"{key}.type")
+        return None
+    delay = 0.0
+    if "delay" in raw:
+        try:
+            delay = step_delay(raw["delay"])
+        except ValueError as exc:
+            found.add(str(exc), f"{key}.delay")
+    product = None
+    if "product" in raw:
+        try:
+            product = product_ref(raw["product"])
+        except ValueError as exc:
+            found.add(str(exc), f"{key}.product")
+    for name in DISPATCHER_KEYS & raw.keys():
+        found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
+    fields = wire_names(kind, {k: v for k, v in raw.items()
+                               if k not in RESERVED_KEYS | DISPATCHER_KEYS})
+    tree = compile_tree(fields, key, env, found)
+    constant = placeholder_tree(tree)
+    for name, sample in kind.samples:  # a template: its rows are checked when rendered
+        if isinstance(tree.get(name), Leaf):
+            constant[name] = sample
+    body = full_body(kind, constant, PLACEHOLDER_TO, session)
+    for path, message in model_problems(kind, body):
+        found.add(message, f"{key}.{path}" if path else key)
+    checker = body_checker(kind.name, bounds)
+    for path, message in checker(constant) if checker is not None else ():
+        found.add(message.removeprefix("rendered "), f"{key}.{path}")
+    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,
+                        product=product)
