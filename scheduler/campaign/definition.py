@@ -77,6 +77,7 @@ from pydantic import (
 
 from scheduler.campaign.blanks import BlanksSpec
 from scheduler.campaign.linetypes import LineTypeName
+from scheduler.campaign.render_bounds import RenderLimits
 from scheduler.run_options import (
     DEFAULT_DAYS,
     DEFAULT_DELIVERY,
@@ -239,10 +240,22 @@ class BoundsSpec(Strict):
 
     The service documents no maximum; these are WhatsApp's limits for a text message and a
     media caption. A rendered body over them is an error of its row, found before sending.
+    ``render_max_*`` bound the cost of rendering one template for one row.
     """
 
     text: int = Field(default=4096, ge=1)
     caption: int = Field(default=1024, ge=1)
+    # What one template may cost per row (scheduler.campaign.render_bounds): output bytes,
+    # loop iterations, nested calls, milliseconds. A breach is an error of its row.
+    render_max_bytes: int = Field(default=1_000_000, ge=1)
+    render_max_loops: int = Field(default=100_000, ge=1)
+    render_max_depth: int = Field(default=50, ge=1, le=200)
+    render_max_ms: int = Field(default=2_000, ge=1)
+
+    def render_limits(self) -> RenderLimits:
+        """These bounds as the renderer takes them."""
+        return RenderLimits(max_bytes=self.render_max_bytes, max_loops=self.render_max_loops,
+                            max_depth=self.render_max_depth, max_ms=self.render_max_ms)
 
 
 class CampaignSpec(Strict):

@@ -187,13 +187,13 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
                     f"suppression file {name!r} not found ({resolved})",
                     f"recipients.suppression[{i}]",
                 )
-    env = make_environment([root / "templates", path.parent])
+    bounds = spec.bounds if spec is not None else BoundsSpec()
+    env = make_environment([root / "templates", path.parent], bounds.render_limits())
     raw_channel = data.get("channel")
     channel = raw_channel if raw_channel in CHANNELS else "whatsapp"
     raw_senders = data.get("senders")
     senders: list[Any] = raw_senders if isinstance(raw_senders, list) else []
     session = str(senders[0]) if senders else PLACEHOLDER_SESSION
-    bounds = spec.bounds if spec is not None else BoundsSpec()
     steps: list[CompiledStep] = []
     listed_steps = data.get("steps")
     raw_steps: list[Any] = listed_steps if isinstance(listed_steps, list) else []

@@ -35,16 +35,20 @@ from scheduler.campaign.exceptions import (
     UndefinedVariableError,
 )
 from scheduler.campaign.filters import FILTERS
+from scheduler.campaign.render_bounds import BoundedSandbox, RenderBoundError, RenderLimits
 from scheduler.campaign.templatefiles import CampaignLoader, not_found_message
 
 _PLAIN_BUILTINS = ("upper", "lower", "title", "capitalize", "trim")
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
-def make_environment(folders: Sequence[Path] = ()) -> SandboxedEnvironment:
+def make_environment(folders: Sequence[Path] = (),
+                     limits: RenderLimits | None = None) -> BoundedSandbox:
     """The sandboxed environment every campaign template is compiled in; template files
-    are found in ``folders`` (see :mod:`scheduler.campaign.templatefiles`)."""
-    env = SandboxedEnvironment(
+    are found in ``folders`` (see :mod:`scheduler.campaign.templatefiles`), and every render
+    keeps within ``limits`` (see :mod:`scheduler.campaign.render_bounds`)."""
+    env = BoundedSandbox(
+        limits=limits,
         loader=CampaignLoader(folders) if folders else None,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -206,7 +210,11 @@ class Leaf:
                        else self.fast.bound(self._jinja, self._error))
 
     def _jinja(self, ctx: dict[str, Any]) -> str:
+        env = self.template.environment
         try:
+            if isinstance(env, BoundedSandbox):
+                with env.rendering():
+                    return self.template.render(ctx)
             return self.template.render(ctx)
         except Exception as exc:
             raise self._error(exc) from None
@@ -219,6 +227,11 @@ class Leaf:
 
     def _error(self, exc: Exception) -> TemplateError:
         line = self._where(exc)
+        if isinstance(exc, RecursionError):
+            exc = RenderBoundError("template calls nested too deep (a macro or include that "
+                                   "calls itself?)", "bounds.render_max_depth")
+        if isinstance(exc, RenderBoundError):
+            return TemplateError(Issue(self.file, str(exc), key=self.key, line=line))
         if isinstance(exc, SecurityError):
             return SandboxViolationError(
                 Issue(self.file, f"sandbox violation: {exc}", key=self.key, line=line)
