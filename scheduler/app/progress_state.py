@@ -11,6 +11,8 @@ numbers and redraws it as the clock moves (the countdown of a wait is live).
 - After a crash: which sends are verified against the service's events, and until when.
 - A sender's session is not connected: which, why, that its deliveries go to the other
   senders (or that nothing can be sent), and the commands that reconnect it.
+- A sender reached its daily cap or plan limit: which, its cap, when it was reached and
+  when it sends again (:func:`scheduler.dispatch.caps.describe`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from scheduler.dispatch.results import TimelineEntry
+from scheduler.dispatch.caps import describe as describe_caps
+from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.windows import SendWindow
 from scheduler.display import clock_time, local_time, span
 from scheduler.run_options import RunOptions
@@ -54,6 +57,8 @@ class BarState:
     recipients_wait_until: datetime | None = None
     #: A retry's pause between two tries of a down sender (the engine's cool-off).
     retry_every_s: float = 60.0
+    #: Senders at their daily cap or plan limit (the engine's ``sender_capped`` notes).
+    capped: dict[str, CapWait] = field(default_factory=dict)
 
     @classmethod
     def for_run(cls, options: RunOptions, *, channel: str = "whatsapp",
@@ -83,6 +88,8 @@ class BarState:
             self.down[entry.sender] = _Down(entry.why or "not available", entry.at, sticky)
         elif entry.kind == "sender_up" and entry.sender:
             self.down.pop(entry.sender, None)
+        elif entry.kind == "sender_capped" and entry.cap is not None:
+            self.capped[entry.cap.sender] = entry.cap
 
     def senders_down(self, now: datetime) -> list[str]:
         """Senders out of rotation now, in the campaign's order. One paused by a failed
@@ -146,10 +153,17 @@ def _senders_line(state: BarState, now: datetime) -> str | None:
             f"with `campaign sessions qr {first}` and scan the QR code with its phone")
 
 
+def _caps_line(state: BarState, now: datetime) -> str | None:
+    lines = describe_caps(state.capped.values(), state.zone, now,
+                          senders=len(state.senders) or 1)
+    return "\n".join(lines) if lines else None
+
+
 def waiting_line(state: BarState, now: datetime) -> str | None:
     """Why the run is not sending at full pace right now, and what to do; ``None`` when
     nothing holds it back. The most blocking reason first: the window, then a crash's
-    verification, then senders whose session is not connected."""
+    verification, then senders whose session is not connected, then senders at their
+    daily cap or plan limit."""
     lines = [line for line in (_window_line(state, now), _verifying_line(state, now),
-                               _senders_line(state, now)) if line]
+                               _senders_line(state, now), _caps_line(state, now)) if line]
     return "\n".join(lines) if lines else None

@@ -45,8 +45,10 @@ class Rehearsal:
 
     @property
     def timeline(self) -> list[TimelineEntry]:
-        """Start, window pauses and resumes, expiries, finish."""
-        return self.result.timeline
+        """Start, window pauses and resumes, senders at their daily cap or plan limit,
+        expiries, finish; in the order of their times (a cap is said when the engine next
+        looks, dated when it was reached)."""
+        return sorted(self.result.timeline, key=lambda entry: entry.at)
 
 
 async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:

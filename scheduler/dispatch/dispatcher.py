@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.dispatch import limits, outcomes, picking, reconcile, sessions_live, waits
+from scheduler.dispatch import caps, limits, outcomes, picking, reconcile, sessions_live, waits
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.leases import LeaseGate, Seat
@@ -122,6 +122,9 @@ class Dispatcher:
         # scheduler.dispatch.waits)
         self._deferred: Counter[datetime] = Counter()
         self._waiting_noted = False
+        #: Senders at their daily cap or plan limit: said once each, dated when reached.
+        self._caps = caps.CapWatch(options, service_quotas=self.quotas,
+                                   nth_send=caps.ledger_nth_send(ledger))
         #: Inside a ``campaign serve`` worker on PostgreSQL: its leases decide the senders.
         self.gate = (LeaseGate(seat, run_id, options.senders)
                      if seat is not None and seat.usable() is not None else None)
@@ -253,6 +256,9 @@ class Dispatcher:
             call_room=limits.call_room(self.ledger, self.run_id, self.channel, self.options,
                                        now, events_received=self.events_received),
             closed_until=self._closed_until)
+        for entry in self._caps.look(self.pool, [g.sender for g in picked.groups],
+                                     stuck=picked.wake is not None, now=now):
+            self._record(entry)
         if picked.deferred:
             with self.ledger.transaction("defer deliveries to their window") as conn:
                 dq.defer(conn, picked.deferred)
@@ -364,7 +370,11 @@ class Dispatcher:
         assert self.options.window is not None
         opens = self.options.window.next_open(now)
         await self._drain()
-        self._note(now, f"window closed; paused until {local_time(opens, self._zone)}",
+        # dated when the window closed (the loop may notice later: a sender at its cap
+        # waits in long strides), not before this dispatch started
+        closed = self.options.window.closed_since(now)
+        at = now if closed is None or self.pool is None else max(closed, self.pool.started_at)
+        self._note(at, f"window closed; paused until {local_time(opens, self._zone)}",
                    kind="window_closed", until=opens)
         until = waits.capped(opens, self.options.latest)
         assert until is not None

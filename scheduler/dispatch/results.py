@@ -15,7 +15,9 @@ class TimelineEntry:
     ``verifying`` (sends a crash left in doubt, checked against events ``until``);
     ``sender_down`` / ``sender_up`` (``sender``; ``why`` it is down); ``recipients_wait``
     (every delivery left waits for its recipient's own window, the first ``until``; or the
-    latest send time, when that comes first) and ``recipients_resume``.
+    latest send time, when that comes first) and ``recipients_resume``; ``sender_capped``
+    (``sender`` reached its daily cap or plan limit, ``cap`` says which and when it sends
+    again, also in ``until``).
     """
 
     at: datetime
@@ -24,6 +26,25 @@ class TimelineEntry:
     sender: str | None = None
     until: datetime | None = None
     why: str | None = None
+    cap: CapWait | None = None
+
+
+@dataclass(frozen=True)
+class CapWait:
+    """A sender that may not send until its daily cap or plan limit starts again.
+
+    ``kind`` is ``daily_cap`` (the campaign's ``daily_cap``, per local day of its zone) or
+    ``plan_limit`` (the campaign's ``plan_limit``, or the service's plan quota when
+    ``limit`` is ``None``); ``reached_at`` the send that used the last of it (``None``:
+    not known, another process used it); ``sends_again`` the first instant it may send
+    after the reset (the window's opening when the reset falls outside it).
+    """
+
+    sender: str
+    kind: str
+    limit: int | None
+    reached_at: datetime | None
+    sends_again: datetime
 
 
 @dataclass

@@ -140,6 +140,16 @@ class SendWindow:
                 return opens.astimezone(dt.tzinfo)
         raise ValueError("no window opens in the next week")  # pragma: no cover
 
+    def closed_since(self, dt: datetime) -> datetime | None:
+        """When the window last closed at or before ``dt`` (``dt``'s zone); ``None`` when it
+        is open at ``dt`` or was not open in the week before."""
+        if self.is_open(dt):
+            return None
+        utc = dt.astimezone(UTC)
+        ends = [closes for _opens, closes in self._intervals_from(utc - timedelta(days=8), 10)
+                if closes <= utc]
+        return max(ends).astimezone(dt.tzinfo) if ends else None
+
     def closes_at(self, dt: datetime) -> datetime | None:
         """When the window open at ``dt`` closes (``dt``'s zone); ``None`` when it is closed."""
         found = self._containing(dt)

@@ -71,3 +71,28 @@ def test_the_timeline_says_when_recipients_own_time_zones_hold_the_rest_back(
     resumed = notes.index("recipients' own time zones: a window opened; sending resumed")
     assert notes.index(waiting[0]) < resumed < notes.index("run completed")
     assert rehearsal.sends == 60
+
+
+def test_a_daily_cap_is_said_when_reached_and_the_window_closes_at_its_end(
+        tmp_path: Path, monkeypatch) -> None:
+    """1,500 recipients at 60/min with a cap of 1,000 a day in a 08:00-20:00 window: the
+    cap is reached at 09:16:39 and the rest waits for the next morning."""
+    path = write_project(tmp_path, 1500, rate="60/min")
+    text = path.read_text(encoding="utf-8").replace(
+        '[schedule]\ntimezone = "UTC"\n',
+        '[schedule]\ntimezone = "America/Sao_Paulo"\nwindow = "08:00-20:00"\n').replace(
+        'rate = "60/min"\n', 'rate = "60/min"\ndaily_cap = 1000\n')
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("CAMPAIGN_STATE_DIR", str(tmp_path / "real-state"))
+    start = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # Tuesday 09:00 in São Paulo
+    rehearsal = rehearse_campaign(path, start=start)
+    timeline = [(e.at.astimezone(UTC), e.what) for e in rehearsal.timeline]
+    cap = (datetime(2026, 12, 1, 12, 16, 39, tzinfo=UTC),  # 09:16:39: the 1,000th send
+           "sender s1 reached its daily cap of 1,000 at 09:16 -03:00; sends again "
+           "2026-12-02 08:00 -03:00")
+    closed = (datetime(2026, 12, 1, 23, 0, tzinfo=UTC),  # 20:00, not the next would-be send
+              "window closed; paused until 2026-12-02 08:00 -03:00")
+    assert timeline == [(start, "dispatch started"), cap, closed,
+                        (datetime(2026, 12, 2, 11, 0, tzinfo=UTC), "window open; resumed"),
+                        (datetime(2026, 12, 2, 11, 8, 19, tzinfo=UTC), "run completed")]
+    assert rehearsal.sends == 1500

@@ -10,7 +10,8 @@ from rich.console import Console
 
 from scheduler.app.foreground import RunProgress, settled_counts
 from scheduler.app.progress_state import BarState, waiting_line
-from scheduler.dispatch.results import TimelineEntry
+from scheduler.dispatch.caps import cap_sentence
+from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.waits import recovered_note
 from scheduler.dispatch.windows import SendWindow
 from scheduler.units import load_zone
@@ -125,3 +126,31 @@ def test_recipients_own_windows_say_the_run_waits_and_until_when() -> None:
         "opens 2026-11-24 09:00 -03:00 (in 11 h 00 min)")
     state.take(TimelineEntry(opens, "… sending resumed", kind="recipients_resume"))
     assert waiting_line(state, opens) is None
+
+
+def test_a_sender_at_its_daily_cap_says_its_cap_when_reached_and_when_it_sends_again() -> None:
+    morning = datetime(2026, 11, 24, 12, 16, 39, tzinfo=UTC)  # Tuesday 09:16:39 -03:00
+    again = datetime(2026, 11, 25, 11, 0, tzinfo=UTC)  # Wednesday 08:00 -03:00
+    state = _state(window=None)
+    for sender in ("loja-01", "loja-02"):
+        wait = CapWait(sender, "daily_cap", 1000, morning, again)
+        state.take(TimelineEntry(morning, cap_sentence(wait, ZONE), kind="sender_capped",
+                                 sender=sender, until=again, cap=wait))
+        if sender == "loja-01":
+            assert waiting_line(state, morning + timedelta(minutes=1)) == (
+                "sender loja-01 reached its daily cap of 1,000 at 09:16 -03:00; sends again "
+                "2026-11-25 08:00 -03:00 (in 22 h 42 min)\n"
+                "the other senders send their deliveries meanwhile")
+    noon = datetime(2026, 11, 24, 15, 0, tzinfo=UTC)
+    assert (waiting_line(state, noon) or "").startswith(
+        "nothing can be sent before 2026-11-25 08:00 -03:00: every sender is at its daily "
+        "cap or plan limit\nsender loja-01 reached its daily cap of 1,000 at 09:16 -03:00")
+    assert waiting_line(state, again) is None  # the wait is over
+    console = Console(record=True, width=80, force_terminal=False, color_system=None)
+    bar = RunProgress(console, 1500, 1000, state=state, clock=lambda: noon)
+    bar.update({"sent": 2000})
+    console.print(bar.progress)
+    shown = console.export_text()
+    assert "sender loja-02 reached its daily cap of 1,000 at 09:16 -03:00; sends again" in \
+        shown.replace("\n", " ")
+    assert max(len(line) for line in shown.splitlines()) <= 80
