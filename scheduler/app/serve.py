@@ -58,7 +58,8 @@ class Server:
         self.start_grace = timedelta(seconds=start_grace_s)
         self.poll_s = poll_s
         self.triggers: Triggers | None = None
-        self.seat = WorkerSeat(ledger, lease_s=settings.worker_lease_s)
+        self.seat = WorkerSeat(ledger, lease_s=settings.worker_lease_s,
+                               target=target.ledger_value)
         self.tasks: dict[int, asyncio.Task[Any]] = {}
         self.stops: dict[int, asyncio.Event] = {}
         self.wrong_target: set[int] = set()  # runs of another target, said once

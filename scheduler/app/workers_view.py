@@ -24,6 +24,8 @@ class WorkerInfo(BaseModel):
     heartbeat_age_s: float
     trigger_leader: bool
     senders: list[str]
+    #: Where it sends (``runs.target``'s form; None: registered before it was recorded).
+    target: str | None = None
 
 
 class WorkersView(BaseModel):
@@ -58,7 +60,7 @@ def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
             heartbeat_at=w.heartbeat_at,
             heartbeat_age_s=round((now - w.heartbeat_at).total_seconds(), 1),
             trigger_leader=TRIGGER_LEASE in mine,
-            senders=[s for s in mine if s != TRIGGER_LEASE]))
+            senders=[s for s in mine if s != TRIGGER_LEASE], target=w.target))
     held = {s for info in infos for s in info.senders}
     unheld = sorted(row.sender for row in leases
                     if row.sender != TRIGGER_LEASE and row.sender not in held)

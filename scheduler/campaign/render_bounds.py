@@ -372,7 +372,7 @@ def _concat_filter(context: Context, value: str) -> str:
     return value
 
 
-def _filter(node: nodes.Expr, name: str) -> nodes.Filter:
+def _filter(node: nodes.Node, name: str) -> nodes.Filter:
     return nodes.Filter(node, name, [], [], None, None, lineno=node.lineno)
 
 

@@ -259,9 +259,11 @@ def status_command(
     """A run's status: deliveries by state, and the channel's outcomes (WhatsApp: sent /
     delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
     voice: answered / not answered, digits pressed)."""
+    from scheduler.app.unserved import unserved_runs
     from scheduler.app.wiring import open_project
+    from scheduler.timeutil import utcnow
 
-    _, ledger = open_project()
+    settings, ledger = open_project()
     if run_id is None:
         runs = ledger.list_runs()
         if not runs:
@@ -270,6 +272,8 @@ def status_command(
     else:
         run = ledger.get_run(run_id)
     row = _run_row(ledger, run)
+    unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), [run]).get(run.id or 0)
+    row["unserved"] = unserved.model_dump() if unserved else None  # nobody will send it
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         return
@@ -278,6 +282,8 @@ def status_command(
                   f"{row['channel']} · [bold]{row['status']}[/]{reason}", highlight=False)
     console.print(f"sent to {row['sent_to']}", highlight=False)
     console.print(_times_line(row), highlight=False)
+    for line in unserved.lines() if unserved else []:
+        console.print(line, style="yellow", highlight=False, markup=False)
     table = Table("state", "deliveries", show_edge=False)
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
@@ -304,10 +310,16 @@ def status_command(
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
+    from scheduler.app.unserved import unserved_runs
     from scheduler.app.wiring import open_project
+    from scheduler.timeutil import utcnow
 
     settings, ledger = open_project()
-    rows = [_run_row(ledger, run) for run in ledger.list_runs()]
+    runs = ledger.list_runs()
+    rows = [_run_row(ledger, run) for run in runs]
+    unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), runs)
+    for row in rows:  # runs that nobody will send, why, and what to do
+        row["unserved"] = unserved[row["run"]].model_dump() if row["run"] in unserved else None
     if as_json:
         typer.echo(json.dumps({"ledger": settings.ledger_label(), "runs": rows},
                               ensure_ascii=False, indent=2))
@@ -330,6 +342,9 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     for row in rows:
         console.print(f" run {row['run']} ({row['channel']}): {row['summary']}",
                       highlight=False)
+    for verdict in unserved.values():
+        for line in verdict.lines():
+            console.print(line, style="yellow", highlight=False, markup=False)
 
 
 def register(app: typer.Typer) -> None:

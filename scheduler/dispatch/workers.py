@@ -51,8 +51,11 @@ class WorkerSeat:
     """Registry row, heartbeat, sender leases and trigger leadership of this worker."""
 
     def __init__(self, ledger: Ledger, *, lease_s: float = DEFAULT_LEASE_S,
-                 grace_s: float = 0.0, clock: Clock | None = None) -> None:
+                 grace_s: float = 0.0, clock: Clock | None = None,
+                 target: str | None = None) -> None:
         self.ledger = ledger
+        #: Where this worker sends (``runs.target``'s form), recorded in its row.
+        self.target = target
         self.clock = clock or ledger.clock
         self.lease = timedelta(seconds=lease_s)
         self.grace_s = grace_s
@@ -92,7 +95,8 @@ class WorkerSeat:
                         "To run several workers, put the ledger on PostgreSQL "
                         "(database_url = \"postgresql+psycopg://...\" in config.toml, or "
                         "CAMPAIGN_DATABASE_URL)")
-            lq.register_worker(conn, self.id, socket.gethostname(), os.getpid(), now)
+            lq.register_worker(conn, self.id, socket.gethostname(), os.getpid(), now,
+                               self.target)
 
     def usable(self) -> frozenset[str] | None:
         """The senders this worker may claim on now (None: every sender, on SQLite)."""

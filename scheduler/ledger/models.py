@@ -254,6 +254,8 @@ class Worker(SQLModel, table=True):
     stopped_at: datetime | None = None
     # how many senders its dispatchers are ready to send through (0 while it starts)
     wants: int = 0
+    # where it sends, as ``runs.target`` records it; it leaves other targets' runs alone
+    target: str | None = None
 
 
 class SenderLease(SQLModel, table=True):

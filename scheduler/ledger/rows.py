@@ -141,6 +141,8 @@ class WorkerRow(NamedTuple):
     heartbeat_at: datetime
     stopped_at: datetime | None
     wants: int
+    #: Where it sends (``runs.target``'s form); None when registered before it was recorded.
+    target: str | None = None
 
 
 class LeaseRow(NamedTuple):

@@ -35,10 +35,10 @@ L = sender_leases
 
 
 def register_worker(conn: Connection, worker_id: str, host: str, pid: int,
-                    now: datetime) -> None:
-    """A new worker: its row, alive from ``now``."""
+                    now: datetime, target: str | None = None) -> None:
+    """A new worker: its row, alive from ``now``, sending to ``target``."""
     conn.execute(workers.insert().values(id=worker_id, host=host, pid=pid, started_at=now,
-                                         heartbeat_at=now))
+                                         heartbeat_at=now, target=target))
 
 
 def beat_worker(conn: Connection, worker_id: str, now: datetime, wants: int = 0) -> None:
@@ -57,7 +57,7 @@ def all_workers(conn: Connection) -> list[WorkerRow]:
     """Every worker ever registered, newest first."""
     rows = conn.execute(select(workers.c.id, workers.c.host, workers.c.pid,
                                workers.c.started_at, workers.c.heartbeat_at,
-                               workers.c.stopped_at, workers.c.wants)
+                               workers.c.stopped_at, workers.c.wants, workers.c.target)
                         .order_by(workers.c.started_at.desc()))
     return [WorkerRow(*r) for r in rows]
 
@@ -66,7 +66,7 @@ def live_workers(conn: Connection, since: datetime) -> list[WorkerRow]:
     """Workers not stopped whose heartbeat is not older than ``since``, by id."""
     rows = conn.execute(select(workers.c.id, workers.c.host, workers.c.pid,
                                workers.c.started_at, workers.c.heartbeat_at,
-                               workers.c.stopped_at, workers.c.wants)
+                               workers.c.stopped_at, workers.c.wants, workers.c.target)
                         .where(workers.c.stopped_at.is_(None), workers.c.heartbeat_at >= since)
                         .order_by(workers.c.id))
     return [WorkerRow(*r) for r in rows]
