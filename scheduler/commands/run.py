@@ -224,6 +224,10 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
     from scheduler.app.workers_view import run_throughput
 
     row["workers"] = [rate.model_dump() for rate in run_throughput(ledger, run.id)]
+    from scheduler.app.run_waits import run_waits
+
+    # a running run's window, and its senders at their daily cap or plan limit
+    row["waits"] = run_waits(ledger, run, counts, ledger.clock())
     return row
 
 
@@ -290,6 +294,8 @@ def status_command(
     console.print(table)
     for line in _packed(row["funnel"]["line"].split(" · "), console.width - 2):
         console.print(f"  {line}", highlight=False)
+    for line in row["waits"]["lines"]:
+        console.print(f"  {line}", highlight=False, markup=False)
     if "outcome_lines" in row:  # SMS and voice: the channel's own outcomes
         for line in row["outcome_lines"]:
             console.print(f"  {line}", highlight=False)
