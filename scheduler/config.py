@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,10 @@ class Settings(BaseSettings):
     receiver_port: int | None = Field(default=None, ge=0, le=65535)
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
     verify_grace_s: float = Field(default=60.0, ge=0)
+    # How long the service keeps retrying a webhook it could not deliver (service-facts:
+    # 7 tries, 5 to 160 s apart, about 315 s): an unknown send is judged once this has passed
+    # (see scheduler.dispatch.unknowns). Shorter only for a stand-in that retries faster.
+    webhook_retry_horizon_s: float = Field(default=360.0, gt=0)
     # `campaign serve` workers on PostgreSQL: a dead worker's senders move this long after
     # its last renewal (renewed every third of it); also how stale a worker's heartbeat is
     # before it no longer counts as live.
@@ -123,6 +128,10 @@ class Settings(BaseSettings):
             "an API key is configured but no service address (base_url): set "
             "CAMPAIGN_BASE_URL (or base_url in config.toml) to the service's address; unset "
             "the key to use the embedded sandbox")
+
+    def retry_horizon(self) -> timedelta:
+        """How long the service retries a webhook (``webhook_retry_horizon_s``)."""
+        return timedelta(seconds=self.webhook_retry_horizon_s)
 
     def engine_overrides(self) -> dict[str, Any]:
         """This process's settings of the engine (``DispatchOptions`` overrides)."""

@@ -179,7 +179,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         run = ledger.get_run(run_id)
         console.print(f"   run {run_id}: {run.planned_count} deliveries planned")
         result = asyncio.run(run_foreground(settings, ledger, run, console, target=target))
-        describe(result, console, ledger)
+        describe(result, console, ledger, horizon=settings.retry_horizon())
         time.sleep(1.0)  # let the last receipts arrive before the report
         _report(ledger, run_id, settings, console)
         channel_tour(settings, ledger, target, root, console, first=5)

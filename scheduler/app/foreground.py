@@ -12,6 +12,7 @@ import math
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -45,6 +46,7 @@ from scheduler.config import Settings
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
+from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run
 from scheduler.display import clean, clock_time, local_time
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -281,25 +283,31 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                 # events applied while the run ended change the counts the summary prints
                 result.counts.clear()
                 result.counts.update(ledger.counts(run_id))
-                if (server is not None and result.status == "completed"
-                        and options.resend_unproven):
-                    result = await _resend_unproven(ledger, run, result, stop, console,
-                                                    dispatch_now)
+                if server is not None:
+                    result = await _hold_for_proof(
+                        ledger, run, result, stop, console, dispatch_now,
+                        horizon=settings.retry_horizon(),
+                        resend=options.resend_unproven)
                 bar.update(result.counts, final=True)
     return result
 
 
-async def _resend_unproven(ledger: Ledger, run: Run, result: RunResult, stop: asyncio.Event,
-                           console: Console,
-                           dispatch_now: Callable[[Run], Awaitable[RunResult]]) -> RunResult:
-    """``resend_unproven = true``: keep the receiver up through the service's retry horizon,
-    then send again exactly the ``unknown`` rows it did not take (see ``unknowns``)."""
-    from scheduler.dispatch.unknowns import judge_run
-
+async def _hold_for_proof(ledger: Ledger, run: Run, result: RunResult, stop: asyncio.Event,
+                          console: Console,
+                          dispatch_now: Callable[[Run], Awaitable[RunResult]], *,
+                          horizon: timedelta, resend: bool) -> RunResult:
+    """Keep the receiver up while sends of the run are in doubt and the service may still
+    prove them (its retry horizon after each), saying so and until when; with ``resend``
+    (``resend_unproven = true``) send again exactly those it did not take (see
+    ``unknowns``). Ctrl-C, or a run that did not complete, stops listening at once and says
+    how to let the proof arrive."""
     assert run.id is not None
-    while not stop.is_set():
-        verdicts = judge_run(ledger, run.id, ledger.clock())
-        if verdicts.unproven:
+    zone = ledger.options(run).timezone
+    told: datetime | None = None
+    while True:
+        verdicts = judge_run(ledger, run.id, ledger.clock(), horizon=horizon)
+        going_on = result.status == "completed" and not stop.is_set()
+        if resend and going_on and verdicts.unproven:
             n = ledger.requeue(run.id, ["unknown"], ids=verdicts.unproven)
             console.print(f"{n:,} unknown sends were not taken by the service (no proof "
                           "within its retry horizon): sending them again "
@@ -307,20 +315,25 @@ async def _resend_unproven(ledger: Ledger, run: Run, result: RunResult, stop: as
             result = await dispatch_now(ledger.get_run(run.id))
             continue
         if not verdicts.waiting or verdicts.settles_at is None:
-            break
-        wait_s = (verdicts.settles_at - ledger.clock()).total_seconds() + 1
-        until = clock_time(verdicts.settles_at, ledger.options(run).timezone)
-        console.print(f"waiting until {until} for the service's "
-                      f"proof of {len(verdicts.waiting):,} uncertain sends "
-                      "(resend_unproven = true; Ctrl-C leaves them unknown)", highlight=False)
+            return result
+        if not going_on:
+            console.print(verdicts.stop_note(zone), style="yellow", highlight=False)
+            return result
+        if told is None or verdicts.settles_at > told:
+            told = verdicts.settles_at
+            console.print(f"waiting until {clock_time(told, zone)} for the service's proof "
+                          f"of {len(verdicts.waiting):,} sends in doubt: the receiver "
+                          "listens until then (Ctrl-C stops it)", highlight=False)
+        # past the horizon, a row may wait for the receiver's next heartbeat (every 5 s)
+        wait_s = (verdicts.settles_at - ledger.clock()).total_seconds() + 0.5
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=max(wait_s, 0.1))
-    return result
+            await asyncio.wait_for(stop.wait(), timeout=max(wait_s, 1.0))
 
 
-def describe(result: RunResult, console: Console, ledger: Ledger | None = None) -> None:
+def describe(result: RunResult, console: Console, ledger: Ledger | None = None, *,
+             horizon: timedelta = RETRY_HORIZON) -> None:
     """Print how a dispatch ended (with what can be said of ``unknown`` rows, given the
-    ledger)."""
+    ledger, judged over the service's retry ``horizon``: see ``unknowns``)."""
     colour = {"completed": "green", "paused": "yellow", "cancelled": "red"}.get(
         result.status, "white")
     console.print(f"run {result.run_id}: [bold {colour}]{result.status}[/]"
@@ -331,10 +344,8 @@ def describe(result: RunResult, console: Console, ledger: Ledger | None = None) 
     for line in outcomes.lines() if outcomes is not None else ():
         console.print(f"  {line}", highlight=False)
     if ledger is not None and result.counts.get(DeliveryState.UNKNOWN):
-        from scheduler.dispatch.unknowns import judge_run
-
         run = ledger.get_run(result.run_id)
-        verdicts = judge_run(ledger, result.run_id, ledger.clock())
+        verdicts = judge_run(ledger, result.run_id, ledger.clock(), horizon=horizon)
         for line in verdicts.describe(result.run_id, str(ledger.options(run).timezone)):
             console.print(f"  {line}", highlight=False)
     if result.status == "paused":

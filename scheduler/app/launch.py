@@ -166,7 +166,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
         result = asyncio.run(run_foreground(settings, ledger, run, console,
                                             receiver_socket=sock))
         sock = None  # the receiver owns it now
-    describe(result, console, ledger)
+    describe(result, console, ledger, horizon=settings.retry_horizon())
 
 
 def _live_workers(settings: Settings, ledger: Ledger) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -134,7 +134,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     ledger.release(run_id)
     console.print(f"run {run_id} → {describe_target(target)}")
     result = asyncio.run(run_foreground(settings, ledger, ledger.get_run(run_id), console))
-    describe(result, console, ledger)
+    describe(result, console, ledger, horizon=settings.retry_horizon())
 
 
 def resend_command(
@@ -143,8 +143,8 @@ def resend_command(
     unknown: bool = typer.Option(False, "--unknown", help="Queue unknown (maybe sent) "
                                  "deliveries again: they may reach someone twice."),
     unproven: bool = typer.Option(False, "--unproven", help="Queue the unknown deliveries "
-                                  "the service did not take (no proof within its retry "
-                                  "horizon while the receiver listened): safe to send."),
+                                  "the service did not take (no proof although a receiver "
+                                  "listened through all its retries): safe to send."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
     from scheduler.app.wiring import open_project
@@ -154,10 +154,10 @@ def resend_command(
     if not (failed or unknown or unproven):
         raise SchedulerError("say which deliveries to send again: --failed, --unproven or "
                              "--unknown")
-    _, ledger = open_project()
+    settings, ledger = open_project()
     n = 0
     if unproven and not unknown:
-        verdicts = judge_run(ledger, run_id, utcnow())
+        verdicts = judge_run(ledger, run_id, utcnow(), horizon=settings.retry_horizon())
         zone = str(ledger.options(ledger.get_run(run_id)).timezone)
         for line in verdicts.describe(run_id, zone):
             console.print(line, highlight=False)
@@ -170,7 +170,7 @@ def resend_command(
                   f"send them with `campaign resume {run_id}`")
 
 
-def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
+def _run_row(ledger: Any, run: Any, horizon: timedelta) -> dict[str, Any]:
     from scheduler.ledger.states import describe_target
 
     counts = ledger.counts(run.id)
@@ -194,7 +194,7 @@ def _run_row(ledger: Any, run: Any) -> dict[str, Any]:
         from scheduler.dispatch.unknowns import judge_run
         from scheduler.timeutil import utcnow
 
-        verdicts = judge_run(ledger, run.id, utcnow())
+        verdicts = judge_run(ledger, run.id, utcnow(), horizon=horizon)
         row["unknown_detail"] = {"waiting": len(verdicts.waiting),
                                  "unproven": len(verdicts.unproven),
                                  "unknowable": len(verdicts.unknowable)}
@@ -275,7 +275,7 @@ def status_command(
         run = runs[0]
     else:
         run = ledger.get_run(run_id)
-    row = _run_row(ledger, run)
+    row = _run_row(ledger, run, settings.retry_horizon())
     unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), [run]).get(run.id or 0)
     row["unserved"] = unserved.model_dump() if unserved else None  # nobody will send it
     if as_json:
@@ -322,7 +322,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
 
     settings, ledger = open_project()
     runs = ledger.list_runs()
-    rows = [_run_row(ledger, run) for run in runs]
+    rows = [_run_row(ledger, run, settings.retry_horizon()) for run in runs]
     unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), runs)
     for row in rows:  # runs that nobody will send, why, and what to do
         row["unserved"] = unserved[row["run"]].model_dump() if row["run"] in unserved else None

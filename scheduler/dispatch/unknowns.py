@@ -2,19 +2,22 @@
 
 A send left ``unknown`` (in flight at a crash, or a time-out) is proven sent by its
 ``messages.sent`` event whenever that arrives (tracking turns the row ``sent``). The
-service retries a webhook it could not deliver about seven times, 5 to 160 s apart, so the
-last retry comes about 315 s after the first attempt; after :data:`RETRY_HORIZON` no proof
-can come any more. Then a row with no proof is:
+service retries a webhook it could not deliver about seven times, 5 to 160 s apart, to the
+URL registered when the message was sent; after its retry horizon (the setting
+``webhook_retry_horizon_s``, :data:`RETRY_HORIZON` by default) no proof can come any more.
+Then a row with no proof is:
 
-- **unproven** (the service did not accept it) when the receiver that was listening when
-  it was sent kept listening either for the first attempt (:data:`FIRST_ATTEMPT`) or for the
-  last retry (:data:`LAST_RETRY`): the event would have arrived. Re-sending exactly these is
-  safe; ``campaign resend RUN --unproven`` does it, or ``resend_unproven = true`` in the
-  campaign file makes the run do it by itself.
-- **unknowable** when the receiver was down for both, or there was none (a remote service
-  without ``webhook_url``): only the recipient's phone can tell.
+- **unproven** (the service did not take it) only when the receivers' recorded uptime
+  covers the row's whole horizon, from its dispatch time to the end of the service's
+  retries, at the URL its events were posted to: every attempt had somewhere to land.
+  Re-sending exactly these is safe; ``campaign resend RUN --unproven`` does it, or
+  ``resend_unproven = true`` in the campaign file makes the run do it by itself.
+- **unknowable** otherwise: no receiver listened for part of that time (a process killed,
+  a run that stopped listening early, no receiver at all), so an event may have been lost;
+  only the recipient's phone can tell. The verdict says when nobody listened.
 
-Pure functions over fixed datetimes; the ledger supplies the rows and the intervals.
+Pure functions over fixed datetimes; the ledger supplies the rows and the intervals (each
+receiver records when it started and, every few seconds, that it still listens).
 """
 
 from __future__ import annotations
@@ -25,16 +28,33 @@ from datetime import datetime, timedelta
 
 from scheduler.display import clock_time
 from scheduler.ledger.queries import uptime as uq
+from scheduler.ledger.rows import UptimeInterval
 from scheduler.ledger.runs import Ledger
 
-#: After this, the service has stopped retrying a webhook (service-facts: 7 tries, ~315 s).
+#: The service's retry horizon (service-facts: 7 tries 5 to 160 s apart, about 315 s).
 RETRY_HORIZON = timedelta(minutes=6)
-#: The first delivery attempt of an event: right after the send.
-FIRST_ATTEMPT = (timedelta(0), timedelta(seconds=30))
-#: Where the last retry falls (about 315 s after the first attempt).
-LAST_RETRY = (timedelta(seconds=300), RETRY_HORIZON)
-#: A receiver writes "still listening" every few seconds; a gap shorter than this is none.
+#: A receiver records that it listens every 5 s: one heard from this recently may still be
+#: listening, and a gap this short between two receivers' intervals is no real gap...
 HEARTBEAT_SLACK = timedelta(seconds=15)
+#: ...unless the horizon is short (a stand-in that retries faster): a tolerated gap is never
+#: more than this share of it (15 s of 6 min: a gap that short can swallow the service's
+#: first three attempts at most, 0, 5 and 15 s after the send; the four later ones land).
+GAP_SHARE = 24
+#: The most reasons told for the unknowable rows (the rest are counted).
+REASONS_SHOWN = 3
+
+
+def gap_tolerance(horizon: timedelta) -> timedelta:
+    """The longest stretch without a receiver that does not break coverage."""
+    return min(HEARTBEAT_SLACK, horizon / GAP_SHARE)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A stretch of a row's horizon when no receiver listened at its events' URL."""
+
+    start: datetime
+    end: datetime
 
 
 @dataclass
@@ -46,6 +66,11 @@ class UnknownVerdicts:
     unknowable: list[int] = field(default_factory=list)
     #: When the last waiting row's horizon ends.
     settles_at: datetime | None = None
+    #: Why each unknowable row is so: when nobody listened (``None``: no dispatch time).
+    gaps: dict[int, Gap | None] = field(default_factory=dict)
+    #: Whether a receiver of the project was heard from lately and has not said it stopped
+    #: (it may be listening now).
+    listening: bool = False
 
     @property
     def total(self) -> int:
@@ -60,80 +85,139 @@ class UnknownVerdicts:
             until = f" (until {clock_time(self.settles_at, zone)})" if self.settles_at else ""
             lines.append(f"{len(self.waiting):,} unknown: the service may still prove them "
                          f"sent{until}; look again later")
+            if not self.listening:
+                lines.append("  no receiver listens now: their proof is lost unless "
+                             "`campaign receiver` (or `campaign serve`) runs until then")
         if self.unproven:
-            lines.append(f"{len(self.unproven):,} unknown with no proof while the receiver "
-                         "listened through the service's retries: the service did not take "
-                         f"them; `campaign resend {run_id} --unproven` sends exactly those")
+            lines.append(f"{len(self.unproven):,} unknown with no proof although a receiver "
+                         "listened through all the service's retries: the service did not "
+                         f"take them; `campaign resend {run_id} --unproven` sends exactly "
+                         "those")
         if self.unknowable:
             lines.append(f"{len(self.unknowable):,} unknown that nothing can settle (the "
-                         "receiver was not listening when their proof would have come): "
-                         f"`campaign resend {run_id} --unknown` may reach someone twice")
+                         "service may have taken them; only the recipients can tell):")
+            lines.extend(f"  {line}" for line in self.reasons(zone))
+            lines.append(f"  `campaign resend {run_id} --unknown` sends them again and may "
+                         "reach someone twice")
+        return lines
+
+    def stop_note(self, zone: str = "UTC") -> str:
+        """What to say when a receiver stops listening while these rows may still be
+        proven: until when, and how to let their proof arrive."""
+        until = f" until {clock_time(self.settles_at, zone)}" if self.settles_at else ""
+        return (f"stopped listening with {len(self.waiting):,} sends in doubt: the service "
+                f"retries their events{until}; run `campaign receiver` (or `campaign "
+                "serve`) until then so that their proof can arrive, or they stay unknown "
+                "for good")
+
+    def reasons(self, zone: str = "UTC") -> list[str]:
+        """Why the unknowable rows are so, one line per stretch without a receiver (rows
+        whose stretch began at the same moment together), the most common first."""
+        groups: dict[datetime | None, list[Gap | None]] = {}
+        for row_id in self.unknowable:
+            gap = self.gaps.get(row_id)
+            groups.setdefault(gap.start if gap else None, []).append(gap)
+        ranked = sorted(groups.items(), key=lambda item: -len(item[1]))
+        lines = []
+        for start, gaps in ranked[:REASONS_SHOWN]:
+            n = f"{len(gaps):,}: "
+            if start is None:
+                lines.append(n + "no dispatch time recorded")
+                continue
+            end = max(gap.end for gap in gaps if gap is not None)
+            lines.append(n + f"no receiver listened from {clock_time(start, zone)} to "
+                         f"{clock_time(end, zone)}")
+        rest = sum(len(gaps) for _, gaps in ranked[REASONS_SHOWN:])
+        if rest:
+            lines.append(f"{rest:,}: at other times, no receiver listened")
         return lines
 
 
-#: When a receiver listened: (URL key, started, last seen); the ledger answers
-#: :class:`~scheduler.ledger.rows.UptimeInterval`.
-Interval = tuple[str, datetime, datetime]
-
-
-def _covered(start: datetime, end: datetime, key: str, intervals: Sequence[Interval]) -> bool:
-    """Whether receivers at ``key`` listened through ``[start, end]`` without a real gap."""
+def first_gap(start: datetime, end: datetime, intervals: Sequence[UptimeInterval],
+              tolerance: timedelta) -> Gap | None:
+    """The first stretch of ``[start, end]`` that no interval covers (stretches up to
+    ``tolerance`` long do not count); ``None`` when covered. An interval covers from its
+    start to its last sign of life (its stop, when it stopped of its own accord), never
+    beyond: a killed receiver's last heartbeat may be seconds before it died, so the gap
+    found is never shorter than the real one."""
     reach = start
-    for k, began, last in sorted(intervals, key=lambda i: i[1]):
-        if k != key or last + HEARTBEAT_SLACK < reach:
+    for interval in sorted(intervals, key=lambda i: i.started_at):
+        if interval.last_seen_at <= reach:
             continue
-        if began > reach:
-            return False
-        reach = max(reach, last + HEARTBEAT_SLACK)
+        if interval.started_at - reach > tolerance:
+            return Gap(reach, min(interval.started_at, end))
+        reach = interval.last_seen_at
         if reach >= end:
-            return True
-    return reach >= end
+            return None
+    return Gap(reach, end)
 
 
-def _key_at(moment: datetime, intervals: Sequence[Interval]) -> str | None:
-    for key, began, last in intervals:
-        if began - HEARTBEAT_SLACK <= moment <= last + HEARTBEAT_SLACK:
-            return key
-    return None
+def _row_gap(sent_at: datetime, end: datetime, intervals: Sequence[UptimeInterval],
+             tolerance: timedelta) -> Gap | None:
+    """Where no receiver listened at the URL of the row's events within its horizon.
+
+    The events go to the URL registered when the row was sent: a receiver listening then
+    has its key. When several did (workers on different ports), each must have covered the
+    horizon, since the ledger does not say which one the sender pointed at."""
+    keys = {i.url_key for i in intervals
+            if i.started_at - tolerance <= sent_at <= i.last_seen_at}
+    if not keys:
+        return first_gap(sent_at, end, intervals, tolerance) or Gap(sent_at, end)
+    found = [first_gap(sent_at, end, [i for i in intervals if i.url_key == key], tolerance)
+             for key in sorted(keys)]
+    gaps = [gap for gap in found if gap is not None]
+    return min(gaps, key=lambda gap: gap.start) if gaps else None
 
 
 def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
-                   intervals: Sequence[Interval], now: datetime) -> UnknownVerdicts:
+                   intervals: Sequence[UptimeInterval], now: datetime, *,
+                   horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
     """Sort ``(id, dispatched_at)`` rows (:class:`~scheduler.ledger.rows.UnknownRow`) into
-    waiting, unproven and unknowable at ``now``."""
-    out = UnknownVerdicts()
+    waiting, unproven and unknowable at ``now``, given the receivers' uptime intervals.
+
+    A row is waiting until its horizon has passed (``settles_at``), and a few seconds
+    longer when the coverage only falls short at a receiver heard from lately: its next
+    heartbeat decides."""
+    tolerance = gap_tolerance(horizon)
+    recent = now - HEARTBEAT_SLACK
+    heard = {i.last_seen_at for i in intervals
+             if i.stopped_at is None and i.last_seen_at >= recent}
+    out = UnknownVerdicts(listening=bool(heard))
     for row_id, sent_at in rows:
         if sent_at is None:
             out.unknowable.append(row_id)
+            out.gaps[row_id] = None
             continue
-        if sent_at + RETRY_HORIZON > now:
+        ends = sent_at + horizon
+        gap = None if ends > now else _row_gap(sent_at, ends, intervals, tolerance)
+        if ends > now or (gap is not None and gap.start in heard and gap.end == ends):
             out.waiting.append(row_id)
-            ends = sent_at + RETRY_HORIZON
             out.settles_at = ends if out.settles_at is None else max(out.settles_at, ends)
-            continue
-        key = _key_at(sent_at, intervals)
-        heard = key is not None and any(
-            _covered(sent_at + a, sent_at + b, key, intervals)
-            for a, b in (FIRST_ATTEMPT, LAST_RETRY))
-        (out.unproven if heard else out.unknowable).append(row_id)
+        elif gap is None:
+            out.unproven.append(row_id)
+        else:
+            out.unknowable.append(row_id)
+            out.gaps[row_id] = gap
     return out
 
 
-def judge_run(ledger: Ledger, run_id: int, now: datetime) -> UnknownVerdicts:
+def judge_run(ledger: Ledger, run_id: int, now: datetime, *,
+              horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
     """Judge the ``unknown`` rows of a run against the ledger's receiver uptime."""
     with ledger.read(f"read the unknown rows of run {run_id}") as conn:
         rows = uq.unknown_rows(conn, run_id)
         if not rows:
             return UnknownVerdicts()
         times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
-        since = (min(times) if times else now) - RETRY_HORIZON
+        since = (min(times) if times else now) - horizon
         intervals = uq.uptime_intervals(conn, since)
-    return judge_unknowns(rows, intervals, now)
+    return judge_unknowns(rows, intervals, now, horizon=horizon)
 
 
-def requeue_unproven(ledger: Ledger, run_id: int, now: datetime) -> int:
+def requeue_unproven(ledger: Ledger, run_id: int, now: datetime, *,
+                     horizon: timedelta = RETRY_HORIZON) -> int:
     """Queue the run's unproven rows again (never the waiting or unknowable ones)."""
-    verdicts = judge_run(ledger, run_id, now)
+    verdicts = judge_run(ledger, run_id, now, horizon=horizon)
     if not verdicts.unproven:
         return 0
     return ledger.requeue(run_id, ["unknown"], ids=verdicts.unproven)

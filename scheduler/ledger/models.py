@@ -193,6 +193,8 @@ class ReceiverUptime(SQLModel, table=True):
     url_key: str
     started_at: datetime
     last_seen_at: datetime
+    # When it stopped of its own accord; NULL while listening, or when it was killed.
+    stopped_at: datetime | None = None
 
 
 class Label(SQLModel, table=True):

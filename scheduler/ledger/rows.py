@@ -68,11 +68,13 @@ class LatestDelivery(NamedTuple):
 
 
 class UptimeInterval(NamedTuple):
-    """When a webhook receiver listened: its URL key, start, and last sign of life."""
+    """When a webhook receiver listened: its URL key, start, last sign of life, and when it
+    stopped of its own accord (``None``: still listening, or killed)."""
 
     url_key: str
     started_at: datetime
     last_seen_at: datetime
+    stopped_at: datetime | None = None
 
 
 class UnknownRow(NamedTuple):

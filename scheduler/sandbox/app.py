@@ -9,7 +9,9 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scheduler.sandbox import (
     routes_account,
@@ -54,6 +56,22 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
         f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
     )
     return JSONResponse(envelope(400, f"Invalid request: {problems}"), status_code=400)
+
+
+class ClientGone:
+    """A client that goes away mid-request (killed, timed out) is normal traffic: one plain
+    line in the log, not a bug with a traceback. Outermost of the app's middleware."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request; a client gone before its body was read ends it quietly."""
+        try:
+            await self.app(scope, receive, send)
+        except ClientDisconnect:
+            log.info("client went away before its request was read: %s %s (nothing done)",
+                     scope.get("method"), scope.get("path"))
 
 
 async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -104,4 +122,5 @@ def create_app(config: SandboxConfig | None = None) -> FastAPI:
     app.add_exception_handler(Exception, _unexpected)
     fast_routes = {**routes_messages.SEND_HANDLERS, **routes_account.ACCOUNT_SEND_HANDLERS}
     app.add_middleware(ApiKeyMiddleware, sandbox=sandbox, fast_routes=fast_routes)
+    app.add_middleware(ClientGone)
     return app

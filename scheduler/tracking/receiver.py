@@ -73,11 +73,14 @@ UPTIME_EVERY_S = 5.0
 
 
 def _write_uptime(engine: Engine, uptime_id: int | None, pid: int, url_key: str,
-                  now: datetime) -> int:
+                  now: datetime, stopping: bool = False) -> int:
     with transaction(engine, "record the receiver's uptime") as conn:
         if uptime_id is None:
-            return uq.open_uptime(conn, pid, url_key, now)
-        uq.touch_uptime(conn, uptime_id, now)
+            return uq.open_uptime(conn, pid, url_key, now) if not stopping else 0
+        if stopping:
+            uq.stop_uptime(conn, uptime_id, now)
+        else:
+            uq.touch_uptime(conn, uptime_id, now)
         return uptime_id
 
 
@@ -165,8 +168,9 @@ class Receiver:
         seed = f"{self.listen_port}:".encode() + self.token
         return hashlib.sha256(seed).hexdigest()[:16]
 
-    async def _touch_uptime(self, *, force: bool = False) -> None:
-        """Record that this receiver listens (see ``scheduler.dispatch.unknowns``)."""
+    async def _touch_uptime(self, *, force: bool = False, stopping: bool = False) -> None:
+        """Record that this receiver listens, or (``stopping``) that it stops listening now
+        (see ``scheduler.dispatch.unknowns``)."""
         now = time.monotonic()
         if not force and now - self._uptime_touched < UPTIME_EVERY_S:
             return
@@ -174,7 +178,7 @@ class Receiver:
         try:
             self._uptime_id = await self.writer.run(
                 _write_uptime, self.ledger.engine, self._uptime_id, os.getpid(),
-                self.url_key(), self.clock())
+                self.url_key(), self.clock(), stopping)
         except LedgerError as exc:
             logger.warning("could not record the receiver's uptime: %s", exc)
 
@@ -238,7 +242,7 @@ class Receiver:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
-        await self._touch_uptime(force=True)
+        await self._touch_uptime(force=True, stopping=True)
         await self.rejecter.aclose()
         await self.writer.aclose()
         gc.unfreeze()

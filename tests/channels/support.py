@@ -114,10 +114,22 @@ class SandboxProcess:
     base_url: str
     http: httpx.Client
     api_key: str = DEFAULT_API_KEY
+    #: What the sandbox wrote to its stderr (its log), once it has stopped.
+    log: str = ""
 
     def sends(self) -> list[dict[str, Any]]:
         """``GET /sandbox/sends``."""
         return self._get("/sandbox/sends")
+
+    def webhooks(self) -> list[dict[str, Any]]:
+        """``GET /sandbox/webhooks``: every webhook delivery attempt so far."""
+        return self._get("/sandbox/webhooks")
+
+    def create_session(self, session_id: str) -> None:
+        """Create a WhatsApp session and scan its QR code (it is ``connected``)."""
+        self.http.post("/api/v1/sessions", json={"sessionId": session_id, "type": "unofficial"},
+                       headers={"Authorization": self.api_key}).raise_for_status()
+        self.http.post(f"/sandbox/sessions/{session_id}/scan").raise_for_status()
 
     def outcomes(self, channel: str) -> list[dict[str, Any]]:
         """``GET /sandbox/outcomes?channel=...``."""
@@ -139,6 +151,7 @@ def sandbox_process(seed: int = 5) -> Iterator[SandboxProcess]:
     env = {**clean_env(), "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen([*CAMPAIGN, "sandbox", "--port", "0", "--seed", str(seed)],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    box: SandboxProcess | None = None
     try:
         first = proc.stdout.readline() if proc.stdout else ""
         assert "http://" in first, f"the sandbox did not start: {first}"
@@ -153,14 +166,17 @@ def sandbox_process(seed: int = 5) -> Iterator[SandboxProcess]:
                     pass
                 assert proc.poll() is None and time.monotonic() < deadline, "no sandbox"
                 time.sleep(0.05)
-            yield SandboxProcess(base_url, http)
+            box = SandboxProcess(base_url, http)
+            yield box
     finally:
         proc.terminate()
         try:
-            proc.communicate(timeout=20)
+            _, log = proc.communicate(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-            proc.communicate()
+            _, log = proc.communicate()
+        if box is not None:
+            box.log = log
 
 
 def run_env(base_url: str, api_key: str, ledger_url: str, **more: str) -> dict[str, str]:

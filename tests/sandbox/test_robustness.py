@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import socket
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -101,3 +104,30 @@ def test_fault_updates_are_validated(shared, update):
     box.set_faults(
         fail_rate=0.0, latency_ms="0-0", daily_message_limit=100_000, webhook_reorder=False
     )
+
+
+def test_a_client_gone_mid_request_is_one_plain_log_line(make_sandbox, caplog):
+    # a `campaign run` killed while its send waits out the sandbox's latency: normal
+    # traffic, not a sandbox bug with a traceback (the kill tests cut dozens of these)
+    box = make_sandbox(latency_ms=(300, 300))
+    box.create_session("s1")
+    body = json.dumps({"sessionId": "s1", "to": "5511987654321", "text": "oi"}).encode()
+    host, port = box.base_url.removeprefix("http://").split(":")
+    head = (f"POST {SEND_KINDS['text'].path} HTTP/1.1\r\nHost: {host}\r\n"
+            f"Authorization: {box.api_key}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n")
+    caplog.set_level(logging.INFO)
+    with socket.create_connection((host, int(port))) as conn:
+        conn.sendall(head.encode() + body)
+    deadline = time.monotonic() + 10
+    while not any("went away" in r.getMessage() for r in caplog.records):
+        assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]
+        time.sleep(0.05)
+    gone = [r for r in caplog.records if "went away" in r.getMessage()]
+    assert [r.getMessage() for r in gone] == [
+        f"client went away before its request was read: POST {SEND_KINDS['text'].path} "
+        "(nothing done)"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    assert box.sends() == []  # nothing was taken
+    assert box.send("text", {"sessionId": "s1", "to": "5511987654321", "text": "oi"}
+                    ).status_code == 200  # and the next client is served

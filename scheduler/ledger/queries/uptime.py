@@ -2,7 +2,9 @@
 
 A send with no ``messages.sent`` event can be called "not accepted by the service" only if
 the service's retried webhooks had somewhere to land: these rows record each receiver's
-listening interval (started, last seen alive), written by the receiver every few seconds.
+listening interval (started, last seen alive, stopped), written by the receiver every few
+seconds (one writer: the receiver's event writer). They are read for every unknown row a
+``status`` or ``resend`` judges, by ``last_seen_at``: one small table, few rows per process.
 """
 
 from __future__ import annotations
@@ -28,13 +30,20 @@ def touch_uptime(conn: Connection, uptime_id: int, now: datetime) -> None:
     conn.execute(update(uptime).where(uptime.c.id == uptime_id).values(last_seen_at=now))
 
 
+def stop_uptime(conn: Connection, uptime_id: int, now: datetime) -> None:
+    """The receiver stops listening of its own accord (a killed one never says so)."""
+    conn.execute(update(uptime).where(uptime.c.id == uptime_id)
+                 .values(last_seen_at=now, stopped_at=now))
+
+
 def uptime_intervals(conn: Connection, since: datetime) -> list[UptimeInterval]:
     """When receivers still alive at ``since`` or later listened, oldest first."""
     rows = conn.execute(
-        select(uptime.c.url_key, uptime.c.started_at, uptime.c.last_seen_at)
+        select(uptime.c.url_key, uptime.c.started_at, uptime.c.last_seen_at,
+               uptime.c.stopped_at)
         .where(uptime.c.last_seen_at >= since)
         .order_by(uptime.c.started_at))
-    return [UptimeInterval(key, start, last) for key, start, last in rows]
+    return [UptimeInterval(key, start, last, stopped) for key, start, last, stopped in rows]
 
 
 def unknown_rows(conn: Connection, run_id: int) -> list[UnknownRow]:
