@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     # its last renewal (renewed every third of it); also how stale a worker's heartbeat is
     # before it no longer counts as live.
     worker_lease_s: float = Field(default=15.0, ge=0.5, le=600)
+    # `campaign serve` plans each scheduled run in a child process; one still planning after
+    # this long is stopped and its run marked failed (scheduler.app.plan_process).
+    plan_limit_s: float = Field(default=900.0, gt=0)
 
     # SMS and voice (ours: the service documents none of these; every one can be changed).
     # Price per SMS segment by route, in micro-reais, to estimate and record each text's cost.

@@ -14,6 +14,7 @@ from pathlib import Path
 from scheduler.app.labels import label_audience
 from scheduler.campaign.labels import LabelAudience
 from scheduler.campaign.loader import Campaign
+from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
@@ -57,8 +58,13 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     try:
         ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
                           skip_previous_of=(spec.name, target) if skip_previous else None)
-    except BaseException:
-        ledger.set_status(run_id, RunStatus.FAILED, reason="the plan could not be stored")
+    except BaseException as exc:
+        # the campaign's own error (a row, a render bound), so that `runs` and `status` say it
+        lines = str(exc).splitlines() if isinstance(exc, SchedulerError) else []
+        reason = "the plan could not be stored" + (
+            f": {lines[0]}" + (f" (and {len(lines) - 1} more)" if len(lines) > 1 else "")
+            if lines else "")
+        ledger.set_status(run_id, RunStatus.FAILED, reason=reason)
         ledger.release(run_id)
         raise
     return run_id

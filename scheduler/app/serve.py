@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from scheduler.app.foreground import start_tracking
-from scheduler.app.planning import plan_run
+from scheduler.app.plan_process import PlanProcesses, run_of
 from scheduler.app.wiring import (
     ServiceTarget,
     client_for,
@@ -72,6 +72,10 @@ class Server:
         self.pointing = asyncio.Lock()
         #: Runs dispatched at once pace a sender they share together (shared_senders).
         self.shared = SharedSenders()
+        #: Due fires being planned, each in a child process with a time limit.
+        self.planner = PlanProcesses(ledger, ledger.engine.url.render_as_string(
+            hide_password=False), settings.plan_limit_s)
+        self.planning: dict[int, asyncio.Task[None]] = {}
 
     @property
     def follows_leases(self) -> bool:
@@ -80,35 +84,59 @@ class Server:
         so that a dead worker's receiver is never left receiving its senders' events."""
         return self.seat.leasing and self.events_received and not self.settings.webhook_url
 
-    def start_due_fires(self) -> list[int]:
-        """Turn recorded due fires into planned runs; late ones are recorded as missed."""
+    def start_due_fires(self) -> None:
+        """Start planning each recorded due fire in a child process (late ones are recorded
+        as missed); the worker goes on serving while they plan (see ``_plan_fire``)."""
         now = self.ledger.clock()
-        started: list[int] = []
         self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
         with self.ledger.read("read the due fires") as conn:
-            due = sch.due_fires(conn)
+            due = [f for f in sch.due_fires(conn) if f.id not in self.planning]
             zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if due else {}
         for fire in due:
-            fire_time = fire.fire_time
-            at = local_time(fire_time, zones.get(fire.campaign_name, "UTC"))
-            status, run_id, reason = "started", None, None
-            if now - fire_time > self.start_grace:
-                status, reason = "missed", (f"noticed {span(now - fire_time)} later, more "
-                                            f"than the start grace of "
-                                            f"{span(self.start_grace)}: not started")
+            zone = zones.get(fire.campaign_name, "UTC")
+            if now - fire.fire_time > self.start_grace:
+                self._settle_fire(fire, zone, "missed", None,
+                                  f"noticed {span(now - fire.fire_time)} later, more than the "
+                                  f"start grace of {span(self.start_grace)}: not started")
+                continue
+            if not self._settle_if_planned(fire, zone):
+                self.planning[fire.id] = asyncio.create_task(self._plan_fire(fire, zone, now))
+
+    def _settle_if_planned(self, fire: Any, zone: str) -> bool:
+        """A fire whose run was stored although the fire was not settled (the worker stopped
+        or died between the two) is ``started``; it must not be planned a second time."""
+        run_id = run_of(self.ledger, fire.definition_path, fire.fire_time)
+        run = self.ledger.get_run(run_id) if run_id is not None else None
+        if run is None or (run.status == RunStatus.PLANNED and not run.planned_count):
+            return False
+        self._settle_fire(fire, zone, "started", run_id, None)
+        return True
+
+    async def _plan_fire(self, fire: Any, zone: str, now: datetime) -> None:
+        """Plan one due fire in a child process, then record what became of it; a campaign
+        file that fails, breaks a render bound or hangs fails its own run only."""
+        try:
+            outcome = await self.planner.plan(Path(fire.definition_path), start_at=now,
+                                              fire_time=fire.fire_time,
+                                              target=self.target.ledger_value)
+            if outcome.error is None:
+                self._settle_fire(fire, zone, "started", outcome.run_id, None)
             else:
-                try:
-                    run_id = plan_run(self.ledger, Path(fire.definition_path), start_at=now,
-                                      fire_time=fire_time, target=self.target.ledger_value)
-                    started.append(run_id)
-                except SchedulerError as exc:
-                    status, reason = "failed", str(exc)
-            with self.ledger.transaction(f"record what became of fire {fire.id}") as conn:
-                sch.settle_fire(conn, fire.id, status, run_id, reason)
-            self.console.print(f"{fire.campaign_name} due at {at}: {status}"
-                               + (f" (run {run_id})" if run_id else "")
-                               + (f": {reason}" if reason else ""), markup=False)
-        return started
+                self._settle_fire(fire, zone, "failed", outcome.run_id, outcome.error)
+        except asyncio.CancelledError:
+            self._settle_if_planned(fire, zone)  # stored before the stop: started
+            raise
+        finally:
+            self.planning.pop(fire.id, None)
+
+    def _settle_fire(self, fire: Any, zone: str, status: str, run_id: int | None,
+                     reason: str | None) -> None:
+        at = local_time(fire.fire_time, zone)
+        with self.ledger.transaction(f"record what became of fire {fire.id}") as conn:
+            sch.settle_fire(conn, fire.id, status, run_id, reason)
+        self.console.print(f"{fire.campaign_name} due at {at}: {status}"
+                           + (f" (run {run_id})" if run_id else "")
+                           + (f": {reason}" if reason else ""), markup=False)
 
     def runs_to_dispatch(self) -> list[Run]:
         """Unfinished runs that are not paused and that no task of ours is dispatching.
@@ -279,6 +307,10 @@ class Server:
             finally:
                 if keeper is not None:
                     await keeper
+                for planning in self.planning.values():  # cut short: stores nothing, and
+                    planning.cancel()                    # the next serve plans it again
+                if self.planning:
+                    await asyncio.gather(*self.planning.values(), return_exceptions=True)
                 if self.triggers is not None:
                     self.triggers.stop()
                 for event in self.stops.values():

@@ -318,6 +318,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     """Every run, newest first."""
     from scheduler.app.unserved import unserved_runs
     from scheduler.app.wiring import open_project
+    from scheduler.ledger.queries import schedules as sch
     from scheduler.timeutil import utcnow
 
     settings, ledger = open_project()
@@ -326,13 +327,24 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), runs)
     for row in rows:  # runs that nobody will send, why, and what to do
         row["unserved"] = unserved[row["run"]].model_dump() if row["run"] in unserved else None
+    with ledger.read("read the scheduled fires that made no run") as conn:
+        unplanned = sch.unplanned_fires(conn)
+        zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if unplanned else {}
     if as_json:
-        typer.echo(json.dumps({"ledger": settings.ledger_label(), "runs": rows},
-                              ensure_ascii=False, indent=2))
+        fires = [{"campaign": fire.campaign_name, "fire_time": fire.fire_time.isoformat(),
+                  "status": status, "reason": reason} for fire, status, reason in unplanned]
+        typer.echo(json.dumps({"ledger": settings.ledger_label(), "runs": rows,
+                               "fires_without_run": fires}, ensure_ascii=False, indent=2))
         return
     console.print(f"ledger: {settings.ledger_label()}", highlight=False, soft_wrap=True)
-    if not rows:
+    for fire, status, reason in unplanned:  # a scheduled campaign that never became a run
+        at = display.local_time(fire.fire_time, zones.get(fire.campaign_name, "UTC"))
+        console.print(f"{fire.campaign_name} due at {at}: {status}, no run: {reason}",
+                      style="yellow", highlight=False, markup=False)
+    if not rows and not unplanned:
         console.print("no runs yet: start one with `campaign run FILE`")
+        return
+    if not rows:
         return
     table = display.table("run", "campaign", "status", "sent to", "deliveries",
                           "created (campaign's zone)", show_edge=False)
@@ -348,6 +360,9 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     for row in rows:
         console.print(f" run {row['run']} ({row['channel']}): {row['summary']}",
                       highlight=False)
+        if row["status"] == "failed" and row["reason"]:  # why, where people look
+            console.print(f"   failed: {row['reason']}", style="red", highlight=False,
+                          markup=False)
     for verdict in unserved.values():
         for line in verdict.lines():
             console.print(line, style="yellow", highlight=False, markup=False)

@@ -92,3 +92,15 @@ def settle_fire(conn: Connection, fire_id: int, status: str, run_id: int | None,
     """A due fire became a run (``started``), or ``missed`` / ``failed`` with a reason."""
     conn.execute(update(fires).where(fires.c.id == fire_id, fires.c.status == "due")
                  .values(status=status, run_id=run_id, reason=reason))
+
+
+def unplanned_fires(conn: Connection, limit: int = 20) -> list[tuple[DueFire, str, str]]:
+    """Fires that made no run (``missed``, or ``failed`` before a run existed: a campaign
+    file that does not load), newest first, with their status and reason: ``campaign runs``
+    shows them beside the runs, so a scheduled campaign that never ran is not invisible."""
+    rows = conn.execute(select(fires.c.id, fires.c.campaign_name, fires.c.definition_path,
+                               fires.c.fire_time, fires.c.status, fires.c.reason)
+                        .where(fires.c.status.in_(("missed", "failed")),
+                               fires.c.run_id.is_(None))
+                        .order_by(fires.c.fire_time.desc(), fires.c.id.desc()).limit(limit))
+    return [(DueFire(*r[:4]), r[4], r[5] or "") for r in rows]
