@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,9 @@ from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.service.client import ServiceClient
+
+#: Webhooks pointed at once when a worker takes senders over (``follow_leases``).
+POINT_AT_ONCE = 16
 
 
 class Server:
@@ -214,27 +218,42 @@ class Server:
 
     async def follow_leases(self, client: ServiceClient) -> None:
         """Point the webhooks of the senders this worker has just taken at its receiver
-        before it sends through them (they stay in ``seat.unready`` until then); a worker
-        that took a dead worker's senders receives their events from then on."""
+        before it sends through them (each stays in ``seat.unready`` until its own webhooks
+        are pointed); a worker that took a dead worker's senders receives their events from
+        then on. The webhooks are pointed a few at a time, so a sender taken with many
+        others is ready after one round trip, not after all of theirs."""
         if not self.follows_leases:
             return
         self.seat.unready |= self._hooks_to_point()[1]  # before anything awaits
         async with self.pointing:
-            new, senders = self._hooks_to_point()
-            for sender, channel in sorted(new, key=str):
-                try:
-                    if channel is not None:
-                        assert self.account_url is not None
-                        await ensure_account_webhook(client, self.settings, channel,
-                                                     self.account_url)
-                    else:
-                        assert self.webhook_url is not None
-                        await client.set_webhook(sender, self.webhook_url)
-                except SchedulerError as exc:  # its sends will meet the same fault, said then
-                    self.console.print(f"[yellow]sender {sender}: its webhook could not be "
-                                       f"pointed at this worker: {exc}[/]")
-                self.pointed.add((sender, channel))
-            self.seat.unready -= senders
+            new, _senders = self._hooks_to_point()
+            left = Counter(sender for sender, _channel in new)
+            gate = asyncio.Semaphore(POINT_AT_ONCE)
+
+            async def point(sender: str, channel: str | None) -> None:
+                async with gate:
+                    await self._point(client, sender, channel)
+                left[sender] -= 1
+                if not left[sender]:
+                    self.seat.unready.discard(sender)
+
+            await asyncio.gather(*(point(sender, channel)
+                                   for sender, channel in sorted(new, key=str)))
+
+    async def _point(self, client: ServiceClient, sender: str, channel: str | None) -> None:
+        """Point one webhook of a held sender at this worker's receiver."""
+        try:
+            if channel is not None:
+                assert self.account_url is not None
+                await ensure_account_webhook(client, self.settings, channel,
+                                             self.account_url)
+            else:
+                assert self.webhook_url is not None
+                await client.set_webhook(sender, self.webhook_url)
+        except SchedulerError as exc:  # its sends will meet the same fault, said then
+            self.console.print(f"[yellow]sender {sender}: its webhook could not be "
+                               f"pointed at this worker: {exc}[/]")
+        self.pointed.add((sender, channel))
 
     def _hooks_to_point(self) -> tuple[set[tuple[str, str | None]], set[str]]:
         """The webhooks of held senders not pointed at this worker yet, and their senders."""
@@ -263,8 +282,8 @@ class Server:
     async def _keep_seat(self, client: ServiceClient, stop: asyncio.Event) -> None:
         while not stop.is_set():
             await self._tick(client)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.seat.tick_s)
+            with contextlib.suppress(TimeoutError):  # a dead worker's lease ends: wake then
+                await asyncio.wait_for(stop.wait(), timeout=self.seat.next_tick_s())
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set; in-flight sends finish before returning."""

@@ -4,11 +4,12 @@ worker holds (:mod:`scheduler.dispatch.workers`).
 Three hooks into the dispatcher's loop:
 
 - :meth:`LeaseGate.sync` (every control poll, half a second): the pool's senders become the
-  ones held now; a sender just taken over starts from its latest claim by whichever worker
-  held it (``sender_leases.last_sent_at``), so it never sends faster than its rate while it
-  moves, and with today's sends through it recounted from the ledger, so its daily cap and
-  plan limit count what its other holders sent; the dispatcher forgets its buffered rows
-  when the set changed;
+  ones held now; a sender just taken over paces on from its latest sends by whichever
+  process made them (``sender_leases.last_sent_at`` and the latest dispatch time of its
+  rows in the ledger: :meth:`~scheduler.dispatch.pacing.SenderPace.resume_from`), so it
+  never sends faster than its rate while it moves, and with today's sends through it
+  recounted from the ledger, so its daily cap and plan limit count what its other holders
+  sent; the dispatcher forgets its buffered rows when the set changed;
 - :meth:`LeaseGate.due`: rows free of a sender or pinned to a held one, this worker's part
   of the run first (``seq % workers``), then any;
 - :meth:`LeaseGate.claim`: in the claim's transaction, the fence (the senders still held,
@@ -23,13 +24,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from scheduler.dispatch.senders import SenderPool
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import DueDelivery
+
+
+class PreviousSends(NamedTuple):
+    """A sender's sends by its previous holders, for the worker that takes it: how many
+    today, and the latest ones' times (its lease's latest claim, its rows' latest
+    dispatch)."""
+
+    today: int
+    latest: tuple[datetime, ...]
 
 
 class Seat(Protocol):
@@ -42,16 +52,13 @@ class Seat(Protocol):
         """The senders the worker may claim on now (None: all)."""
         ...
 
-    def last_sent(self, sender: str) -> datetime | None:
-        """The sender's latest claim when the worker took it."""
-        ...
-
     def want(self, run_id: int, senders: Sequence[str]) -> None:
         """A dispatcher of ``run_id`` is ready to send through ``senders``."""
         ...
 
-    def sent_since(self, senders: frozenset[str], since: datetime) -> dict[str, int]:
-        """Sends through ``senders`` since ``since`` by any worker, in any run."""
+    def previous_sends(self, senders: frozenset[str], since: datetime
+                       ) -> dict[str, PreviousSends]:
+        """What every process sent through ``senders`` since ``since``, in any run."""
         ...
 
     def unwant(self, run_id: int) -> None:
@@ -93,17 +100,11 @@ class LeaseGate:
             return False
         taken = frozenset(held or ()) - (self._held or frozenset())
         if taken:
-            pool.recount_today(self.seat.sent_since(taken, day_start), now,
+            previous = self.seat.previous_sends(taken, day_start)
+            pool.recount_today({s: p.today for s, p in previous.items()}, now,
                                plan_limit=plan_limit)
-        for name in held or ():
-            state = pool.senders.get(name)
-            if state is None or (self._held is not None and name in self._held):
-                continue
-            last = self.seat.last_sent(name)
-            if last is not None and (state.last_scheduled is None
-                                     or last > state.last_scheduled):
-                state.pace.record_send(last)  # its previous holder's last send
-                state.last_scheduled = last
+            for name, sends in previous.items():
+                pool.resume(name, sends.latest)  # on from its previous holder's pace
         self._held = pool.held = held
         return True
 

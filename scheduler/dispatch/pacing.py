@@ -146,6 +146,16 @@ class SenderPace:
         if count_day:
             self.daily.record(at)
 
+    def resume_from(self, sends: Sequence[datetime]) -> None:
+        """Go on from sends made through this sender elsewhere (its previous holder's, as
+        the ledger recorded them), as if they had been made here: each, oldest first,
+        spends a token and the last one starts a jitter pause, so a hand-off never bunches
+        sends. None is counted in the day (the ledger's count of the day holds them); one
+        not later than this pace's own latest send changes nothing."""
+        for at in sorted({at.astimezone(UTC) for at in sends if self._last_send is None
+                          or _ts(at) > self._last_send.timestamp()}):
+            self.record_send(at, count_day=False)
+
 
 @dataclass(frozen=True)
 class Quota:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 
@@ -134,6 +134,18 @@ class SenderPool:
             state.pace.daily.set_count(now, n)
             if plan_limit is not None:
                 state.quota_left = min(state.quota_left, plan_limit - n)
+
+    def resume(self, name: str, sends: Sequence[datetime]) -> None:
+        """``name`` paces on from ``sends`` made through it elsewhere (its previous holder's
+        latest, from the ledger): see :meth:`~scheduler.dispatch.pacing.SenderPace.
+        resume_from`."""
+        state = self.senders.get(name)
+        if state is None or not sends:
+            return
+        state.pace.resume_from(sends)
+        latest = max(sends)
+        if state.last_scheduled is None or latest > state.last_scheduled:
+            state.last_scheduled = latest
 
     def set_quota(self, name: str, left: float, resets_at: datetime | None) -> None:
         """Apply the service's plan limit for a sender."""

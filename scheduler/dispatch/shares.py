@@ -48,6 +48,9 @@ class LeasePlan:
     take: list[str] = field(default_factory=list)
     give_up: list[str] = field(default_factory=list)
     share: int = 0
+    #: The other free senders, in this worker's order: tried when a take loses its race
+    #: (another worker took that one), so a tick still fills the share.
+    spare: list[str] = field(default_factory=list)
 
 
 def _order(worker_id: str, sender: str) -> int:
@@ -76,8 +79,19 @@ def plan_leases(worker_id: str, wanted: Collection[str], leases: Mapping[str, Le
         return plan
     free = sorted((s for s in wanted if s not in held and is_free(leases.get(s), now)),
                   key=lambda s: _order(worker_id, s))
-    plan.take = free[:share - len(held)]
+    plan.take, plan.spare = free[:share - len(held)], free[share - len(held):]
     return plan
+
+
+def next_expiry(worker_id: str, wanted: Collection[str], leases: Mapping[str, LeaseRow],
+                now: datetime) -> datetime | None:
+    """When the first lease that another worker holds on a wanted sender (or on the
+    trigger) runs out, after ``now``; None when there is none. A worker wakes then rather
+    than at its next tick: a dead worker's senders move as soon as they may."""
+    ends = [lease.expires_at for sender, lease in leases.items()
+            if (sender in wanted or sender == TRIGGER_LEASE)
+            and lease.worker not in (None, worker_id) and lease.expires_at > now]
+    return min(ends, default=None)
 
 
 def partition(worker_id: str, live: Collection[str]) -> tuple[int, int]:

@@ -24,8 +24,9 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import reconcile, shares
 from scheduler.dispatch.exceptions import DispatchError
+from scheduler.dispatch.leases import PreviousSends
 from scheduler.ledger.lease import owner_alive, pid_alive
-from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import handoff as hq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow, WorkerRow
 from scheduler.ledger.runs import Ledger
@@ -33,6 +34,10 @@ from scheduler.timeutil import Clock
 
 #: Default lease time (seconds): a dead worker's senders move this long after its last renewal.
 DEFAULT_LEASE_S = 15.0
+#: A worker wakes this long after another worker's lease runs out (its acquire needs
+#: ``expires_at <= now``), and never sooner than :data:`MIN_WAIT_S` after a tick.
+EXPIRY_MARGIN_S = 0.02
+MIN_WAIT_S = 0.01
 
 
 class SecondWorkerRefused(DispatchError):
@@ -74,11 +79,24 @@ class WorkerSeat:
         self.wanted: dict[int, list[str]] = {}
         #: A dispatcher started or stopped since the last tick.
         self.dirty = False
+        #: When the first lease another worker holds on a wanted sender runs out (as read
+        #: at the last tick): the next tick comes then if that is sooner (``next_tick_s``).
+        self.wake_at: datetime | None = None
 
     @property
     def tick_s(self) -> float:
         """How often :meth:`tick` should run (seconds)."""
         return self.lease.total_seconds() / 3
+
+    def next_tick_s(self) -> float:
+        """Seconds until the next :meth:`tick`: a third of the lease, or just after another
+        worker's lease on a wanted sender runs out if that comes first, so a dead worker's
+        senders are taken when their lease ends rather than up to a tick later."""
+        wait = self.tick_s
+        if self.wake_at is not None:
+            until = (self.wake_at - self.clock()).total_seconds() + EXPIRY_MARGIN_S
+            wait = min(wait, until)
+        return max(wait, MIN_WAIT_S)
 
     def register(self) -> None:
         """Join the ledger's workers; on SQLite, refuse when another worker is live."""
@@ -105,15 +123,20 @@ class WorkerSeat:
         return frozenset(s for s in self.held if s not in self.draining
                          and s not in self.unready)
 
-    def last_sent(self, sender: str) -> datetime | None:
-        """The sender's latest claim when this worker took it (by whichever worker)."""
-        lease = self.held.get(sender)
-        return lease.last_sent_at if lease is not None else None
-
-    def sent_since(self, senders: frozenset[str], since: datetime) -> dict[str, int]:
-        """Sends through ``senders`` since ``since`` by any worker, in any run."""
-        with self.ledger.read("count today's sends of the senders taken") as conn:
-            return dq.sent_today_by_sender(conn, since, senders)
+    def previous_sends(self, senders: frozenset[str], since: datetime
+                       ) -> dict[str, PreviousSends]:
+        """What every process sent through ``senders`` since ``since`` (the start of the
+        day), in any run: how many, and the latest claim of each (its lease's, taken when
+        this worker took it, and its rows' in the ledger)."""
+        with self.ledger.read("read today's sends of the senders taken") as conn:
+            sends = hq.day_sends(conn, since, senders)
+        out = {}
+        for sender in senders:
+            today, latest = sends.get(sender, (0, None))
+            lease = self.held.get(sender)
+            times = {t for t in (latest, lease.last_sent_at if lease else None) if t}
+            out[sender] = PreviousSends(today, tuple(sorted(times)))
+        return out
 
     def want(self, run_id: int, senders: Sequence[str]) -> None:
         """A dispatcher of ``run_id`` is ready to send through ``senders``."""
@@ -154,16 +177,23 @@ class WorkerSeat:
             with self.ledger.transaction("take the trigger lease") as conn:
                 self.leader = lq.acquire(conn, shares.TRIGGER_LEASE, self.id, now,
                                          until) is not None
+        self.wake_at = shares.next_expiry(self.id, wanted, leases, now)
         plan = shares.plan_leases(self.id, wanted, leases, live, now)
         self.draining = set(plan.give_up)
-        for sender in plan.take:
-            self._take(sender, run_ids, now, until)
+        room = len(plan.take)
+        for sender in [*plan.take, *plan.spare]:  # a race lost: the next free one
+            if room <= 0:
+                break
+            room -= self._take(sender, run_ids, now, until)
 
-    def _take(self, sender: str, run_ids: list[int], now: datetime, until: datetime) -> None:
+    def _take(self, sender: str, run_ids: list[int], now: datetime, until: datetime) -> bool:
+        """Take ``sender`` and settle the rows its previous holder left in doubt (they stay
+        ``dispatching`` until proven or past their grace; the sender's other rows are not
+        held up by them); False when another worker was faster."""
         with self.ledger.transaction(f"take sender {sender}") as conn:
             lease = lq.acquire(conn, sender, self.id, now, until)
             if lease is None:
-                return  # another worker was faster
+                return False  # another worker was faster
             left = lq.rows_to_take_over(conn, run_ids, sender, self.id)
         settled = 0
         for run_id in sorted({r for r, _i in left}):
@@ -172,6 +202,7 @@ class WorkerSeat:
         if settled:
             self.takeovers.append((sender, now, settled))
         self.held[sender] = lease
+        return True
 
     def _settle(self, run_id: int, ids: set[int], now: datetime) -> int:
         """Settle rows another worker left in doubt, as a restarted process does."""

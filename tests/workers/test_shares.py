@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scheduler.dispatch.shares import TRIGGER_LEASE, fair_share, partition, plan_leases
+from scheduler.dispatch.shares import (
+    TRIGGER_LEASE,
+    fair_share,
+    next_expiry,
+    partition,
+    plan_leases,
+)
 from scheduler.ledger.rows import LeaseRow
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -70,3 +76,21 @@ def test_senders_no_run_wants_are_given_up_but_not_the_trigger_lease() -> None:
 def test_partition_gives_each_live_worker_its_own_slot() -> None:
     assert partition("b", ["a", "b", "c"]) == (3, 1)
     assert partition("z", ["a"]) == (2, 1)
+
+
+def test_the_free_senders_past_the_share_are_kept_in_order_for_a_lost_race() -> None:
+    plan = plan_leases("w1", SENDERS, {}, live=["w1", "w2"], now=NOW)
+    assert len(plan.take) == 5 and sorted(plan.take + plan.spare) == SENDERS
+
+
+def test_a_worker_wakes_when_another_worker_s_lease_on_a_wanted_sender_runs_out() -> None:
+    leases = {"s00": _lease("s00", "dead", 7), "s01": _lease("s01", "w2", 12),
+              "s02": _lease("s02", "w1", 2),  # its own: renewed at its ticks
+              "s03": _lease("s03", None, 0),  # free already
+              "other": _lease("other", "w2", 1)}  # not wanted here
+    assert next_expiry("w1", SENDERS, leases, NOW) == NOW + timedelta(seconds=7)
+    assert next_expiry("w1", SENDERS, leases, NOW + timedelta(seconds=7)) \
+        == NOW + timedelta(seconds=12)
+    trigger = {TRIGGER_LEASE: _lease(TRIGGER_LEASE, "w2", 4)}  # leadership moves too
+    assert next_expiry("w1", [], trigger, NOW) == NOW + timedelta(seconds=4)
+    assert next_expiry("w1", SENDERS, {}, NOW) is None

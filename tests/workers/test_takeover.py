@@ -100,3 +100,44 @@ def test_a_taken_sender_s_daily_cap_and_plan_limit_count_its_previous_holder_s_s
     s1 = pool.senders["s1"]
     assert s1.pace.daily.remaining(clock.now) == 2  # 5 a day, 3 already sent today
     assert s1.quota_left == 1  # the campaign's plan limit of 4, 3 used
+
+
+def test_a_worker_wakes_when_a_dead_worker_s_lease_ends_not_at_its_next_tick(
+        ledger: Ledger, clock: FakeClock) -> None:
+    run_id = make_run(ledger, 2, senders=("s1",))
+    with ledger.transaction() as conn:
+        lq.acquire(conn, "s1", "dead", T0, T0 + timedelta(seconds=7))
+    seat = WorkerSeat(ledger, lease_s=15, clock=clock)  # a tick every 5 s
+    seat.leasing = True
+    seat.register()
+    seat.want(run_id, ["s1"])
+    seat.tick()
+    assert seat.usable() == frozenset()
+    assert seat.next_tick_s() == 5.0  # the lease ends in 7 s: the regular tick first
+    clock.now = T0 + timedelta(seconds=5)
+    seat.tick()
+    assert abs(seat.next_tick_s() - 2.02) < 1e-9  # just after the lease ends
+    clock.now += timedelta(seconds=seat.next_tick_s())
+    seat.tick()
+    assert seat.usable() == frozenset({"s1"})
+    assert seat.next_tick_s() == 5.0
+
+
+def test_a_taken_sender_paces_on_from_the_latest_send_in_the_ledger(
+        ledger: Ledger, clock: FakeClock) -> None:
+    run_id = make_run(ledger, 4, senders=("s1",))
+    last = T0 + timedelta(milliseconds=2500)
+    with ledger.transaction() as conn:
+        lq.acquire(conn, "s1", "other", T0, T0 + timedelta(seconds=3))
+        # a send its lease did not record (a foreground `campaign run` claims unfenced)
+        conn.execute(update(D).where(D.c.run_id == run_id, D.c.to == number(0))
+                     .values(state="accepted", sender="s1", dispatched_at=last))
+    pool = SenderPool(["s1"], rate=1.0, rng=random.Random(1), tz=ZoneInfo("UTC"), now=T0)
+    seat = _seat(ledger, clock)
+    gate = LeaseGate(seat, run_id, ["s1"])
+    clock.now = T0 + timedelta(seconds=3)
+    seat.tick()
+    assert gate.sync(pool, clock.now, day_start=T0.replace(hour=0))
+    # one interval after that send, not at once
+    assert pool.senders["s1"].ready_at(clock.now) == last + timedelta(seconds=1)
+    assert pool.senders["s1"].pace.daily.count(clock.now) == 1  # counted once
