@@ -16,7 +16,6 @@ rehearsal runs a whole campaign on a simulated clock in seconds.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 import time
 from collections import Counter, deque
@@ -26,14 +25,14 @@ from typing import Any
 
 from scheduler.dispatch import caps, limits, outcomes, picking, reconcile, sessions_live, waits
 from scheduler.dispatch.channel import Answer, Channel, Quota, ServiceCalls
+from scheduler.dispatch.dispatcher_outcomes import OutcomeRecording
+from scheduler.dispatch.dispatcher_waits import CONTROL_EVERY_S, Waiting
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.leases import LeaseGate, Seat
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState, pool_for_run
 from scheduler.dispatch.shared_senders import SharedSenders
-from scheduler.display import local_time
-from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -42,8 +41,6 @@ from scheduler.service.exceptions import ServiceError
 from scheduler.timeutil import Clock, utcnow
 from scheduler.units import load_zone
 
-#: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
-CONTROL_EVERY_S = 0.5
 #: Rows read from the ledger per refill.
 REFILL = 512
 #: How often (seconds) a ``calls`` run looks for the end of its senders' calls.
@@ -54,7 +51,7 @@ async def _real_sleep(seconds: float) -> None:
     await asyncio.sleep(seconds)
 
 
-class Dispatcher:
+class Dispatcher(OutcomeRecording, Waiting):
     """Dispatches one run until it is done, paused, cancelled or stopped."""
 
     def __init__(
@@ -303,128 +300,7 @@ class Dispatcher:
         if len(self._outcomes) >= self._want:
             self._batch_done.set()
 
-    # ------------------------------------------------------------------ outcomes
-
-    def _settle_outcomes(self) -> None:
-        """Decide what every queued answer does (rules in ``outcomes``); written later."""
-        if not self._outcomes:
-            return
-        assert self.pool is not None
-        batch, self._outcomes = self._outcomes, []
-        now = self.clock()
-        settlement = outcomes.settle(batch, self.pool, self.options, self.rng, now,
-                                     events_received=self.events_received,
-                                     verdict=self.channel.verdict)
-        self._pending.append((settlement, now))
-        if settlement.verifying:
-            due = min(d for _id, d, _why in settlement.verifying)
-            self._verify_at = due if self._verify_at is None else min(self._verify_at, due)
-        for entry in settlement.notes:
-            self._record(entry)
-        if settlement.stop_reason is not None:
-            self._stop(RunStatus.PAUSED, settlement.stop_reason)
-
-    def _write_pending(self, conn: Connection) -> None:
-        for settlement, at in self._pending:
-            outcomes.apply(conn, self.run_id, settlement, self.options.step_delays_s, at)
-
-    def _commit_pending(self) -> None:
-        """Write the settled outcomes in a transaction of their own (nothing to claim)."""
-        if not self._pending:
-            return
-        with self.ledger.transaction("record the outcomes of sends") as conn:
-            self._write_pending(conn)
-        self._pending.clear()
-        self._report_progress()
-
-    def _report_progress(self) -> None:
-        if self.on_progress is not None and time.monotonic() >= self._next_progress:
-            self._next_progress = time.monotonic() + self.progress_every_s
-            self.on_progress(self.ledger.counts(self.run_id))
-
-    def _verify_timeouts(self, now: datetime) -> None:
-        """Rows whose send timed out: settle them from ``messages.sent`` once the grace ends."""
-        if self._verify_at is None or now < self._verify_at:
-            return
-        with self.ledger.transaction("settle the rows being verified") as conn:
-            settled = reconcile.settle_verifying(
-                conn, self.run_id, now, at_least_once=self.options.at_least_once,
-                step_delays_s=self.options.step_delays_s,
-                proof_events=self.channel.proof_events)
-        self._verify_at = self._earliest_verifying()
-        if settled:
-            self._buffer.clear()
-            self._last_seq = -1
-
-    def _earliest_verifying(self) -> datetime | None:
-        return reconcile.earliest_verifying(self.ledger, self.run_id)
-
-    def _expire_rest(self, now: datetime) -> None:
-        with self.ledger.transaction("expire the rows past the latest time") as conn:
-            n = dq.expire_pending(conn, self.run_id, now)
-        self._note(now, f"latest send time reached: {n} deliveries expired")
-
-    # ------------------------------------------------------------------ waiting and control
-
-    async def _wait_for_window(self, now: datetime) -> None:
-        assert self.options.window is not None
-        opens = self.options.window.next_open(now)
-        await self._drain()
-        # dated when the window closed (the loop may notice later: a sender at its cap
-        # waits in long strides), not before this dispatch started
-        closed = self.options.window.closed_since(now)
-        at = now if closed is None or self.pool is None else max(closed, self.pool.started_at)
-        self._note(at, f"window closed; paused until {local_time(opens, self._zone)}",
-                   kind="window_closed", until=opens)
-        until = waits.capped(opens, self.options.latest)
-        assert until is not None
-        while self.clock() < until:
-            self._control()
-            if self._stop_status is not None:
-                return
-            await self.sleep(min(self.idle_chunk_s, (until - self.clock()).total_seconds()))
-        if self.clock() >= opens:  # else the latest send time came first: the loop expires
-            self._note(self.clock(), "window open; resumed", kind="window_open")
-
-    def _note_recipients_wait(self, now: datetime, next_due: datetime | None,
-                              waiting: int) -> None:
-        """Say once that the run waits for its recipients' own windows (a long gap)."""
-        if self._waiting_noted or not self.options.recipient_timezone:
-            return
-        for opens in [at for at in self._deferred if at < now]:
-            del self._deferred[opens]  # those windows have opened
-        note = waits.recipients_wait_note(
-            now, next_due, waiting, deferred=waits.deferred_to(self._deferred, next_due),
-            zone=self._zone,
-            zone_name=self.options.timezone, latest=self.options.latest)
-        if note is not None:
-            self._note(now, note, kind="recipients_wait",
-                       until=waits.capped(next_due, self.options.latest))
-            self._waiting_noted = True
-
-    async def _idle(self, now: datetime, until: datetime | None) -> None:
-        """Wait until ``until`` (or a short while), waking early when a send finishes."""
-        until = waits.capped(until, self.options.latest)  # what is left expires on time
-        wait = CONTROL_EVERY_S if until is None else max(0.0, (until - now).total_seconds())
-        if self._inflight:
-            await self._wait_inflight(min(wait, CONTROL_EVERY_S))
-        else:
-            await self.sleep(min(wait, self.idle_chunk_s))
-
-    async def _wait_inflight(self, timeout: float) -> None:
-        """Wait (at most ``timeout``) for a batch of sends, so one flush and claim serve many."""
-        self._want = max(1, min(len(self._inflight), self.options.concurrency // 4))
-        if self._inflight and len(self._outcomes) < self._want:
-            self._batch_done.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._batch_done.wait(), max(timeout, 0.001))
-
-    async def _drain(self) -> None:
-        """Let in-flight sends finish and commit their outcomes."""
-        if self._inflight:
-            await asyncio.wait(set(self._inflight))
-        self._settle_outcomes()
-        self._commit_pending()
+    # ------------------------------------------------------------------ control
 
     def _control(self) -> None:
         mono, now = time.monotonic(), self.clock()
