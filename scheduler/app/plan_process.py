@@ -48,12 +48,10 @@ class PlanOutcome(BaseModel):
 
 
 def run_of(ledger: Ledger, campaign_path: str, fire_time: datetime | None) -> int | None:
-    """The run a planning of ``campaign_path`` at ``fire_time`` created, if it got that far."""
+    """The run a planning of ``campaign_path`` at ``fire_time`` created, if it got that far
+    (the ledger returns aware UTC times, so they compare as they are)."""
     for run in ledger.list_runs():
-        same_time = (run.fire_time is None) == (fire_time is None) and (
-            fire_time is None or (run.fire_time is not None
-            and run.fire_time.replace(tzinfo=None) == fire_time.replace(tzinfo=None)))
-        if run.definition_path == campaign_path and same_time:
+        if run.definition_path == campaign_path and run.fire_time == fire_time:
             return run.id
     return None
 

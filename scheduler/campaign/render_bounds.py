@@ -251,8 +251,9 @@ _NUMBER = re.compile(r"\d+")
 
 def _check_format(budget: Budget, fmt: str, args: Iterable[Any]) -> None:
     """Refuse a ``%`` format whose width or precision would build more than the bound."""
-    widths = [int(n) for m in _PERCENT_SPEC.finditer(fmt) for n in m.groups() if n and n != "*"]
-    if any(m.group(1) == "*" or m.group(2) == "*" for m in _PERCENT_SPEC.finditer(fmt)):
+    specs = [m.groups() for m in _PERCENT_SPEC.finditer(fmt)]
+    widths = [int(n) for spec in specs for n in spec if n and n != "*"]
+    if any("*" in spec for spec in specs):  # a width from the arguments
         widths += [a for a in args if _is_int(a)]
     budget.size(max(widths, default=0), "a formatted value")
 

@@ -23,27 +23,8 @@ from scheduler.dispatch.triggers import add_schedule
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Fire, Run
 from scheduler.ledger.runs import Ledger
+from tests.dispatch.support import RECIPIENTS, scheduled_project
 from tests.factories import command_project
-
-CAMPAIGN = """
-name = "{name}"
-senders = ["s1"]
-{bounds}
-[recipients]
-file = "data/r.csv"
-phone_column = "telefone"
-
-[schedule]
-at = {at}
-timezone = "UTC"
-
-[pace]
-rate = "20/s"
-
-[[steps]]
-type = "text"
-text = "Oi {{{{ nome }}}}{text}"
-"""
 
 #: 99,999² loop steps: refused at once by the default loop bound, or, with the bounds
 #: raised out of its way, a planning that never ends in any useful time.
@@ -51,24 +32,9 @@ LOOPS = "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% en
 UNBOUNDED = "[bounds]\nrender_max_loops = 2000000000\nrender_max_ms = 100000000\n"
 
 
-def _write(root: Path, name: str, at: datetime, text: str = "", bounds: str = "") -> Path:
-    path = root / "campaigns" / f"{name}.toml"
-    path.write_text(CAMPAIGN.format(name=name, at=at.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                                    text=text, bounds=bounds), encoding="utf-8")
-    return path
-
-
 def _fires(ledger: Ledger) -> dict[str, Fire]:
     with Session(ledger.engine) as session:
         return {f.campaign_name: f for f in session.exec(select(Fire)).all()}
-
-
-def _project(root: Path, at: datetime, **campaigns: dict[str, str]) -> dict[str, Path]:
-    for folder in ("campaigns", "data", "templates"):
-        (root / folder).mkdir()
-    (root / "data" / "r.csv").write_text(
-        "nome,telefone\nAna,11987650001\nBia,11987650002\nCid,11987650003\n", encoding="utf-8")
-    return {name: _write(root, name, at, **fields) for name, fields in campaigns.items()}
 
 
 async def _serve_until_settled(ledger: Ledger, settings: Settings,
@@ -96,7 +62,7 @@ async def _serve_until_settled(ledger: Ledger, settings: Settings,
 async def test_a_template_over_its_bounds_fails_its_fire_and_the_good_one_is_sent(
         tmp_path: Path, ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = datetime.now(UTC) + timedelta(seconds=1)
-    campaigns = _project(tmp_path, at, boa={}, laco={"text": LOOPS},
+    campaigns = scheduled_project(tmp_path, at, boa={}, laco={"text": LOOPS},
                          quebrada={"text": "{{ nome }"})
     ledger = Ledger(open_ledger(ledger_url))
     for name, path in campaigns.items():
@@ -104,7 +70,7 @@ async def test_a_template_over_its_bounds_fails_its_fire_and_the_good_one_is_sen
     runs, sends = await _serve_until_settled(
         ledger, Settings(state_dir=tmp_path / "state"), set(campaigns))
     assert runs["boa"].status == "completed"
-    assert sorted(s["to"] for s in sends) == ["5511987650001", "5511987650002", "5511987650003"]
+    assert sorted(s["to"] for s in sends) == RECIPIENTS
     fires = _fires(ledger)
     assert (fires["boa"].status, fires["boa"].run_id) == ("started", runs["boa"].id)
     # the breach is one line with the file, its line, the row and the bound; its run failed
@@ -133,7 +99,7 @@ async def test_a_planning_that_hangs_past_every_bound_is_stopped_at_its_limit(
         # SQLite has one writer: a plan being stored holds it (README: serve on SQLite)
         pytest.skip("a plan holds SQLite's one write lock while it is stored")
     at = datetime.now(UTC) + timedelta(seconds=1)
-    campaigns = _project(tmp_path, at, boa={}, trava={"text": LOOPS, "bounds": UNBOUNDED})
+    campaigns = scheduled_project(tmp_path, at, boa={}, trava={"text": LOOPS, "bounds": UNBOUNDED})
     ledger = Ledger(open_ledger(ledger_url))
     for name, path in campaigns.items():
         add_schedule(ledger, name, str(path), "at:" + at.isoformat(), "UTC")

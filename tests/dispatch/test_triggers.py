@@ -24,33 +24,11 @@ from scheduler.dispatch.triggers import (
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Fire
 from scheduler.ledger.runs import Ledger
-
-CAMPAIGN = """
-name = "lembrete"
-senders = ["s1"]
-[recipients]
-file = "data/r.csv"
-phone_column = "telefone"
-[schedule]
-at = {at}
-timezone = "UTC"
-[pace]
-rate = "20/s"
-[[steps]]
-type = "text"
-text = "Oi {{{{ nome }}}}"
-"""
+from tests.dispatch.support import RECIPIENTS, scheduled_project
 
 
 def _project(tmp_path: Path, at: datetime) -> Path:
-    (tmp_path / "campaigns").mkdir()
-    (tmp_path / "data").mkdir()
-    (tmp_path / "templates").mkdir()
-    (tmp_path / "data" / "r.csv").write_text(
-        "nome,telefone\nAna,11987650001\nBia,11987650002\nCid,11987650003\n", encoding="utf-8")
-    path = tmp_path / "campaigns" / "lembrete.toml"
-    path.write_text(CAMPAIGN.format(at=at.strftime("%Y-%m-%dT%H:%M:%SZ")), encoding="utf-8")
-    return path
+    return scheduled_project(tmp_path, at, lembrete={})["lembrete"]
 
 
 def _fires(ledger: Ledger) -> list[Fire]:
@@ -134,6 +112,6 @@ async def test_serve_starts_a_due_campaign_and_completes_it(tmp_path: Path,
     assert run.fire_time is not None
     assert sum(ledger.counts(run.id).values()) == 3
     assert set(ledger.counts(run.id)) <= {"accepted", "sent", "delivered", "read"}
-    assert sorted(s["to"] for s in sends) == ["5511987650001", "5511987650002", "5511987650003"]
+    assert sorted(s["to"] for s in sends) == RECIPIENTS
     (fire,) = _fires(ledger)
     assert (fire.status, fire.run_id) == ("started", run.id)
