@@ -49,6 +49,10 @@ from scheduler.service.client import ServiceClient
 POINT_AT_ONCE = 16
 
 
+#: How long a run whose dispatch could not start waits before it is tried again.
+RETRY_SETUP_AFTER = timedelta(seconds=30)
+
+
 class Server:
     """Triggers + receiver + dispatchers, until stopped."""
 
@@ -80,6 +84,10 @@ class Server:
         self.planner = PlanProcesses(ledger, ledger.engine.url.render_as_string(
             hide_password=False), settings.plan_limit_s)
         self.planning: dict[int, asyncio.Task[None]] = {}
+        #: Runs whose dispatch could not start (the service refused a set-up call): when to
+        #: try again, and the error last said (said again only when it changes).
+        self.retry_at: dict[int, datetime] = {}
+        self.setup_errors: dict[int, str] = {}
 
     @property
     def follows_leases(self) -> bool:
@@ -157,6 +165,8 @@ class Server:
                 # a worker leaves a run to a foreground `campaign run` that holds it
                 and not (self.seat.leasing and run.owner_pid is not None
                          and owner_alive(run, now))]
+        runs = [run for run in runs
+                if run.id not in self.retry_at or now >= self.retry_at[run.id]]
         here = self.target.ledger_value
         for run in runs:
             if run.target not in (None, here) and run.id not in self.wrong_target:
@@ -197,6 +207,14 @@ class Server:
             pass
         except DispatchError as exc:
             self.console.print(f"[red]run {run.id}: {exc}[/]")
+        except SchedulerError as exc:  # e.g. a sender the service does not know: said once,
+            # tried again a while later (the operator may create it), never a traceback
+            self.retry_at[run.id] = self.ledger.clock() + RETRY_SETUP_AFTER
+            if self.setup_errors.get(run.id) != str(exc):
+                self.setup_errors[run.id] = str(exc)
+                self.console.print(f"run {run.id} ({run.campaign_name}) cannot start: {exc}; "
+                                   f"trying again every {span(RETRY_SETUP_AFTER)}",
+                                   style="red", markup=False, highlight=False)
         finally:
             self.tasks.pop(run.id, None)
             self.stops.pop(run.id, None)

@@ -4,6 +4,7 @@ render bound, or that hangs past every bound, fails its own run; the others are 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -114,3 +115,32 @@ async def test_a_planning_that_hangs_past_every_bound_is_stopped_at_its_limit(
     assert fires["trava"].status == "failed" and fires["trava"].run_id == hung.id
     assert hung.status == "failed"
     assert "planning ran past its limit of 8 s and was stopped" in (hung.stop_reason or "")
+
+
+async def test_a_run_whose_sender_the_service_does_not_know_is_said_once(
+        tmp_path: Path, ledger_url: str, make_sandbox: Any) -> None:
+    box = make_sandbox()  # a service with no session s1: setting its webhook is a 404
+    at = datetime.now(UTC) - timedelta(seconds=1)
+    campaigns = scheduled_project(tmp_path, at, semsessao={})
+    ledger = Ledger(open_ledger(ledger_url))
+    add_schedule(ledger, "semsessao", str(campaigns["semsessao"]), "at:" + at.isoformat(), "UTC")
+    settings = Settings(state_dir=tmp_path / "state", base_url=box.base_url,
+                        api_key=box.api_key)
+    out = io.StringIO()
+    stop = asyncio.Event()
+    with service_target(settings) as target:
+        server = Server(settings, ledger, target, Console(file=out, width=80), poll_s=0.1)
+        task = asyncio.create_task(server.serve(stop))
+        deadline = time.monotonic() + 60  # a hang guard
+        while "cannot start" not in out.getvalue():
+            assert time.monotonic() < deadline, out.getvalue()
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2)  # twenty more polls: not tried again, not said again
+        stop.set()
+        await task
+    said = out.getvalue()
+    assert "Traceback" not in said
+    assert said.count("cannot start") == 1
+    assert "Session not found" in " ".join(said.split())
+    (run,) = ledger.list_runs()
+    assert run.status == "planned"  # nothing sent, nothing lost: it starts once s1 exists
