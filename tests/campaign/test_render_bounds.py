@@ -85,7 +85,7 @@ def test_a_bound_is_set_in_the_campaign(project: Project) -> None:
     assert "looped more than 10 times; bound: bounds.render_max_loops" in done.stdout
 
 
-@pytest.mark.parametrize("command", ["validate", "plan", "run"])
+@pytest.mark.parametrize("command", ["validate", "preview", "plan", "run", "run --rehearse"])
 @pytest.mark.parametrize("name", ["repetition", "nested loops", "recursive macro"])
 def test_commands_stop_at_once_with_the_row_located(project: Project, command: str,
                                                     name: str) -> None:
@@ -93,8 +93,8 @@ def test_commands_stop_at_once_with_the_row_located(project: Project, command: s
     path = project.basic('[[steps]]\ntype = "text"\ntext_file = "bomb.txt.j2"\n')
     project.write("templates/bomb.txt.j2", "Olá {{ nome }}\n" + source + "\n")
     # the timeout is a hang guard (a hang is minutes): the refusal itself is at once
-    done = subprocess.run([*CAMPAIGN, command, str(path)], capture_output=True, text=True,
-                          timeout=120, check=False, cwd=project.root)
+    done = subprocess.run([*CAMPAIGN, *command.split(), str(path)], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=project.root)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
