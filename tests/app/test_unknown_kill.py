@@ -15,7 +15,6 @@ of the resumed run that timed out and that the sandbox never took.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from pathlib import Path
@@ -23,7 +22,13 @@ from pathlib import Path
 import pytest
 
 from tests.app.support import CAMPAIGN, cli, wait_for
-from tests.channels.support import ledger_rows, numbers_sent, run_env, sandbox_process
+from tests.channels.support import (
+    kill_with_a_send_in_doubt,
+    ledger_rows,
+    numbers_sent,
+    run_env,
+    sandbox_process,
+)
 from tests.factories import write_project
 
 N = 40
@@ -63,20 +68,7 @@ def test_after_a_kill_resend_unproven_offers_no_send_the_service_took(
         campaign = write_project(shop, N, rate="10/s")
         env = run_env(box.base_url, box.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="1",
                       CAMPAIGN_WEBHOOK_RETRY_HORIZON_S=HORIZON_S)
-        proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=shop,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_for(lambda: len(box.sends()) >= 5)
-            # from now on the sandbox takes each send and holds its answer back
-            box.set_faults(timeout_rate=1.0, timeout_after_accept=1.0, timeout_hang_s=60)
-            before = len(box.sends())
-            wait_for(lambda: len(box.sends()) > before, timeout=10)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == -signal.SIGKILL
+        kill_with_a_send_in_doubt(box, campaign, env, after=5)
         taken_at_kill = set(numbers_sent(box.sends(), TEXT))
         in_doubt = {to for to, row in ledger_rows(ledger_url).items()
                     if row.state == "dispatching"}

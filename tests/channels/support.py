@@ -10,6 +10,8 @@ are in ``tests/conftest.py``.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -25,7 +27,7 @@ from sqlalchemy import select
 from scheduler.ledger.queries.tables import deliveries, events
 from scheduler.sandbox.config import DEFAULT_API_KEY
 from scheduler.sandbox.testing import text_project_phone
-from tests.app.support import CAMPAIGN, clean_env
+from tests.app.support import CAMPAIGN, clean_env, wait_for
 from tests.factories import open_test_ledger
 
 #: The sandbox's price per SMS segment (its default table), given to our settings too so
@@ -267,3 +269,23 @@ def check_voice_outcomes(rows: dict[str, Row], calls: list[dict[str, Any]]) -> N
         got = {key: row.details.get(key) for key in CALL_KEYS}
         assert got == {key: call[key] for key in CALL_KEYS}, (row, call)
         assert row.details["callId"] == call["callId"], (row, call)
+
+
+def kill_with_a_send_in_doubt(box: SandboxProcess, campaign: Path, env: dict[str, str],
+                              *, after: int) -> None:
+    """Run ``campaign run CAMPAIGN``; once ``after`` requests went out, make the sandbox take
+    each request and hold its answer back, and SIGKILL the run as soon as it takes one: the
+    run dies with a send the service took but never answered (a row in doubt)."""
+    proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=campaign.parents[1],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(box.sends()) >= after)
+        box.set_faults(timeout_rate=1.0, timeout_after_accept=1.0, timeout_hang_s=60)
+        before = len(box.sends())
+        wait_for(lambda: len(box.sends()) > before, timeout=10)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == -signal.SIGKILL

@@ -12,15 +12,13 @@ doubt that the service did take are proven sent, not ``unknown``.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 from pathlib import Path
 
 from scheduler.ledger.states import SENT_STATES
-from tests.app.support import CAMPAIGN, cli, wait_for
+from tests.app.support import cli
 from tests.channels.support import (
     check_sms_outcomes,
+    kill_with_a_send_in_doubt,
     ledger_rows,
     numbers_sent,
     run_env,
@@ -42,20 +40,7 @@ def test_kill_9_mid_run_sends_no_sms_twice(tmp_path: Path, ledger_url: str) -> N
         shop = tmp_path / "shop"
         campaign = sms_project(shop, N, rate="40/s", batch=BATCH, personal_every=0)
         env = run_env(box.base_url, box.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="15")
-        proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=shop,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            wait_for(lambda: len(box.sends()) >= 3)
-            # from now on the sandbox takes each bulk and holds its answer back
-            box.set_faults(timeout_rate=1.0, timeout_after_accept=1.0, timeout_hang_s=60)
-            before = len(box.sends())
-            wait_for(lambda: len(box.sends()) > before, timeout=10)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-        assert proc.returncode == -signal.SIGKILL
+        kill_with_a_send_in_doubt(box, campaign, env, after=3)
         box.set_faults(timeout_rate=0.0)
 
         at_kill = ledger_rows(ledger_url)
