@@ -4,7 +4,6 @@ its label, outside text escaped (Typer's runner, ``COLUMNS=80``)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -22,17 +21,7 @@ runner = CliRunner()
 WELCOME = str(REPO / "campaigns" / "welcome.toml")
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ledger_url: str) -> None:
-    """80 columns, no colour, no configured service, the test's ledger."""
-    for key in ("CAMPAIGN_BASE_URL", "CAMPAIGN_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
-    empty = tmp_path / "empty-config.toml"
-    empty.write_text("")
-    monkeypatch.setenv("CAMPAIGN_CONFIG", str(empty))
-    monkeypatch.setenv("CAMPAIGN_DATABASE_URL", ledger_url)
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setenv("NO_COLOR", "1")
+pytestmark = pytest.mark.usefixtures("terminal_80")
 
 
 def _lines(*args: str) -> list[str]:

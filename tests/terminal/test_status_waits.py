@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -25,17 +24,7 @@ runner = CliRunner()
 ZONE = load_zone("America/Sao_Paulo")
 
 
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ledger_url: str) -> None:
-    """80 columns, no colour, no configured service, the test's ledger."""
-    for key in ("CAMPAIGN_BASE_URL", "CAMPAIGN_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
-    empty = tmp_path / "empty-config.toml"
-    empty.write_text("")
-    monkeypatch.setenv("CAMPAIGN_CONFIG", str(empty))
-    monkeypatch.setenv("CAMPAIGN_DATABASE_URL", ledger_url)
-    monkeypatch.setenv("COLUMNS", "80")
-    monkeypatch.setenv("NO_COLOR", "1")
+pytestmark = pytest.mark.usefixtures("terminal_80")
 
 
 def test_status_says_which_sender_is_at_its_daily_cap_and_when_it_sends_again(
