@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from datetime import datetime
 from typing import Any
@@ -86,6 +87,9 @@ def events(
     if not rows:
         newest = stored_events(ledger, last=1)
         after = newest[-1]["id"] if newest else 0
+    # Ctrl-C stops it even when started with SIGINT ignored (a background job, some test
+    # runners' workers): the help promises it
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         while True:
             time.sleep(TAIL_EVERY_S)

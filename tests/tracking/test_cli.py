@@ -139,6 +139,15 @@ def test_an_unknown_run_is_one_line_and_exit_1(env: dict[str, str], ledger: Ledg
     assert "run 42 not found" in done.stderr and "Traceback" not in done.stderr
 
 
+def _signal_state(pid: int) -> str:
+    """The blocked, ignored and caught signal masks of a process (Linux)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return "no /proc status"
+    return " ".join(line for line in status.splitlines() if line.startswith("Sig"))
+
+
 def test_events_tail_follows_new_events_until_ctrl_c(env: dict[str, str],
                                                      ledger: Ledger) -> None:
     accepted_run(ledger, 1)
@@ -148,8 +157,9 @@ def test_events_tail_follows_new_events_until_ctrl_c(env: dict[str, str],
         ingest(ledger, receipt("message.delivered", number(0), mid(0), T0))
         followed = json.loads(lines.wait_for('"message.delivered"'))
         assert followed["result"] == "delivered"
+        signals = _signal_state(process.pid)  # said if it does not stop
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=20) == 0
+        assert process.wait(timeout=20) == 0, signals
 
 
 def test_receiver_command_serves_until_ctrl_c_without_printing_the_token(
