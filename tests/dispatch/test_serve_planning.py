@@ -118,7 +118,11 @@ async def test_a_planning_that_hangs_past_every_bound_is_stopped_at_its_limit(
 
 
 async def test_a_run_whose_sender_the_service_does_not_know_is_said_once(
-        tmp_path: Path, ledger_url: str, make_sandbox: Any) -> None:
+        tmp_path: Path, ledger_url: str, make_sandbox: Any, db_backend: str) -> None:
+    if db_backend != "sqlite":
+        # there each sender's webhook follows its lease (Server.follow_leases), which says
+        # a sender it cannot point once, on its own path: this is the single-worker path
+        pytest.skip("on PostgreSQL a sender's webhook is pointed by follow_leases")
     box = make_sandbox()  # a service with no session s1: setting its webhook is a 404
     at = datetime.now(UTC) - timedelta(seconds=1)
     campaigns = scheduled_project(tmp_path, at, semsessao={})
