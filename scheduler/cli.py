@@ -26,6 +26,7 @@ from scheduler.commands import (
     run,
     sandbox,
     schedule,
+    schema,
     sessions,
     templates,
     track,
@@ -45,7 +46,7 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers, labels)
+                   sandbox, demo, workers, labels, schema)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import GetCoreSchemaHandler
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
 from scheduler.errors import SchedulerError
@@ -178,6 +179,8 @@ class _Text:
     as that text (a non-text value is pydantic's ``string_type`` error)."""
 
     text: str
+    #: How the value is written, for the JSON Schema (``campaign schema``) and the docs.
+    EXAMPLES: ClassVar[tuple[str, ...]] = ()
 
     def __str__(self) -> str:
         return self.text
@@ -201,10 +204,18 @@ class _Text:
             read, serialization=core_schema.plain_serializer_function_ser_schema(
                 str, return_schema=core_schema.str_schema()))
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        """A string, with examples of how it is written (the parser checks the rest)."""
+        return {"type": "string", "examples": list(cls.EXAMPLES)}
+
 
 @dataclass(frozen=True)
 class Rate(_Text):
     """A rate such as ``"30/min"``: ``per_s`` events per second."""
+
+    EXAMPLES = ("30/min", "2/s", "600/h")
 
     per_s: float = 0.0
 
@@ -217,6 +228,8 @@ class Rate(_Text):
 @dataclass(frozen=True)
 class Jitter(_Text):
     """A pause drawn after each send, such as ``"2s-8s"``: ``low_s`` to ``high_s`` seconds."""
+
+    EXAMPLES = ("2s-8s", "0", "500ms-2s")
 
     low_s: float = 0.0
     high_s: float = 0.0
@@ -236,6 +249,8 @@ class Jitter(_Text):
 class ClockTime(_Text):
     """A local wall-clock time such as ``"20:00"``: ``minutes`` after midnight."""
 
+    EXAMPLES = ("20:00",)
+
     minutes: int = 0
 
     @classmethod
@@ -247,6 +262,8 @@ class ClockTime(_Text):
 @dataclass(frozen=True)
 class ClockWindow(_Text):
     """A daily window such as ``"09:00-20:00"``: opens and closes, minutes after midnight."""
+
+    EXAMPLES = ("09:00-20:00", "22:00-06:00")
 
     opens_min: int = 0
     closes_min: int = 0
@@ -260,6 +277,8 @@ class ClockWindow(_Text):
 @dataclass(frozen=True)
 class Days(_Text):
     """Days of the week such as ``"mon-sat"``: ``weekdays`` numbers, Monday 0."""
+
+    EXAMPLES = ("mon-sat", "mon-fri", "*")
 
     weekdays: frozenset[int] = ALL_DAYS
 

@@ -50,7 +50,8 @@ class BlankDefault(BaseModel):
     """``{ default = "cliente" }``: the value a blank cell of the column takes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    default: str = Field(min_length=1)
+    default: str = Field(min_length=1, description=(
+        "The text a blank cell of the column becomes (then the filters apply)."))
 
 
 def _one_message(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -72,7 +73,8 @@ class BlanksSpec(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     __pydantic_extra__: dict[str, Rule] = Field(init=False)
 
-    default: Policy = "keep"
+    default: Policy = Field(default="keep", description=(
+        "The rule of every column a template names that is not listed."))
 
     @property
     def columns(self) -> dict[str, Rule]:

@@ -71,6 +71,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -110,6 +111,10 @@ def lenient(info: ValidationInfo) -> bool:
     return bool(info.context and info.context.get("lenient"))
 
 
+#: A TOML date-time as a JSON Schema sees it: a string (an editor's TOML support turns TOML
+#: dates into strings; a local one, without an offset, is read in ``schedule.timezone``).
+_DATE_TIME_TEXT = {"type": "string", "examples": ["2027-03-08T09:00:00"]}
+
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
 
@@ -127,15 +132,29 @@ def invalid_limit(value: int | str | None, read: int) -> int | None:
 class RecipientsSpec(Strict):
     """``[recipients]``: the CSV, its phone column, the default country, opt-out lists."""
 
-    file: NonEmpty
-    phone_column: NonEmpty | None = None  # None: the first of phone, telefone, celular, …
-    default_country: str = "BR"
-    suppression: list[NonEmpty] = Field(default_factory=list)
-    line_types: list[LineTypeName] | None = Field(default=None, min_length=1)
-    add_ninth_digit: bool = False
-    max_invalid: int | str | None = None
-    #: voice: the IVR key that opts the number out (onto the suppression list) when pressed.
-    opt_out_digit: str | None = None
+    file: NonEmpty = Field(description=(
+        "The CSV of recipients (any encoding and delimiter), relative to the project folder "
+        "(the one above `campaigns/`) or absolute."))
+    phone_column: NonEmpty | None = Field(default=None, description=(
+        "The column of the numbers, as its header is written or as its variable name; "
+        "unset: the first of phone, telefone, celular, whatsapp, numero, …"))
+    default_country: str = Field(default="BR", description=(
+        "The region of numbers written without a country code (two letters)."))
+    suppression: list[NonEmpty] = Field(default_factory=list, description=(
+        "Files of numbers never sent to (opt-out lists): one number a line, or a CSV's "
+        "phone column."))
+    line_types: list[LineTypeName] | None = Field(default=None, min_length=1, description=(
+        "The kinds of number sent to; unset: mobile (WhatsApp, SMS), mobile and fixed_line "
+        "(voice). Other numbers are skipped with their reason."))
+    add_ninth_digit: bool = Field(default=False, description=(
+        "Send a Brazilian mobile missing its ninth digit to the number with it "
+        "(11 8765-4321 to 11 98765-4321) instead of skipping it."))
+    max_invalid: int | str | None = Field(default=None, description=(
+        'How many unreachable numbers are tolerated: a count (20) or a share of the rows '
+        'read ("2%"); more make validate, plan and run fail. Unset: any number.'))
+    opt_out_digit: str | None = Field(default=None, description=(
+        "Voice: the IVR key (0-9, * or #) that, pressed, puts the number on the shared "
+        "suppression list."))
 
     @field_validator("opt_out_digit", mode="before")
     @classmethod
@@ -174,12 +193,24 @@ class RecipientsSpec(Strict):
 class ScheduleSpec(Strict):
     """``[schedule]``: a one-off time or a cron line, the zone, the window and days."""
 
-    at: datetime | None = None
-    cron: str | None = None
-    timezone: str = DEFAULT_TIMEZONE
-    window: ClockWindow | None = None
-    days: Days = Days.parse(DEFAULT_DAYS)
-    latest: datetime | ClockTime | None = None
+    at: Annotated[datetime | None, WithJsonSchema(_DATE_TIME_TEXT)] = Field(
+        default=None, description=(
+            "A one-off start: a date-time, in `timezone` unless it has an offset; a past one "
+            "is an error. Unset (and no `cron`): the run starts when `campaign run` does."))
+    cron: str | None = Field(default=None, description=(
+        'A repeating start, as a crontab line ("0 9 * * mon-fri"), fired by '
+        "`campaign serve` once `campaign schedule` registered the file."))
+    timezone: str = Field(default=DEFAULT_TIMEZONE, description=(
+        "The IANA time zone of `at`, `window`, `days`, `latest` and of every time shown."))
+    window: ClockWindow | None = Field(default=None, description=(
+        'The daily hours when sends go out ("HH:MM-HH:MM", may run overnight); unset: '
+        "all day."))
+    days: Days = Field(default=Days.parse(DEFAULT_DAYS), description=(
+        'The weekdays when sends go out ("mon-sat", "mon,wed,fri"; "*": every day).'))
+    latest: Annotated[datetime | ClockTime | None, WithJsonSchema(
+        {"anyOf": [{"type": "string", "examples": ["20:00", "2027-03-08T20:00:00"]},
+                   {"type": "null"}]})] = Field(default=None, description=(
+        'What is not sent by then expires: "HH:MM" on the run\'s day, or a date-time.'))
 
     @field_validator("timezone")
     @classmethod
@@ -225,14 +256,22 @@ class ScheduleSpec(Strict):
 class PaceSpec(Strict):
     """``[pace]``: per-sender rate, jitter, daily cap, plan limit when no service says it."""
 
-    rate: Rate = Rate.parse(DEFAULT_RATE)
-    jitter: Jitter = Jitter.parse(DEFAULT_JITTER)
-    daily_cap: int | None = Field(default=None, ge=1)
-    plan_limit: int | None = Field(default=None, ge=0)
-    #: SMS and voice: recipients per bulk request (the channel's default when unset).
-    batch: int | None = Field(default=None, ge=1, le=1000)
-    #: voice: calls in progress at once (the service's allowance bounds it too).
-    max_calls: int | None = Field(default=None, ge=1, le=1000)
+    rate: Rate = Field(default=Rate.parse(DEFAULT_RATE), description=(
+        'Sends per sender ("N/s", "N/min", "N/h"); for SMS and voice, the account\'s '
+        "for the whole run, a bulk request of n recipients spending n."))
+    jitter: Jitter = Field(default=Jitter.parse(DEFAULT_JITTER), description=(
+        'A random pause after each send, "low-high" ("2s-8s"); "0": none.'))
+    daily_cap: int | None = Field(default=None, ge=1, description=(
+        "The most sends per sender (SMS and voice: the account's) per local day, "
+        "counted across campaigns."))
+    plan_limit: int | None = Field(default=None, ge=0, description=(
+        "The most sends per sender per day when no service states its plan's limit."))
+    batch: int | None = Field(default=None, ge=1, le=1000, description=(
+        "SMS and voice: recipients per bulk request (unset: SMS 100, voice 10; never over "
+        "the `bulk_max` setting nor, for voice, `max_calls`)."))
+    max_calls: int | None = Field(default=None, ge=1, le=1000, description=(
+        "Voice: calls in progress at once (unset: the `voice_max_calls` setting, which also "
+        "bounds it)."))
 
 
 class BoundsSpec(Strict):
@@ -243,14 +282,22 @@ class BoundsSpec(Strict):
     ``render_max_*`` bound the cost of rendering one template for one row.
     """
 
-    text: int = Field(default=4096, ge=1)
-    caption: int = Field(default=1024, ge=1)
+    text: int = Field(default=4096, ge=1, description=(
+        "The longest rendered text, in characters (WhatsApp's limit)."))
+    caption: int = Field(default=1024, ge=1, description=(
+        "The longest rendered media caption, in characters (WhatsApp's limit)."))
     # What one template may cost per row (scheduler.campaign.render_bounds): output bytes,
     # loop iterations, nested calls, milliseconds. A breach is an error of its row.
-    render_max_bytes: int = Field(default=1_000_000, ge=1)
-    render_max_loops: int = Field(default=100_000, ge=1)
-    render_max_depth: int = Field(default=50, ge=1, le=200)
-    render_max_ms: int = Field(default=2_000, ge=1)
+    render_max_bytes: int = Field(default=1_000_000, ge=1, description=(
+        "The most output (UTF-8 bytes) one template may produce for one row, counted as it "
+        "is produced."))
+    render_max_loops: int = Field(default=100_000, ge=1, description=(
+        "The most loop steps one template may take for one row (every loop, nested ones "
+        "too), and the longest list it may build."))
+    render_max_depth: int = Field(default=50, ge=1, le=200, description=(
+        "The deepest nesting of calls (a macro calling itself) in one template."))
+    render_max_ms: int = Field(default=2_000, ge=1, description=(
+        "The most milliseconds one template may take for one row."))
 
     def render_limits(self) -> RenderLimits:
         """These bounds as the renderer takes them."""
@@ -261,27 +308,50 @@ class BoundsSpec(Strict):
 class CampaignSpec(Strict):
     """The whole definition file. ``steps`` are raw tables, checked per channel later."""
 
-    name: NonEmpty
-    description: str | None = None
-    channel: Channel = "whatsapp"
-    senders: list[NonEmpty] = Field(default_factory=list)
-    delivery: DeliveryMode = DEFAULT_DELIVERY
-    sender_rotation: Rotation = DEFAULT_ROTATION
-    recipient_timezone: bool = False
+    name: NonEmpty = Field(description=(
+        "The campaign's name: its runs, reports and schedule are known by it."))
+    description: str | None = Field(default=None, description="A note for people; never sent.")
+    channel: Channel = Field(default="whatsapp", description=(
+        "whatsapp (messages through sessions), sms, voice (the account's calls and IVR "
+        "flows) or calls (WhatsApp calls placed through sessions)."))
+    senders: list[NonEmpty] = Field(default_factory=list, description=(
+        "WhatsApp and calls: the session ids that send, in rotation. SMS and voice send "
+        "from the account: none."))
+    delivery: DeliveryMode = Field(default=DEFAULT_DELIVERY, description=(
+        "at-most-once: a send in doubt is never sent again by itself; at-least-once: it "
+        "is, which may reach someone twice."))
+    sender_rotation: Rotation = Field(default=DEFAULT_ROTATION, description=(
+        "How recipients are spread over the senders."))
+    recipient_timezone: bool = Field(default=False, description=(
+        "Keep the window and days in each recipient's own time zone (from the number) "
+        "rather than the campaign's."))
     # Re-send, by itself, an `unknown` send the service did not take (no proof within its
     # webhook retry horizon while the receiver listened); see scheduler.dispatch.unknowns.
-    resend_unproven: bool = False
+    resend_unproven: bool = Field(default=False, description=(
+        "Send again, by itself, an unknown send the service did not take (no proof while a "
+        "receiver listened through its whole retry horizon): what "
+        "`campaign resend RUN --unproven` does."))
     # WhatsApp: label names (any case) of the senders' chats to target and to leave out,
     # resolved at plan time from the ledger's label state (scheduler.campaign.labels).
-    labels: list[NonEmpty] = Field(default_factory=list)
-    exclude_labels: list[NonEmpty] = Field(default_factory=list)
-    recipients: RecipientsSpec
-    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec)
-    pace: PaceSpec = Field(default_factory=PaceSpec)
-    bounds: BoundsSpec = Field(default_factory=BoundsSpec)
+    labels: list[NonEmpty] = Field(default_factory=list, description=(
+        "WhatsApp: only recipients whose chat carries one of these labels (any case) on "
+        "the campaign's sender sessions."))
+    exclude_labels: list[NonEmpty] = Field(default_factory=list, description=(
+        "WhatsApp: never recipients whose chat carries one of these labels."))
+    recipients: RecipientsSpec = Field(description=(
+        "Who receives it: the CSV, its phone column, the opt-out lists."))
+    schedule: ScheduleSpec = Field(default_factory=ScheduleSpec, description=(
+        "When it starts and the hours and days it sends in."))
+    pace: PaceSpec = Field(default_factory=PaceSpec, description=(
+        "How fast each sender sends, and its daily cap."))
+    bounds: BoundsSpec = Field(default_factory=BoundsSpec, description=(
+        "The longest rendered texts, and what one template may cost per row."))
     #: what a blank CSV value does, per column (scheduler.campaign.blanks)
-    blanks: BlanksSpec = Field(default_factory=BlanksSpec)
-    steps: list[dict[str, Any]] = Field(min_length=1)
+    blanks: BlanksSpec = Field(default_factory=BlanksSpec, description=(
+        "What a blank CSV value does, per column."))
+    steps: list[dict[str, Any]] = Field(min_length=1, description=(
+        "What each recipient is sent, in order: one [[steps]] table each, its fields those "
+        "of its channel and type."))
 
     @field_validator("senders")
     @classmethod

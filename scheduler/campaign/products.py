@@ -7,9 +7,16 @@ the template variable ``product`` of that step; see :mod:`scheduler.campaign.rem
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    WithJsonSchema,
+    field_validator,
+)
 
 from scheduler.campaign.steps import loc_path
 
@@ -21,11 +28,12 @@ class ProductRef(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str = Field(min_length=1)
-    #: The business whose catalog holds it: a number (international digits) or a JID.
-    business: str = Field(min_length=1)
-    #: The session that fetches it (default: the campaign's first sender).
-    session: str | None = Field(default=None, min_length=1)
+    id: Annotated[str, WithJsonSchema({"type": ["string", "integer"]})] = Field(
+        min_length=1, description="The product's id in the catalog (text or a number).")
+    business: str = Field(min_length=1, description=(
+        "The business whose catalog holds it: a number (international digits) or a JID."))
+    session: str | None = Field(default=None, min_length=1, description=(
+        "The session that fetches it (default: the campaign's first sender)."))
 
     @field_validator("id", mode="before")
     @classmethod
