@@ -14,7 +14,6 @@ Label events keep each session's label state (:mod:`scheduler.tracking.labels`).
 from __future__ import annotations
 
 import json
-import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -28,13 +27,13 @@ from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.events import CallOfferEvent, MessageEvent
 from scheduler.tracking.answers import answer_of
-from scheduler.tracking.call_events import apply_call_event, call_slot
+from scheduler.tracking.call_events import apply_call_event
+from scheduler.tracking.call_keys import call_slot
 from scheduler.tracking.details import fold
-from scheduler.tracking.intake import Incoming, incoming_from_payload, jid_number
+from scheduler.tracking.intake import Incoming, jid_number
 from scheduler.tracking.labels import apply_label_event, is_label_event
+from scheduler.tracking.reload import load_stored
 from scheduler.tracking.replies import OptOutWords, reply_text
-
-logger = logging.getLogger("scheduler.tracking")
 
 #: Clock skew tolerated between the dispatcher's clock and event times.
 SKEW = timedelta(seconds=5)
@@ -163,13 +162,7 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
 
 def _reapply_stored(conn: Connection, norm: str, now: datetime, out: Applied) -> None:
     """Receipts stored before their delivery had a message id: apply them now."""
-    stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
-    late: list[tuple[int, Incoming]] = []
-    for event_id, payload in stored:
-        try:
-            late.append((event_id, incoming_from_payload(payload, now)))
-        except Exception:  # a stored event that no longer parses: leave it as it is
-            logger.warning("stored event %s could not be parsed again", event_id)
+    late, _ = load_stored(conn, eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID), now)
     _apply_by_id(conn, late, now, out)
 
 

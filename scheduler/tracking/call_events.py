@@ -4,7 +4,8 @@ The connection layer repeats call events, and its repeats are new envelopes (ano
 timestamp), so the usual key (the hash of the whole event) would store them twice. An
 outgoing call's events are keyed instead by session, ``callId`` and *slot*: ``ringing``,
 ``connected``, ``terminal`` (``call.ended`` and ``call.not_answered`` share it) and
-``recording`` (``call.audio`` variant B). A repeat, or a second terminal event of another
+``recording`` (``call.audio`` variant B; the keys are in
+:mod:`scheduler.tracking.call_keys`). A repeat, or a second terminal event of another
 name, is then a duplicate at intake and never stored: a call has exactly one terminal
 outcome, the first that arrived. A recording of a call that was not answered is stored but
 ignored (the interface says there is none). Live audio chunks (about one a second a call)
@@ -23,11 +24,10 @@ applied when the dispatcher records the call (:mod:`scheduler.tracking.early`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.ledger.access import Connection, Engine, read
 from scheduler.ledger.queries import call_events as cq
@@ -35,12 +35,9 @@ from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.event_data import AudioChunk, Recording
 from scheduler.service.events import CallAudioEvent, CallStateEvent, Event
+from scheduler.tracking.call_keys import slot_key
+from scheduler.tracking.intake import Incoming, parse_stamp
 
-if TYPE_CHECKING:
-    from scheduler.tracking.intake import Incoming
-
-SLOTS = {"call.ringing": "ringing", "call.connected": "connected",
-         "call.ended": "terminal", "call.not_answered": "terminal"}
 NOT_ANSWERED = "call.not_answered"
 #: The events of an outgoing call, matched to a delivery by ``callId``.
 CALL_EVENTS = ("call.ringing", "call.connected", "call.ended", NOT_ANSWERED, "call.audio")
@@ -53,48 +50,9 @@ MOVES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def call_slot(event: Event) -> str | None:
-    """The slot of an outgoing call's event (None for any other event)."""
-    if isinstance(event, CallStateEvent):
-        return SLOTS.get(event.event)
-    if isinstance(event, CallAudioEvent) and isinstance(event.data, Recording):
-        return "recording"
-    return None
-
-
 def is_live_chunk(event: Event) -> bool:
     """A live audio chunk (``call.audio`` variant A): counted by the receiver, never stored."""
     return isinstance(event, CallAudioEvent) and isinstance(event.data, AudioChunk)
-
-
-def slot_key(session_id: str | None, call_id: str, slot: str) -> str:
-    """The ``dedupe_key`` of one slot of one call (sha256 hex, like the other keys)."""
-    return hashlib.sha256(f"call:{session_id or ''}:{call_id}:{slot}".encode()).hexdigest()
-
-
-def call_dedupe_key(event: Event, session_id: object) -> str | None:
-    """The key an outgoing call's event is stored under, or None (use the usual key)."""
-    slot = call_slot(event)
-    if slot is None or not isinstance(event, CallStateEvent | CallAudioEvent):
-        return None
-    return slot_key(session_id if isinstance(session_id, str) else None,
-                    event.data.callId, slot)
-
-
-def call_id(event: Event) -> str | None:
-    """The ``callId`` of an outgoing call's event (None for any other event)."""
-    if call_slot(event) is None or not isinstance(event, CallStateEvent | CallAudioEvent):
-        return None
-    return event.data.callId
-
-
-def call_number(event: Event) -> str | None:
-    """The peer of an outgoing call's event (``peerPn``, or the recording's ``phone``)."""
-    if isinstance(event, CallStateEvent):
-        return event.data.peerPn
-    if isinstance(event, CallAudioEvent) and isinstance(event.data, Recording):
-        return event.data.phone
-    return None
 
 
 def apply_call_event(conn: Connection, item: Incoming, now: datetime) -> str:
@@ -150,8 +108,6 @@ class CallOutcome:
 
 
 def _stamp(payload: str) -> datetime | None:
-    from scheduler.tracking.intake import parse_stamp
-
     envelope = json.loads(payload)
     return parse_stamp(envelope.get("timestamp")) if isinstance(envelope, dict) else None
 

@@ -11,7 +11,6 @@ every database and whatever the timing.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from datetime import datetime
 
@@ -19,10 +18,8 @@ from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import events as eq
 from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
 from scheduler.tracking.call_events import CALL_EVENTS
-from scheduler.tracking.intake import Incoming, incoming_from_payload
+from scheduler.tracking.reload import load_stored
 from scheduler.tracking.replies import OptOutWords
-
-logger = logging.getLogger("scheduler.tracking")
 
 #: The events matched to a delivery by message id alone.
 EARLY_EVENTS = ("messages.sent", *MATCHED_BY_ID, *CALL_EVENTS)
@@ -40,12 +37,7 @@ def match_early_events(conn: Connection, message_ids: Iterable[str | None],
     stored = eq.unmatched_events_for(conn, norms, EARLY_EVENTS)
     if not stored:
         return Applied()
-    loaded: list[tuple[int, Incoming]] = []
-    for event_id, payload in stored:
-        try:
-            loaded.append((event_id, incoming_from_payload(payload, now)))
-        except Exception:  # a stored event that no longer parses: leave it as it is
-            logger.warning("stored event %s could not be parsed again", event_id)
+    loaded, _ = load_stored(conn, stored, now)  # one that no longer parses: said, left
     applied = apply_batch(conn, loaded, _CTX, now)
     eq.mark_events_applied(conn, sorted(applied.results.items()), now)
     return applied

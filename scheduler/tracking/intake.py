@@ -25,7 +25,7 @@ from scheduler.service.event_data import MessageData, Receipt
 from scheduler.service.events import CallOfferEvent, Event, SessionEvent, parse_event
 from scheduler.service.exceptions import EventParseError
 from scheduler.service.label_events import LabelChat, LabelModel
-from scheduler.tracking.call_events import call_dedupe_key, call_id, call_number
+from scheduler.tracking.call_keys import call_dedupe_key, call_id, call_number
 
 # ASCII-only, so that any string (even a lone surrogate escape) hashes without an error.
 _canonical = json.JSONEncoder(ensure_ascii=True, sort_keys=True, separators=(",", ":")).encode

@@ -21,10 +21,11 @@ from scheduler.ledger.access import Connection, Engine, read, savepoint, transac
 from scheduler.ledger.queries import common as cq
 from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tracking as tq
-from scheduler.ledger.rows import StoredEvent, UnmatchedEvent
+from scheduler.ledger.rows import UnmatchedEvent
 from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
 from scheduler.tracking.call_events import CALL_EVENTS
-from scheduler.tracking.intake import Incoming, incoming_from_payload
+from scheduler.tracking.intake import Incoming
+from scheduler.tracking.reload import load_stored
 
 logger = logging.getLogger("scheduler.tracking")
 T = TypeVar("T")
@@ -102,18 +103,6 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
     return _twice(attempt, "store events")
 
 
-def _load(rows: list[StoredEvent], now: datetime
-          ) -> tuple[list[tuple[int, Incoming]], dict[int, str]]:
-    loaded: list[tuple[int, Incoming]] = []
-    broken: dict[int, str] = {}
-    for event_id, payload in rows:
-        try:
-            loaded.append((event_id, incoming_from_payload(payload, now)))
-        except Exception as exc:
-            broken[event_id] = f"error: stored payload does not parse: {exc}"[:500]
-    return loaded, broken
-
-
 def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
             now: datetime) -> Applied:
     """Apply stored events again (late matches, recovery); their results are updated."""
@@ -121,9 +110,9 @@ def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
     def attempt(careful: bool) -> Applied:
         with transaction(engine, "apply stored events") as conn:
             cq.lock_matching(conn)
-            loaded, broken = _load(eq.event_payloads(conn, list(event_ids)), now)
+            loaded, _ = load_stored(conn, eq.event_payloads(conn, list(event_ids)), now)
             applied, errors = _apply(conn, loaded, ctx, now, careful=careful)
-            _finish(conn, applied, errors | broken, now)
+            _finish(conn, applied, errors, now)
             return applied
 
     return _twice(attempt, "apply stored events")
