@@ -30,16 +30,18 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 test: $(STAMP)
 	@bash scripts/ensure-libreoffice >/dev/null
-	@$(BIN)/ruff check scheduler tests benchmarks
+	@$(BIN)/ruff check scheduler tests benchmarks docs/hooks
 	@echo "# types (mypy: [tool.mypy] in pyproject.toml)"
 	@$(BIN)/mypy
+	@echo "# docs (mkdocs.yml: a strict build into site/, reference pages generated)"
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	@echo "# tests on SQLite"
 	@CAMPAIGN_TEST_DATABASE_URL= $(PYTEST)
 	@echo "# tests on PostgreSQL"
 	@bash scripts/pg-test-server run -- $(PYTEST)
 
 lint: $(STAMP)
-	@$(BIN)/ruff check scheduler tests benchmarks
+	@$(BIN)/ruff check scheduler tests benchmarks docs/hooks
 	@$(BIN)/ruff format --check scheduler tests benchmarks
 
 bench: $(STAMP)
@@ -49,4 +51,4 @@ sandbox: $(STAMP)
 	@$(BIN)/campaign sandbox --port 8787
 
 clean:
-	rm -rf $(VENV) state reports .pytest_cache
+	rm -rf $(VENV) state reports site .pytest_cache

@@ -67,8 +67,9 @@ Rule = Annotated[Policy | BlankDefault, WrapValidator(_one_message)]
 
 
 class BlanksSpec(BaseModel):
-    """``[blanks]``: ``default`` for the columns the templates name, then one rule per
-    listed column (see the module doc)."""
+    """``[blanks]``: what a blank (empty or all-space) CSV value does: ``default`` for the
+    columns the templates name, then one rule per listed column, named by its header or
+    its variable name."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
     __pydantic_extra__: dict[str, Rule] = Field(init=False)
