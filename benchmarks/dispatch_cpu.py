@@ -42,6 +42,7 @@ from _harness import (
     store_text_run,
 )
 
+from scheduler.app.stores import run_store
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
@@ -90,7 +91,8 @@ async def measure_scheduler(
         cpu0, wall0 = time.process_time(), time.perf_counter()
         if profile is not None:
             profile.enable()
-        result = await dispatch(ledger, client, run, option_overrides={"concurrency": concurrency})
+        result = await dispatch(run_store(ledger, run.id), client, run,
+                                option_overrides={"concurrency": concurrency})
         if profile is not None:
             profile.disable()
         cpu1, wall1 = time.process_time(), time.perf_counter()

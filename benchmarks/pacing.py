@@ -44,6 +44,8 @@ from _harness import (
     store_text_run,
 )
 
+from scheduler.app.stores import run_store
+from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
@@ -112,7 +114,8 @@ async def dispatch_for(base_url: str, ledger: Ledger, run_id: int, seconds: floa
     handle = loop.call_later(seconds, stop.set)
     try:
         async with ServiceClient(base_url, KEY) as client:
-            result = await dispatch(ledger, client, ledger.get_run(run_id), stop_event=stop)
+            result = await dispatch(run_store(ledger, run_id), client, ledger.get_run(run_id),
+                                    RunSetup(stop_event=stop))
     finally:
         handle.cancel()
     return result.status

@@ -43,6 +43,7 @@ from typing import Any
 from _harness import KEY, emit, log, number, sandbox_sends, start_sandbox, stop_process
 
 from scheduler.app.planning import plan_run
+from scheduler.app.stores import run_store
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
@@ -100,7 +101,8 @@ async def measure_scheduler(base_url: str, ledger: Ledger, run_id: int, recipien
     run = ledger.get_run(run_id)
     async with ServiceClient(base_url, KEY, concurrency=concurrency) as client:
         cpu0, wall0 = time.process_time(), time.perf_counter()
-        result = await dispatch(ledger, client, run, option_overrides={"concurrency": concurrency})
+        result = await dispatch(run_store(ledger, run.id), client, run,
+                                option_overrides={"concurrency": concurrency})
         cpu1, wall1 = time.process_time(), time.perf_counter()
     if result.status != "completed" or result.counts != {"accepted": recipients}:
         raise SystemExit(f"the scheduler run did not complete cleanly: {result.status} "

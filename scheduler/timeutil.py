@@ -5,6 +5,7 @@ The ledger stores aware datetimes (SQLModel's ``UTCDateTime``) and returns them 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -20,6 +21,12 @@ def utcnow() -> datetime:
 def epoch_s() -> float:
     """The real clock as seconds since the epoch (for ``Retry-After`` dates and the like)."""
     return utcnow().timestamp()
+
+
+def monotonic() -> float:
+    """Seconds of a clock that never goes back (for measuring real durations and cadences,
+    never for dates)."""
+    return time.monotonic()
 
 
 def iso_ms(moment: datetime) -> str:

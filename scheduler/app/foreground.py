@@ -35,6 +35,7 @@ from scheduler.app.channel_status import (
 )
 from scheduler.app.progress_state import BarState, waiting_line
 from scheduler.app.reports_wait import wait_for_reports
+from scheduler.app.stores import run_store
 from scheduler.app.wiring import (
     ServiceTarget,
     client_for,
@@ -43,6 +44,7 @@ from scheduler.app.wiring import (
     service_target,
 )
 from scheduler.config import Settings
+from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
@@ -267,13 +269,12 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                 zone = options.timezone
 
                 async def dispatch_now(this: Run) -> RunResult:
-                    return await dispatch(
-                        ledger, client, this, stop_event=stop,
-                        events_received=server is not None,
-                        on_progress=bar.update, progress_every_s=0.25,
-                        option_overrides=overrides,
-                        on_note=lambda entry: bar.note(entry, zone),
-                    )
+                    assert this.id is not None
+                    setup = RunSetup(stop_event=stop, events_received=server is not None,
+                                     on_progress=bar.update, progress_every_s=0.25,
+                                     on_note=lambda entry: bar.note(entry, zone))
+                    return await dispatch(run_store(ledger, this.id), client, this, setup,
+                                          option_overrides=overrides)
 
                 result = await dispatch_now(run)
                 if server is not None and run.channel in ("sms", "voice", "calls") \

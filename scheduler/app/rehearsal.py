@@ -20,7 +20,9 @@ from rich.table import Table
 
 from scheduler.app.lookups import rehearsal_connections
 from scheduler.app.planning import plan_run
+from scheduler.app.stores import run_store
 from scheduler.app.wiring import ensure_senders, service_target
+from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
 from scheduler.display import clean_markup, span
@@ -75,8 +77,10 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                     if run.channel in SESSION_CHANNELS:  # SMS and voice: the account
                         await rehearsal_connections(client, campaign, senders)
                         await ensure_senders(client, target, senders)
-                    result = await dispatch(ledger, client, run, clock=clock,
-                                            sleep=clock.sleep, rng=random.Random(seed))
+                    assert run.id is not None
+                    setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
+                                     rng=random.Random(seed))
+                    result = await dispatch(run_store(ledger, run.id), client, run, setup)
                 sends = target.sandbox.state.sandbox.world.sends
                 per_sender: dict[str, int] = {}
                 for send in sends:

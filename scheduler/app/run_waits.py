@@ -19,6 +19,7 @@ from scheduler.dispatch.results import CapWait
 from scheduler.display import iso_utc, local_time, span
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries.dispatch import sent_today_by_sender
+from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.units import load_zone
@@ -33,7 +34,8 @@ def cap_waits(ledger: Ledger, run: Run, options: DispatchOptions,
         hour=0, minute=0, second=0, microsecond=0)
     with ledger.read("count today's sends per sender") as conn:
         sent_today = sent_today_by_sender(conn, day_start, options.senders)
-    return caps.waits_from_counts(options, sent_today, now, caps.ledger_nth_send(ledger))
+    assert run.id is not None
+    return caps.waits_from_counts(options, sent_today, now, RunStore(ledger, run.id).nth_send)
 
 
 def run_waits(ledger: Ledger, run: Run, counts: dict[str, int],

@@ -23,6 +23,7 @@ from rich.console import Console
 
 from scheduler.app.foreground import start_tracking
 from scheduler.app.plan_process import PlanProcesses, run_of
+from scheduler.app.stores import run_store, store_for
 from scheduler.app.wiring import (
     ServiceTarget,
     client_for,
@@ -30,6 +31,7 @@ from scheduler.app.wiring import (
     ensure_senders,
 )
 from scheduler.config import Settings
+from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.dispatch.start import dispatch
@@ -66,7 +68,7 @@ class Server:
         self.start_grace = timedelta(seconds=start_grace_s)
         self.poll_s = poll_s
         self.triggers: Triggers | None = None
-        self.seat = WorkerSeat(ledger, lease_s=settings.worker_lease_s,
+        self.seat = WorkerSeat(ledger, store_for(ledger), lease_s=settings.worker_lease_s,
                                target=target.ledger_value)
         self.tasks: dict[int, asyncio.Task[Any]] = {}
         self.stops: dict[int, asyncio.Event] = {}
@@ -194,10 +196,10 @@ class Server:
             else:
                 senders = list(self.ledger.options(run).senders)
                 await ensure_senders(client, self.target, senders, self.webhook_url)
-            result = await dispatch(self.ledger, client, run, stop_event=stop,
-                                    events_received=self.events_received,
-                                    option_overrides=self.settings.engine_overrides(),
-                                    seat=self.seat, shared=self.shared)
+            setup = RunSetup(stop_event=stop, events_received=self.events_received,
+                             seat=self.seat, shared=self.shared)
+            result = await dispatch(run_store(self.ledger, run.id), client, run, setup,
+                                    option_overrides=self.settings.engine_overrides())
             if stop.is_set() and result.status == RunStatus.PAUSED:
                 # the server is stopping, not the operator: the next serve continues it
                 self.ledger.set_status(run.id, RunStatus.RUNNING,

@@ -28,7 +28,7 @@ from typing import Any
 
 from scheduler.app.channel_status import money
 from scheduler.dispatch.channel import Channel
-from scheduler.dispatch.dispatcher import REFILL
+from scheduler.dispatch.dispatcher.claims import REFILL
 from scheduler.ledger.queries.common import dumps
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.account_models import SMS_BULK_PATH, SMS_SEND_PATH

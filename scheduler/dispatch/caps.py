@@ -25,8 +25,6 @@ from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.dispatch.windows import SendWindow, next_local_midnight
 from scheduler.display import clock_time, local_time, span
-from scheduler.ledger.queries import caps as cq
-from scheduler.ledger.runs import Ledger
 from scheduler.units import load_zone
 
 DAILY_CAP = "daily_cap"
@@ -130,16 +128,6 @@ def waits_from_counts(options: DispatchOptions, sent_today: Mapping[str, int],
         reached = nth_send(name, day_start, limit) if nth_send is not None else None
         found.append(CapWait(name, kind, limit, reached, again))
     return found
-
-
-def ledger_nth_send(ledger: Ledger) -> NthSend:
-    """:data:`NthSend` answered by ``ledger`` (asked once per sender at its cap)."""
-
-    def nth_send(sender: str, since: datetime, n: int) -> datetime | None:
-        with ledger.read("find when a sender reached its cap") as conn:
-            return cq.nth_send_since(conn, sender, since, n)
-
-    return nth_send
 
 
 class CapWatch:

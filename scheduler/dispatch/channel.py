@@ -12,14 +12,16 @@ methods. A channel says
   the wire; ``campaign preview`` shows them; only WhatsApp bodies carry ``sessionId``),
 - how they are sent and what the answer says of each delivery (:meth:`Channel.send`: one
   :class:`Answer` per delivery, the id the service's events will carry, or an error),
-- how an error becomes an outcome (:meth:`Channel.verdict`),
-- which events prove a send was taken (:attr:`Channel.proof_events`), and
+- which events prove a send was taken (:attr:`Channel.proof_events`) and whether they
+  name the sending session (:attr:`Channel.events_name_session`), and
 - how much its senders may still send (:meth:`Channel.quotas`).
 
-A bulk request is one unit: its deliveries are claimed together, before the call, and
-settled together from its answer. :class:`ServiceCalls` is the narrow part of the service
-client the engine uses, so the dispatcher never holds an ``Any`` client. A new channel is a
-new module in :mod:`scheduler.dispatch.channels`, registered in
+How an error becomes an outcome is the same on every channel
+(:func:`scheduler.dispatch.retry.classify`). A bulk request is one unit: its deliveries are
+claimed together, before the call, and settled together from its answer.
+:class:`ServiceCalls` is the narrow part of the service client the engine uses, so the
+dispatcher never holds an ``Any`` client. A new channel is a new module in
+:mod:`scheduler.dispatch.channels`, registered in
 :func:`scheduler.dispatch.channels.channel_for`.
 """
 
@@ -32,7 +34,6 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from scheduler.dispatch.retry import Verdict
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits, SendResult
@@ -88,6 +89,9 @@ class Channel(Protocol):
     name: str
     #: Webhook events that prove the service took a send (reconciliation looks for these).
     proof_events: frozenset[str]
+    #: Whether those events name the sending session (WhatsApp's do; the account's SMS
+    #: and voice events do not: the number and the time must do).
+    events_name_session: bool
     #: Deliveries per request: 1 for one-by-one endpoints, more for a bulk endpoint.
     batch_size: int
     #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).
@@ -116,9 +120,6 @@ class Channel(Protocol):
         """
         ...
 
-    def verdict(self, error: ServiceError) -> Verdict:
-        """What the engine does with a send that raised ``error``."""
-        ...
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """Each sender's remaining quota, where the service says it."""

@@ -1,7 +1,7 @@
 """A dispatcher inside a ``campaign serve`` worker: it sends only through the senders the
 worker holds (:mod:`scheduler.dispatch.workers`).
 
-Three hooks into the dispatcher's loop:
+Three ways it changes the dispatcher's loop:
 
 - :meth:`LeaseGate.sync` (every control poll, half a second): the pool's senders become the
   ones held now; a sender just taken over paces on from its latest sends by whichever
@@ -10,11 +10,12 @@ Three hooks into the dispatcher's loop:
   never sends faster than its rate while it moves, and with today's sends through it
   recounted from the ledger, so its daily cap and plan limit count what its other holders
   sent; the dispatcher forgets its buffered rows when the set changed;
-- :meth:`LeaseGate.due`: rows free of a sender or pinned to a held one, this worker's part
-  of the run first (``seq % workers``), then any;
-- :meth:`LeaseGate.claim`: in the claim's transaction, the fence (the senders still held,
-  their lease rows locked until commit), then ``FOR UPDATE SKIP LOCKED`` with this worker's
-  id on every row.
+- the rows it reads (:meth:`~scheduler.dispatch.dispatcher.ownership.WorkerShare.due`):
+  free of a sender or pinned to a held one, this worker's part of the run first
+  (``seq % workers``), then any;
+- its claims (the store's ``write`` with ``worker``): in the claim's transaction, the
+  fence (the senders still held, their lease rows locked until commit), then
+  ``FOR UPDATE SKIP LOCKED`` with this worker's id on every row.
 
 A run has no single owner here: every worker dispatches every run, each through its own
 senders.
@@ -27,10 +28,6 @@ from datetime import datetime
 from typing import NamedTuple, Protocol
 
 from scheduler.dispatch.senders import SenderPool
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import dispatch as dq
-from scheduler.ledger.queries import leases as lq
-from scheduler.ledger.rows import DueDelivery
 
 
 class PreviousSends(NamedTuple):
@@ -77,7 +74,8 @@ class LeaseGate:
         self.seat = seat
         self.worker_id = seat.id
         self.run_id = run_id
-        self._held: frozenset[str] | None = None
+        #: The senders this worker holds now (None: not synced yet).
+        self.held: frozenset[str] | None = None
         # only now, with its quotas read and its pool about to be made, does the worker
         # want the run's senders: a sender is never held by a worker not ready to send
         seat.want(run_id, senders)
@@ -96,33 +94,14 @@ class LeaseGate:
         taken get today's sends (since ``day_start``) from the ledger: others may have sent
         through them since the pool was made."""
         held = self.seat.usable()
-        if pool is None or held == self._held:
+        if pool is None or held == self.held:
             return False
-        taken = frozenset(held or ()) - (self._held or frozenset())
+        taken = frozenset(held or ()) - (self.held or frozenset())
         if taken:
             previous = self.seat.previous_sends(taken, day_start)
             pool.recount_today({s: p.today for s, p in previous.items()}, now,
                                plan_limit=plan_limit)
             for name, sends in previous.items():
                 pool.resume(name, sends.latest)  # on from its previous holder's pace
-        self._held = pool.held = held
+        self.held = pool.held = held
         return True
-
-    def due(self, conn: Connection, run_id: int, now: datetime, *, limit: int,
-            after_seq: int = -1) -> list[DueDelivery]:
-        """Due rows this worker may send: its part of the run first, then any."""
-        senders = self._held if self._held is not None else frozenset()
-        rows = dq.due_deliveries(conn, run_id, now, limit=limit, after_seq=after_seq,
-                                 senders=senders, part=self.seat.part)
-        if not rows and self.seat.part[0] > 1:
-            rows = dq.due_deliveries(conn, run_id, now, limit=limit, after_seq=after_seq,
-                                     senders=senders)
-        return rows
-
-    def claim(self, conn: Connection, claims: Sequence[tuple[int, str]],
-              now: datetime) -> set[int]:
-        """Claim the rows whose sender this worker still holds (fenced), skipping rows
-        another worker is claiming."""
-        held = lq.fence(conn, self.worker_id, {s for _i, s in claims}, now)
-        mine = [(i, s) for i, s in claims if s in held]
-        return lq.claim_skip_locked(conn, mine, now, self.worker_id)

@@ -15,11 +15,9 @@ from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.picking import WindowCheck
 from scheduler.dispatch.senders import SenderPool
+from scheduler.dispatch.store import Store
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
-from scheduler.ledger.queries import calls as cq
-from scheduler.ledger.queries import sender_calls as sq
 from scheduler.ledger.rows import DueDelivery
-from scheduler.ledger.runs import Ledger
 
 
 def recipient_window(options: DispatchOptions) -> WindowCheck | None:
@@ -37,8 +35,8 @@ def recipient_window(options: DispatchOptions) -> WindowCheck | None:
     return closed_until
 
 
-def call_room(ledger: Ledger, run_id: int, channel: Channel, options: DispatchOptions,
-              now: datetime, *, events_received: bool = True) -> float:
+def call_room(store: Store, channel: Channel, options: DispatchOptions, now: datetime, *,
+              events_received: bool = True) -> float:
     """Calls that may still start (voice): the run's limit and the account's, less the calls
     in progress in the ledger; unlimited on other channels.
 
@@ -50,15 +48,13 @@ def call_room(ledger: Ledger, run_id: int, channel: Channel, options: DispatchOp
         return math.inf
     last = options.voice_call_timeout_s if events_received else options.voice_call_estimate_s
     since = now - timedelta(seconds=last)
-    with ledger.read("count calls in progress") as conn:
-        mine, everyone = cq.calls_in_progress(conn, run_id, since, channel.name)
+    mine, everyone = store.calls_in_progress(since, channel.name)
     limit = channel.max_calls or options.voice_max_calls
     return max(0, min(limit - mine, options.voice_max_calls - everyone))
 
 
-def follow_sender_calls(ledger: Ledger, run_id: int, pool: SenderPool,
-                        options: DispatchOptions, now: datetime, *,
-                        events_received: bool = True) -> None:
+def follow_sender_calls(store: Store, pool: SenderPool, options: DispatchOptions,
+                        now: datetime, *, events_received: bool = True) -> None:
     """One WhatsApp call at a time per sender (``calls`` runs): each sender holds while the
     ledger shows a call of it under way (claimed, no terminal event yet), until the
     time-out (``whatsapp_call_timeout_s``; the expected length of a call without events)."""
@@ -67,6 +63,4 @@ def follow_sender_calls(ledger: Ledger, run_id: int, pool: SenderPool,
     last = options.whatsapp_call_timeout_s if events_received \
         else options.voice_call_estimate_s
     since = now - timedelta(seconds=last)
-    with ledger.read("read the calls under way per sender") as conn:
-        under_way = sq.calls_under_way(conn, run_id, list(pool.senders), since)
-    pool.follow_calls(under_way)
+    pool.follow_calls(store.calls_under_way(list(pool.senders), since))

@@ -1,12 +1,13 @@
 """What the answers of a batch of sends do to the ledger and to the senders.
 
 :func:`settle` turns each outcome into ledger changes (a :class:`Settlement`) and tells the
-sender pool what happened; :func:`apply` writes a settlement in one transaction. Keeping
+sender pool what happened; the run's store writes them
+(:meth:`scheduler.dispatch.store.Store.write`), in the transaction of the next claim. Keeping
 this apart from the dispatcher's loop makes the rules readable in one place:
 
 - accepted → ``accepted`` with its ``messageId``; the recipient's next step is released;
   events about that id stored before it (``messages.sent`` often comes first) are applied
-  in the same transaction;
+  in the same transaction (the store's hook from the wiring);
 - ``fail`` (a 4xx about the message) → ``failed`` at once, with the service's text;
 - ``stop_run`` (401/403) → the row goes back to ``planned``; the run stops and says why;
 - ``sender_down`` → back to ``planned`` for another sender; the sender cools off;
@@ -21,7 +22,6 @@ this apart from the dispatcher's loop makes the rules readable in one place:
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -30,13 +30,9 @@ from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.retry import Verdict, classify, retry_delay, stop_reason_for
 from scheduler.dispatch.senders import SenderPool, SenderState
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import dispatch as dq
-from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.changes import Changes
 from scheduler.ledger.rows import DueDelivery
-from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.exceptions import RateLimited, ServiceError
-from scheduler.tracking.early import match_early_events
 
 
 @dataclass(slots=True)
@@ -51,29 +47,21 @@ class Outcome:
 
 
 @dataclass
-class Settlement:
-    """Ledger changes of one batch, plus what the run should note or do."""
+class Settlement(Changes):
+    """Ledger changes of one batch (written by the store), plus what the run should note or
+    do: ``stop_reason`` pauses it; ``fatal``: the stop is the account's (a wrong or revoked
+    API key), and the run's caller is told with :class:`RunStopped`."""
 
-    accepted: list[tuple[int, str | None]] = field(default_factory=list)
-    details: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    released: list[tuple[str, int, str | None]] = field(default_factory=list)
-    retries: list[tuple[int, datetime, str]] = field(default_factory=list)
-    failed: list[tuple[int, str, str | None]] = field(default_factory=list)
-    unknown: list[tuple[int, str, str | None]] = field(default_factory=list)
-    verifying: list[tuple[int, datetime, str]] = field(default_factory=list)
-    stopped: list[tuple[str, int]] = field(default_factory=list)
     notes: list[TimelineEntry] = field(default_factory=list)
     stop_reason: str | None = None
+    fatal: bool = False
 
 
 def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
-           rng: random.Random, now: datetime, *, events_received: bool,
-           verdict: Callable[[ServiceError], Verdict] = classify) -> Settlement:
-    """Decide what each outcome does (see the module doc); updates the senders' health.
-
-    ``verdict`` is the channel's reading of an error (``Channel.verdict``).
-    """
-    out = Settlement()
+           rng: random.Random, now: datetime, *, events_received: bool) -> Settlement:
+    """Decide what each outcome does (see the module doc, and the error rules of
+    :func:`~scheduler.dispatch.retry.classify`); updates the senders' health."""
+    out = Settlement(step_delays_s=options.step_delays_s)
     unpaid = 0
     for o in outcomes:
         row = o.row
@@ -84,7 +72,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
             out.released.append((row.to, row.step, o.sender.name))
             pool.on_accepted(o.sender)
             continue
-        kind, why = verdict(o.error), str(o.error)
+        kind, why = classify(o.error), str(o.error)
         if kind is Verdict.FAIL:
             out.failed.append((row.id, "", why))
             out.stopped.append((row.to, row.step))
@@ -94,6 +82,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
         elif kind is Verdict.STOP_RUN:
             out.retries.append((row.id, now, why))
             out.stop_reason = stop_reason_for(o.error)
+            out.fatal = True
         elif kind is Verdict.SENDER_DOWN:
             pool.on_down(o.sender, now, why)
             out.retries.append((row.id, now, why))
@@ -138,18 +127,4 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
     out.retries.append((o.row.id, now + timedelta(seconds=delay), why))
 
 
-def apply(conn: Connection, run_id: int, s: Settlement, step_delays_s: tuple[float, ...],
-          now: datetime) -> None:
-    """Write a settlement (the caller's transaction)."""
-    dq.record_accepted(conn, s.accepted, now)  # first: it takes the matching lock
-    tq.record_details(conn, s.details)
-    match_early_events(conn, (m for _i, m in s.accepted), now)
-    dq.release_next_steps(conn, run_id, s.released, step_delays_s, now)
-    dq.record_retry(conn, s.retries, now)
-    dq.record_final(conn, s.failed, S.FAILED, now)
-    dq.record_final(conn, s.unknown, S.UNKNOWN, now)
-    dq.mark_verifying(conn, s.verifying, now)
-    dq.skip_later_steps(conn, run_id, s.stopped, "previous step not sent", now)
-
-
-__all__ = ["Outcome", "Settlement", "apply", "settle"]
+__all__ = ["Outcome", "Settlement", "settle"]

@@ -17,22 +17,20 @@ from collections.abc import Callable
 from datetime import datetime
 
 from scheduler.dispatch.senders import SenderPool
-from scheduler.ledger.queries import sessions as sq
-from scheduler.ledger.runs import Ledger
+from scheduler.dispatch.store import Store
 
 #: The start of the ``down_reason`` of a sender taken out here (only those come back here).
 DOWN_PREFIX = "session status "
 
 
-def follow_sessions(ledger: Ledger, pool: SenderPool | None, now: datetime,
+def follow_sessions(store: Store, pool: SenderPool | None, now: datetime,
                     note: Callable[..., None]) -> None:
     """Take senders whose session is not connected out of rotation; bring back those whose
     session connected again; ``note(at, what, **facts)`` says each change once (facts as
     :class:`~scheduler.dispatch.results.TimelineEntry` has them)."""
     if pool is None or not pool.senders:
         return
-    with ledger.read("read the senders' session status") as conn:
-        latest = sq.latest_statuses(conn, list(pool.senders), since=pool.started_at)
+    latest = store.session_statuses(list(pool.senders), pool.started_at)
     for name, row in latest.items():
         state = pool.senders[name]
         ours = state.down_reason is not None and state.down_reason.startswith(DOWN_PREFIX)

@@ -23,8 +23,11 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from scheduler.dispatch import reconcile, shares
+from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.leases import PreviousSends
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.store import StoreFor
 from scheduler.ledger.lease import owner_alive, pid_alive
 from scheduler.ledger.queries import handoff as hq
 from scheduler.ledger.queries import leases as lq
@@ -55,10 +58,12 @@ def worker_is_live(worker: WorkerRow, now: datetime, lease: timedelta) -> bool:
 class WorkerSeat:
     """Registry row, heartbeat, sender leases and trigger leadership of this worker."""
 
-    def __init__(self, ledger: Ledger, *, lease_s: float = DEFAULT_LEASE_S,
-                 grace_s: float = 0.0, clock: Clock | None = None,
-                 target: str | None = None) -> None:
+    def __init__(self, ledger: Ledger, store_for: StoreFor, *,
+                 lease_s: float = DEFAULT_LEASE_S, grace_s: float = 0.0,
+                 clock: Clock | None = None, target: str | None = None) -> None:
         self.ledger = ledger
+        #: Any run's store (rows a dead worker left in doubt are settled through it).
+        self.store_for = store_for
         #: Where this worker sends (``runs.target``'s form), recorded in its row.
         self.target = target
         self.clock = clock or ledger.clock
@@ -206,16 +211,13 @@ class WorkerSeat:
 
     def _settle(self, run_id: int, ids: set[int], now: datetime) -> int:
         """Settle rows another worker left in doubt, as a restarted process does."""
-        from scheduler.dispatch.channels import channel_for
-        from scheduler.dispatch.options import DispatchOptions
-
         run = self.ledger.get_run(run_id)
         options = DispatchOptions.for_run(self.ledger.options(run),
                                           start=run.started_at or now)
         counts = reconcile.recover_after_crash(
-            self.ledger, run_id, now, at_least_once=options.at_least_once,
-            grace_s=self.grace_s, step_delays_s=options.step_delays_s,
-            proof_events=channel_for(run.channel, options).proof_events, only=ids)
+            self.store_for(run_id), channel_for(run.channel, options), now,
+            at_least_once=options.at_least_once, grace_s=self.grace_s,
+            step_delays_s=options.step_delays_s, only=ids)
         return sum(counts.values())
 
     def settle_orphans(self, run_id: int) -> int:

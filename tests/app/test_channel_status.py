@@ -1,7 +1,7 @@
 """Each channel's own outcomes in ``campaign status``, ``runs`` and the progress bar.
 
 The runs here are stored and moved by the ledger's own code: the plan writer, the engine's
-claim and settlement (:func:`scheduler.dispatch.outcomes.apply`, which records the SMS
+claim and settlement (:meth:`scheduler.ledger.run_store.RunStore.write`, which records the SMS
 segments and cost the answer gave) and the receiver's store-and-apply of the service's
 events, repeated and out of order as the service sends them.
 """
@@ -19,8 +19,9 @@ from typer.testing import CliRunner
 
 from scheduler.app.channel_status import SmsOutcomes, VoiceOutcomes, channel_outcomes
 from scheduler.app.foreground import RunProgress
+from scheduler.app.stores import run_store
 from scheduler.cli import app
-from scheduler.dispatch import outcomes
+from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
 from scheduler.service.account_models import voice_key
@@ -60,11 +61,10 @@ def _accept(ledger: Ledger, run_id: int, ids: list[str],
         due = dq.due_deliveries(conn, run_id, T0, limit=len(ids))
     with ledger.transaction() as conn:
         dq.claim(conn, [(row.id, "account") for row in due], T0)
-    settled = outcomes.Settlement(
+    settled = Changes(
         accepted=[(row.id, mid) for row, mid in zip(due, ids, strict=True)],
         details=[(row.id, d) for row, d in zip(due, details, strict=True) if d])
-    with ledger.transaction() as conn:
-        outcomes.apply(conn, run_id, settled, (0.0,), T0)
+    run_store(ledger, run_id).write([(settled, T0)])
 
 
 def _ingest(ledger: Ledger, events: list[dict[str, Any]]) -> None:

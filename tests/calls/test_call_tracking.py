@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.dispatch import outcomes, reconcile
+from scheduler.app.stores import run_store
+from scheduler.dispatch import reconcile
+from scheduler.dispatch.channels import channel_for
+from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
@@ -77,8 +80,8 @@ def claimed_run(ledger: Ledger, recipients: int) -> tuple[int, list[int]]:
 def record_calls(ledger: Ledger, run_id: int, accepted: list[tuple[int, str]]) -> None:
     """The dispatcher's commit of the placed calls' answers (their ``callId``)."""
     with ledger.engine.begin() as conn:
-        outcomes.apply(conn, run_id, outcomes.Settlement(accepted=accepted), (0.0,),
-                       T0 + timedelta(seconds=1))
+        run_store(ledger, run_id).apply(conn, Changes(accepted=accepted),
+                                        T0 + timedelta(seconds=1))
 
 
 def _near(moment: datetime | None, expected: datetime) -> bool:
@@ -140,9 +143,8 @@ def test_a_call_left_dispatching_by_a_crash_is_proven_by_its_events(
     ingest(ledger, call_events("LOST0", number(0), answered=True)
            + call_events("LOST1", number(1), answered=False, session="s2"),
            T0 + timedelta(seconds=30))
-    counts = reconcile.recover_after_crash(ledger, run_id, T0 + timedelta(minutes=5),
-                                           at_least_once=False,
-                                           proof_events=reconcile.CALL_PROOF)
+    counts = reconcile.recover_after_crash(run_store(ledger, run_id), channel_for("calls"),
+                                           T0 + timedelta(minutes=5), at_least_once=False)
     assert counts["sent"] == 1 and counts["unknown"] == 2
     first, second, third = rows(ledger, run_id)
     assert (first["state"], first["message_id_norm"]) == ("answered", "lost0")

@@ -15,13 +15,12 @@ import signal
 import sys
 from typing import Any, cast
 
-from scheduler.dispatch.channels import channel_for
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.run_options import DeliveryMode
 from scheduler.service.client import ServiceClient
+from tests.engine import dispatcher_for
 
 BATCH = 10
 
@@ -61,8 +60,8 @@ async def main(db_url: str, base_url: str, api_key: str, run_id: int, n: int,
     ledger = Ledger(open_ledger(db_url))
     opts = options(mode)
     async with ServiceClient(base_url, api_key) as real:
-        dispatcher = Dispatcher(ledger, CrashingClient(real, n), run_id, opts,
-                                channel=channel_for("sms", opts))
+        dispatcher = dispatcher_for(ledger, CrashingClient(real, n), run_id, opts,
+                                    channel="sms")
         await dispatcher.run()
 
 

@@ -18,12 +18,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from scheduler.dispatch.channels import channel_for
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.service.account_models import SMS_BULK_PATH
 from scheduler.service.client import ServiceClient
 from tests.channels.crash_child import BATCH, options
 from tests.channels.support import ledger_rows, numbers_sent
+from tests.engine import dispatcher_for
 from tests.factories import REPO, number, open_test_ledger
 
 N = 50
@@ -66,9 +65,8 @@ async def test_a_kill_between_a_bulk_answer_and_its_commit(mode: str, make_sandb
     opts = options(mode)
     with open_test_ledger(ledger_url) as ledger:
         async with ServiceClient(box.base_url, box.api_key) as client:
-            result = await Dispatcher(ledger, client, run_id, opts,
-                                      channel=channel_for("sms", opts),
-                                      rng=random.Random(1)).run()
+            result = await dispatcher_for(ledger, client, run_id, opts, channel="sms",
+                                          rng=random.Random(1)).run()
     assert result.status == "completed"
     taken = numbers_sent(box.sends(), "/sms/")
     assert set(taken) == {number(i) for i in range(N)}  # everybody was sent the text

@@ -15,11 +15,11 @@ import signal
 import sys
 from typing import Any
 
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
+from tests.engine import dispatcher_for
 
 
 def die() -> None:
@@ -49,10 +49,10 @@ async def main(db_url: str, base_url: str, api_key: str, run_id: int, point: str
     options = DispatchOptions(senders=("s1",), rate=50.0, concurrency=1)
     async with ServiceClient(base_url, api_key) as real:
         client = CrashingClient(real, point, n)
-        dispatcher = Dispatcher(ledger, client, run_id, options)
+        dispatcher = dispatcher_for(ledger, client, run_id, options)
         claims = {"n": 0}
         if point == "after_claim":
-            original = dispatcher._claim_ready
+            original = dispatcher.claims.claim_ready
 
             def claim_then_die(now: Any) -> Any:
                 result = original(now)
@@ -61,13 +61,13 @@ async def main(db_url: str, base_url: str, api_key: str, run_id: int, point: str
                     die()
                 return result
 
-            dispatcher._claim_ready = claim_then_die  # type: ignore[method-assign]
+            dispatcher.claims.claim_ready = claim_then_die  # type: ignore[method-assign]
         elif point == "after_commit":
             def progress(counts: dict[str, int]) -> None:
                 if counts.get("accepted", 0) >= n:
                     die()
 
-            dispatcher.on_progress = progress
+            dispatcher.ctx.setup.on_progress = progress
         await dispatcher.run()
 
 

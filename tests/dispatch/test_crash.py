@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DONE_STATES
 from scheduler.service.client import ServiceClient
+from tests.engine import dispatcher_for
 from tests.factories import make_run
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,8 +47,8 @@ async def test_kill_at_each_point_then_restart(point: str, mode: str, tmp_path: 
 
     options = DispatchOptions(senders=("s1",), rate=50.0, delivery_mode=mode)
     async with ServiceClient(service.base_url, service.api_key) as client:
-        result = await Dispatcher(ledger, client, run_id, options,
-                                  rng=random.Random(1)).run()
+        result = await dispatcher_for(ledger, client, run_id, options,
+                                      rng=random.Random(1)).run()
     sends = service.sends()
     per_recipient = Counter(s["to"] for s in sends)
     counts = result.counts

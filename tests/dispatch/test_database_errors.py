@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.runs import Ledger
+from tests.engine import dispatcher_for
 from tests.factories import FakeClock, make_run
 
 
@@ -22,8 +22,8 @@ async def test_a_missing_table_stops_the_dispatcher_with_one_ledger_error(
         conn.exec_driver_sql("ALTER TABLE deliveries RENAME TO deliveries_gone")
     options = DispatchOptions(senders=("s1",), rate=10.0, timezone="America/Sao_Paulo")
     async with service.client() as client:
-        dispatcher = Dispatcher(ledger, client, run_id, options, clock=clock,
-                                sleep=clock.sleep, rng=random.Random(3))
+        dispatcher = dispatcher_for(ledger, client, run_id, options, clock=clock,
+                                    rng=random.Random(3))
         with pytest.raises(LedgerError) as caught:
             await dispatcher.run()
     message = str(caught.value)

@@ -9,7 +9,6 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.windows import SendWindow
@@ -17,6 +16,7 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
+from tests.engine import dispatcher_for
 from tests.factories import T0, FakeClock, Service, make_run
 
 
@@ -30,8 +30,8 @@ def _options(**kw) -> DispatchOptions:
 async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeClock,
                     options: DispatchOptions, *, api_key: str | None = None, **kw):
     async with ServiceClient(service.base_url, api_key or service.api_key) as client:
-        dispatcher = Dispatcher(ledger, client, run_id, options, clock=clock, sleep=clock.sleep,
-                                rng=random.Random(3), **kw)
+        dispatcher = dispatcher_for(ledger, client, run_id, options, clock=clock,
+                                    rng=random.Random(3), **kw)
         result = await dispatcher.run()
     return dispatcher, result
 

@@ -8,12 +8,12 @@ import random
 
 import pytest
 
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
+from tests.engine import dispatcher_for
 from tests.factories import FakeClock, Service, make_run
 
 
@@ -27,8 +27,8 @@ async def _member_key(service: Service, permission: str) -> str:
 async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeClock, key: str):
     options = DispatchOptions(senders=("s1",), rate=10.0, timezone="America/Sao_Paulo")
     async with ServiceClient(service.base_url, key) as client:
-        return await Dispatcher(ledger, client, run_id, options, clock=clock, sleep=clock.sleep,
-                                rng=random.Random(3)).run()
+        return await dispatcher_for(ledger, client, run_id, options, clock=clock,
+                                    rng=random.Random(3)).run()
 
 
 async def test_a_read_members_key_stops_the_run_at_its_first_send(

@@ -7,6 +7,8 @@ from datetime import datetime, timedelta
 
 from alembic import command
 
+from scheduler.app.stores import run_store
+from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import alembic_config, open_ledger
 from scheduler.ledger.runs import Ledger
@@ -29,8 +31,9 @@ def _sent_at(service: Service) -> dict[str, list[datetime]]:
 
 async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeClock):
     async with service.client() as client:
-        return await dispatch(ledger, client, ledger.get_run(run_id), clock=clock,
-                              sleep=clock.sleep, rng=random.Random(1))
+        setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
+                         rng=random.Random(1))
+        return await dispatch(run_store(ledger, run_id), client, ledger.get_run(run_id), setup)
 
 
 async def test_a_run_stored_before_options_is_sent_with_its_definitions_pace(

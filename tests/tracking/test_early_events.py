@@ -16,7 +16,8 @@ from typing import Any
 
 from sqlalchemy import text, update
 
-from scheduler.dispatch import outcomes
+from scheduler.app.stores import run_store
+from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
@@ -49,9 +50,7 @@ def in_flight(ledger: Ledger, recipients: int = 1, *, steps: int = 1) -> int:
 
 def record_accept(ledger: Ledger, run_id: int, accepted: list[tuple[int, str]]) -> None:
     """The dispatcher's commit of the service's answers."""
-    settlement = outcomes.Settlement(accepted=accepted)
-    with ledger.engine.begin() as conn:
-        outcomes.apply(conn, run_id, settlement, (0.0,), ANSWERED_AT)
+    run_store(ledger, run_id).write([(Changes(accepted=accepted), ANSWERED_AT)])
 
 
 def lid_sent(i: int) -> dict[str, Any]:
@@ -122,8 +121,8 @@ def test_an_event_stored_while_the_accept_is_being_committed_is_matched(
 
     thread = threading.Thread(target=receiver)
     with tledger.engine.begin() as conn:
-        outcomes.apply(conn, run_id, outcomes.Settlement(accepted=[(row["id"], mid(0))]),
-                       (0.0,), ANSWERED_AT)
+        run_store(tledger, run_id).apply(conn, Changes(accepted=[(row["id"], mid(0))]),
+                                         ANSWERED_AT)
         thread.start()
         wait_until(lambda: _blocked(tledger, db_backend))
     thread.join(timeout=30)

@@ -8,12 +8,12 @@ import time
 from collections import Counter
 from typing import Any
 
-from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
 from scheduler.tracking import tracking_counts
+from tests.engine import dispatcher_for
 from tests.factories import FakeClock, make_run, number
 from tests.tracking.support import rows, table, wait_until
 
@@ -50,8 +50,8 @@ async def test_an_opt_out_mid_run_skips_the_rest_of_that_recipients_messages(
         await clock.sleep(seconds)
 
     async with ServiceClient(sandbox.base_url, sandbox.api_key) as client:
-        result = await Dispatcher(ledger, client, run_id, options, clock=clock, sleep=sleep,
-                                  rng=random.Random(3)).run()
+        result = await dispatcher_for(ledger, client, run_id, options, clock=clock,
+                                      sleep=sleep, rng=random.Random(3)).run()
     assert said and result.status == RunStatus.COMPLETED
     assert Counter(s["to"] for s in sandbox.sends()) == {number(0): 1, number(1): 3,
                                                          number(2): 3}
@@ -80,8 +80,8 @@ async def test_receipts_arriving_duplicated_and_out_of_order_end_every_row_read(
     run_id = make_run(ledger, 20, senders=("s1", "s2"))
     options = DispatchOptions(senders=("s1", "s2"), rate=50.0, timezone="America/Sao_Paulo")
     async with ServiceClient(sandbox.base_url, sandbox.api_key) as client:
-        result = await Dispatcher(ledger, client, run_id, options, clock=clock,
-                                  sleep=clock.sleep, rng=random.Random(5)).run()
+        result = await dispatcher_for(ledger, client, run_id, options, clock=clock,
+                                      rng=random.Random(5)).run()
     assert result.status == RunStatus.COMPLETED
     final = wait_until(lambda: (r := rows(ledger, run_id))
                        and all(x["state"] == "read" for x in r) and r, timeout=20)
@@ -116,7 +116,7 @@ async def test_an_opt_out_skips_a_row_the_dispatcher_already_holds_in_memory(
         await clock.sleep(seconds)
 
     async with ServiceClient(sandbox.base_url, sandbox.api_key) as client:
-        await Dispatcher(ledger, client, run_id, options, clock=clock, sleep=sleep,
-                         rng=random.Random(3)).run()
+        await dispatcher_for(ledger, client, run_id, options, clock=clock, sleep=sleep,
+                             rng=random.Random(3)).run()
     assert said
     assert [s["to"] for s in sandbox.sends()] == [number(0), number(1)]

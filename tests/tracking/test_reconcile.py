@@ -7,7 +7,9 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
+from scheduler.app.stores import run_store
 from scheduler.dispatch import reconcile
+from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tables
@@ -15,6 +17,8 @@ from scheduler.ledger.runs import Ledger
 from scheduler.tracking.intake import incoming_from
 from tests.factories import T0, make_run, number
 from tests.tracking.support import receipt, rows, sent, table, wait_until
+
+WHATSAPP = WhatsAppChannel()
 
 CRASHED_ID = "3EB0AAAABBBBCCCCDDDD01"
 
@@ -46,8 +50,8 @@ def test_a_dispatching_row_becomes_sent_when_its_late_event_arrives_after_a_rest
     [event] = table(tledger, "events")
     assert event["result"] == f"proved delivery {crashed} sent"
     # The dispatcher's own recovery at its next start finds nothing left to settle.
-    counts = reconcile.recover_after_crash(tledger, run_id, T0 + timedelta(minutes=1),
-                                           at_least_once=False)
+    counts = reconcile.recover_after_crash(run_store(tledger, run_id), WHATSAPP,
+                                           T0 + timedelta(minutes=1), at_least_once=False)
     assert counts == {"sent": 0, "unknown": 0, "requeued": 0, "verifying": 0}
 
 
@@ -55,8 +59,8 @@ def test_an_unknown_row_is_proved_sent_too_and_receipts_that_came_first_apply(
         tledger: Ledger, make_receiver) -> None:
     run_id = make_run(tledger, 1)
     crashed = _claim(tledger, run_id, number(0))
-    reconcile.recover_after_crash(tledger, run_id, T0 + timedelta(seconds=30),
-                                  at_least_once=False)
+    reconcile.recover_after_crash(run_store(tledger, run_id), WHATSAPP,
+                                  T0 + timedelta(seconds=30), at_least_once=False)
     assert _state(tledger, crashed)["state"] == "unknown"
     receiver = make_receiver(tledger)
     t1, t2 = T0 + timedelta(seconds=4), T0 + timedelta(seconds=40)
@@ -97,8 +101,8 @@ def test_stored_events_serve_the_dispatchers_own_reconciliation(
     with tledger.engine.begin() as conn:  # pretend it was received after the dispatch
         conn.execute(update(tables.events).values(received_at=T0 + timedelta(seconds=2)))
         conn.execute(update(d).where(d.c.id == crashed).values(dispatched_at=T0))
-    counts = reconcile.recover_after_crash(tledger, run_id, T0 + timedelta(minutes=1),
-                                           at_least_once=False)
+    counts = reconcile.recover_after_crash(run_store(tledger, run_id), WHATSAPP,
+                                           T0 + timedelta(minutes=1), at_least_once=False)
     assert counts["sent"] == 1 and _state(tledger, crashed)["state"] == "sent"
 
 

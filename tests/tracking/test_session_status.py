@@ -8,6 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool
@@ -17,6 +18,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
 from scheduler.timeutil import utcnow
+from tests.engine import dispatcher_for
 from tests.factories import make_run
 from tests.tracking.support import iso, table, wait_until
 
@@ -61,27 +63,28 @@ def test_a_pool_follows_its_sessions_status(tledger: Ledger, make_receiver) -> N
 
     receiver.post(_status("s2", "logged_out", now))
     wait_until(lambda: table(tledger, "events"))
-    follow_sessions(tledger, pool, now, note)
+    store = run_store(tledger, 0)  # the statuses are the senders', in any run
+    follow_sessions(store, pool, now, note)
     s1, s2 = pool.senders["s1"], pool.senders["s2"]
     assert s1.down_reason is None and s2.down_reason == "session status logged_out " \
         "(test logged_out)"
     assert pool.pick(now)[0] is s1 and pool.pick(now)[0] is s1  # s2 is out of rotation
     later = now + timedelta(minutes=5)  # past the cool-off: still out while logged out
-    follow_sessions(tledger, pool, later, note)
+    follow_sessions(store, pool, later, note)
     assert s2.blocked_until is not None and s2.blocked_until > later
     assert notes == ["sender s2 out of rotation: its session is logged_out "
                      "(connection.status event)"]  # said once
 
     receiver.post(_status("s2", "connected", now + timedelta(seconds=1)))
     wait_until(lambda: len(table(tledger, "events")) == 2)
-    follow_sessions(tledger, pool, later, note)
+    follow_sessions(store, pool, later, note)
     assert s2.down_reason is None and s2.blocked_until is None
     assert notes[-1] == "sender s2 back in rotation: its session is connected again"
     # a sender paused for another reason is not brought back by a connected session
     pool.on_down(s1, later, "kept failing (HTTP 500)")
     receiver.post(_status("s1", "connected", now))
     wait_until(lambda: len(table(tledger, "events")) == 3)
-    follow_sessions(tledger, pool, later, note)
+    follow_sessions(store, pool, later, note)
     assert s1.down_reason == "kept failing (HTTP 500)"
 
 
@@ -109,8 +112,8 @@ async def test_a_sender_whose_session_disconnects_mid_run_is_out_until_scanned_a
     options = DispatchOptions(senders=("s1", "s2"), rate=10.0, timezone="America/Sao_Paulo",
                               sender_cooloff_s=3600)
     async with ServiceClient(box.base_url, box.api_key) as client:
-        dispatcher = Dispatcher(tledger, client, run_id, options, rng=random.Random(3),
-                                on_progress=progress)
+        dispatcher = dispatcher_for(tledger, client, run_id, options, rng=random.Random(3),
+                                    on_progress=progress)
         holder.append(dispatcher)
         result = await dispatcher.run()
     assert result.status == RunStatus.COMPLETED

@@ -12,6 +12,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import update
 
+from scheduler.app.stores import store_for
 from scheduler.dispatch.leases import LeaseGate
 from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.workers import WorkerSeat
@@ -38,7 +39,7 @@ def _states(ledger: Ledger, run_id: int) -> list[str]:
 
 
 def _seat(ledger: Ledger, clock: FakeClock) -> WorkerSeat:
-    seat = WorkerSeat(ledger, lease_s=3, clock=clock)
+    seat = WorkerSeat(ledger, store_for(ledger), lease_s=3, clock=clock)
     seat.leasing = True  # the lease statements are the same on SQLite
     seat.register()
     return seat
@@ -107,7 +108,7 @@ def test_a_worker_wakes_when_a_dead_worker_s_lease_ends_not_at_its_next_tick(
     run_id = make_run(ledger, 2, senders=("s1",))
     with ledger.transaction() as conn:
         lq.acquire(conn, "s1", "dead", T0, T0 + timedelta(seconds=7))
-    seat = WorkerSeat(ledger, lease_s=15, clock=clock)  # a tick every 5 s
+    seat = WorkerSeat(ledger, store_for(ledger), lease_s=15, clock=clock)  # a tick every 5 s
     seat.leasing = True
     seat.register()
     seat.want(run_id, ["s1"])

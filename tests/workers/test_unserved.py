@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from scheduler.app.stores import store_for
 from scheduler.app.unserved import ServingWorker, judge_serving, unserved_runs
 from scheduler.cli import app
 from scheduler.dispatch.workers import WorkerSeat
@@ -162,7 +163,7 @@ def test_a_run_whose_process_died_is_told_and_one_held_here_is_not(
 def test_a_live_worker_of_another_target_is_named_by_status_and_workers(
         real_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         ledger_url: str) -> None:
-    seat = WorkerSeat(real_ledger, target=LOCAL)
+    seat = WorkerSeat(real_ledger, store_for(real_ledger), target=LOCAL)
     seat.register()
     theirs = _running(real_ledger, API, _dead_pid())
     ours = _running(real_ledger, LOCAL, _dead_pid())  # the live worker continues this one

@@ -9,6 +9,7 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from scheduler.app.stores import store_for
 from scheduler.dispatch.shares import TRIGGER_LEASE
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.ledger.db import open_ledger
@@ -28,7 +29,7 @@ def test_campaign_workers_lists_live_workers_with_their_senders(
         tmp_path: Path, ledger_url: str) -> None:
     (tmp_path / "campaigns").mkdir()
     ledger = Ledger(open_ledger(ledger_url))
-    seat = WorkerSeat(ledger)
+    seat = WorkerSeat(ledger, store_for(ledger))
     seat.register()
     now = datetime.now(UTC)
     with ledger.transaction() as conn:

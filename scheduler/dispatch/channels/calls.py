@@ -23,10 +23,8 @@ from collections.abc import Hashable, Sequence
 import orjson
 
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.dispatch.reconcile import CALL_PROOF
-from scheduler.dispatch.retry import Verdict, classify
 from scheduler.ledger.rows import DueDelivery
-from scheduler.service.call_models import STREAM_PATH, PlacedCall
+from scheduler.service.call_models import OUTGOING_STATES, STREAM_PATH, PlacedCall
 from scheduler.service.exceptions import ServiceError
 
 
@@ -34,7 +32,9 @@ class CallsChannel:
     """Places WhatsApp calls through ``/api/v1/calls/place`` or ``/calls/stream``."""
 
     name = "calls"
-    proof_events = CALL_PROOF
+    #: a placed call's events (they name the session)
+    proof_events = frozenset(OUTGOING_STATES)
+    events_name_session = True
     batch_size = 1
     has_calls = True
     one_call_per_sender = True
@@ -72,10 +72,6 @@ class CallsChannel:
                                   details={"callId": placed.call_id, "mode": mode}))
         return answers
 
-    def verdict(self, error: ServiceError) -> Verdict:
-        """The common rules (``scheduler.dispatch.retry``): a refused call (a ``cloud_api``
-        connection) fails its delivery with the service's message."""
-        return classify(error)
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """No message quota applies to calls; the campaign's ``daily_cap`` bounds them."""

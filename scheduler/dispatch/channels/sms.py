@@ -22,7 +22,6 @@ import orjson
 
 from scheduler.campaign.segments import sms_segments
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.dispatch.retry import Verdict, classify
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.account_models import (
     SMS_BULK_PATH,
@@ -51,6 +50,7 @@ class SmsChannel:
 
     name = "sms"
     proof_events = frozenset({"sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"})
+    events_name_session = False
     has_calls = False
     max_calls: int | None = None
     one_call_per_sender = False
@@ -130,9 +130,6 @@ class SmsChannel:
                     200, item.error or "failed", path=SMS_BULK_PATH)))
         return answers
 
-    def verdict(self, error: ServiceError) -> Verdict:
-        """The common rules (``scheduler.dispatch.retry``); a wallet that ran out pauses."""
-        return classify(error)
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """No per-sender plan quota: the account's daily cap is the campaign's ``daily_cap``."""

@@ -23,7 +23,6 @@ from typing import Any
 import orjson
 
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.dispatch.retry import Verdict, classify
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.account_models import VOICE_BULK_PATH, VoiceBulkResult, voice_key
 from scheduler.service.exceptions import InsufficientBalance, NoAnswer, ServiceError
@@ -45,6 +44,7 @@ class VoiceChannel:
 
     name = "voice"
     proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
+    events_name_session = False
     has_calls = True
     one_call_per_sender = False
 
@@ -82,9 +82,6 @@ class VoiceChannel:
             return [Answer(error=exc) for _ in rows]
         return answers_for(rows, result)
 
-    def verdict(self, error: ServiceError) -> Verdict:
-        """The common rules (``scheduler.dispatch.retry``); a wallet that ran out pauses."""
-        return classify(error)
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """No per-sender plan quota: the account's daily cap is the campaign's ``daily_cap``."""

@@ -9,7 +9,6 @@ from datetime import datetime
 import orjson
 
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.dispatch.retry import Verdict, classify
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError
 
@@ -19,6 +18,7 @@ class WhatsAppChannel:
 
     name = "whatsapp"
     proof_events = frozenset({"messages.sent"})
+    events_name_session = True
     batch_size = 1
     has_calls = False
     max_calls: int | None = None
@@ -51,9 +51,6 @@ class WhatsAppChannel:
                 answers.append(Answer(message_id=result.messageId))
         return answers
 
-    def verdict(self, error: ServiceError) -> Verdict:
-        """The common rules (``scheduler.dispatch.retry``)."""
-        return classify(error)
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """Each session's remaining ``messages`` from ``GET /api/v1/limits/{sessionId}``.

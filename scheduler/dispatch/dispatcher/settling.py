@@ -1,0 +1,85 @@
+"""Settling: what each answer does to its row, written in turn-sized batches.
+
+The rules are :func:`scheduler.dispatch.outcomes.settle`; here they are applied to the
+answers the run's sends queued, the settlements kept until the next claim (written in the
+same transaction) or written on their own before any wait, the rows whose send timed out
+settled once their grace ends, and what is left past the latest send time expired.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from scheduler.dispatch import outcomes, reconcile
+from scheduler.dispatch.dispatcher.state import RunContext, RunState
+from scheduler.ledger.states import RunStatus
+from scheduler.timeutil import monotonic
+
+
+class Settling:
+    """Settle, write and verify the outcomes of a run's sends (see the module)."""
+
+    def __init__(self, ctx: RunContext, state: RunState) -> None:
+        self.ctx = ctx
+        self.state = state
+        self._next_progress = 0.0
+
+    def settle_answers(self) -> None:
+        """Decide what every queued answer does; written with the next claim or flush."""
+        state = self.state
+        if not state.outcomes:
+            return
+        assert state.pool is not None
+        batch, state.outcomes = state.outcomes, []
+        now = self.ctx.clock()
+        settlement = outcomes.settle(batch, state.pool, self.ctx.options, self.ctx.setup.rng,
+                                     now, events_received=self.ctx.setup.events_received)
+        state.pending.append((settlement, now))
+        if settlement.verifying:
+            state.verify_by(min(d for _id, d, _why in settlement.verifying))
+        for entry in settlement.notes:
+            state.record(entry)
+        if settlement.stop_reason is not None:
+            state.stop(RunStatus.PAUSED, settlement.stop_reason, fatal=settlement.fatal)
+
+    def claim_with_pending(self, claims: list[tuple[int, str]], now: datetime,
+                           worker: str | None) -> set[int]:
+        """Write the settled outcomes and claim ``claims`` in one transaction (committed
+        before any of the new sends goes out); the ids that moved."""
+        moved = self.ctx.store.write(self.state.pending, claims, now, worker=worker)
+        self.state.pending.clear()
+        self.report_progress()
+        return moved
+
+    def flush(self) -> None:
+        """Write the settled outcomes in a transaction of their own (nothing to claim)."""
+        if not self.state.pending:
+            return
+        self.ctx.store.write(self.state.pending)
+        self.state.pending.clear()
+        self.report_progress()
+
+    def report_progress(self) -> None:
+        """Tell ``on_progress`` the run's counts (at most every ``progress_every_s``)."""
+        setup = self.ctx.setup
+        if setup.on_progress is not None and monotonic() >= self._next_progress:
+            self._next_progress = monotonic() + setup.progress_every_s
+            setup.on_progress(self.ctx.store.counts())
+
+    def verify_timeouts(self, now: datetime) -> None:
+        """Rows whose send timed out: settle them from their proof once the grace ends."""
+        state = self.state
+        if state.verify_at is None or now < state.verify_at:
+            return
+        settled = reconcile.settle_verifying(
+            self.ctx.store, self.ctx.channel, now,
+            at_least_once=self.ctx.options.at_least_once,
+            step_delays_s=self.ctx.options.step_delays_s)
+        state.verify_at = self.ctx.store.earliest_verifying()
+        if settled:
+            state.reread()
+
+    def expire_rest(self, now: datetime) -> None:
+        """The latest send time passed: expire every row still pending."""
+        n = self.ctx.store.expire(now)
+        self.state.note(now, f"latest send time reached: {n} deliveries expired")

@@ -1,0 +1,135 @@
+"""The store seam: exactly what the dispatcher needs from the ledger, for one run.
+
+The engine holds a :class:`Store`, never the concrete ledger or its queries, as listmonk
+keeps its campaign runner behind a small store interface. The ledger's implementation is
+:class:`scheduler.ledger.run_store.RunStore`, made by the wiring
+(:func:`scheduler.app.wiring.run_store`), which also gives it the tracking layer's hook for
+events that arrived before their send's id was stored. Every method is one transaction or
+one read; a database error is a :class:`~scheduler.ledger.exceptions.LedgerError` naming
+what the dispatcher was doing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from scheduler.ledger.changes import Changes, InDoubt, ProofRule, Settle
+from scheduler.ledger.rows import DueDelivery, SessionStatusRow
+from scheduler.run_options import RunOptions
+
+
+class Store(Protocol):
+    """One run's ledger, as the dispatcher sees it."""
+
+    run_id: int
+
+    # the run: its options, ownership, control requests and end
+
+    def options(self) -> RunOptions:
+        """The run's stored options."""
+        ...
+
+    def acquire(self) -> None:
+        """Take the run's lease (its sole owner)."""
+        ...
+
+    def mark_running(self, *, keep_control: bool = False) -> None:
+        """Mark the run running (``keep_control``: leave pending requests to the workers)."""
+        ...
+
+    def beat(self) -> str | None:
+        """Renew the run's heartbeat; the operator's pending request (pause/cancel)."""
+        ...
+
+    def release(self) -> None:
+        """Give up the run's lease (a sole owner, at the end)."""
+        ...
+
+    def end(self, status: str, *, reason: str) -> str:
+        """End the run (unless another process did); its status now."""
+        ...
+
+    def cancel(self) -> str:
+        """Cancel the run, skipping its pending rows; its status now."""
+        ...
+
+    def stop_reason(self) -> str | None:
+        """Why the run stopped, as stored."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """The run's deliveries by state."""
+        ...
+
+    # reads
+
+    def due(self, now: datetime, *, limit: int, after_seq: int = -1,
+            senders: Collection[str] | None = None,
+            part: tuple[int, int] | None = None) -> list[DueDelivery]:
+        """Planned rows whose time has come, in plan order, after ``after_seq``."""
+        ...
+
+    def work_left(self) -> tuple[int, datetime | None]:
+        """Rows still to send, and when the next is due."""
+        ...
+
+    def sent_today(self, day_start: datetime) -> dict[str, int]:
+        """Sends per sender since ``day_start``, in every run."""
+        ...
+
+    def nth_send(self, sender: str, since: datetime, n: int) -> datetime | None:
+        """When ``sender``'s ``n``-th send since ``since`` went out."""
+        ...
+
+    def calls_in_progress(self, since: datetime, channel: str) -> tuple[int, int]:
+        """Calls in progress in this run, and in every running run of ``channel``."""
+        ...
+
+    def calls_under_way(self, senders: Sequence[str], since: datetime
+                        ) -> dict[str, datetime]:
+        """Senders with a call under way, and when it was claimed."""
+        ...
+
+    def session_statuses(self, senders: Sequence[str], since: datetime
+                         ) -> dict[str, SessionStatusRow]:
+        """The latest ``connection.status`` of each sender's session since ``since``."""
+        ...
+
+    def earliest_verifying(self) -> datetime | None:
+        """When the first row being verified ends its grace."""
+        ...
+
+    # writes
+
+    def write(self, settled: Sequence[tuple[Changes, datetime]],
+              claims: Sequence[tuple[int, str]] = (), now: datetime | None = None, *,
+              worker: str | None = None) -> set[int]:
+        """Write settled outcomes and claim rows, in one transaction; the ids claimed."""
+        ...
+
+    def defer(self, rows: Sequence[tuple[int, datetime]]) -> None:
+        """Hold rows until their recipient's own window opens."""
+        ...
+
+    def repair_waiting_steps(self, now: datetime) -> None:
+        """Release later steps whose earlier step settled without releasing them."""
+        ...
+
+    def expire(self, now: datetime) -> int:
+        """Expire every row still pending; how many."""
+        ...
+
+    def settle_in_doubt(self, now: datetime, proof: ProofRule,
+                        decide: Callable[[InDoubt], Settle], *, grace_over: bool = False,
+                        only: Collection[int] | None = None,
+                        step_delays_s: tuple[float, ...] = (0.0,)) -> dict[str, int]:
+        """Settle rows that may or may not have been sent; how many went each way."""
+        ...
+
+
+#: A store for any run of the ledger (a ``serve`` worker settles runs it does not send).
+StoreFor = Callable[[int], Store]
+
+__all__ = ["Store", "StoreFor"]

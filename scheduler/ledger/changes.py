@@ -1,0 +1,69 @@
+"""What the dispatcher hands the store to write: a batch's changes, and rows in doubt.
+
+Plain data, so the engine can decide (:mod:`scheduler.dispatch.outcomes`,
+:mod:`scheduler.dispatch.reconcile`) and the ledger can write
+(:class:`scheduler.ledger.run_store.RunStore`) without either knowing the other's insides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal, NamedTuple
+
+from scheduler.ledger.rows import AmbiguousRow, SentProof
+
+
+@dataclass
+class Changes:
+    """The ledger changes of one batch of answers (ids are ``deliveries.id``)."""
+
+    #: (id, message id) of the sends the service took.
+    accepted: list[tuple[int, str | None]] = field(default_factory=list)
+    #: (id, details) to keep on the row (SMS segments and cost).
+    details: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    #: (recipient, step, sender) whose next step is released.
+    released: list[tuple[str, int, str | None]] = field(default_factory=list)
+    #: (id, due again at, why) back to ``planned``.
+    retries: list[tuple[int, datetime, str]] = field(default_factory=list)
+    #: (id, code, why) ``failed``.
+    failed: list[tuple[int, str, str | None]] = field(default_factory=list)
+    #: (id, code, why) ``unknown``: maybe sent, never proven.
+    unknown: list[tuple[int, str, str | None]] = field(default_factory=list)
+    #: (id, grace ends at, why) waiting for events to prove them.
+    verifying: list[tuple[int, datetime, str]] = field(default_factory=list)
+    #: (recipient, step) whose later steps are skipped.
+    stopped: list[tuple[str, int]] = field(default_factory=list)
+    #: The delays between the run's steps (a released step is due after its delay).
+    step_delays_s: tuple[float, ...] = (0.0,)
+
+
+class ProofRule(NamedTuple):
+    """Which events prove a send in doubt: their names, and whether they name the sending
+    session (WhatsApp does; account channels, SMS and voice, do not)."""
+
+    events: frozenset[str]
+    names_session: bool
+    #: Clock skew tolerated between the dispatcher and the receiver that stamps events.
+    skew: timedelta = timedelta(seconds=5)
+
+
+class InDoubt(NamedTuple):
+    """A row that may or may not have been sent, and the proof found for it (or None)."""
+
+    row: AmbiguousRow
+    proof: SentProof | None
+
+
+class Settle(NamedTuple):
+    """What becomes of a row in doubt: ``sent`` (proven), ``verifying`` until ``until``,
+    ``requeued`` (sent again), or ``unknown``; ``why`` is stored on the row."""
+
+    row: AmbiguousRow
+    kind: Literal["sent", "verifying", "requeued", "unknown"]
+    why: str = ""
+    until: datetime | None = None
+    proof: SentProof | None = None
+
+
+__all__ = ["Changes", "InDoubt", "ProofRule", "Settle"]
