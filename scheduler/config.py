@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import tomllib
+from dataclasses import asdict, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,14 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from scheduler.engine_settings import ENGINE_DEFAULTS, EngineSettings
 from scheduler.errors import ConfigError
 from scheduler.project import locate_project, no_project_message
 
 DEFAULT_CONFIG_FILE = "config.toml"
+#: The service client's defaults (:class:`scheduler.service.client.ServiceClient` takes them).
+DEFAULT_HTTP_TIMEOUT_S = 15.0
+DEFAULT_HTTP_CONCURRENCY = 64
 DEFAULT_OPT_OUT_WORDS = (
     "SAIR",
     "PARAR",
@@ -49,8 +54,8 @@ class Settings(BaseSettings):
     state_dir: Path = Path("state")
     reports_dir: Path = Path("reports")
 
-    http_timeout_s: float = Field(default=15.0, gt=0)
-    http_concurrency: int = Field(default=64, ge=1, le=1024)
+    http_timeout_s: float = Field(default=DEFAULT_HTTP_TIMEOUT_S, gt=0)
+    http_concurrency: int = Field(default=DEFAULT_HTTP_CONCURRENCY, ge=1, le=1024)
 
     webhook_url: str | None = None
     webhook_token: SecretStr | None = None
@@ -59,7 +64,7 @@ class Settings(BaseSettings):
     # None: a free port, kept in the state folder for the next process (see tracking.identity)
     receiver_port: int | None = Field(default=None, ge=0, le=65535)
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
-    verify_grace_s: float = Field(default=60.0, ge=0)
+    verify_grace_s: float = Field(default=ENGINE_DEFAULTS.verify_grace_s, ge=0)
     # How long the service keeps retrying a webhook it could not deliver (service-facts:
     # 7 tries, 5 to 160 s apart, about 315 s): an unknown send is judged once this has passed
     # (see scheduler.dispatch.unknowns). Shorter only for a stand-in that retries faster.
@@ -73,20 +78,22 @@ class Settings(BaseSettings):
     plan_limit_s: float = Field(default=900.0, gt=0)
 
     # SMS and voice (ours: the service documents none of these; every one can be changed).
+    # Their defaults are scheduler.engine_settings's (written once, for the engine too).
     # Price per SMS segment by route, in micro-reais, to estimate and record each text's cost.
     sms_price_micro: dict[str, int] = Field(
-        default_factory=lambda: {"marketing": 50_000, "otp": 70_000})
+        default_factory=lambda: dict(ENGINE_DEFAULTS.sms_price_micro))
     # The most recipients the service takes in one bulk request.
-    bulk_max: int = Field(default=1000, ge=1)
+    bulk_max: int = Field(default=ENGINE_DEFAULTS.bulk_max, ge=1)
     # Calls the account may have in progress at once (a campaign's max_calls is bounded by it).
-    voice_max_calls: int = Field(default=30, ge=1)
+    voice_max_calls: int = Field(default=ENGINE_DEFAULTS.voice_max_calls, ge=1)
     # A call with no call.ended after this long no longer counts as in progress.
-    voice_call_timeout_s: float = Field(default=600.0, gt=0)
+    voice_call_timeout_s: float = Field(default=ENGINE_DEFAULTS.voice_call_timeout_s, gt=0)
     # How long a call is taken to last where no call.ended can come (no receiver, rehearsal).
-    voice_call_estimate_s: float = Field(default=90.0, gt=0)
+    voice_call_estimate_s: float = Field(default=ENGINE_DEFAULTS.voice_call_estimate_s, gt=0)
     # WhatsApp calls to a list: a session places its next call after its call's end event,
     # or after this long without one.
-    whatsapp_call_timeout_s: float = Field(default=600.0, gt=0)
+    whatsapp_call_timeout_s: float = Field(default=ENGINE_DEFAULTS.whatsapp_call_timeout_s,
+                                           gt=0)
     # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
     report_wait_s: float = Field(default=30.0, ge=0)
 
@@ -136,14 +143,19 @@ class Settings(BaseSettings):
         """How long the service retries a webhook (``webhook_retry_horizon_s``)."""
         return timedelta(seconds=self.webhook_retry_horizon_s)
 
+    def engine(self) -> EngineSettings:
+        """This process's settings of the engine: every field of :class:`EngineSettings`,
+        read from the setting of the same name (a mapping as its sorted items)."""
+        values: dict[str, Any] = {}
+        for field in fields(EngineSettings):
+            value = getattr(self, field.name)
+            values[field.name] = tuple(sorted(value.items())) if isinstance(value, dict) \
+                else value
+        return EngineSettings(**values)
+
     def engine_overrides(self) -> dict[str, Any]:
-        """This process's settings of the engine (``DispatchOptions`` overrides)."""
-        return {"verify_grace_s": self.verify_grace_s,
-                "sms_price_micro": tuple(sorted(self.sms_price_micro.items())),
-                "bulk_max": self.bulk_max, "voice_max_calls": self.voice_max_calls,
-                "voice_call_timeout_s": self.voice_call_timeout_s,
-                "voice_call_estimate_s": self.voice_call_estimate_s,
-                "whatsapp_call_timeout_s": self.whatsapp_call_timeout_s}
+        """:meth:`engine` as ``DispatchOptions.for_run`` overrides."""
+        return asdict(self.engine())
 
     def state_path(self) -> Path:
         """The state folder (the ledger, the receiver's identity); needs a project."""

@@ -14,7 +14,7 @@ does :func:`from_snapshot`, which rebuilds the options of a run stored before th
 from __future__ import annotations
 
 from datetime import datetime, time, timedelta, tzinfo
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -42,6 +42,9 @@ DeliveryMode = Literal["at-most-once", "at-least-once"]
 Rotation = Literal["round-robin", "least-used"]
 DEFAULT_DELIVERY: DeliveryMode = "at-most-once"
 DEFAULT_ROTATION: Rotation = "round-robin"
+#: The channels a campaign sends on (``calls``: WhatsApp calls placed through sessions).
+Channel = Literal["whatsapp", "sms", "voice", "calls"]
+CHANNELS: tuple[Channel, ...] = get_args(Channel)
 #: Channels that send through WhatsApp sessions (``senders`` are session ids; events come
 #: to the session webhook): messages, and calls placed to a list (``calls``).
 SESSION_CHANNELS = frozenset({"whatsapp", "calls"})

@@ -47,11 +47,10 @@ T = TypeVar("T")
 
 @dataclass
 class RemoteFacts:
-    """What the reads found: problems of the campaign, notes for the user, requests made."""
+    """What the reads found: problems of the campaign, notes for the user."""
 
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    product_fetches: int = 0
 
 
 def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -131,7 +130,6 @@ async def _products(client: ServiceClient, campaign: Campaign, needs: Needs, bas
                 if embedded and session not in connected:
                     await connect_session(client, base_url, session, None, show_qr=False)
                     connected.add(session)
-                facts.product_fetches += 1
                 product = await client.get_product(session, ref.id, ref.business)
             except ServiceError as exc:
                 facts.issues.append(_issue(campaign, f"product {ref.id!r} of {ref.business} "

@@ -62,7 +62,7 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import phonenumbers
 from pydantic import (
@@ -87,15 +87,13 @@ from scheduler.run_options import (
     DEFAULT_ROTATION,
     DEFAULT_TIMEZONE,
     SESSION_CHANNELS,
+    Channel,
     DeliveryMode,
     Rotation,
 )
 from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone, parse_duration
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
-Channel = Literal["whatsapp", "sms", "voice", "calls"]
-#: The campaign channels (``calls``: WhatsApp calls placed through sessions).
-CHANNELS = ("whatsapp", "sms", "voice", "calls")
 
 
 class Strict(BaseModel):

@@ -35,7 +35,7 @@ from typing import Any
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import ValidationError
 
-from scheduler.campaign.definition import CHANNELS, BoundsSpec, CampaignSpec
+from scheduler.campaign.definition import BoundsSpec, CampaignSpec
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.rendering import (
     make_environment,
@@ -47,7 +47,7 @@ from scheduler.campaign.steps import (
     loc_path,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
-from scheduler.run_options import DEFAULT_TIMEZONE
+from scheduler.run_options import CHANNELS, DEFAULT_TIMEZONE
 from scheduler.units import load_zone
 
 

@@ -18,7 +18,6 @@ _KEY = rf"{_PART}(?:[ \t]*\.[ \t]*{_PART})*"
 _HEADER = re.compile(rf"[ \t]*(\[\[?)[ \t]*({_KEY})[ \t]*\]\]?")
 _ASSIGN = re.compile(rf"[ \t]*({_KEY})[ \t]*=")
 _SPLIT = re.compile(_PART)
-_INDEX = re.compile(r"\[(\d+)\]")
 
 
 def _parts(key: str) -> list[str]:

@@ -33,10 +33,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from scheduler.campaign.exceptions import CampaignError, Issue
-from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.pacing import Quota, estimate_finish, mean_interval
 from scheduler.dispatch.windows import SendWindow
 from scheduler.display import clean_markup, iso_utc
+from scheduler.engine_settings import ENGINE_DEFAULTS
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import utcnow
 
@@ -260,7 +260,7 @@ def plan_report(path: Path, start_text: str | None, *,
     bulk = tallies[0].finish() if tallies else None
     deliveries = sum(stats.planned_per_step.values())
     call_s = call_seconds if call_seconds is not None else float(settings.get(
-        "voice_call_estimate_s", DispatchOptions.voice_call_estimate_s))
+        "voice_call_estimate_s", ENGINE_DEFAULTS.voice_call_estimate_s))
     totals = pc.totals(
         channel, bulk, recipients=stats.valid, deliveries=deliveries,
         encodings=dict(stats.sms_encodings),
@@ -268,7 +268,7 @@ def plan_report(path: Path, start_text: str | None, *,
         call_seconds_source="--call-seconds" if call_seconds is not None
         else "settings voice_call_estimate_s",
         max_calls_asked=options.max_calls,
-        account_calls=settings.get("voice_max_calls", DispatchOptions.voice_max_calls))
+        account_calls=settings.get("voice_max_calls", ENGINE_DEFAULTS.voice_max_calls))
     rate, jitter, limited_by = options.rate_per_s, options.jitter_s, "pace"
     if channel.has_calls:  # calls in progress bound the pace (see plan_channels)
         pace_s = mean_interval(rate, jitter)

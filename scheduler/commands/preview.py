@@ -95,17 +95,13 @@ def group_rows(channel: Channel, rows: list[DueDelivery]) -> list[list[DueDelive
     return groups
 
 
-def preview_rows(path: Path, rows: int) -> list[dict[str, Any]]:
-    """The requests of the first ``rows`` valid recipients, in the order they are sent.
+def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
+    """The requests of the first ``rows`` valid recipients, in the order they are sent, and
+    the channel's batch size.
 
     WhatsApp: ``{row, step, to, endpoint, body}`` per message; SMS and voice:
     ``{step, rows, to, endpoint, body}`` per request (``rows`` and ``to`` are lists).
     """
-    return _preview(path, rows)[0]
-
-
-def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
-    """:func:`preview_rows` and the channel's batch size."""
     from scheduler.app.labels import project_label_audience
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign

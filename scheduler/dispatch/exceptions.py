@@ -4,8 +4,7 @@ Tree::
 
     SchedulerError                  (scheduler/errors.py)
     └── DispatchError               a run cannot go on
-        ├── RunStopped              the service refused the key (401/403): the run is paused
-        └── NoSenderAvailable       every sender of the run is down
+        └── RunStopped              the service refused the key (401/403): the run is paused
 """
 
 from __future__ import annotations
@@ -19,7 +18,3 @@ class DispatchError(SchedulerError):
 
 class RunStopped(DispatchError):
     """The service refused our key; the run was paused and says why."""
-
-
-class NoSenderAvailable(DispatchError):
-    """Every sender of the run is disconnected, unknown or failing."""

@@ -3,7 +3,8 @@
 :class:`DispatchOptions` is :class:`scheduler.run_options.RunOptions` (stored with the run,
 already parsed) made ready to use: the send window as a :class:`SendWindow`, the latest
 send time on the run's start day, plus the engine's own settings (retries, concurrency,
-grace), which are per-process overrides and never stored.
+and this process's :class:`~scheduler.engine_settings.EngineSettings`: grace, bulk and call
+limits, SMS prices), which are per-process overrides and never stored.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.dispatch.windows import SendWindow
+from scheduler.engine_settings import EngineSettings
 from scheduler.run_options import (
     DEFAULT_DELIVERY,
     DEFAULT_JITTER,
@@ -26,10 +28,11 @@ from scheduler.run_options import (
 from scheduler.units import parse_jitter, parse_rate
 
 
-@dataclass(frozen=True)
-class DispatchOptions:
+@dataclass(frozen=True, kw_only=True)
+class DispatchOptions(EngineSettings):
     """Pacing, windows, retries and delivery mode of one run (the run's defaults are the
-    campaign definition's, from :mod:`scheduler.run_options`)."""
+    campaign definition's, from :mod:`scheduler.run_options`), with this process's engine
+    settings (inherited from :class:`EngineSettings`, their defaults written there)."""
 
     senders: tuple[str, ...]
     rate: float = parse_rate(DEFAULT_RATE)
@@ -46,7 +49,6 @@ class DispatchOptions:
     backoff_base_s: float = 1.0
     backoff_cap_s: float = 300.0
     concurrency: int = 64
-    verify_grace_s: float = 60.0
     sender_cooloff_s: float = 60.0
     failure_threshold: int = 5
     plan_limit: int | None = None
@@ -54,15 +56,6 @@ class DispatchOptions:
     batch_size: int | None = None
     #: voice: calls in progress at once (the campaign's ``max_calls``); None = the channel's.
     max_calls: int | None = None
-    # this process's settings of the account (scheduler.config): never stored with a run
-    sms_price_micro: tuple[tuple[str, int], ...] = (("marketing", 50_000), ("otp", 70_000))
-    bulk_max: int = 1000
-    voice_max_calls: int = 30
-    voice_call_timeout_s: float = 600.0
-    voice_call_estimate_s: float = 90.0
-    #: WhatsApp calls to a list: how long a sender waits at most for its call's end event
-    #: before it places the next one (ours).
-    whatsapp_call_timeout_s: float = 600.0
 
     @property
     def at_least_once(self) -> bool:

@@ -274,10 +274,6 @@ class SenderPool:
         state.down_reason = None
         state.blocked_until = None
 
-    def all_down(self) -> bool:
-        """Whether every sender is currently paused for a fault."""
-        return all(s.down_reason is not None for s in self.senders.values())
-
 
 def pool_for_run(options: DispatchOptions, rng: random.Random, zone: tzinfo,
                  sent_today: dict[str, int], day_start: datetime,

@@ -212,12 +212,3 @@ def judge_run(ledger: Ledger, run_id: int, now: datetime, *,
         since = (min(times) if times else now) - horizon
         intervals = uq.uptime_intervals(conn, since)
     return judge_unknowns(rows, intervals, now, horizon=horizon)
-
-
-def requeue_unproven(ledger: Ledger, run_id: int, now: datetime, *,
-                     horizon: timedelta = RETRY_HORIZON) -> int:
-    """Queue the run's unproven rows again (never the waiting or unknowable ones)."""
-    verdicts = judge_run(ledger, run_id, now, horizon=horizon)
-    if not verdicts.unproven:
-        return 0
-    return ledger.requeue(run_id, ["unknown"], ids=verdicts.unproven)

@@ -54,8 +54,6 @@ TRACKING_RANK: dict[str, int] = {
     DeliveryState.READ: 4,
 }
 
-#: States a delivery waits in before it is sent.
-PENDING_STATES = frozenset({DeliveryState.PLANNED})
 #: States after which the dispatcher has nothing more to do for a delivery.
 DONE_STATES = frozenset(
     {

@@ -28,10 +28,8 @@ SEND_EVENT_PATH = f"{API}/calls/send-event"
 PLACE_PATH = f"{API}/calls/place"
 STREAM_PATH = f"{API}/calls/stream"
 CallType = Literal["audio", "video"]
-CallMode = Literal["place", "stream"]
 #: The events of an outgoing call (``call.audio`` is its recording in stream mode).
 OUTGOING_STATES = ("call.ringing", "call.connected", "call.ended", "call.not_answered")
-TERMINAL_EVENTS = ("call.ended", "call.not_answered")
 
 
 class SendCallEventBody(WireModel):

@@ -22,7 +22,7 @@ from typing import Any, Self, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from scheduler.config import Settings
+from scheduler.config import DEFAULT_HTTP_CONCURRENCY, DEFAULT_HTTP_TIMEOUT_S, Settings
 from scheduler.errors import ConfigError
 from scheduler.service import requests as rq
 from scheduler.service.account_client import AccountCalls
@@ -71,8 +71,8 @@ class ServiceClient(
         base_url: str,
         api_key: str,
         *,
-        timeout_s: float = 15,
-        concurrency: int = 64,
+        timeout_s: float = DEFAULT_HTTP_TIMEOUT_S,
+        concurrency: int = DEFAULT_HTTP_CONCURRENCY,
         transport: TransportKind = "aiohttp",
         clock: Callable[[], float] = epoch_s,
     ) -> None:
@@ -84,6 +84,9 @@ class ServiceClient(
             raise ConfigError("timeout_s must be > 0 and concurrency >= 1")
         self.base_url = base_url.rstrip("/")
         self.transport_kind: TransportKind = transport
+        #: Seconds a request may take, and connections in the pool (what ``twin`` copies).
+        self.timeout_s = timeout_s
+        self.concurrency = concurrency
         self._key = api_key
         self._clock = clock
         timeout = httpx.Timeout(timeout_s)
@@ -111,9 +114,11 @@ class ServiceClient(
         return cls(*service, **options)
 
     def twin(self) -> ServiceClient:
-        """A new client with the same address, key and transport: its own connection pool,
-        for another event loop (a pool belongs to the loop that first used it)."""
-        return ServiceClient(self.base_url, self._key, transport=self.transport_kind,
+        """A new client with the same address, key, transport, time-out and concurrency: its
+        own connection pool, for another event loop (a pool belongs to the loop that first
+        used it)."""
+        return ServiceClient(self.base_url, self._key, timeout_s=self.timeout_s,
+                             concurrency=self.concurrency, transport=self.transport_kind,
                              clock=self._clock)
 
     def __repr__(self) -> str:

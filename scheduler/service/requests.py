@@ -364,5 +364,3 @@ SEND_KINDS: dict[str, SendKind] = {
         _kind("pix", "interactive", PixBody),
     )
 }
-
-SEND_KINDS_BY_PATH: dict[str, SendKind] = {kind.path: kind for kind in SEND_KINDS.values()}

@@ -16,7 +16,7 @@ connect *time-out*, so this module maps aiohttp's errors itself.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import aiohttp
 import httpx
@@ -37,14 +37,6 @@ TRANSPORT_KINDS: tuple[TransportKind, ...] = ("aiohttp", "httpx")
 #: What :meth:`post_json` returns: HTTP status, case-insensitive headers, raw body.
 Reply = tuple[int, Mapping[str, str], bytes]
 _URL_CACHE_SIZE = 256
-
-
-class JsonPoster(Protocol):
-    """The hot-path half of a transport: POST a prepared JSON body."""
-
-    async def post_json(self, url: str, body: bytes, headers: Mapping[str, str]) -> Reply:
-        """POST ``body`` (JSON bytes) to ``url``; answer ``(status, headers, content)``."""
-        ...
 
 
 def translate_aiohttp_error(exc: BaseException) -> httpx.TransportError:

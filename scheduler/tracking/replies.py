@@ -14,9 +14,6 @@ from typing import Any
 
 from scheduler.service.event_data import ListResponseData, MessageData, PollUpdateData
 
-#: Reply kinds the receiver records (others are recorded under their own type name).
-REPLY_KINDS = ("text", "poll_update", "list_response", "template_button_reply")
-
 
 def fold(text: str) -> str:
     """Lower case, no accents, no punctuation or symbols at either end, single spaces."""

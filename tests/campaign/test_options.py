@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -96,6 +97,40 @@ def test_the_engine_gets_the_window_and_latest_resolved(project: Project) -> Non
     assert engine.latest == datetime(2025, 3, 9, 19, 0, tzinfo=SP)
     assert (engine.concurrency, engine.verify_grace_s) == (1, 5)  # this process's overrides
 
+
+
+ENGINE_TOML = """verify_grace_s = 5
+bulk_max = 200
+voice_max_calls = 4
+voice_call_timeout_s = 120
+voice_call_estimate_s = 45
+whatsapp_call_timeout_s = 300
+[sms_price_micro]
+otp = 1
+marketing = 2
+"""
+
+
+def test_every_engine_setting_reaches_the_engine(project: Project, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """What config.toml says of the engine (grace, SMS prices, bulk and call bounds) is what
+    a run's dispatch uses; unset, the settings and the engine default alike."""
+    from scheduler.config import Settings, load_settings
+
+    for name in Settings.model_fields:
+        monkeypatch.delenv(f"CAMPAIGN_{name.upper()}", raising=False)
+    options = run_options(load_campaign(project.basic()))
+    start = datetime(2025, 3, 9, 12, 0, tzinfo=SP)
+    unset = load_settings(tmp_path / "none.toml").engine_overrides()
+    assert DispatchOptions.for_run(options, start=start, **unset) == \
+        DispatchOptions.for_run(options, start=start)
+    (tmp_path / "config.toml").write_text(ENGINE_TOML, encoding="utf-8")
+    engine = DispatchOptions.for_run(
+        options, start=start, **load_settings(tmp_path / "config.toml").engine_overrides())
+    assert (engine.verify_grace_s, engine.bulk_max, engine.voice_max_calls,
+            engine.voice_call_timeout_s, engine.voice_call_estimate_s,
+            engine.whatsapp_call_timeout_s, engine.sms_price_micro) == (
+        5, 200, 4, 120, 45, 300, (("marketing", 2), ("otp", 1)))
 
 def test_options_of_a_newer_program_are_refused() -> None:
     newer = from_snapshot({"senders": ["s1"]}).model_dump(mode="json") | {"version": 2}

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from email.utils import format_datetime
 
+import httpx
 import pytest
 
 from scheduler.service.client import ServiceClient
@@ -173,6 +174,25 @@ async def test_time_out(scripted: Scripted, transport: str, call: Call,
     assert scripted.requests, "the request reached the server"
     assert_no_key(exc, caplog)
 
+
+
+async def test_a_twin_keeps_the_configured_time_out_and_pool(
+        scripted: Scripted, transport: str, call: Call, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The receiver rejects calls through a twin of the run's client (its own pool, for its
+    own loop): the twin keeps the settings' time-out and connections, not the defaults."""
+    from scheduler.config import load_settings
+
+    for name in ("CAMPAIGN_HTTP_TIMEOUT_S", "CAMPAIGN_HTTP_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    settings = load_settings("/nonexistent.toml", base_url=scripted.base_url, api_key=API_KEY,
+                             http_timeout_s=0.3, http_concurrency=5)
+    scripted.reply(200, hang=True)
+    async with ServiceClient.from_settings(settings, transport=transport) as client, \
+            client.twin() as twin:
+        assert (twin.timeout_s, twin.concurrency, twin.transport_kind) == (0.3, 5, transport)
+        assert twin.http.timeout == client.http.timeout == httpx.Timeout(0.3)
+        with pytest.raises(ServiceTimeout):  # the default 15 s would outlast the hang (10 s)
+            await call(twin)
 
 async def test_connection_refused(closed_port: int, transport: str, call: Call,
                                   caplog: pytest.LogCaptureFixture) -> None:
