@@ -34,7 +34,7 @@ test: $(STAMP)
 	@echo "# types (mypy: [tool.mypy] in pyproject.toml)"
 	@$(BIN)/mypy
 	@echo "# docs (mkdocs.yml: a strict build into site/, reference pages generated)"
-	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 	@echo "# tests on SQLite"
 	@CAMPAIGN_TEST_DATABASE_URL= $(PYTEST)
 	@echo "# tests on PostgreSQL"
