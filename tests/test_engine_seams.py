@@ -1,0 +1,80 @@
+"""The engine's seams, read with ``ast``: what the dispatcher may know of the rest.
+
+- the engine (``scheduler.dispatch``) never imports the tracking layer: events that must
+  be applied as sends are recorded reach it as a hook of its store, given by ``app/``;
+- the dispatcher's roles (``scheduler/dispatch/dispatcher/``) reach the ledger only through
+  the :class:`~scheduler.dispatch.store.Store` protocol: no query module, no concrete
+  ``Ledger``, no connection;
+- reconciliation is channel-neutral: no channel's name or event in ``reconcile.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from scheduler.dispatch.channels import channel_for
+from scheduler.dispatch.channels.calls import CallsChannel
+from scheduler.dispatch.channels.sms import SmsChannel
+from scheduler.dispatch.channels.voice import VoiceChannel
+from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
+from scheduler.dispatch.store import Store
+from scheduler.ledger.run_store import RunStore
+from tests.test_architecture import ROOT, _imported, _modules, package_imports
+
+
+def _imports_of(prefix: str) -> dict[str, list[str]]:
+    """Every scheduler name imported by the modules under ``prefix`` (any import: module
+    level, inside functions, type-only), with the module that imports it."""
+    found: dict[str, list[str]] = {}
+    for path, module in _modules():
+        if not (module == prefix or module.startswith(prefix + ".")):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            for name in _imported(node, module, path.name == "__init__.py"):
+                if name.startswith("scheduler."):
+                    found.setdefault(name, []).append(module)
+    return found
+
+
+def test_the_engine_never_imports_tracking() -> None:
+    edges = package_imports()
+    assert ("app", "tracking") in edges  # the wiring does, so the scanner sees such edges
+    assert ("dispatch", "tracking") not in edges, edges.get(("dispatch", "tracking"))
+
+
+def test_the_dispatcher_reaches_the_ledger_only_through_its_store() -> None:
+    imports = _imports_of("scheduler.dispatch.dispatcher")
+    assert "scheduler.dispatch.store" in imports  # it sees the dispatcher's imports
+    allowed = {"scheduler.ledger.rows", "scheduler.ledger.states"}  # plain data and names
+    reaching = {name: who for name, who in imports.items()
+                if name.startswith("scheduler.ledger") and name not in allowed}
+    assert not reaching, reaching
+
+
+def test_reconciliation_names_no_channel() -> None:
+    source = (ROOT / "dispatch" / "reconcile.py").read_text(encoding="utf-8")
+    code = "\n".join(line for line in source.splitlines()
+                     if not line.lstrip().startswith(("#", ":", "``")))
+    channels = [WhatsAppChannel(), SmsChannel(), VoiceChannel(), CallsChannel()]
+    events = set().union(*(c.proof_events for c in channels))
+    for word in {"whatsapp", "sms", "voice", "calls", *events}:
+        assert not re.search(rf"[\"']{re.escape(word)}[\"']", code), word
+
+
+def test_channels_say_what_proves_a_send_and_whether_events_name_the_session() -> None:
+    by_name = {name: channel_for(name) for name in ("whatsapp", "sms", "voice", "calls")}
+    assert {n: c.events_name_session for n, c in by_name.items()} == {
+        "whatsapp": True, "calls": True, "sms": False, "voice": False}
+    assert by_name["whatsapp"].proof_events == {"messages.sent"}
+    assert "call.ended" in by_name["calls"].proof_events
+    assert "sms.delivered" in by_name["sms"].proof_events
+    for channel in by_name.values():
+        assert not hasattr(channel, "verdict")  # one rule for every channel: retry.classify
+
+
+def test_the_ledger_store_has_every_method_of_the_protocol() -> None:
+    wanted = {name for name in vars(Store) if not name.startswith("_")} - {"run_id"}
+    missing = {name for name in wanted if not callable(getattr(RunStore, name, None))}
+    assert wanted and not missing, missing
