@@ -15,6 +15,7 @@ from typing import Any
 import uvicorn
 
 from scheduler.errors import SchedulerError
+from scheduler.timeutil import monotonic
 
 
 def try_bind(host: str, port: int) -> socket.socket | None:
@@ -84,9 +85,9 @@ class BackgroundServer:
             name=f"uvicorn:{self.port}",
         )
         self._thread.start()
-        deadline = time.monotonic() + timeout_s
+        deadline = monotonic() + timeout_s
         while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
+            if not self._thread.is_alive() or monotonic() > deadline:
                 raise SchedulerError(f"server on {self.base_url} did not start")
             time.sleep(0.01)
         return self

@@ -1,4 +1,11 @@
-"""Time helpers: the clock type injected wherever time matters.
+"""Time helpers: the one module that reads the machine's clocks, and the clock type injected
+wherever time matters.
+
+Every other module asks here: :func:`utcnow` (the wall clock, for dates), :func:`monotonic`
+and :func:`seconds_since` (a clock that never goes back, for durations, deadlines and
+cadences), :func:`local_zone` (the machine's zone now). ``tests/test_architecture.py``
+checks that no other module reads a clock. Code whose timing a test fixes takes a
+:data:`Clock` (or a monotonic ``Callable[[], float]``) instead, defaulting to these.
 
 The ledger stores aware datetimes (SQLModel's ``UTCDateTime``) and returns them in UTC.
 """
@@ -7,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 #: A clock returns an aware UTC datetime; inject one wherever time matters.
 Clock = Callable[[], datetime]
@@ -27,6 +34,17 @@ def monotonic() -> float:
     """Seconds of a clock that never goes back (for measuring real durations and cadences,
     never for dates)."""
     return time.monotonic()
+
+
+def seconds_since(start: float) -> float:
+    """Seconds elapsed since ``start``, a reading of :func:`monotonic`."""
+    return monotonic() - start
+
+
+def local_zone() -> tzinfo:
+    """This machine's zone as it is now (UTC when the machine does not say)."""
+    zone = datetime.now().astimezone().tzinfo
+    return zone if zone is not None else UTC
 
 
 def iso_ms(moment: datetime) -> str:

@@ -33,6 +33,7 @@ from scheduler.display import clean_markup
 from scheduler.httpserver import BackgroundServer
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
+from scheduler.timeutil import monotonic, seconds_since
 
 DEMO_TO = "5511987654321"
 IMAGE = "https://picsum.photos/seed/campaign/640/480"
@@ -104,10 +105,10 @@ async def showcase(base_url: str, api_key: str, console: Console) -> None:
                 rest = " ".join(f"{k} {v}" for k, v in answer.items())
                 console.print(clean_markup(f"   {name:<10} → {said} {rest}".rstrip()),
                               highlight=False)
-        deadline = time.monotonic() + 5
+        deadline = monotonic() + 5
         expected = len(SHOWCASE) + 1  # an album is two events
         while len([e for e in events if e.get("event") == "messages.sent"]) < expected \
-                and time.monotonic() < deadline:
+                and monotonic() < deadline:
             await asyncio.sleep(0.05)
     for event in events:
         if event.get("event") == "messages.sent":
@@ -161,7 +162,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     from scheduler.app.wiring import ledger_from_settings, service_target
     from scheduler.timeutil import utcnow
 
-    started = time.monotonic()
+    started = monotonic()
     settings, sandbox = _demo_settings(root, yes=yes, console=console)
     campaign_file = root / "campaigns" / "demo.toml"
     with service_target(settings, force_sandbox=sandbox,
@@ -184,7 +185,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         _report(ledger, run_id, settings, console)
         channel_tour(settings, ledger, target, root, console, first=5)
         calls_part(settings, ledger, target, root, console, number=7)
-    console.print(f"demo finished in {time.monotonic() - started:.1f} s")
+    console.print(f"demo finished in {seconds_since(started):.1f} s")
 
 
 def _report(ledger: Any, run_id: int, settings: Settings, console: Console) -> None:

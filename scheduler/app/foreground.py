@@ -55,7 +55,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
 from scheduler.run_options import SESSION_CHANNELS
 from scheduler.service.client import ServiceClient
-from scheduler.timeutil import Clock, utcnow
+from scheduler.timeutil import Clock, monotonic, utcnow
 
 
 def tracking_possible(settings: Settings, target_is_sandbox: bool, base_url: str | None
@@ -189,11 +189,9 @@ class RunProgress:
 
     def update(self, counts: dict[str, int], *, final: bool = False) -> None:
         """Refresh from the ledger's counts by state (``final``: read the outcomes now)."""
-        import time
-
         sent = sum(n for s, n in counts.items() if s in SENT_STATES)
         remaining = counts.get(DeliveryState.PLANNED, 0) + counts.get(DeliveryState.DISPATCHING, 0)
-        now = time.monotonic()
+        now = monotonic()
         if self._first is None:
             self._first = (now, sent)
         elapsed = now - self._first[0]

@@ -13,7 +13,6 @@ reports that come later are applied by whichever receiver of the project gets th
 from __future__ import annotations
 
 import asyncio
-import time
 from datetime import UTC, datetime
 
 from rich.console import Console
@@ -21,6 +20,7 @@ from rich.console import Console
 from scheduler.ledger.queries.calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState
+from scheduler.timeutil import monotonic
 
 #: States of SMS and voice rows whose final report has not come yet.
 AWAITING = (DeliveryState.ACCEPTED, DeliveryState.SENT)
@@ -49,8 +49,8 @@ async def wait_for_reports(ledger: Ledger, run_id: int, channel: str, stop: asyn
         return left
     what = "delivery reports" if channel == "sms" else "calls to end"
     console.print(f"waiting up to {wait_s:.0f} s for {left} {what} (Ctrl-C stops waiting)")
-    deadline = time.monotonic() + wait_s
-    while left and not stop.is_set() and time.monotonic() < deadline:
+    deadline = monotonic() + wait_s
+    while left and not stop.is_set() and monotonic() < deadline:
         await asyncio.sleep(poll_s)
         left = _outstanding(ledger, run_id, channel)
     if left:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TextIO
 
 from scheduler.display import clean, local_time, span
+from scheduler.timeutil import local_zone
 
 #: APScheduler 3's messages, as its code logs them (``executors/base.py``,
 #: ``schedulers/base.py``).
@@ -83,12 +84,6 @@ class ZonedFormatter(logging.Formatter):
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
         return line
-
-
-def local_zone() -> tzinfo:
-    """This machine's zone (log lines not about one campaign are in it, labelled)."""
-    zone = datetime.now().astimezone().tzinfo
-    return zone if zone is not None else UTC
 
 
 @contextlib.contextmanager

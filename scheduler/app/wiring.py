@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,7 +31,7 @@ from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import Forbidden, ServiceError
 from scheduler.service.session_admin import explain
-from scheduler.timeutil import Clock, utcnow
+from scheduler.timeutil import Clock, monotonic, utcnow
 
 
 def open_project(near: Path | None = None) -> tuple[Settings, Ledger]:
@@ -135,9 +134,9 @@ async def connect_session(client: ServiceClient, base_url: str, session: str,
     async with httpx.AsyncClient(base_url=base_url) as raw:
         with contextlib.suppress(httpx.HTTPError):  # only a sandbox has this endpoint
             await raw.post(f"/sandbox/sessions/{session}/scan")
-    deadline = time.monotonic() + SCAN_WAIT_S
+    deadline = monotonic() + SCAN_WAIT_S
     while (status := (await client.get_session(session)).status) != "connected":
-        if time.monotonic() > deadline:
+        if monotonic() > deadline:
             raise SchedulerError(f"session {session!r} is still {status} after "
                                  f"{SCAN_WAIT_S:.0f} s: scan its QR code (`campaign sessions "
                                  f"qr {session}`) and try again")

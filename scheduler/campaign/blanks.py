@@ -28,11 +28,9 @@ Precedence in a row: ``skip`` first (nothing is sent, so nothing else matters), 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, WrapValidator
-from pydantic_core.core_schema import ValidatorFunctionWrapHandler
-
+from scheduler.campaign.blanks_spec import BlankDefault, Rule
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.recipients import CsvLayout, slugify
 from scheduler.campaign.rendering import leaves
@@ -41,46 +39,8 @@ from scheduler.campaign.suggest import closest
 if TYPE_CHECKING:
     from scheduler.campaign.loader import Campaign
 
-Policy = Literal["error", "skip", "keep"]
 #: The reason of a recipient skipped for a blank value (the report groups by the prefix).
 SKIP_REASON = "blank_value"
-
-
-class BlankDefault(BaseModel):
-    """``{ default = "cliente" }``: the value a blank cell of the column takes."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    default: str = Field(min_length=1, description=(
-        "The text a blank cell of the column becomes (then the filters apply)."))
-
-
-def _one_message(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-    """One error in words for a rule that is neither a policy nor a default table."""
-    try:
-        return handler(value)
-    except ValidationError:
-        raise ValueError(f'expected "error", "skip", "keep" or {{ default = "…" }} (a '
-                         f"non-empty value), got {value!r}") from None
-
-
-Rule = Annotated[Policy | BlankDefault, WrapValidator(_one_message)]
-
-
-class BlanksSpec(BaseModel):
-    """``[blanks]``: what a blank (empty or all-space) CSV value does: ``default`` for the
-    columns the templates name, then one rule per listed column, named by its header or
-    its variable name."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-    __pydantic_extra__: dict[str, Rule] = Field(init=False)
-
-    default: Policy = Field(default="keep", description=(
-        "The rule of every column a template names that is not listed."))
-
-    @property
-    def columns(self) -> dict[str, Rule]:
-        """The listed columns (as written in the file) and their rules."""
-        return dict(self.__pydantic_extra__ or {})
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,7 @@ from pydantic import (
     model_validator,
 )
 
-from scheduler.campaign.blanks import BlanksSpec
+from scheduler.campaign.blanks_spec import BlanksSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.render_bounds import RenderLimits
 from scheduler.run_options import (

@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import re
 import string
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
@@ -39,6 +38,8 @@ from jinja2.filters import FILTERS as JINJA_FILTERS
 from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import generate_lorem_ipsum
+
+from scheduler.timeutil import monotonic
 
 _LOOP = "_bounded_loop"
 _CHARGE = "_bounded_output"
@@ -85,11 +86,11 @@ class Budget:
     depth: int = 0
 
     def __post_init__(self) -> None:
-        self.deadline = time.monotonic() + self.limits.max_ms / 1000
+        self.deadline = monotonic() + self.limits.max_ms / 1000
 
     def tick(self) -> None:
         """Check the time budget."""
-        if time.monotonic() > self.deadline:
+        if monotonic() > self.deadline:
             raise RenderBoundError(
                 f"template took more than {self.limits.max_ms:,} ms", "bounds.render_max_ms")
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +40,7 @@ from scheduler.reports.layout import fit_lengths, fit_text_columns
 from scheduler.reports.output import AtomicFiles, csv_safe, default_stem, resolve_output
 from scheduler.reports.sheetxml import RowEncoder, StreamedSheet, splice, split_rows
 from scheduler.reports.workbook import WorkbookWriter
+from scheduler.timeutil import monotonic, seconds_since
 
 if TYPE_CHECKING:
     from scheduler.config import Settings
@@ -98,7 +98,7 @@ def write_report(
     """Write the report of ``run_ids`` to ``output`` (a file or folder), by default
     ``<settings.reports_dir>/<campaign>-run-<id>.<fmt>``; xlsx also writes PNG charts (sends
     per hour, funnel, and one per SMS or voice channel in the report)."""
-    started = time.perf_counter()
+    started = monotonic()
     fmt = check_format(fmt)
     if not run_ids:
         raise NothingToReport("nothing to report: give one or more run ids, or --campaign NAME")
@@ -124,7 +124,7 @@ def write_report(
     except OSError as exc:  # e.g. the disk filled up while writing
         raise OutputNotWritable(f"cannot write the report: {exc.strerror or exc}") from None
     return ReportResult(target, fmt, tuple(r.id for r in runs), tuple(pngs), rows,
-                        time.perf_counter() - started)  # fmt: skip
+                        seconds_since(started))  # fmt: skip
 
 
 # ---------------------------------------------------------------------- pieces

@@ -8,7 +8,7 @@ Every knob except ``api_key``, ``seed`` and ``clock`` can be changed while the s
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
@@ -21,6 +21,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from scheduler.timeutil import utcnow
 
 DEFAULT_API_KEY = "sandbox-key"
 #: An ``errorCode`` of ``sms.undelivered`` / ``sms.failed`` (``service-facts.md``).
@@ -42,11 +44,6 @@ def _with_every_route(prices: dict[SmsRoute, int]) -> dict[SmsRoute, int]:
     if any(price < 0 for price in prices.values()):
         raise ValueError("a price per segment must be >= 0")
     return {**SMS_PRICES_MICRO, **prices}
-
-
-def utc_now() -> datetime:
-    """The real time, as an aware UTC datetime (the default sandbox clock)."""
-    return datetime.now(UTC)
 
 
 def parse_range(value: Any, unit: str = "milliseconds") -> Any:
@@ -166,7 +163,7 @@ class SandboxConfig(BaseModel):
     auto_connect: bool = False
     # connection.status / .qrcode / .paircode on create, scan, disconnect and logout.
     session_status_events: bool = True
-    clock: Callable[[], datetime] = Field(default=utc_now, exclude=True)
+    clock: Callable[[], datetime] = Field(default=utcnow, exclude=True)
 
     @model_validator(mode="after")
     def _sms_rates(self) -> Self:

@@ -14,6 +14,7 @@ from starlette.requests import Request
 
 from scheduler.sandbox.common import seeded
 from scheduler.sandbox.config import SandboxConfig
+from scheduler.timeutil import monotonic
 
 
 class Outcome(StrEnum):
@@ -60,9 +61,8 @@ class FaultInjector:
 
 async def hang(request: Request, seconds: float) -> None:
     """Hold a request for ``seconds``, or until the client gives up and disconnects."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while (left := deadline - loop.time()) > 0:
+    deadline = monotonic() + seconds
+    while (left := deadline - monotonic()) > 0:
         await asyncio.sleep(min(left, 0.1))
         if await request.is_disconnected():
             return

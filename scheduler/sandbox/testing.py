@@ -22,6 +22,7 @@ from scheduler.httpserver import BackgroundServer
 from scheduler.sandbox.app import create_app
 from scheduler.sandbox.config import SandboxConfig
 from scheduler.service.requests import SEND_KINDS
+from scheduler.timeutil import monotonic
 
 #: Settings of test sandboxes unless a test says otherwise: seeded, no faults, recipients
 #: that never answer, quick webhook retries, short time-out hangs.
@@ -198,12 +199,12 @@ class WebhookSink:
         timeout: float = 5.0,
     ) -> list[dict[str, Any]]:
         """Poll until ``count`` accepted events satisfy ``predicate``; return those events."""
-        deadline = time.monotonic() + timeout
+        deadline = monotonic() + timeout
         while True:
             matching = [e for e in self.snapshot() if predicate(e)]
             if len(matching) >= count:
                 return matching
-            if time.monotonic() > deadline:
+            if monotonic() > deadline:
                 names = [e.get("event") for e in self.snapshot()]
                 raise AssertionError(
                     f"waited {timeout}s for {count} matching events, got {len(matching)}; "

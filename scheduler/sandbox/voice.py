@@ -20,7 +20,6 @@ minute of talk (at most the reservation) when it ends. Real start and end instan
 
 from __future__ import annotations
 
-import asyncio
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,7 +33,7 @@ from scheduler.service.account_models import (
     VoiceBulkBody,
     VoiceCallBody,
 )
-from scheduler.timeutil import epoch_s
+from scheduler.timeutil import epoch_s, monotonic
 
 if TYPE_CHECKING:
     from scheduler.sandbox.world import Sandbox
@@ -165,7 +164,7 @@ class VoiceDesk:
         over = self.in_progress + count - allowed
         if over > 0:
             ends = sorted(self._ends.values())
-            wait = ends[over - 1] - asyncio.get_running_loop().time()
+            wait = ends[over - 1] - monotonic()
             raise ApiError(
                 429,
                 f"Too many calls in progress ({self.in_progress} of {allowed}); "
@@ -237,7 +236,7 @@ class VoiceDesk:
         call = Call(entry, cfg.voice_reserve_micro, cfg.voice_time_scale,
                     self._timeline(entry, attempts))
         length = call.steps[-1][0] * call.scale
-        self._ends[call_id] = asyncio.get_running_loop().time() + delay + length
+        self._ends[call_id] = monotonic() + delay + length
         self._sandbox.webhooks.call_later(delay, self._step, call, 0)
         return call_id
 

@@ -10,7 +10,6 @@ is waited for with :meth:`CatalogCalls.wait_for_command`: polls spaced by a grow
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -25,6 +24,7 @@ from scheduler.service.catalog_models import (
 )
 from scheduler.service.exceptions import InvalidRequest, RateLimited, ServiceError
 from scheduler.service.requests import wire_body
+from scheduler.timeutil import monotonic
 
 Answer = TypeVar("Answer")
 Sleep = Callable[[float], Awaitable[None]]
@@ -128,7 +128,7 @@ class CatalogCalls:
             raise InvalidRequest("need timeout_s >= 0, 0 < first_delay_s <= max_delay_s and "
                                  "backoff >= 1")
         pause: Sleep = sleep or asyncio.sleep
-        now = clock or time.monotonic
+        now = clock or monotonic
         start = now()
         delay = first_delay_s
         last: CommandRecord | None = None
