@@ -22,6 +22,8 @@ from typing import Any
 
 from _harness import KEY, ROOT, campaign_command, stop_process, store_text_run
 
+from scheduler.ledger import access
+
 SENDERS = [f"w-{i:03d}" for i in range(100)]
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -156,7 +158,7 @@ def prepare_existing(url: str, name: str, base_url: str, deliveries: int,
     ledger = Ledger(make_engine(url))
     run_id = store_text_run(ledger, deliveries, senders, rate=rate, name=name,
                             start=datetime.now(UTC))
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         rq.update_run(conn, run_id, target=target_of((base_url, KEY)))
     ledger.close()
     return url, run_id

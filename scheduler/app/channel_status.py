@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from scheduler.ledger import access
 from scheduler.ledger.queries import channel_counts as cc
 from scheduler.ledger.queries import sender_calls
 from scheduler.ledger.runs import Ledger
@@ -133,7 +134,7 @@ ChannelOutcomes = SmsOutcomes | VoiceOutcomes | CallsOutcomes
 
 
 def _calls(ledger: Ledger, run_id: int, counts: dict[str, int]) -> CallsOutcomes:
-    with ledger.read(f"count the WhatsApp calls of run {run_id}") as conn:
+    with access.read(ledger.engine, f"count the WhatsApp calls of run {run_id}") as conn:
         totals = sender_calls.call_run_totals(conn, run_id)
     return CallsOutcomes(
         answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
@@ -142,7 +143,7 @@ def _calls(ledger: Ledger, run_id: int, counts: dict[str, int]) -> CallsOutcomes
 
 
 def _sms(ledger: Ledger, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
-    with ledger.read(f"count the SMS outcomes of run {run_id}") as conn:
+    with access.read(ledger.engine, f"count the SMS outcomes of run {run_id}") as conn:
         totals = cc.sms_totals(conn, run_id)
         failures = cc.sms_failures(conn, run_id)
     by_report: dict[str, int] = {}
@@ -163,7 +164,7 @@ def _sms(ledger: Ledger, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
 
 
 def _voice(ledger: Ledger, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
-    with ledger.read(f"count the calls of run {run_id}") as conn:
+    with access.read(ledger.engine, f"count the calls of run {run_id}") as conn:
         totals = cc.call_totals(conn, run_id)
         digits = cc.top_digits(conn, run_id, TOP_DIGITS)
         causes = cc.not_answered_causes(conn, run_id)

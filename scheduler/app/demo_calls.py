@@ -19,6 +19,7 @@ from rich.console import Console
 from scheduler.app.demo_channels import run_quietly, say
 from scheduler.app.wiring import ServiceTarget
 from scheduler.config import Settings
+from scheduler.ledger import access
 from scheduler.ledger.runs import Ledger
 
 #: The campaign of this part.
@@ -55,7 +56,7 @@ def _calls(ledger: Ledger, run_id: int) -> list[tuple[str, str, str, dict[str, A
     from scheduler.ledger.queries.reports import delivery_chunks
 
     out = []
-    with ledger.snapshot("read the demo calls") as conn:
+    with access.snapshot(ledger.engine, "read the demo calls") as conn:
         for chunk in delivery_chunks(conn, run_id, 1000):
             for to, sender, state, details in zip(chunk["to"], chunk["sender"], chunk["state"],
                                                   chunk["details"], strict=True):
@@ -68,7 +69,7 @@ def _events(ledger: Ledger, call_id: str) -> list[str]:
     """The events stored for one call (once each), in the order a call goes."""
     from scheduler.ledger.queries import events as eq
 
-    with ledger.read("read a demo call's events") as conn:
+    with access.read(ledger.engine, "read a demo call's events") as conn:
         stored = eq.stored_event_payloads_for(conn, call_id.lower(), [n for n, _ in STEPS])
     names = {json.loads(item.payload).get("event") for item in stored}
     return [said for name, said in STEPS if name in names]

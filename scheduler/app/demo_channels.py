@@ -25,6 +25,7 @@ from rich.console import Console
 from scheduler.app.wiring import ServiceTarget
 from scheduler.config import Settings
 from scheduler.dispatch.channel import Channel, SendRequest
+from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -104,7 +105,7 @@ def planned_rows(ledger: Ledger, run: Run) -> list[DueDelivery]:
     from scheduler.ledger.queries.dispatch import due_deliveries
     from scheduler.timeutil import utcnow
 
-    with ledger.read("read the demo run's planned rows") as conn:
+    with access.read(ledger.engine, "read the demo run's planned rows") as conn:
         return due_deliveries(conn, run.id or 0, utcnow(), limit=10_000)
 
 
@@ -169,7 +170,7 @@ def _recipients(ledger: Ledger, run: Run) -> list[tuple[str, str, dict[str, Any]
     from scheduler.ledger.queries.reports import delivery_chunks
 
     out: list[tuple[str, str, dict[str, Any]]] = []
-    with ledger.snapshot("read the demo run's outcomes") as conn:
+    with access.snapshot(ledger.engine, "read the demo run's outcomes") as conn:
         for chunk in delivery_chunks(conn, run.id or 0, 1000):
             for to, state, details in zip(chunk["to"], chunk["state"], chunk["details"],
                                           strict=True):

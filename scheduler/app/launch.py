@@ -28,6 +28,7 @@ from scheduler.app.choose_run import (
 from scheduler.campaign.loader import Campaign
 from scheduler.config import Settings, load_settings
 from scheduler.errors import SchedulerError
+from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus, describe_target
@@ -192,5 +193,5 @@ def _handed_to_workers(settings: Settings, ledger: Ledger, run: Run, console: Co
 def _skipped_as_received(ledger: Ledger, run_id: int) -> int:
     from scheduler.ledger.queries import reruns
 
-    with ledger.read(f"count the rows of run {run_id} skipped as received") as conn:
+    with access.read(ledger.engine, f"count the rows of run {run_id} skipped as received") as conn:
         return reruns.count_skipped_as_received(conn, run_id)

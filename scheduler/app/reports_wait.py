@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from scheduler.ledger import access
 from scheduler.ledger.queries.calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState
@@ -35,7 +36,7 @@ def _outstanding(ledger: Ledger, run_id: int, channel: str) -> int:
     """SMS without a report; calls that have not ended (answered ones included)."""
     if channel not in ("voice", "calls"):
         return awaiting_reports(ledger.counts(run_id))
-    with ledger.read(f"count the calls of run {run_id} still in progress") as conn:
+    with access.read(ledger.engine, f"count the calls of run {run_id} still in progress") as conn:
         mine, _everyone = calls_in_progress(conn, run_id, datetime.min.replace(tzinfo=UTC),
                                             channel)
     return mine

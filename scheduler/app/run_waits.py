@@ -17,6 +17,7 @@ from scheduler.dispatch import caps
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
 from scheduler.display import iso_utc, local_time, span
+from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries.dispatch import sent_today_by_sender
 from scheduler.ledger.run_store import RunStore
@@ -32,7 +33,7 @@ def cap_waits(ledger: Ledger, run: Run, options: DispatchOptions,
         return []
     day_start = now.astimezone(load_zone(options.timezone)).replace(
         hour=0, minute=0, second=0, microsecond=0)
-    with ledger.read("count today's sends per sender") as conn:
+    with access.read(ledger.engine, "count today's sends per sender") as conn:
         sent_today = sent_today_by_sender(conn, day_start, options.senders)
     assert run.id is not None
     return caps.waits_from_counts(options, sent_today, now, RunStore(ledger, run.id).nth_send)

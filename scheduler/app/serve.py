@@ -39,6 +39,7 @@ from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.display import local_time, span
 from scheduler.errors import SchedulerError
+from scheduler.ledger import access
 from scheduler.ledger.exceptions import RunLocked
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
@@ -103,7 +104,7 @@ class Server:
         as missed); the worker goes on serving while they plan (see ``_plan_fire``)."""
         now = self.ledger.clock()
         self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
-        with self.ledger.read("read the due fires") as conn:
+        with access.read(self.ledger.engine, "read the due fires") as conn:
             due = [f for f in sch.due_fires(conn) if f.id not in self.planning]
             zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if due else {}
         for fire in due:
@@ -146,7 +147,8 @@ class Server:
     def _settle_fire(self, fire: Any, zone: str, status: str, run_id: int | None,
                      reason: str | None) -> None:
         at = local_time(fire.fire_time, zone)
-        with self.ledger.transaction(f"record what became of fire {fire.id}") as conn:
+        with access.transaction(self.ledger.engine,
+                                f"record what became of fire {fire.id}") as conn:
             sch.settle_fire(conn, fire.id, status, run_id, reason)
         self.console.print(f"{fire.campaign_name} due at {at}: {status}"
                            + (f" (run {run_id})" if run_id else "")

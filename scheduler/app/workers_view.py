@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from scheduler.dispatch.shares import TRIGGER_LEASE, holds
 from scheduler.dispatch.workers import worker_is_live
+from scheduler.ledger import access
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
 
@@ -49,7 +50,7 @@ class WorkerRate(BaseModel):
 def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
     """The live workers, the senders each holds now, and the senders nobody holds."""
     lease = timedelta(seconds=lease_s)
-    with ledger.read("read the workers and their leases") as conn:
+    with access.read(ledger.engine, "read the workers and their leases") as conn:
         live = [w for w in lq.live_workers(conn, now - lease) if worker_is_live(w, now, lease)]
         leases = lq.all_leases(conn)
     infos = []
@@ -77,7 +78,7 @@ def served_by_workers(ledger: Ledger, lease_s: float, now: datetime) -> int:
 
 def run_throughput(ledger: Ledger, run_id: int) -> list[WorkerRate]:
     """Rows of the run each worker claimed, and at what rate."""
-    with ledger.read(f"read what each worker sent of run {run_id}") as conn:
+    with access.read(ledger.engine, f"read what each worker sent of run {run_id}") as conn:
         rows = lq.throughput(conn, run_id)
     rates = []
     for r in rows:

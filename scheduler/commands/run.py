@@ -15,6 +15,7 @@ from rich.table import Table
 from scheduler import display
 from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
+from scheduler.ledger import access
 
 if TYPE_CHECKING:  # the app's modules are imported when a command runs
     from scheduler.app.choose_run import EditChoice
@@ -188,7 +189,7 @@ def _run_row(ledger: Any, run: Any, horizon: timedelta) -> dict[str, Any]:
     if counts.get("skipped"):  # why, by kind (blank_value, duplicate, invalid_number, …)
         from scheduler.ledger.queries.skips import skipped_by_kind
 
-        with ledger.read("count skipped deliveries by reason") as conn:
+        with access.read(ledger.engine, "count skipped deliveries by reason") as conn:
             row["skipped_by_reason"] = skipped_by_kind(conn, run.id)
     if counts.get("unknown"):
         from scheduler.dispatch.unknowns import judge_run
@@ -327,7 +328,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), runs)
     for row in rows:  # runs that nobody will send, why, and what to do
         row["unserved"] = unserved[row["run"]].model_dump() if row["run"] in unserved else None
-    with ledger.read("read the scheduled fires that made no run") as conn:
+    with access.read(ledger.engine, "read the scheduled fires that made no run") as conn:
         unplanned = sch.unplanned_fires(conn)
         zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if unplanned else {}
     if as_json:

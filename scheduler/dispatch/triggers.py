@@ -26,6 +26,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
 from scheduler.display import span
+from scheduler.ledger import access
 from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import utcnow
@@ -57,7 +58,7 @@ def record_fire(ledger: Ledger, name: str, fire_time: datetime, *, status: str =
                 reason: str | None = None) -> bool:
     """Record that ``name`` was due at ``fire_time``; False when it was already recorded
     (or ``name`` is no longer scheduled)."""
-    with ledger.transaction(f"record the fire of {name}") as conn:
+    with access.transaction(ledger.engine, f"record the fire of {name}") as conn:
         return sch.record_fire(conn, name, fire_time, recorded_at=ledger.clock(),
                                status=status, reason=reason)
 
@@ -100,7 +101,7 @@ class Triggers:
 
     def sync(self) -> list[str]:
         """Make APScheduler's jobs match the ``schedules`` table; returns the names."""
-        with self.ledger.read("read the schedules") as conn:
+        with access.read(self.ledger.engine, "read the schedules") as conn:
             schedules = sch.all_schedules(conn)
             fired = sch.fired_campaigns(conn)
         wanted = {s.name for s in schedules}
@@ -137,13 +138,13 @@ class Triggers:
 def add_schedule(ledger: Ledger, name: str, definition_path: str, trigger: str,
                  timezone: str) -> None:
     """Register (or replace) a campaign's schedule; ``serve`` picks it up."""
-    with ledger.transaction(f"schedule {name}") as conn:
+    with access.transaction(ledger.engine, f"schedule {name}") as conn:
         sch.put_schedule(conn, name, definition_path, trigger, timezone, ledger.clock())
 
 
 def remove_schedule(ledger: Ledger, name: str) -> bool:
     """Forget a campaign's schedule (and its APScheduler job); False when unknown."""
-    with ledger.transaction(f"remove the schedule of {name}") as conn:
+    with access.transaction(ledger.engine, f"remove the schedule of {name}") as conn:
         return sch.delete_schedule(conn, name)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler.display import clock_time
+from scheduler.ledger import access
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.rows import UptimeInterval
 from scheduler.ledger.runs import Ledger
@@ -204,7 +205,7 @@ def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
 def judge_run(ledger: Ledger, run_id: int, now: datetime, *,
               horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
     """Judge the ``unknown`` rows of a run against the ledger's receiver uptime."""
-    with ledger.read(f"read the unknown rows of run {run_id}") as conn:
+    with access.read(ledger.engine, f"read the unknown rows of run {run_id}") as conn:
         rows = uq.unknown_rows(conn, run_id)
         if not rows:
             return UnknownVerdicts()

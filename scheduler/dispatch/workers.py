@@ -28,6 +28,7 @@ from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.leases import PreviousSends
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.store import StoreFor
+from scheduler.ledger import access
 from scheduler.ledger.lease import owner_alive, pid_alive
 from scheduler.ledger.queries import handoff as hq
 from scheduler.ledger.queries import leases as lq
@@ -106,7 +107,7 @@ class WorkerSeat:
     def register(self) -> None:
         """Join the ledger's workers; on SQLite, refuse when another worker is live."""
         now = self.clock()
-        with self.ledger.transaction("register this worker") as conn:
+        with access.transaction(self.ledger.engine, "register this worker") as conn:
             if not self.leasing:
                 others = [w for w in lq.live_workers(conn, now - self.lease)
                           if worker_is_live(w, now, self.lease)]
@@ -133,7 +134,7 @@ class WorkerSeat:
         """What every process sent through ``senders`` since ``since`` (the start of the
         day), in any run: how many, and the latest claim of each (its lease's, taken when
         this worker took it, and its rows' in the ledger)."""
-        with self.ledger.read("read today's sends of the senders taken") as conn:
+        with access.read(self.ledger.engine, "read today's sends of the senders taken") as conn:
             sends = hq.day_sends(conn, since, senders)
         out = {}
         for sender in senders:
@@ -161,7 +162,7 @@ class WorkerSeat:
         run_ids = sorted(self.wanted)
         now = self.clock()
         until = now + self.lease
-        with self.ledger.transaction("renew this worker's leases") as conn:
+        with access.transaction(self.ledger.engine, "renew this worker's leases") as conn:
             lq.beat_worker(conn, self.id, now, len(wanted))
             if not self.leasing:
                 self.leader = True
@@ -179,7 +180,7 @@ class WorkerSeat:
             live = [w.id for w in lq.live_workers(conn, now - self.lease) if w.wants]
         self.part = shares.partition(self.id, live)
         if not self.leader and shares.is_free(leases.get(shares.TRIGGER_LEASE), now):
-            with self.ledger.transaction("take the trigger lease") as conn:
+            with access.transaction(self.ledger.engine, "take the trigger lease") as conn:
                 self.leader = lq.acquire(conn, shares.TRIGGER_LEASE, self.id, now,
                                          until) is not None
         self.wake_at = shares.next_expiry(self.id, wanted, leases, now)
@@ -195,7 +196,7 @@ class WorkerSeat:
         """Take ``sender`` and settle the rows its previous holder left in doubt (they stay
         ``dispatching`` until proven or past their grace; the sender's other rows are not
         held up by them); False when another worker was faster."""
-        with self.ledger.transaction(f"take sender {sender}") as conn:
+        with access.transaction(self.ledger.engine, f"take sender {sender}") as conn:
             lease = lq.acquire(conn, sender, self.id, now, until)
             if lease is None:
                 return False  # another worker was faster
@@ -226,7 +227,7 @@ class WorkerSeat:
         because no live worker was dispatching the run then."""
         now = self.clock()
         run = self.ledger.get_run(run_id)
-        with self.ledger.read("look for rows a dead worker left in doubt") as conn:
+        with access.read(self.ledger.engine, "look for rows a dead worker left in doubt") as conn:
             live = [w.id for w in lq.live_workers(conn, now - self.lease)]
             ids = lq.orphaned_rows(conn, run_id, [*live, self.id],
                                    unowned=not owner_alive(run, now))
@@ -234,7 +235,7 @@ class WorkerSeat:
 
     def stop(self) -> None:
         """Leave cleanly: no longer live, every lease given up (free for the others now)."""
-        with self.ledger.transaction("stop this worker") as conn:
+        with access.transaction(self.ledger.engine, "stop this worker") as conn:
             lq.stop_worker(conn, self.id, self.clock())
         self.held.clear()
         self.leader = False

@@ -2,9 +2,11 @@
 
 Every package outside the ledger reaches the database like this::
 
-    with ledger.transaction("claim deliveries") as conn:   # commits, or rolls back
+    from scheduler.ledger import access
+
+    with access.transaction(ledger.engine, "claim deliveries") as conn:  # commits or not
         moved = dq.claim(conn, picked, now)
-    with ledger.read("count deliveries") as conn:          # no commit
+    with access.read(ledger.engine, "count deliveries") as conn:         # no commit
         counts = dq.counts_by_state(conn, run_id)
 
 and hands ``conn`` only to functions of :mod:`scheduler.ledger.queries`. The scopes here

@@ -1,4 +1,4 @@
-"""The ledger's one door and its clock: transactions, reads and a run by id.
+"""The ledger's engine and its clock, and a run by id.
 
 :class:`~scheduler.ledger.runs.Ledger` is built on it in layers, one role each:
 :class:`LedgerCore` (here), :class:`~scheduler.ledger.run_control.RunControl` (status,
@@ -9,35 +9,20 @@ suppression).
 from __future__ import annotations
 
 from scheduler.ledger import access
-from scheduler.ledger.access import Engine, Scope
+from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import RunNotFound
 from scheduler.ledger.models import Run
 from scheduler.timeutil import Clock, utcnow
 
 
 class LedgerCore:
-    """One engine and one clock; every operation goes through :meth:`transaction` or
-    :meth:`read`."""
+    """One engine and one clock; every operation opens its transaction or read with
+    :func:`scheduler.ledger.access.transaction` / :func:`~scheduler.ledger.access.read` /
+    :func:`~scheduler.ledger.access.snapshot` on :attr:`engine`, the one door."""
 
     def __init__(self, engine: Engine, clock: Clock = utcnow) -> None:
         self.engine = engine
         self.clock = clock
-
-    # ------------------------------------------------------------------ the one door
-
-    def transaction(self, what: str = "write to the ledger") -> Scope:
-        """``with ledger.transaction("claim deliveries") as conn:`` one transaction for
-        :mod:`scheduler.ledger.queries` functions; database errors become ``LedgerError``
-        naming ``what`` (see :mod:`scheduler.ledger.access`)."""
-        return Scope(self.engine, what, write=True)
-
-    def read(self, what: str = "read the ledger") -> Scope:
-        """``with ledger.read("count deliveries") as conn:`` reads, nothing committed."""
-        return Scope(self.engine, what, write=False)
-
-    def snapshot(self, what: str = "read the ledger") -> Scope:
-        """Reads that all see the same state of the ledger (a report made mid-run)."""
-        return Scope(self.engine, what, write=False, snapshot=True)
 
     def close(self) -> None:
         """Close the ledger's pooled connections (the ledger can still be used after)."""

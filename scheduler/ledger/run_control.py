@@ -14,6 +14,7 @@ import socket
 from datetime import datetime
 from typing import Any
 
+from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.core import LedgerCore
 from scheduler.ledger.exceptions import RunLocked, RunStateError
@@ -41,7 +42,7 @@ class RunControl(LedgerCore):
             values["control"] = None
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = now
-        with self.transaction(f"set the status of run {run_id}") as conn:
+        with access.transaction(self.engine, f"set the status of run {run_id}") as conn:
             if status == RunStatus.RUNNING:
                 rq.mark_started(conn, run_id, now)
             rq.update_run(conn, run_id, **values)
@@ -54,7 +55,7 @@ class RunControl(LedgerCore):
         values: dict[str, Any] = {"status": status, "stop_reason": reason}
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = self.clock()
-        with self.transaction(f"set the status of run {run_id}") as conn:
+        with access.transaction(self.engine, f"set the status of run {run_id}") as conn:
             if rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES, **values):
                 return status
         return self.get_run(run_id).status
@@ -69,7 +70,7 @@ class RunControl(LedgerCore):
             raise RunStateError(f"run {run_id} is already {run.status}")
         now = self.clock()
         alive = owner_alive(run, now) or served
-        with self.transaction(f"{action} run {run_id}") as conn:
+        with access.transaction(self.engine, f"{action} run {run_id}") as conn:
             if action == "pause":
                 rq.update_run(conn, run_id, control="pause", status=RunStatus.PAUSED)
             elif action == "resume":
@@ -96,13 +97,13 @@ class RunControl(LedgerCore):
     def cancel_pending(self, run_id: int) -> str:
         """Owner side of a cancel: skip every planned row, mark the run cancelled (unless
         another worker ended it first); the status the run has now."""
-        with self.transaction(f"cancel run {run_id}") as conn:
+        with access.transaction(self.engine, f"cancel run {run_id}") as conn:
             self._cancel_now(conn, run_id, self.clock())
         return self.get_run(run_id).status
 
     def control(self, run_id: int) -> str | None:
         """The pending control request of the run (``pause``, ``cancel`` or None)."""
-        with self.read(f"read the control request of run {run_id}") as conn:
+        with access.read(self.engine, f"read the control request of run {run_id}") as conn:
             return rq.control_of(conn, run_id)
 
     # ------------------------------------------------------------------ lease
@@ -115,18 +116,18 @@ class RunControl(LedgerCore):
                 f"run {run_id} is being dispatched by process {run.owner_pid} on "
                 f"{run.owner_host}; use `campaign pause|cancel {run_id}` to control it"
             )
-        with self.transaction(f"take run {run_id}") as conn:
+        with access.transaction(self.engine, f"take run {run_id}") as conn:
             rq.take_lease(conn, run_id, os.getpid(), socket.gethostname(), self.clock())
         return self.get_run(run_id)
 
     def heartbeat(self, run_id: int) -> None:
         """Tell other processes the owner is alive."""
-        with self.transaction(f"write the heartbeat of run {run_id}") as conn:
+        with access.transaction(self.engine, f"write the heartbeat of run {run_id}") as conn:
             rq.beat(conn, run_id, os.getpid(), self.clock())
 
     def release(self, run_id: int) -> None:
         """Give the run up (end of dispatch, pause, or Ctrl-C)."""
-        with self.transaction(f"release run {run_id}") as conn:
+        with access.transaction(self.engine, f"release run {run_id}") as conn:
             rq.drop_lease(conn, run_id, os.getpid())
 
     def requeue(self, run_id: int, states: list[str], *, ids: list[int] | None = None) -> int:
@@ -140,7 +141,7 @@ class RunControl(LedgerCore):
         if run.status == RunStatus.RUNNING and owner_alive(run, self.clock()):
             raise RunStateError(f"run {run_id} is being dispatched; pause it first")
         now = self.clock()
-        with self.transaction(f"queue deliveries of run {run_id} again") as conn:
+        with access.transaction(self.engine, f"queue deliveries of run {run_id} again") as conn:
             n = reruns.requeue(conn, run_id, states, now, ids=ids)
             if n:
                 rq.update_run(conn, run_id, status=RunStatus.PAUSED, finished_at=None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
 
+from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.changes import Changes, InDoubt, ProofRule, Settle
 from scheduler.ledger.queries import ambiguous as aq
@@ -93,46 +94,46 @@ class RunStore:
             part: tuple[int, int] | None = None) -> list[DueDelivery]:
         """Planned rows whose time has come, in plan order, after ``after_seq`` (only rows
         free of a sender or pinned to one of ``senders``, and of ``part``, when given)."""
-        with self.ledger.read("read due deliveries") as conn:
+        with access.read(self.ledger.engine, "read due deliveries") as conn:
             return dq.due_deliveries(conn, self.run_id, now, limit=limit, after_seq=after_seq,
                                      senders=senders, part=part)
 
     def work_left(self) -> tuple[int, datetime | None]:
         """Rows still to send, and when the next one is due (None: none planned)."""
-        with self.ledger.read("look for work left") as conn:
+        with access.read(self.ledger.engine, "look for work left") as conn:
             waiting = dq.pending_count(conn, self.run_id)
             return waiting, (dq.next_due_time(conn, self.run_id) if waiting else None)
 
     def sent_today(self, day_start: datetime) -> dict[str, int]:
         """Sends per sender since ``day_start``, across every run (daily caps)."""
-        with self.ledger.read("count today's sends per sender") as conn:
+        with access.read(self.ledger.engine, "count today's sends per sender") as conn:
             return dq.sent_today_by_sender(conn, day_start)
 
     def nth_send(self, sender: str, since: datetime, n: int) -> datetime | None:
         """When ``sender``'s ``n``-th send since ``since`` went out (a cap reached)."""
-        with self.ledger.read("find when a sender reached its cap") as conn:
+        with access.read(self.ledger.engine, "find when a sender reached its cap") as conn:
             return capq.nth_send_since(conn, sender, since, n)
 
     def calls_in_progress(self, since: datetime, channel: str) -> tuple[int, int]:
         """Calls in progress in this run, and in every running run of ``channel``."""
-        with self.ledger.read("count calls in progress") as conn:
+        with access.read(self.ledger.engine, "count calls in progress") as conn:
             return cq.calls_in_progress(conn, self.run_id, since, channel)
 
     def calls_under_way(self, senders: Sequence[str], since: datetime
                         ) -> dict[str, datetime]:
         """Senders with a call under way, and when it was claimed."""
-        with self.ledger.read("read the calls under way per sender") as conn:
+        with access.read(self.ledger.engine, "read the calls under way per sender") as conn:
             return scq.calls_under_way(conn, self.run_id, senders, since)
 
     def session_statuses(self, senders: Sequence[str], since: datetime
                          ) -> dict[str, SessionStatusRow]:
         """The latest ``connection.status`` of each sender's session since ``since``."""
-        with self.ledger.read("read the senders' session status") as conn:
+        with access.read(self.ledger.engine, "read the senders' session status") as conn:
             return sq.latest_statuses(conn, senders, since=since)
 
     def earliest_verifying(self) -> datetime | None:
         """When the first row being verified ends its grace (None: no row is)."""
-        with self.ledger.read("read the rows being verified") as conn:
+        with access.read(self.ledger.engine, "read the rows being verified") as conn:
             return min((row.due_at for row in dq.dispatching_rows(conn, self.run_id)
                         if row.due_at is not None), default=None)
 
@@ -146,7 +147,7 @@ class RunStore:
         ``worker`` claims only the rows whose sender it still holds (fenced)."""
         what = "record outcomes and claim deliveries" if claims else \
             "record the outcomes of sends"
-        with self.ledger.transaction(what) as conn:
+        with access.transaction(self.ledger.engine, what) as conn:
             for changes, at in settled:
                 self.apply(conn, changes, at)
             if not claims:
@@ -173,17 +174,17 @@ class RunStore:
 
     def defer(self, rows: Sequence[tuple[int, datetime]]) -> None:
         """Hold rows until their recipient's own window opens."""
-        with self.ledger.transaction("defer deliveries to their window") as conn:
+        with access.transaction(self.ledger.engine, "defer deliveries to their window") as conn:
             dq.defer(conn, rows)
 
     def repair_waiting_steps(self, now: datetime) -> None:
         """Release later steps whose earlier step settled without releasing them."""
-        with self.ledger.transaction("release waiting steps") as conn:
+        with access.transaction(self.ledger.engine, "release waiting steps") as conn:
             dq.repair_waiting_steps(conn, self.run_id, now)
 
     def expire(self, now: datetime) -> int:
         """Expire every row still pending (the latest send time passed); how many."""
-        with self.ledger.transaction("expire the rows past the latest time") as conn:
+        with access.transaction(self.ledger.engine, "expire the rows past the latest time") as conn:
             return dq.expire_pending(conn, self.run_id, now)
 
     def settle_in_doubt(self, now: datetime, proof: ProofRule,
@@ -197,7 +198,7 @@ class RunStore:
         what = "settle the rows being verified" if grace_over else \
             "settle the rows a crash left in doubt"
         counts = {"sent": 0, "unknown": 0, "requeued": 0, "verifying": 0}
-        with self.ledger.transaction(what) as conn:
+        with access.transaction(self.ledger.engine, what) as conn:
             if grace_over:
                 rows = aq.verifying_due(conn, self.run_id, now)
             else:

@@ -164,7 +164,7 @@ class Ledger(RunControl):
         dispatched, so storing them applies them; pending rows pinned to a sender that is no
         longer listed are freed for the others. Returns how many rows were freed.
         """
-        with self.transaction(f"apply the new definition to run {run_id}") as conn:
+        with access.transaction(self.engine, f"apply the new definition to run {run_id}") as conn:
             rq.update_run(conn, run_id, definition=_json(definition), fingerprint=fingerprint,
                           options=options.to_json())
             return reruns.unpin_removed_senders(conn, run_id, list(options.senders))
@@ -201,7 +201,8 @@ class Ledger(RunControl):
                     or planner_alive(run, self.clock())):
                 continue
             assert run.id is not None
-            with self.transaction(f"discard the interrupted plan of run {run.id}") as conn:
+            with access.transaction(self.engine,
+                                    f"discard the interrupted plan of run {run.id}") as conn:
                 if dq.counts_by_state(conn, run.id):
                     continue
                 rq.delete_run(conn, run.id)
@@ -231,7 +232,7 @@ class Ledger(RunControl):
 
     def counts(self, run_id: int) -> dict[str, int]:
         """Deliveries of the run by state."""
-        with self.read(f"count the deliveries of run {run_id}") as conn:
+        with access.read(self.engine, f"count the deliveries of run {run_id}") as conn:
             return dq.counts_by_state(conn, run_id)
 
     # ------------------------------------------------------------------ suppression
@@ -241,7 +242,7 @@ class Ledger(RunControl):
 
         Returns False when it was already there (idempotent).
         """
-        with self.transaction("add a number to the suppression list") as conn:
+        with access.transaction(self.engine, "add a number to the suppression list") as conn:
             return sq.add_suppression(conn, number, source=source, reason=reason,
                                       now=self.clock())
 

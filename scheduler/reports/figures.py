@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from scheduler.ledger import access
 from scheduler.ledger import funnel as fn
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import reports as rq
@@ -18,7 +19,7 @@ def run_funnel(ledger: Ledger, run_id: int, channel: str, digits: int = 0) -> di
     """``{"counts": {planned, sent, …}, "rates": {label: share or None}, "line": text}``;
     ``digits``: calls where keys were pressed (voice: from the channel's own outcomes)."""
     try:
-        with ledger.read(f"count the funnel of run {run_id}") as conn:
+        with access.read(ledger.engine, f"count the funnel of run {run_id}") as conn:
             counts = rq.funnel_counts(conn, run_id)
     except LedgerError as exc:
         raise ReportReadError(f"cannot read the ledger: {exc}") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from scheduler.ledger import access
 from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.runs import Ledger
@@ -13,14 +14,14 @@ from scheduler.ledger.runs import Ledger
 def tracking_counts(ledger: Ledger, run_id: int) -> dict[str, int]:
     """``{sent, delivered, read, replied, opted_out}`` of a run (each includes the next:
     a read message was also delivered and sent; opted out counts numbers)."""
-    with ledger.read(f"count the events of run {run_id}") as conn:
+    with access.read(ledger.engine, f"count the events of run {run_id}") as conn:
         return tq.funnel(conn, run_id).as_dict()
 
 
 def stored_events(ledger: Ledger, *, run_id: int | None = None, after_id: int = 0,
                   last: int | None = None) -> list[dict[str, Any]]:
     """Stored events, oldest first (only the newest ``last`` when given)."""
-    with ledger.read("read the stored events") as conn:
+    with access.read(ledger.engine, "read the stored events") as conn:
         return eq.events_about(conn, run_id, after_id, last)
 
 

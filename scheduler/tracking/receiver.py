@@ -24,7 +24,6 @@ import json
 import logging
 import os
 import socket
-import time
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 
@@ -39,7 +38,7 @@ from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
-from scheduler.timeutil import Clock
+from scheduler.timeutil import Clock, monotonic
 from scheduler.tracking import store
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.call_events import is_live_chunk
@@ -99,7 +98,7 @@ class LateMatches:
     def add(self, pairs: Iterable[tuple[int, str]]) -> None:
         """Remember (event id, message id) pairs that matched nothing (the oldest go first
         when there are too many)."""
-        now = time.monotonic()
+        now = monotonic()
         for event_id, norm in pairs:
             self._waiting.setdefault(event_id, (norm, now))
         while len(self._waiting) > self.most:
@@ -110,7 +109,7 @@ class LateMatches:
 
     def due(self, held: set[str]) -> list[int]:
         """Event ids whose message id is now held; forgets those and the expired ones."""
-        now = time.monotonic()
+        now = monotonic()
         ready = [i for i, (norm, _) in self._waiting.items() if norm in held]
         for event_id in ready:
             del self._waiting[event_id]
@@ -171,7 +170,7 @@ class Receiver:
     async def _touch_uptime(self, *, force: bool = False, stopping: bool = False) -> None:
         """Record that this receiver listens, or (``stopping``) that it stops listening now
         (see ``scheduler.dispatch.unknowns``)."""
-        now = time.monotonic()
+        now = monotonic()
         if not force and now - self._uptime_touched < UPTIME_EVERY_S:
             return
         self._uptime_touched = now

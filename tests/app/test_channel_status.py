@@ -21,6 +21,7 @@ from scheduler.app.channel_status import SmsOutcomes, VoiceOutcomes, channel_out
 from scheduler.app.foreground import RunProgress
 from scheduler.app.stores import run_store
 from scheduler.cli import app
+from scheduler.ledger import access
 from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
@@ -57,9 +58,9 @@ def _run(ledger: Ledger, channel: str, n: int) -> int:
 def _accept(ledger: Ledger, run_id: int, ids: list[str],
             details: list[dict[str, Any] | None]) -> None:
     """The engine's claim, then its settlement of the service's answers."""
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         due = dq.due_deliveries(conn, run_id, T0, limit=len(ids))
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         dq.claim(conn, [(row.id, "account") for row in due], T0)
     settled = Changes(
         accepted=[(row.id, mid) for row, mid in zip(due, ids, strict=True)],

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import select
 
+from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.sandbox.testing import SandboxHandle
 from tests.app.support import clean_env, cli
@@ -33,7 +34,8 @@ def _env(box: SandboxHandle, tmp_path: Path, ledger_url: str) -> dict[str, str]:
 def _rows(ledger_url: str) -> dict[str, dict[str, Any]]:
     """number → the delivery's state, sender, ended_at and details."""
     d = deliveries.c
-    with open_test_ledger(ledger_url) as ledger, ledger.read("read deliveries") as conn:
+    with open_test_ledger(ledger_url) as ledger, \
+            access.read(ledger.engine, "read deliveries") as conn:
         found = conn.execute(select(d.to, d.state, d.sender, d.ended_at, d.details,
                                     d.message_id)).all()
     return {to: {"state": state, "sender": sender, "ended_at": ended,

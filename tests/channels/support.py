@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select
 
+from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries, events
 from scheduler.sandbox.config import DEFAULT_API_KEY
 from scheduler.sandbox.testing import text_project_phone
@@ -200,7 +201,7 @@ class Row:
 def ledger_rows(ledger_url: str) -> dict[str, Row]:
     """Every delivery of the ledger (one step per recipient in these tests), by number."""
     d = deliveries.c
-    with open_test_ledger(ledger_url) as ledger, ledger.read() as conn:
+    with open_test_ledger(ledger_url) as ledger, access.read(ledger.engine) as conn:
         found = conn.execute(select(d.to, d.state, d.message_id, d.details)).all()
     rows = {to: Row(to, state, message_id, json.loads(details) if details else {})
             for to, state, message_id, details in found}
@@ -211,7 +212,7 @@ def ledger_rows(ledger_url: str) -> dict[str, Row]:
 def stored_events(ledger_url: str) -> list[tuple[str, str | None, str]]:
     """Every stored event: ``(event, message_id_norm, payload)``."""
     e = events.c
-    with open_test_ledger(ledger_url) as ledger, ledger.read() as conn:
+    with open_test_ledger(ledger_url) as ledger, access.read(ledger.engine) as conn:
         found = conn.execute(select(e.event, e.message_id_norm, e.payload).order_by(e.id))
         return [(name, norm, payload) for name, norm, payload in found]
 

@@ -7,6 +7,7 @@ import socket
 
 import pytest
 
+from scheduler.ledger import access
 from scheduler.ledger.db import make_engine
 from scheduler.ledger.exceptions import DatabaseUnavailable, LedgerError
 from scheduler.ledger.queries import dispatch as dq
@@ -29,7 +30,8 @@ def _run(ledger: Ledger, recipients: int = 3) -> int:
 def test_a_database_error_is_one_line_naming_what_failed_and_nothing_is_kept(
         ledger: Ledger) -> None:
     run_id = _run(ledger)
-    with pytest.raises(LedgerError) as caught, ledger.transaction("claim deliveries") as conn:
+    with pytest.raises(LedgerError) as caught, \
+            access.transaction(ledger.engine, "claim deliveries") as conn:
         due = dq.due_deliveries(conn, run_id, T0, limit=10)
         assert dq.claim(conn, [(d.id, "s1") for d in due], T0)
         rq.update_run(conn, run_id, status=None)  # the database refuses: NOT NULL
@@ -44,7 +46,7 @@ def test_a_database_error_is_one_line_naming_what_failed_and_nothing_is_kept(
 def test_other_errors_pass_through_unchanged_and_roll_back(ledger: Ledger) -> None:
     run_id = _run(ledger)
     with (pytest.raises(KeyError, match="not a database error"),
-          ledger.transaction("claim deliveries") as conn):
+          access.transaction(ledger.engine, "claim deliveries") as conn):
         due = dq.due_deliveries(conn, run_id, T0, limit=10)
         dq.claim(conn, [(d.id, "s1") for d in due], T0)
         raise KeyError("not a database error")
@@ -53,18 +55,18 @@ def test_other_errors_pass_through_unchanged_and_roll_back(ledger: Ledger) -> No
 
 def test_a_read_commits_nothing_and_a_transaction_commits_all(ledger: Ledger) -> None:
     run_id = _run(ledger)
-    with ledger.read("look") as conn:
+    with access.read(ledger.engine, "look") as conn:
         due = dq.due_deliveries(conn, run_id, T0, limit=10)
         dq.claim(conn, [(due[0].id, "s1")], T0)  # a write in a read: not kept
     assert ledger.counts(run_id) == {"planned": 3}
-    with ledger.transaction("claim deliveries") as conn:
+    with access.transaction(ledger.engine, "claim deliveries") as conn:
         dq.claim(conn, [(d.id, "s1") for d in due], T0)
     assert ledger.counts(run_id) == {"dispatching": 3}
 
 
 def test_ledger_methods_translate_too(ledger: Ledger) -> None:
     run_id = _run(ledger)
-    with ledger.transaction("drop the table") as conn:
+    with access.transaction(ledger.engine, "drop the table") as conn:
         conn.exec_driver_sql("ALTER TABLE deliveries RENAME TO deliveries_gone")
     with pytest.raises(LedgerError, match=rf"^could not count the deliveries of run {run_id}: "):
         ledger.counts(run_id)

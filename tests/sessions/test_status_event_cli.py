@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from scheduler.httpserver import BackgroundServer
+from scheduler.ledger import access
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import create_receiver
@@ -35,7 +36,7 @@ def stored(tmp_path: Path) -> Iterator[tuple[str, Ledger, ReceiverHandle]]:
 
 
 def _last(ledger: Ledger, session_id: str) -> str | None:
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         row = sq.latest_statuses(conn, [session_id]).get(session_id)
     return row.status if row else None
 

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from scheduler.cli import app
 from scheduler.dispatch.windows import next_local_midnight
+from scheduler.ledger import access
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
@@ -35,9 +36,9 @@ def test_status_says_which_sender_is_at_its_daily_cap_and_when_it_sends_again(
     now = utcnow()
     midnight = now.astimezone(ZONE).replace(hour=0, minute=0, second=0, microsecond=0)
     first, fifth = midnight + (now - midnight) / 3, midnight + 2 * (now - midnight) / 3
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         due = dq.due_deliveries(conn, run_id, now + timedelta(days=1), limit=7)
-    with ledger.transaction() as conn:  # s1: 4 sends, then its 5th; s2: 2 sends
+    with access.transaction(ledger.engine) as conn:  # s1: 4 sends, then its 5th; s2: 2 sends
         dq.claim(conn, [(row.id, "s1") for row in due[:4]], first)
         dq.claim(conn, [(due[4].id, "s1")], fifth)
         dq.claim(conn, [(row.id, "s2") for row in due[5:]], fifth)
@@ -60,9 +61,9 @@ def test_status_says_which_sender_is_at_its_daily_cap_and_when_it_sends_again(
 def test_status_of_a_run_not_running_says_no_wait(ledger: Ledger) -> None:
     run_id = make_run(ledger, 3, definition={"pace": {"rate": "60/min", "daily_cap": 1}})
     now = datetime.now(ZONE)
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         due = dq.due_deliveries(conn, run_id, now + timedelta(days=1), limit=1)
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         dq.claim(conn, [(due[0].id, "s1")], now)
     result = runner.invoke(app, ["status", str(run_id), "--json"])
     assert json.loads(result.stdout)["waits"] == {"lines": [], "capped": []}

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from scheduler.ledger import access
 from scheduler.ledger.queries import labels as lq
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
@@ -76,7 +77,7 @@ def story() -> list[dict[str, Any]]:
 
 
 def state(ledger: Ledger) -> dict[str, Any]:
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         return {"labels": lq.session_labels(conn, ["s1"]),
                 "chats": lq.labelled_chats(conn, ["s1"]),
                 "messages": lq.labelled_messages(conn, ["s1"])}

@@ -13,6 +13,7 @@ from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.sessions_live import follow_sessions
+from scheduler.ledger import access
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
@@ -29,7 +30,7 @@ def _status(session_id: str, status: str, at: datetime) -> dict[str, Any]:
 
 
 def _latest(ledger: Ledger, since: datetime | None = None) -> dict[str, str]:
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         return {k: v.status for k, v in sq.latest_statuses(conn, since=since).items()}
 
 
@@ -45,7 +46,7 @@ def test_the_last_status_is_the_latest_event_whatever_the_order_of_arrival(
         assert receiver.post(event).status_code == 200
     wait_until(lambda: len(table(tledger, "events")) == 4)
     assert _latest(tledger) == {"s1": "connected", "s2": "logged_out"}
-    with tledger.read() as conn:
+    with access.read(tledger.engine) as conn:
         assert sq.latest_statuses(conn, ["s2"])["s2"].reason == "test logged_out"
         assert sq.latest_statuses(conn, []) == {}
     assert _latest(tledger, since=utcnow() + timedelta(hours=1)) == {}
@@ -128,5 +129,5 @@ async def test_a_sender_whose_session_disconnects_mid_run_is_out_until_scanned_a
     whats = [e.what for e in dispatcher.timeline]
     assert any("sender s2 out of rotation: its session is disconnected" in w for w in whats)
     assert "sender s2 back in rotation: its session is connected again" in whats
-    with tledger.read() as conn:
+    with access.read(tledger.engine) as conn:
         assert sq.latest_statuses(conn)["s2"].status == "connected"

@@ -19,6 +19,7 @@ from sqlmodel import Session, select
 
 from scheduler.app.planning import plan_run
 from scheduler.app.wiring import target_of
+from scheduler.ledger import access
 from scheduler.ledger.models import Delivery
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow
@@ -97,14 +98,14 @@ def live_worker_ids(ledger: Ledger, lease_s: float = LEASE_S) -> list[str]:
     """Ids of the live workers of the ledger."""
     from datetime import timedelta
 
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         return [w.id for w in lq.live_workers(conn, datetime.now(UTC)
                                               - timedelta(seconds=lease_s))]
 
 
 def leases(ledger: Ledger) -> dict[str, LeaseRow]:
     """The lease rows by sender."""
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         return {row.sender: row for row in lq.all_leases(conn)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from scheduler.ledger import access
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
 from tests.factories import T0
@@ -13,7 +14,7 @@ LEASE = timedelta(seconds=5)
 
 
 def test_a_sender_is_held_by_one_worker_until_it_expires(ledger: Ledger) -> None:
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         got = lq.acquire(conn, "s1", "w1", T0, T0 + LEASE)
         assert got is not None and got.worker == "w1" and got.epoch == 1
         assert lq.acquire(conn, "s1", "w2", T0 + timedelta(seconds=4), T0 + 2 * LEASE) is None
@@ -24,7 +25,7 @@ def test_a_sender_is_held_by_one_worker_until_it_expires(ledger: Ledger) -> None
 
 
 def test_renew_keeps_unexpired_leases_only(ledger: Ledger) -> None:
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "w1", T0, T0 + LEASE)
         lq.acquire(conn, "s2", "w1", T0, T0 + timedelta(seconds=1))
         renewed = lq.renew(conn, "w1", T0 + timedelta(seconds=2), T0 + 2 * LEASE)
@@ -34,7 +35,7 @@ def test_renew_keeps_unexpired_leases_only(ledger: Ledger) -> None:
 def test_the_fence_answers_the_senders_still_held_and_stamps_their_last_claim(
         ledger: Ledger) -> None:
     at = T0 + timedelta(seconds=1)
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "w1", T0, T0 + LEASE)
         lq.acquire(conn, "s2", "w2", T0, T0 + LEASE)
         assert lq.fence(conn, "w1", ["s1", "s2", "s3"], at) == {"s1"}
@@ -44,7 +45,7 @@ def test_the_fence_answers_the_senders_still_held_and_stamps_their_last_claim(
 
 def test_a_released_sender_is_free_at_once_and_keeps_its_last_claim(ledger: Ledger) -> None:
     at = T0 + timedelta(seconds=1)
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "w1", T0, T0 + LEASE)
         lq.fence(conn, "w1", ["s1"], at)
         lq.release(conn, "w2", ["s1"], at)  # not w2's: nothing happens
@@ -55,7 +56,7 @@ def test_a_released_sender_is_free_at_once_and_keeps_its_last_claim(ledger: Ledg
 
 
 def test_live_workers_are_those_with_a_fresh_heartbeat_that_did_not_stop(ledger: Ledger) -> None:
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         for name in ("w1", "w2", "w3"):
             lq.register_worker(conn, name, "host", 1, T0)
         lq.beat_worker(conn, "w1", T0 + timedelta(seconds=10))

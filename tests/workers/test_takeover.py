@@ -16,6 +16,7 @@ from scheduler.app.stores import store_for
 from scheduler.dispatch.leases import LeaseGate
 from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.workers import WorkerSeat
+from scheduler.ledger import access
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
@@ -26,14 +27,14 @@ D = tables.deliveries
 
 def _claimed(ledger: Ledger, run_id: int, i: int, sender: str, worker: str) -> None:
     """Row ``i`` of the run as a worker leaves it when it dies after its claim."""
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         conn.execute(update(D).where(D.c.run_id == run_id, D.c.to == number(i))
                      .values(state="dispatching", sender=sender, worker=worker,
                              dispatched_at=T0, due_at=None, attempts=1))
 
 
 def _states(ledger: Ledger, run_id: int) -> list[str]:
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         return [r.state for r in conn.execute(
             D.select().where(D.c.run_id == run_id).order_by(D.c.seq))]
 
@@ -48,7 +49,7 @@ def _seat(ledger: Ledger, clock: FakeClock) -> WorkerSeat:
 def test_taking_a_dead_worker_s_sender_settles_its_rows_in_doubt(
         ledger: Ledger, clock: FakeClock) -> None:
     run_id = make_run(ledger, 4, senders=("s1", "s2"))
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "dead", T0, T0 + timedelta(seconds=3))
         lq.acquire(conn, "s2", "alive", T0, T0 + timedelta(seconds=30))
     _claimed(ledger, run_id, 0, "s1", "dead")
@@ -71,7 +72,7 @@ def test_taking_a_dead_worker_s_sender_settles_its_rows_in_doubt(
 def test_a_starting_dispatcher_settles_rows_a_dead_worker_left_in_its_run(
         ledger: Ledger, clock: FakeClock) -> None:
     run_id = make_run(ledger, 3)
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.register_worker(conn, "alive", "elsewhere", 1, T0)
     _claimed(ledger, run_id, 0, "s1", "dead")
     _claimed(ledger, run_id, 1, "s1", "alive")
@@ -86,7 +87,7 @@ def test_a_taken_sender_s_daily_cap_and_plan_limit_count_its_previous_holder_s_s
     run_id = make_run(ledger, 8, senders=("s1",))
     # this worker's dispatcher made its pool at T0, when nobody had sent through s1 today
     pool = SenderPool(["s1"], rate=1.0, rng=random.Random(1), daily_cap=5, tz=zone, now=T0)
-    with ledger.transaction() as conn:  # then another worker held s1 and sent 3 rows
+    with access.transaction(ledger.engine) as conn:  # then another worker held s1 and sent 3 rows
         lq.acquire(conn, "s1", "other", T0, T0 + timedelta(seconds=3))
         conn.execute(update(D).where(D.c.run_id == run_id,
                                      D.c.to.in_([number(i) for i in range(3)]))
@@ -106,7 +107,7 @@ def test_a_taken_sender_s_daily_cap_and_plan_limit_count_its_previous_holder_s_s
 def test_a_worker_wakes_when_a_dead_worker_s_lease_ends_not_at_its_next_tick(
         ledger: Ledger, clock: FakeClock) -> None:
     run_id = make_run(ledger, 2, senders=("s1",))
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "dead", T0, T0 + timedelta(seconds=7))
     seat = WorkerSeat(ledger, store_for(ledger), lease_s=15, clock=clock)  # a tick every 5 s
     seat.leasing = True
@@ -128,7 +129,7 @@ def test_a_taken_sender_paces_on_from_the_latest_send_in_the_ledger(
         ledger: Ledger, clock: FakeClock) -> None:
     run_id = make_run(ledger, 4, senders=("s1",))
     last = T0 + timedelta(milliseconds=2500)
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "other", T0, T0 + timedelta(seconds=3))
         # a send its lease did not record (a foreground `campaign run` claims unfenced)
         conn.execute(update(D).where(D.c.run_id == run_id, D.c.to == number(0))

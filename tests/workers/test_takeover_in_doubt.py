@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from scheduler.ledger import access
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries.tables import deliveries as D
 from scheduler.ledger.runs import Ledger
@@ -30,7 +31,7 @@ from tests.workers.support import (
 
 def _in_flight(ledger: Ledger, run_id: int, worker: str) -> list[tuple[int, str, object]]:
     """(id, recipient, due_at) of the run's rows ``worker`` left ``dispatching``."""
-    with ledger.read() as conn:
+    with access.read(ledger.engine) as conn:
         return [tuple(r) for r in conn.execute(
             select(D.c.id, D.c.to, D.c.due_at).where(
                 D.c.run_id == run_id, D.c.worker == worker, D.c.state == "dispatching"))]

@@ -20,6 +20,7 @@ from scheduler.app.stores import store_for
 from scheduler.app.unserved import ServingWorker, judge_serving, unserved_runs
 from scheduler.cli import app
 from scheduler.dispatch.workers import WorkerSeat
+from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.runs import Ledger
@@ -127,7 +128,7 @@ def _dead_pid() -> int:
 def _running(ledger: Ledger, target: str, owner_pid: int) -> int:
     """A running run of 5 rows sent to ``target``, held by ``owner_pid`` (fresh heartbeat)."""
     run_id = make_run(ledger, 5, name="lote")
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         rq.update_run(conn, run_id, status=RunStatus.RUNNING, target=target,
                       started_at=datetime.now(UTC))
         rq.take_lease(conn, run_id, owner_pid, socket.gethostname(), datetime.now(UTC))

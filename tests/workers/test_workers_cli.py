@@ -12,6 +12,7 @@ from pathlib import Path
 from scheduler.app.stores import store_for
 from scheduler.dispatch.shares import TRIGGER_LEASE
 from scheduler.dispatch.workers import WorkerSeat
+from scheduler.ledger import access
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
@@ -32,7 +33,7 @@ def test_campaign_workers_lists_live_workers_with_their_senders(
     seat = WorkerSeat(ledger, store_for(ledger))
     seat.register()
     now = datetime.now(UTC)
-    with ledger.transaction() as conn:
+    with access.transaction(ledger.engine) as conn:
         for sender in ("s1", "s2", TRIGGER_LEASE):
             lq.acquire(conn, sender, seat.id, now, now + timedelta(seconds=60))
         lq.acquire(conn, "s3", "gone", now - timedelta(seconds=90), now - timedelta(seconds=30))

@@ -9,8 +9,7 @@ from scheduler.dispatch.channels.voice import VoiceChannel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.options import DispatchOptions
-
-CHANNELS = ("whatsapp", "sms", "voice", "calls")
+from scheduler.run_options import CHANNELS
 
 
 def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:

@@ -31,13 +31,11 @@ class Timing:
     clock: Clock = utcnow
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     stride_s: float = CONTROL_EVERY_S
-    #: Whether time is simulated (the control poll then follows the simulated clock too).
-    simulated: bool = False
 
     @classmethod
     def simulated_by(cls, clock: Clock, sleep: Callable[[float], Awaitable[None]]) -> Timing:
         """A simulated clock (``scheduler.timeutil.SimulatedClock``): long strides."""
-        return cls(clock, sleep, SIMULATED_STRIDE_S, simulated=True)
+        return cls(clock, sleep, SIMULATED_STRIDE_S)
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Every SQL statement of the program, grouped by concern; import the module you need::
 
     from scheduler.ledger.queries import dispatch as dq
-    with ledger.transaction("claim deliveries") as conn:
+    with access.transaction(ledger.engine, "claim deliveries") as conn:
         moved = dq.claim(conn, picked, now)
 
 Why these are hand-written Core statements rather than ORM objects: a plan can hold a

@@ -7,7 +7,7 @@ tables (recipients, replies, opt-outs) are read from plain SQL text (with
 processing is skipped (times arrive as the database's text or datetimes and are parsed by
 :func:`pandas.to_datetime` a column at a time), and no ORM object is ever built; figure R1
 (a 100,000-row report) is bound by this. Every function takes a Connection that the
-caller holds in one snapshot (``ledger.snapshot()``), so every sheet of a report
+caller holds in one snapshot (``access.snapshot(engine)``), so every sheet of a report
 describes the same state of the ledger.
 """
 
