@@ -267,14 +267,9 @@ def test_no_import_cycle_between_modules() -> None:
 #: here that no longer offends, so the lists only shrink).
 #: Clocks read outside timeutil (none left: issue 21 routed the last, the receiver).
 PENDING_CLOCK_READS: frozenset[str] = frozenset()
-#: Not pending on the lead: the sandbox's desks (account, SMS, voice, calls, …) are handed
-#: the whole ``Sandbox`` and name its type under ``TYPE_CHECKING`` (world.py builds them);
-#: breaking it needs a narrower type of what each desk uses. Issue 21 left it.
-KNOWN_MODULE_CYCLES: frozenset[frozenset[str]] = frozenset({frozenset({
-    "scheduler.sandbox.account", "scheduler.sandbox.calls", "scheduler.sandbox.channels",
-    "scheduler.sandbox.outgoing_calls", "scheduler.sandbox.recipients",
-    "scheduler.sandbox.session_status", "scheduler.sandbox.sms", "scheduler.sandbox.voice",
-    "scheduler.sandbox.world"})})
+#: Import cycles between modules (none left: issue 21 typed the sandbox's desks with
+#: ``sandbox.world_view.WorldView`` instead of the ``Sandbox`` that builds them).
+KNOWN_MODULE_CYCLES: frozenset[frozenset[str]] = frozenset()
 
 
 def _beyond(found: set[str] | set[frozenset[str]], allowed: frozenset[Any],

@@ -23,7 +23,7 @@ from scheduler.sandbox.common import ApiError, iso_ms
 from scheduler.service.account_models import ACCOUNT_EVENT_NAMES, AccountWebhookBody
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 CHANNELS = tuple(ACCOUNT_EVENT_NAMES)
 CHANNEL_HEADER = "X-DAPI-Webhook-Channel"
@@ -124,7 +124,7 @@ class HookSettings:
 class AccountHooks:
     """The ``sms`` and ``voice`` account webhooks: settings and signed emission."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: WorldView) -> None:
         self._sandbox = sandbox
         self.settings = {channel: HookSettings() for channel in CHANNELS}
 

@@ -11,7 +11,7 @@ from scheduler.sandbox.outgoing_calls import is_cloud_api
 from scheduler.service.requests import API, SEND_KINDS, RejectCallBody, TextBody, wire_body
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 REJECT_PATH = f"{API}/calls/reject"
 
@@ -24,7 +24,7 @@ def _reject_error(error: str, status: int, session_id: str) -> ApiError:
 class CallDesk:
     """Calls offered to the sessions, and their rejection."""
 
-    def __init__(self, sandbox: Sandbox, seed: int | None) -> None:
+    def __init__(self, sandbox: WorldView, seed: int | None) -> None:
         self._sandbox = sandbox
         self._callers = seeded(seed, "callers")
         self.calls: dict[str, dict[str, Any]] = {}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.sandbox.common import ApiError, iso_ms, seeded
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 MISSING_PREFIX = "missing"
 _NAMES = ("Camiseta", "Caneca", "Mochila", "Tênis", "Boné", "Garrafa", "Agenda", "Fone")
@@ -83,7 +83,7 @@ class QueuedCommand:
 class CatalogDesk:
     """Products and the commands that fetch them later."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: WorldView) -> None:
         self._sandbox = sandbox
         self._draws = seeded(sandbox.config.seed, "commands")
         self.commands: dict[str, QueuedCommand] = {}

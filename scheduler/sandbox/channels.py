@@ -10,13 +10,13 @@ from scheduler.sandbox.sms import SmsDesk
 from scheduler.sandbox.voice import VoiceDesk
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 
 class AccountChannels:
     """Wallet, account webhooks, SMS and voice: what is not tied to a session."""
 
-    def __init__(self, sandbox: Sandbox, seed: int | None) -> None:
+    def __init__(self, sandbox: WorldView, seed: int | None) -> None:
         self.wallet = Wallet(sandbox.config.wallet_micro_reais)
         self.hooks = AccountHooks(sandbox)
         self.sms = SmsDesk(sandbox, self.wallet, self.hooks, seed)

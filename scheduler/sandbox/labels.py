@@ -23,7 +23,7 @@ from scheduler.service.label_events import CHAT_EVENTS, EDIT_EVENTS, MESSAGE_EVE
 from scheduler.service.requests import NonEmpty
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 
 class _Body(BaseModel):
@@ -90,7 +90,7 @@ class SessionLabels:
 class LabelDesk:
     """Every session's labels in the sandbox, and the events that announce them."""
 
-    def __init__(self, sandbox: Sandbox) -> None:
+    def __init__(self, sandbox: WorldView) -> None:
         self.sandbox = sandbox
         self.sessions: dict[str, SessionLabels] = {}
 

@@ -35,7 +35,7 @@ from scheduler.service.call_models import (
 
 if TYPE_CHECKING:
     from scheduler.sandbox.state import Session
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 RATE = 16_000
 Track = Literal["full", "sender", "recipient"]
@@ -93,7 +93,7 @@ def wav_silence(seconds: float) -> bytes:
 class OutgoingCalls:
     """Outgoing calls of every session, and the event messages sent."""
 
-    def __init__(self, sandbox: Sandbox, knobs: CallKnobs | None = None) -> None:
+    def __init__(self, sandbox: WorldView, knobs: CallKnobs | None = None) -> None:
         self._sandbox = sandbox
         self._random = seeded(sandbox.config.seed, "outgoing-calls")
         self.knobs = knobs or CallKnobs()

@@ -20,7 +20,7 @@ from scheduler.sandbox.config import SandboxConfig
 
 if TYPE_CHECKING:
     from scheduler.sandbox.state import Session
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 REPLIES = (
     "Obrigado!",
@@ -37,7 +37,7 @@ REPLIES = (
 class Recipients:
     """The people behind the numbers the sandbox sends to."""
 
-    def __init__(self, sandbox: Sandbox, seed: int | None) -> None:
+    def __init__(self, sandbox: WorldView, seed: int | None) -> None:
         self._sandbox = sandbox
         self._rng = seeded(seed, "recipients")
         self.replies: list[dict[str, Any]] = []

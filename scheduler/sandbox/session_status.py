@@ -20,7 +20,7 @@ from scheduler.service.session_events import PAIRCODE_EVENT, QRCODE_EVENT, STATU
 if TYPE_CHECKING:
     from datetime import datetime
 
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 _PAIR_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 _MS = timedelta(milliseconds=1)
@@ -33,7 +33,7 @@ def pair_code(seed: int | None, session_id: str) -> str:
     return f"{code[:4]}-{code[4:]}"
 
 
-def _stamp(sandbox: Sandbox, session: Session) -> datetime:
+def _stamp(sandbox: WorldView, session: Session) -> datetime:
     """Now, or 1 ms after the session's previous status event: events time-stamped in
     milliseconds (create and scan may fall in the same one) stay in order for a receiver
     that orders them by time, whatever order the webhook delivers them in."""
@@ -45,7 +45,7 @@ def _stamp(sandbox: Sandbox, session: Session) -> datetime:
     return at
 
 
-def announce_status(sandbox: Sandbox, session: Session, status: str, reason: str) -> None:
+def announce_status(sandbox: WorldView, session: Session, status: str, reason: str) -> None:
     """Post ``connection.status`` with ``status`` (and the phone once connected)."""
     if not sandbox.config.session_status_events:
         return
@@ -55,7 +55,7 @@ def announce_status(sandbox: Sandbox, session: Session, status: str, reason: str
     sandbox.emit(session, STATUS_EVENT, data, _stamp(sandbox, session))
 
 
-def announce_qr(sandbox: Sandbox, session: Session) -> None:
+def announce_qr(sandbox: WorldView, session: Session) -> None:
     """Post ``connection.qrcode`` with the session's current QR code."""
     if not sandbox.config.session_status_events or not session.qr_code:
         return
@@ -65,7 +65,7 @@ def announce_qr(sandbox: Sandbox, session: Session) -> None:
     sandbox.emit(session, QRCODE_EVENT, data)
 
 
-def announce_created(sandbox: Sandbox, session: Session, pair_phone: str | None) -> None:
+def announce_created(sandbox: WorldView, session: Session, pair_phone: str | None) -> None:
     """A new session: connected at once, or waiting for its QR code or its pairing code."""
     if session.status == "connected":
         announce_status(sandbox, session, "connected", "created connected (auto_connect)")

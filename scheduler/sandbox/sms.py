@@ -30,7 +30,7 @@ from scheduler.service.account_models import (
 )
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 _GSM_BASIC = set(
     "@£$¥èéùìòÇ\nØø\rÅåΔ_ΦΓΛΩΠΨΣΘΞÆæßÉ !\"#¤%&'()*+,-./0123456789:;<=>?"
@@ -70,7 +70,7 @@ class SmsDesk:
     """Accepts SMS, decides their outcomes, reports them on the ``sms`` account webhook."""
 
     def __init__(
-        self, sandbox: Sandbox, wallet: Wallet, hooks: AccountHooks, seed: int | None
+        self, sandbox: WorldView, wallet: Wallet, hooks: AccountHooks, seed: int | None
     ) -> None:
         self._sandbox = sandbox
         self._wallet = wallet

@@ -36,7 +36,7 @@ from scheduler.service.account_models import (
 from scheduler.timeutil import epoch_s, monotonic
 
 if TYPE_CHECKING:
-    from scheduler.sandbox.world import Sandbox
+    from scheduler.sandbox.world_view import WorldView
 
 #: Q.850 cause descriptions (150 and 151 are the service's own).
 CAUSE_DESCRIPTIONS: dict[int, str] = {
@@ -77,7 +77,7 @@ class VoiceDesk:
     """Dials calls, plays them out in time, reports them on the ``voice`` account webhook."""
 
     def __init__(
-        self, sandbox: Sandbox, wallet: Wallet, hooks: AccountHooks, seed: int | None
+        self, sandbox: WorldView, wallet: Wallet, hooks: AccountHooks, seed: int | None
     ) -> None:
         self._sandbox = sandbox
         self._wallet = wallet
