@@ -2,7 +2,7 @@
 
 The plan is stored in one transaction (all or nothing); each run records its target and
 the fingerprint of the files it was planned from (see ``scheduler.campaign.fingerprint``).
-A label filter is resolved from the run's ledger (``scheduler.app.labels``).
+A label filter is resolved from the run's ledger (``scheduler.app.label_lookup``).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from scheduler.app.labels import label_audience
-from scheduler.campaign.labels import LabelAudience
+from scheduler.app.label_lookup import label_audience
+from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
 from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run

@@ -54,7 +54,7 @@ class Rehearsal:
 
 
 async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
-    from scheduler.app.labels import project_label_audience
+    from scheduler.app.label_lookup import project_label_audience
     from scheduler.campaign.loader import load_campaign
     from scheduler.config import Settings
     from scheduler.service.client import ServiceClient

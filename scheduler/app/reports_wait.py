@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from rich.console import Console
 
 from scheduler.ledger import access
-from scheduler.ledger.queries.calls import calls_in_progress
+from scheduler.ledger.queries.voice_calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState
 from scheduler.timeutil import monotonic

@@ -330,7 +330,7 @@ class CampaignSpec(Strict):
         "receiver listened through its whole retry horizon): what "
         "`campaign resend RUN --unproven` does."))
     # WhatsApp: label names (any case) of the senders' chats to target and to leave out,
-    # resolved at plan time from the ledger's label state (scheduler.campaign.labels).
+    # resolved at plan time from the ledger's label state (scheduler.campaign.label_filter).
     labels: list[NonEmpty] = Field(default_factory=list, description=(
         "WhatsApp: only recipients whose chat carries one of these labels (any case) on "
         "the campaign's sender sessions."))

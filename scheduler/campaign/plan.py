@@ -16,7 +16,7 @@ the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason
 ``"invalid_number: …"``, a line type the channel does not reach such as ``"landline: WhatsApp
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
 ``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
-``"label: …"`` (the label filter, :mod:`scheduler.campaign.labels`), or
+``"label: …"`` (the label filter, :mod:`scheduler.campaign.label_filter`), or
 ``"render_error: …"`` when not strict) and ``region`` (phone region code such as
 ``"BR"``). A skipped recipient has one skipped row per step. Order of checks: invalid,
 unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
@@ -61,7 +61,7 @@ from scheduler.campaign.exceptions import (
     TooManyInvalidNumbers,
     UndefinedVariableError,
 )
-from scheduler.campaign.labels import LabelAudience
+from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
 from scheduler.campaign.plan_stats import (
@@ -311,7 +311,7 @@ def build_plan(
 ) -> Plan:
     """Check the recipients file's layout and the suppression lists, and return the plan.
 
-    ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.labels`).
+    ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.label_filter`).
 
     ``workers`` > 1 renders chunks in that many processes (same rows, same order). Measured
     on P1, moving plan rows between processes (pickling ~10⁵ dicts per chunk) costs more

@@ -8,7 +8,7 @@ from typing import Any
 
 from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import Issue
-from scheduler.campaign.labels import LabelAudience
+from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
 
 MAX_INVALID_LISTED = 10_000  # invalid numbers a plan lists; the rest are only counted

@@ -105,7 +105,7 @@ def _check(path: Path, now: datetime | None,
     """Every problem of a campaign in one pass (see the module doc); never raises a campaign
     error. ``now`` checks that a one-off ``schedule.at`` has not passed; ``on_rows`` sees
     each chunk of plan rows."""
-    from scheduler.app.labels import project_label_audience
+    from scheduler.app.label_lookup import project_label_audience
     from scheduler.campaign.loader import start_issues
     from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
 

@@ -102,7 +102,7 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     WhatsApp: ``{row, step, to, endpoint, body}`` per message; SMS and voice:
     ``{step, rows, to, endpoint, body}`` per request (``rows`` and ``to`` are lists).
     """
-    from scheduler.app.labels import project_label_audience
+    from scheduler.app.label_lookup import project_label_audience
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign
 

@@ -17,13 +17,13 @@ from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.changes import Changes, InDoubt, ProofRule, Settle
 from scheduler.ledger.queries import ambiguous as aq
-from scheduler.ledger.queries import calls as cq
 from scheduler.ledger.queries import caps as capq
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import sender_calls as scq
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.queries import voice_calls as cq
 from scheduler.ledger.rows import DueDelivery, SessionStatusRow
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S

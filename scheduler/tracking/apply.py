@@ -8,7 +8,7 @@ recipient and sender sent, as :mod:`scheduler.dispatch.reconcile` does at start-
 stored earlier for that id are then applied too. Receipts whose message id no delivery holds
 yet are kept ``unmatched`` and retried when a delivery takes that id. A call whose keys
 include its campaign's ``[recipients] opt_out_digit`` puts the number on the suppression list.
-Label events keep each session's label state (:mod:`scheduler.tracking.labels`).
+Label events keep each session's label state (:mod:`scheduler.tracking.label_facts`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from scheduler.tracking.call_events import apply_call_event
 from scheduler.tracking.call_keys import call_slot
 from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, jid_number
-from scheduler.tracking.labels import apply_label_event, is_label_event
+from scheduler.tracking.label_facts import apply_label_event, is_label_event
 from scheduler.tracking.reload import load_stored
 from scheduler.tracking.replies import OptOutWords, reply_text
 

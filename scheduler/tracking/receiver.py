@@ -39,10 +39,10 @@ from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import Clock, monotonic
-from scheduler.tracking import store
+from scheduler.tracking import event_store
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.call_events import is_live_chunk
-from scheduler.tracking.calls import CallRejecter, ClientSource
+from scheduler.tracking.call_rejection import CallRejecter, ClientSource
 from scheduler.tracking.intake import (
     RawRequest,
     Rejected,
@@ -189,7 +189,7 @@ class Receiver:
 
     async def _note(self, event_id: int, result: str) -> None:
         try:
-            await self.writer.run(store.note_result, self.ledger.engine, event_id, result)
+            await self.writer.run(event_store.note_result, self.ledger.engine, event_id, result)
         except LedgerError as exc:
             logger.warning("could not note the result of event %s: %s", event_id, exc)
 
@@ -197,13 +197,13 @@ class Receiver:
         """Start the writer, apply what a previous process left, start the sweeper."""
         self.writer.start()
         engine = self.ledger.engine
-        count, applied = await self.writer.run(store.apply_unapplied, engine, self.ctx,
+        count, applied = await self.writer.run(event_store.apply_unapplied, engine, self.ctx,
                                                self.clock())
         self.recovered = count
         if count:
             logger.info("applied %d stored events left unapplied", count)
         self.late.add(applied.unmatched)
-        self.late.add(await self.writer.run(store.pending_unmatched, engine))
+        self.late.add(await self.writer.run(event_store.pending_unmatched, engine))
         # Move everything alive at start-up (modules, models, the app) out of the cyclic
         # GC's reach: a full collection over it paused the loop up to 68 ms under load
         # (P4's p99); with the freeze the longest pause measured 3 ms. Undone at stop.
@@ -218,10 +218,10 @@ class Receiver:
         if not len(self.late):
             return 0
         engine = self.ledger.engine
-        held = await self.writer.run(store.now_matched, engine, self.late.norms())
+        held = await self.writer.run(event_store.now_matched, engine, self.late.norms())
         ready = self.late.due(held)
         if ready:
-            applied = await self.writer.run(store.reapply, engine, ready, self.ctx,
+            applied = await self.writer.run(event_store.reapply, engine, ready, self.ctx,
                                             self.clock())
             self._after(applied)
         return len(ready)

@@ -26,8 +26,8 @@ from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.timeutil import Clock
 from scheduler.tracking.apply import Applied, ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import Incoming
-from scheduler.tracking.store import store_and_apply
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ from scheduler.campaign.exceptions import (
     TemplateNotFoundError,
     TemplateSyntaxError,
 )
-from scheduler.campaign.labels import LabelAudience
+from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.options import run_options
 from scheduler.campaign.plan import build_plan

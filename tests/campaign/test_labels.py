@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from scheduler.app.labels import label_audience
+from scheduler.app.label_lookup import label_audience
 from scheduler.campaign.exceptions import DefinitionError
 from scheduler.campaign.plan import build_plan, load_campaign
 from scheduler.cli import app

@@ -82,7 +82,7 @@ def test_a_server_that_cannot_be_reached_is_database_unavailable_without_the_pas
     url = f"postgresql+psycopg://shop:s3cret-pw@127.0.0.1:{_closed_port()}/campaign"
     engine = make_engine(url)
     try:
-        with pytest.raises(DatabaseUnavailable) as caught, Ledger(engine).read("read the runs"):
+        with pytest.raises(DatabaseUnavailable) as caught, access.read(engine, "read the runs"):
             pass
     finally:
         engine.dispose()

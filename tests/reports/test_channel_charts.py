@@ -18,9 +18,9 @@ from PIL import Image
 from scheduler.ledger.runs import Ledger
 from scheduler.reports import ReportResult, write_report
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.factories import T0, number
 from tests.reports.support import ids_by_row, set_rows, store
 from tests.tracking.support import sms, voice

@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 from scheduler.cli import app
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.factories import REPO, T0, make_run, number
 from tests.tracking.support import mid, sent
 

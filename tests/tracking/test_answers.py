@@ -19,9 +19,9 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.reports import write_report
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.factories import T0, number
 from tests.tracking.support import accepted_run, mid, received, rows
 

@@ -17,9 +17,9 @@ from scheduler.ledger.db import make_engine, open_ledger
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.databases import LedgerUrls
 from tests.factories import T0, make_run, number
 from tests.tracking.support import (
@@ -248,7 +248,7 @@ def test_account_events_with_no_matching_delivery_are_just_stored(tledger: Ledge
 def test_an_event_that_fails_to_apply_stays_stored_and_is_applied_at_the_next_start(
         tledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
     from scheduler.tracking import apply as apply_module
-    from scheduler.tracking.store import apply_unapplied
+    from scheduler.tracking.event_store import apply_unapplied
 
     run_id = accepted_run(tledger, 2)
     real = apply_module.reply_text

@@ -21,9 +21,9 @@ from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.counts import event_json, stored_events
 from scheduler.tracking.early import match_early_events
+from scheduler.tracking.event_store import apply_unapplied, store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import apply_unapplied, store_and_apply
 from tests.factories import T0, make_run, number
 from tests.tracking.support import accepted_run, mid, receipt, rows, sent
 

@@ -25,9 +25,9 @@ from scheduler.ledger.exceptions import RunNotFound
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import tracking_counts
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.factories import T0, make_run, number
 from tests.tracking.support import TOKEN, accepted_run, mid, receipt, received, sent
 

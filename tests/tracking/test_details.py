@@ -9,9 +9,9 @@ from typing import Any
 
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.factories import T0, number
 from tests.tracking.support import accepted_run, mid, rows, sms, voice
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.app.labels import label_audience
+from scheduler.app.label_lookup import label_audience
 from scheduler.campaign.plan import build_plan, load_campaign
 from scheduler.ledger.runs import Ledger
 from tests.factories import REPO

@@ -13,10 +13,10 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import labels as lq
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
-from scheduler.tracking.labels import rank
+from scheduler.tracking.label_facts import rank
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.store import store_and_apply
 from tests.factories import T0
 from tests.tracking.support import iso, ms, table
 

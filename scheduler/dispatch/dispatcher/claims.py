@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 from scheduler.dispatch import caps, limits, outcomes, picking
 from scheduler.dispatch.channel import Answer
 from scheduler.dispatch.dispatcher.ownership import Ownership
+from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
-from scheduler.dispatch.dispatcher.state import RunContext, RunState
 from scheduler.dispatch.senders import SenderState
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError

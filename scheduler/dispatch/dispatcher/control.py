@@ -13,8 +13,8 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import sessions_live
 from scheduler.dispatch.dispatcher.ownership import Ownership
+from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
-from scheduler.dispatch.dispatcher.state import RunContext, RunState
 from scheduler.ledger.states import RunStatus
 from scheduler.timeutil import monotonic
 

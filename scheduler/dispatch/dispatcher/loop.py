@@ -11,7 +11,7 @@ A crash between 2 and 5 leaves the row ``dispatching``: ambiguous, reconciled fr
 the next start (``reconcile``), never re-sent blindly in the default at-most-once mode.
 Everything that depends on time goes through the setup's ``Timing``, so a rehearsal runs a
 whole campaign on a simulated clock in seconds. The roles share one
-:class:`~scheduler.dispatch.dispatcher.state.RunState`: :class:`Claiming`, :class:`Settling`,
+:class:`~scheduler.dispatch.dispatcher.run_state.RunState`: :class:`Claiming`, :class:`Settling`,
 :class:`Waiting`, :class:`Control`, and the run's :class:`Ownership`.
 """
 
@@ -24,9 +24,9 @@ from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.dispatcher.claims import Claiming
 from scheduler.dispatch.dispatcher.control import Control
 from scheduler.dispatch.dispatcher.ownership import ownership_for
+from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import RunSetup
-from scheduler.dispatch.dispatcher.state import RunContext, RunState
 from scheduler.dispatch.dispatcher.waiting import Waiting
 from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions

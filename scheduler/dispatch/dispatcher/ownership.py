@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Protocol
 
 from scheduler.dispatch import reconcile
-from scheduler.dispatch.dispatcher.state import RunContext
+from scheduler.dispatch.dispatcher.run_state import RunContext
 from scheduler.dispatch.leases import LeaseGate, Seat
 from scheduler.dispatch.senders import SenderPool
 from scheduler.ledger.rows import DueDelivery

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from scheduler.dispatch import outcomes, reconcile
-from scheduler.dispatch.dispatcher.state import RunContext, RunState
+from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.ledger.states import RunStatus
 from scheduler.timeutil import monotonic
 

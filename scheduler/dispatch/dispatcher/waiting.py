@@ -13,9 +13,9 @@ from datetime import datetime
 
 from scheduler.dispatch import waits
 from scheduler.dispatch.dispatcher.control import Control
+from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
-from scheduler.dispatch.dispatcher.state import RunContext, RunState
 from scheduler.display import local_time
 
 

@@ -4,7 +4,7 @@ Why upserts guarded by a rank: label events arrive late, twice and out of order 
 service retries deliveries, and a full sync replays the whole state beside real-time
 events), and the state they leave must not depend on that order. Each row keeps the
 ``rank`` of the fact it holds (event time in ms, then full sync over real time, then a fixed
-tie-break: see :mod:`scheduler.tracking.labels`); one ``INSERT … ON CONFLICT DO UPDATE``
+tie-break: see :mod:`scheduler.tracking.label_facts`); one ``INSERT … ON CONFLICT DO UPDATE``
 replaces the row only with a higher rank, so a repeated or older fact changes nothing and no
 read-then-write race exists between concurrent receivers. A label's ``name`` and ``color``
 are kept per field (with their own rank): an edit that carries no name (a deletion, often)

@@ -9,7 +9,7 @@ is no label state, and a label filter is then an error that says how to get one.
 from __future__ import annotations
 
 from scheduler.campaign.exceptions import DefinitionError, Issue
-from scheduler.campaign.labels import LabelAudience, resolve_labels
+from scheduler.campaign.label_filter import LabelAudience, resolve_labels
 from scheduler.campaign.loader import Campaign
 from scheduler.config import Settings, load_settings
 from scheduler.ledger.access import Engine, read
