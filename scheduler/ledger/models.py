@@ -7,7 +7,7 @@ written by our own ``json.dumps`` so that bulk inserts skip per-row type process
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from sqlalchemy import Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
@@ -70,6 +70,8 @@ class Delivery(SQLModel, table=True):
         Index("ix_deliveries_claim", "run_id", "state", "seq"),
         Index("ix_deliveries_msgid", "message_id_norm"),
         Index("ix_deliveries_to", "to", "run_id"),
+        # A sender's sends since a time, over every run (warm-up caps, a taken-over day).
+        Index("ix_deliveries_sender_dispatched", "sender", "dispatched_at"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -271,3 +273,41 @@ class SenderLease(SQLModel, table=True):
     expires_at: datetime
     epoch: int = 0
     last_sent_at: datetime | None = None
+
+
+class SenderProfile(SQLModel, table=True):
+    """A sender's health and warm-up, shared by every run, campaign and worker: its state
+    (see ``states.SenderStatus``) with why and since when, its warm-up day, latest score
+    and the factor applied to its rate."""
+
+    __tablename__ = "sender_profiles"
+
+    sender: str = Field(primary_key=True)
+    first_seen_at: datetime
+    last_sent_at: datetime | None = None
+    state: str = Field(default="warming", sa_column_kwargs={"server_default": "warming"})
+    reason: str | None = Field(default=None, sa_type=Text)
+    since: datetime
+    warm_profile: str | None = None
+    warm_day: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    # the local date ``warm_day`` was last advanced for
+    warm_day_date: date | None = None
+    score: float | None = None
+    throttle: float = Field(default=1.0, sa_column_kwargs={"server_default": "1.0"})
+
+
+class SenderStateChange(SQLModel, table=True):
+    """One change of a sender's state or reason (append-only history): who made it
+    (``engine``, ``operator``, ``event``), when, and the score then."""
+
+    __tablename__ = "sender_state_changes"
+    __table_args__ = (Index("ix_sender_state_changes_sender", "sender", "id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    sender: str
+    at: datetime
+    from_state: str | None = None
+    to_state: str
+    reason: str | None = Field(default=None, sa_type=Text)
+    source: str
+    score: float | None = None

@@ -8,7 +8,7 @@ or a named tuple costs about what the tuple did); named tuples also unpack as be
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import NamedTuple
 
 
@@ -164,3 +164,34 @@ class WorkerThroughput(NamedTuple):
     sent: int
     first_at: datetime | None
     last_at: datetime | None
+
+
+class SenderProfileRow(NamedTuple):
+    """A sender's profile (``sender_profiles``): its state with why and since when, its
+    warm-up day (``warm_day_date``: the local date it was last advanced for), its latest
+    health score and the factor applied to its rate (1.0: full speed)."""
+
+    sender: str
+    first_seen_at: datetime
+    last_sent_at: datetime | None
+    state: str
+    reason: str | None
+    since: datetime
+    warm_profile: str | None
+    warm_day: int
+    warm_day_date: date | None
+    score: float | None
+    throttle: float
+
+
+class SenderChangeRow(NamedTuple):
+    """One change of a sender's state or reason, who made it and the score then."""
+
+    id: int
+    sender: str
+    at: datetime
+    from_state: str | None
+    to_state: str
+    reason: str | None
+    source: str
+    score: float | None

@@ -1,4 +1,4 @@
-"""Delivery and run states, their order, and which transitions an event may make.
+"""Delivery, run and sender states, their order, and which transitions an event may make.
 
 Tracking transitions only move forward (``accepted → sent → delivered → read``), so the
 final state never depends on the order events arrive in.
@@ -39,6 +39,35 @@ class RunStatus(StrEnum):
     CANCELLED = "cancelled"
     FAILED = "failed"
     MISSED = "missed"
+
+
+class SenderStatus(StrEnum):
+    """Health state of a sender (a WhatsApp session, or ``account`` for SMS and voice),
+    kept in ``sender_profiles`` across runs, campaigns and workers."""
+
+    WARMING = "warming"
+    HEALTHY = "healthy"
+    THROTTLED = "throttled"
+    PAUSED = "paused"
+    DISCONNECTED = "disconnected"
+    LOGGED_OUT = "logged_out"
+    RETIRED = "retired"
+
+
+#: Sender states that may send (a throttled sender at its reduced rate).
+SENDING_STATES = frozenset({SenderStatus.WARMING, SenderStatus.HEALTHY, SenderStatus.THROTTLED})
+#: Sender states that may not send until a person (or, for a disconnect, a reconnection)
+#: brings them back.
+HELD_STATES = frozenset({SenderStatus.PAUSED, SenderStatus.DISCONNECTED,
+                         SenderStatus.LOGGED_OUT, SenderStatus.RETIRED})
+
+
+class ChangeSource(StrEnum):
+    """Who changed a sender's state: the health rules, a person, or a status event."""
+
+    ENGINE = "engine"
+    OPERATOR = "operator"
+    EVENT = "event"
 
 
 #: Forward order of the tracking states: an event may only raise a delivery's rank.

@@ -18,6 +18,8 @@ from scheduler.ledger.models import (
     Run,
     Schedule,
     SenderLease,
+    SenderProfile,
+    SenderStateChange,
     Suppression,
     Worker,
 )
@@ -43,3 +45,5 @@ label_chats = _table(LabelChat)
 label_messages = _table(LabelMessage)
 workers = _table(Worker)
 sender_leases = _table(SenderLease)
+sender_profiles = _table(SenderProfile)
+sender_state_changes = _table(SenderStateChange)
