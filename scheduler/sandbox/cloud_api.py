@@ -197,5 +197,5 @@ class CloudApiDesk:
             "data": {"name": template.name, "language": template.language,
                      "body_variables": values},
         }, now)
-        sandbox.recipients.after_send(session, "template", body.to, event_id, body)
+        sandbox.trouble.accepted(session, "template", body.to, event_id, body, message_id)
         return {"success": True, "messageId": message_id, "timestamp": timestamp}

@@ -1,5 +1,5 @@
 """Settings of the sandbox: fault injection, simulated recipients, plan limits, SMS and
-voice outcomes, the account's wallet, clock.
+voice outcomes, the account's wallet, per-session trouble, clock.
 
 Every knob except ``api_key``, ``seed`` and ``clock`` can be changed while the sandbox runs
 (``POST /sandbox/faults``), so a test can start a 429 burst in the middle of a run.
@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from scheduler.sandbox.trouble_rules import LogoutRules, NeverDeliveredShares, StormRules
 from scheduler.timeutil import utcnow
 
 DEFAULT_API_KEY = "sandbox-key"
@@ -158,6 +159,12 @@ class SandboxConfig(BaseModel):
 
     # The account's wallet in micro-reais (None: unlimited). Setting it sets the balance.
     wallet_micro_reais: int | None = Field(default=None, ge=0)
+
+    # Per-session trouble, keyed by session id ("*": every other session); see
+    # scheduler/sandbox/trouble_rules.py and the README's "Senders in trouble".
+    rate_limit_storm: StormRules = Field(default_factory=dict)
+    logout_after: LogoutRules = Field(default_factory=dict)
+    never_delivered: NeverDeliveredShares = Field(default_factory=dict)
 
     message_id_case_mismatch: bool = True
     auto_connect: bool = False

@@ -64,6 +64,13 @@ async def replies(request: Request) -> JSONResponse:
     return JSONResponse(sandbox_of(request).recipients.replies)
 
 
+@router.get("/trouble")
+async def trouble(request: Request, session_id: str | None = None) -> JSONResponse:
+    """What each session went through: accepted sends, opt-outs, rate-limit storms, its
+    logout (when and why) and the message ids of its sends never delivered."""
+    return JSONResponse(sandbox_of(request).trouble.report(session_id))
+
+
 @router.get("/faults")
 async def get_faults(request: Request) -> JSONResponse:
     """The run-time settings now in force."""

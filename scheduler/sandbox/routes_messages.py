@@ -18,13 +18,15 @@ router = APIRouter()
 
 
 def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
-    """The handler of one send endpoint: validate, check session and limits, inject faults."""
+    """The handler of one send endpoint: validate, check session and limits, the session's
+    rate-limit storm, inject faults."""
 
     async def send(request: Request) -> Response:
         sandbox = sandbox_of(request)
         body, received = await parse_body(request, kind.model)
         session = sandbox.sending_session(body.sessionId)
         sandbox.check_limit(session)
+        sandbox.trouble.check_storm(session)
         cfg = sandbox.config
         outcome = sandbox.faults.outcome(cfg)
         base_url = sandbox.base_url or sandbox.remember_base_url(str(request.base_url))

@@ -69,11 +69,13 @@ async def delete_template(request: Request, connection_id: str, name: str,
 @router.post(SEND_TEMPLATE_PATH)
 async def send_template(request: Request) -> JSONResponse:
     """Send a template message through a ``cloud_api`` connection; the injected faults of
-    every send apply (throttle, failure, time-out before or after accepting)."""
+    every send apply (throttle, failure, time-out before or after accepting), and the
+    session's trouble (storm, logout, lost sends)."""
     sandbox = sandbox_of(request)
     body, received = await parse_body(request, SendTemplateBody)
     desk = desk_of(request)
     session, template = desk.check(body)
+    sandbox.trouble.check_storm(session)
     cfg = sandbox.config
     outcome = sandbox.faults.outcome(cfg)
     if outcome is Outcome.OK:

@@ -129,6 +129,13 @@ class SandboxHandle:
         response.raise_for_status()
         return response.json()
 
+    def trouble(self, session_id: str | None = None) -> dict[str, Any]:
+        """``GET /sandbox/trouble``: each session's storms, logout and sends never delivered."""
+        params = {"session_id": session_id} if session_id else {}
+        response = self.http.get("/sandbox/trouble", params=params)
+        response.raise_for_status()
+        return response.json()
+
     def set_faults(self, **knobs: Any) -> dict[str, Any]:
         """Change run-time settings (``fail_rate=0.5``, ``throttle_rate=1`` ...)."""
         response = self.http.post("/sandbox/faults", json=knobs)

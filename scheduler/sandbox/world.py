@@ -1,7 +1,8 @@
 """The sandbox itself: sessions, accepted sends, events and calls, behind the HTTP routes.
 
 ``app.state.sandbox`` is a :class:`Sandbox`; in-process tests may read :attr:`Sandbox.world`
-(sessions, the sends log), :attr:`Sandbox.webhooks.log` and :attr:`Sandbox.recipients.replies`.
+(sessions, the sends log), :attr:`Sandbox.webhooks.log`, :attr:`Sandbox.recipients.replies`
+and :attr:`Sandbox.trouble` (per-session storms, logouts, lost sends).
 SMS, voice, the wallet and the account webhooks are :attr:`Sandbox.account`
 (:mod:`scheduler.sandbox.channels`).
 """
@@ -29,6 +30,7 @@ from scheduler.sandbox.faults import FaultInjector
 from scheduler.sandbox.members import MemberDesk
 from scheduler.sandbox.payloads import Context, sent_payloads
 from scheduler.sandbox.recipients import Recipients
+from scheduler.sandbox.sender_trouble import SenderTrouble
 from scheduler.sandbox.session_status import announce_created, announce_qr, announce_status
 from scheduler.sandbox.state import (
     SentRef,
@@ -69,6 +71,7 @@ class Sandbox:
         self.faults = FaultInjector(seed)
         self.webhooks = WebhookDispatcher(lambda: self.config, self.now, seed)
         self.recipients = Recipients(self, seed)
+        self.trouble = SenderTrouble(self, self.recipients, seed)
         self.calls = CallDesk(self, seed)
         self.account = AccountChannels(self, seed)
         self.members = MemberDesk(seed, lambda sid: sid in self.world.sessions)
@@ -274,7 +277,7 @@ class Sandbox:
             if media is not None:
                 world.media[data["id"].lower()] = media["pending_media_url"]
             self.emit(session, "messages.sent", data, now)
-        self.recipients.after_send(session, kind.name, body.to, event_id, body)
+        self.trouble.accepted(session, kind.name, body.to, event_id, body, message_id)
         response: dict[str, Any] = {
             "success": True,
             "messageId": message_id,

@@ -53,6 +53,9 @@ class WorldView(Protocol):
     def session(self, session_id: str) -> Session:
         """The session, or 404 ``Session not found``."""
 
+    def logout(self, session_id: str) -> Session:
+        """The phone logged the session out: ``logged_out``, the record ``disconnected``."""
+
     def sending_session(self, session_id: str) -> Session:
         """The session a send goes out on: 404 when unknown, 409 when not connected."""
 
