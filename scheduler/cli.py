@@ -27,6 +27,7 @@ from scheduler.commands import (
     sandbox,
     schedule,
     schema,
+    senders,
     sessions,
     templates,
     track,
@@ -46,7 +47,7 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers, labels, schema)
+                   sandbox, demo, workers, senders, labels, schema)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
