@@ -160,3 +160,13 @@ def test_sends_today_are_counted_in_the_senders_zone(ledger: Ledger) -> None:
     dispatched_run(ledger, [("s1", T0 - 10 * hour), ("s1", T0 - 8 * hour), ("s1", T0)])
     (info,) = read_senders(ledger, T0 + hour).senders
     assert (info.sender, info.state, info.sends_today) == ("s1", "new", 2)
+
+
+def test_half_a_service_configuration_is_said_and_the_profiles_still_listed(
+        known: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CAMPAIGN_BASE_URL", "http://127.0.0.1:9")  # and no API key
+    listed = _listed()
+    assert listed[""]["limits_from"] is None
+    assert listed[""]["limits_note"].startswith("plan limits not read: ")
+    assert listed["s1"]["state"] == "paused" and listed["s1"]["limits"] is None
+    assert "plan limits not read" in _ok("senders")
