@@ -48,6 +48,8 @@ CHANNELS: tuple[Channel, ...] = get_args(Channel)
 #: Channels that send through WhatsApp sessions (``senders`` are session ids; events come
 #: to the session webhook): messages, and calls placed to a list (``calls``).
 SESSION_CHANNELS = frozenset({"whatsapp", "calls"})
+#: ``[audience] hold_unengaged_after`` looks back this many days for reads and replies.
+UNENGAGED_DAYS = 30
 
 
 class OptionsError(SchedulerError):
@@ -95,6 +97,11 @@ class RunOptions(_Frozen):
     # None: the channel's default (stored options from before they existed read as None).
     batch_size: int | None = Field(default=None, ge=1)
     max_calls: int | None = Field(default=None, ge=1)
+    # [audience]: per number, counted over every campaign (None: no such rule; stored
+    # options from before they existed read as None).
+    max_per_day: int | None = Field(default=None, ge=1)
+    max_per_week: int | None = Field(default=None, ge=1)
+    hold_unengaged_after: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _consistent(self) -> RunOptions:
@@ -178,6 +185,7 @@ def from_snapshot(snapshot: dict[str, Any]) -> RunOptions:
     definition snapshot (a ``CampaignSpec`` dumped as JSON). The only reader of that JSON;
     a key the snapshot lacks takes the definition's default."""
     pace = snapshot.get("pace") or {}
+    audience = snapshot.get("audience") or {}
     schedule = snapshot.get("schedule") or {}
     timezone = schedule.get("timezone") or DEFAULT_TIMEZONE
     window = None
@@ -205,6 +213,9 @@ def from_snapshot(snapshot: dict[str, Any]) -> RunOptions:
             resend_unproven=bool(snapshot.get("resend_unproven")),
             batch_size=pace.get("batch"),
             max_calls=pace.get("max_calls"),
+            max_per_day=audience.get("max_per_day"),
+            max_per_week=audience.get("max_per_week"),
+            hold_unengaged_after=audience.get("hold_unengaged_after"),
         )
     except ValidationError as exc:
         raise OptionsError(f"the definition stored with a run is not readable: "

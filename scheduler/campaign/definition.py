@@ -76,6 +76,7 @@ from pydantic import (
     model_validator,
 )
 
+from scheduler.campaign.audience_spec import AudienceSpec
 from scheduler.campaign.blanks_spec import BlanksSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.render_bounds import RenderLimits
@@ -344,6 +345,8 @@ class CampaignSpec(Strict):
         "How fast each sender sends, and its daily cap."))
     bounds: BoundsSpec = Field(default_factory=BoundsSpec, description=(
         "The longest rendered texts, and what one template may cost per row."))
+    audience: AudienceSpec = Field(default_factory=AudienceSpec, description=(
+        "How often one number may be sent to, counting every campaign's sends to it."))
     #: what a blank CSV value does, per column (scheduler.campaign.blanks)
     blanks: BlanksSpec = Field(default_factory=BlanksSpec, description=(
         "What a blank CSV value does, per column."))

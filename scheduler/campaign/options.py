@@ -39,4 +39,7 @@ def run_options(campaign: Campaign) -> RunOptions:
         resend_unproven=spec.resend_unproven,
         batch_size=pace.batch,
         max_calls=pace.max_calls,
+        max_per_day=spec.audience.max_per_day,
+        max_per_week=spec.audience.max_per_week,
+        hold_unengaged_after=spec.audience.hold_unengaged_after,
     )

@@ -333,6 +333,7 @@ def plan_report(path: Path, start_text: str | None, *,
         "latest": iso_utc(latest),
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
+        "audience": spec.audience.model_dump(),
         "errors": [issue.as_dict() for issue in issues],
     }
     if stats.labels is not None:

@@ -39,6 +39,18 @@ def label_lines(labels: dict[str, Any] | None) -> list[str]:
     return out
 
 
+def audience_line(audience: dict[str, Any] | None) -> str | None:
+    """``[audience]`` in one line ("audience: at most 2 per day, 5 per week per number;
+    hold after 5 unread"); None without rules."""
+    audience = audience or {}
+    caps = [f"{audience[key]:,} per {unit}" for key, unit in
+            (("max_per_day", "day"), ("max_per_week", "week")) if audience.get(key)]
+    parts = [f"at most {', '.join(caps)} per number"] if caps else []
+    if audience.get("hold_unengaged_after"):
+        parts.append(f"hold after {audience['hold_unengaged_after']:,} unread")
+    return f"audience: {'; '.join(parts)}" if parts else None
+
+
 def print_plan(console: Console, report: dict[str, Any]) -> None:
     """The human form of a plan report; every line within 80 columns, nothing cut."""
     channel, zone = report["channel"], report["timezone"]
@@ -84,6 +96,9 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
                       "finish")
         console.print("       is when the last request goes out"
                       + (", plus one call's length" if channel == "voice" else ""))
+    audience = audience_line(report.get("audience"))
+    if audience is not None:
+        console.print(audience, highlight=False, markup=False)
     if report["finishes_before_latest"] is False:
         console.print(
             f"[yellow]! the estimate passes the latest send time "

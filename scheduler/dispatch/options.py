@@ -56,6 +56,11 @@ class DispatchOptions(EngineSettings):
     batch_size: int | None = None
     #: voice: calls in progress at once (the campaign's ``max_calls``); None = the channel's.
     max_calls: int | None = None
+    #: [audience]: the most messages per number per local day and per 7 days, counted over
+    #: every campaign, and the hold on numbers that never read nor reply (None: no rule).
+    max_per_day: int | None = None
+    max_per_week: int | None = None
+    hold_unengaged_after: int | None = None
 
     @property
     def at_least_once(self) -> bool:
@@ -82,6 +87,9 @@ class DispatchOptions(EngineSettings):
             "plan_limit": stored.plan_limit,
             "batch_size": stored.batch_size,
             "max_calls": stored.max_calls,
+            "max_per_day": stored.max_per_day,
+            "max_per_week": stored.max_per_week,
+            "hold_unengaged_after": stored.hold_unengaged_after,
         }
         values.update(overrides)
         return cls(**values)

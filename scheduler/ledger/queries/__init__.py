@@ -17,6 +17,8 @@ HTTP call). Rows come back typed (:mod:`scheduler.ledger.rows`).
 - ``plan``: the bulk insert of a plan;
 - ``reruns``: who already received a campaign, replacing a pending plan, re-queueing;
 - ``dispatch``: due rows, claim, outcomes, steps, counts;
+- ``audience``: a claim batch's rows held back by the frequency caps and the unengaged
+  hold of ``[audience]``, and skipping them;
 - ``ambiguous``: rows in doubt and the ``messages.sent`` events that prove them sent;
 - ``events``: storing and reading webhook events;
 - ``tracking``: applying events to deliveries, replies, details, the funnel;
