@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from scheduler.engine_settings import ENGINE_DEFAULTS, EngineSettings
 from scheduler.errors import ConfigError
 from scheduler.project import locate_project, no_project_message
+from scheduler.sender_care import SenderCare
 
 DEFAULT_CONFIG_FILE = "config.toml"
 #: The service client's defaults (:class:`scheduler.service.client.ServiceClient` takes them).
@@ -96,6 +97,9 @@ class Settings(BaseSettings):
                                            gt=0)
     # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
     report_wait_s: float = Field(default=30.0, ge=0)
+
+    # How the engine looks after the senders: health rules, warm-up ramps ([senders]).
+    senders: SenderCare = Field(default_factory=SenderCare)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False

@@ -270,7 +270,8 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                     assert this.id is not None
                     setup = RunSetup(stop_event=stop, events_received=server is not None,
                                      on_progress=bar.update, progress_every_s=0.25,
-                                     on_note=lambda entry: bar.note(entry, zone))
+                                     on_note=lambda entry: bar.note(entry, zone),
+                                     care=settings.senders)
                     return await dispatch(run_store(ledger, this.id), client, this, setup,
                                           option_overrides=overrides)
 

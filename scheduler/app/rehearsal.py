@@ -56,7 +56,7 @@ class Rehearsal:
 async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
     from scheduler.app.label_lookup import project_label_audience
     from scheduler.campaign.loader import load_campaign
-    from scheduler.config import Settings
+    from scheduler.config import Settings, load_settings
     from scheduler.service.client import ServiceClient
 
     clock = SimulatedClock(start)
@@ -78,8 +78,11 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                         await rehearsal_connections(client, campaign, senders)
                         await ensure_senders(client, target, senders)
                     assert run.id is not None
+                    # the project's [senders] (warm-up and health) apply as in a real run;
+                    # every sender starts as new in this throw-away ledger
                     setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
-                                     rng=random.Random(seed))
+                                     rng=random.Random(seed),
+                                     care=load_settings(near=path).senders)
                     result = await dispatch(run_store(ledger, run.id), client, run, setup)
                 sends = target.sandbox.state.sandbox.world.sends
                 per_sender: dict[str, int] = {}

@@ -199,7 +199,7 @@ class Server:
                 senders = list(self.ledger.options(run).senders)
                 await ensure_senders(client, self.target, senders, self.webhook_url)
             setup = RunSetup(stop_event=stop, events_received=self.events_received,
-                             seat=self.seat, shared=self.shared)
+                             seat=self.seat, shared=self.shared, care=self.settings.senders)
             result = await dispatch(run_store(self.ledger, run.id), client, run, setup,
                                     option_overrides=self.settings.engine_overrides())
             if stop.is_set() and result.status == RunStatus.PAUSED:

@@ -55,6 +55,9 @@ class Settlement(Changes):
     notes: list[TimelineEntry] = field(default_factory=list)
     stop_reason: str | None = None
     fatal: bool = False
+    #: (sender, signal) of each 429 (``rate_limited``) and server error or time-out
+    #: (``server_errors``): the health score's signals no row keeps.
+    trouble: list[tuple[str, str]] = field(default_factory=list)
 
 
 def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
@@ -89,6 +92,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
             out.notes.append(TimelineEntry(now, f"sender {o.sender.name} paused: {why}",
                                            kind="sender_down", sender=o.sender.name, why=why))
         elif kind is Verdict.AMBIGUOUS:
+            out.trouble.append((o.sender.name, "server_errors"))
             if events_received:
                 due = now + timedelta(seconds=options.verify_grace_s)
                 out.verifying.append((row.id, due, f"{why}; verifying against events"))
@@ -98,6 +102,8 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
                 out.unknown.append((row.id, "", f"ambiguous: {why}"))
                 out.stopped.append((row.to, row.step))
         else:
+            out.trouble.append((o.sender.name, "rate_limited" if kind is Verdict.THROTTLED
+                                else "server_errors"))
             _retry_later(o, kind, why, pool, options, rng, now, out)
     if unpaid and out.stop_reason is None:
         out.stop_reason = (

@@ -44,6 +44,15 @@ class SenderState:
     last_scheduled: datetime | None = field(default=None, repr=False)
     #: The other runs' claims through this sender already taken in (SharedSenders).
     foreign_seen: int = field(default=0, repr=False)
+    #: Why its profile keeps it from sending (paused, retired, disconnected, logged out):
+    #: no rows until its profile says it may send again (see dispatch/dispatcher/care.py).
+    held_reason: str | None = None
+    #: Its health's factor on its rate (1.0: full speed; see scheduler.dispatch.health).
+    care: float = 1.0
+
+    def set_rate(self) -> None:
+        """Its rate from its base rate, its 429 slow-down and its health factor."""
+        self.pace.rate = self.base_rate * self.care / self.slowdown
 
     def ready_at(self, now: datetime) -> datetime:
         """The earliest instant this sender may send."""
@@ -162,7 +171,8 @@ class SenderPool:
         if sticky is not None and sticky in self.senders and (
                 self.held is None or sticky in self.held):
             state = self.senders[sticky]
-            if state.down_reason is None or len(self.senders) == 1:
+            if state.held_reason is None and (state.down_reason is None
+                                              or len(self.senders) == 1):
                 self._take_in(state, now)
                 ready = state.ready_at(now)
                 return (state, ready) if ready <= now else (None, ready)
@@ -183,13 +193,13 @@ class SenderPool:
         held = self.held
         if self.rotation == "least-used":
             yield from sorted((s for s in self.senders.values()
-                               if held is None or s.name in held),
+                               if (held is None or s.name in held) and s.held_reason is None),
                               key=lambda s: (s.claimed, s.name))
             return
         order, senders, n = self._order, self.senders, len(self._order)
         for i in range(n):
             name = order[(self._cursor + i) % n]
-            if held is None or name in held:
+            if (held is None or name in held) and senders[name].held_reason is None:
                 yield senders[name]
 
     def _advance(self, state: SenderState) -> None:
@@ -240,12 +250,12 @@ class SenderPool:
         state.down_reason = None
         if state.slowdown > 1.0:
             state.slowdown = max(1.0, state.slowdown * RECOVERY)
-            state.pace.rate = state.base_rate / state.slowdown
+            state.set_rate()
 
     def on_throttled(self, state: SenderState, now: datetime, retry_after: float | None) -> None:
         """429: slow the sender down and honour ``Retry-After``."""
         state.slowdown = min(MAX_SLOWDOWN, state.slowdown * 2)
-        state.pace.rate = state.base_rate / state.slowdown
+        state.set_rate()
         if retry_after:
             until = now + timedelta(seconds=retry_after)
             if state.blocked_until is None or until > state.blocked_until:
@@ -273,6 +283,11 @@ class SenderPool:
         state.failures = 0
         state.down_reason = None
         state.blocked_until = None
+
+
+def sending_senders(pool: SenderPool) -> list[str]:
+    """The senders of ``pool`` its profiles let send (none held back)."""
+    return [name for name, s in pool.senders.items() if s.held_reason is None]
 
 
 def pool_for_run(options: DispatchOptions, rng: random.Random, zone: tzinfo,

@@ -24,10 +24,12 @@ DOWN_PREFIX = "session status "
 
 
 def follow_sessions(store: Store, pool: SenderPool | None, now: datetime,
-                    note: Callable[..., None]) -> None:
+                    note: Callable[..., None], *,
+                    on_status: Callable[[str, str, datetime], None] | None = None) -> None:
     """Take senders whose session is not connected out of rotation; bring back those whose
     session connected again; ``note(at, what, **facts)`` says each change once (facts as
-    :class:`~scheduler.dispatch.results.TimelineEntry` has them)."""
+    :class:`~scheduler.dispatch.results.TimelineEntry` has them); ``on_status(sender,
+    status, now)`` is told each change too (the sender's profile keeps it)."""
     if pool is None or not pool.senders:
         return
     latest = store.session_statuses(list(pool.senders), pool.started_at)
@@ -39,10 +41,14 @@ def follow_sessions(store: Store, pool: SenderPool | None, now: datetime,
                 pool.on_up(state)
                 note(now, f"sender {name} back in rotation: its session is connected again",
                      kind="sender_up", sender=name)
+                if on_status is not None:
+                    on_status(name, row.status, now)
             continue
         reason = f"{DOWN_PREFIX}{row.status}" + (f" ({row.reason})" if row.reason else "")
         if state.down_reason != reason:
             note(now, f"sender {name} out of rotation: its session is {row.status} "
                  "(connection.status event)", kind="sender_down", sender=name,
                  why=f"its session is {row.status}")
+            if on_status is not None:
+                on_status(name, row.status, now)
         pool.on_down(state, now, reason)

@@ -11,12 +11,13 @@ what the dispatcher was doing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from datetime import datetime
+from collections.abc import Callable, Collection, Mapping, Sequence
+from datetime import date, datetime
 from typing import Protocol
 
-from scheduler.ledger.changes import Changes, InDoubt, ProofRule, Settle
-from scheduler.ledger.rows import DueDelivery, SessionStatusRow
+from scheduler.ledger.changes import AudienceCheck, Changes, InDoubt, ProofRule, Settle
+from scheduler.ledger.queries.sender_health import SenderSignals
+from scheduler.ledger.rows import DueDelivery, SenderProfileRow, SessionStatusRow
 from scheduler.run_options import RunOptions
 
 
@@ -105,8 +106,12 @@ class Store(Protocol):
 
     def write(self, settled: Sequence[tuple[Changes, datetime]],
               claims: Sequence[tuple[int, str]] = (), now: datetime | None = None, *,
-              worker: str | None = None) -> set[int]:
-        """Write settled outcomes and claim rows, in one transaction; the ids claimed."""
+              worker: str | None = None,
+              caps: Mapping[str, tuple[datetime, int]] | None = None,
+              audience: AudienceCheck | None = None) -> set[int]:
+        """Write settled outcomes and claim rows, in one transaction; the ids claimed
+        (``caps``: sender → (since, most sends), counted over every run in it;
+        ``audience``: rows over the campaign's audience rules are skipped with why)."""
         ...
 
     def defer(self, rows: Sequence[tuple[int, datetime]]) -> None:
@@ -126,6 +131,36 @@ class Store(Protocol):
                         only: Collection[int] | None = None,
                         step_delays_s: tuple[float, ...] = (0.0,)) -> dict[str, int]:
         """Settle rows that may or may not have been sent; how many went each way."""
+        ...
+
+    # the senders' profiles (sender care: scheduler/dispatch/dispatcher/care.py)
+
+    def sender_profiles(self, senders: Collection[str], now: datetime, *,
+                        new_state: str) -> dict[str, SenderProfileRow]:
+        """The profiles of ``senders``, each made first when missing (``new_state``)."""
+        ...
+
+    def read_sender_profiles(self, senders: Collection[str]) -> dict[str, SenderProfileRow]:
+        """The stored profiles of ``senders``."""
+        ...
+
+    def change_sender_state(self, sender: str, state: str, reason: str | None, now: datetime,
+                            *, source: str, score: float | None = None,
+                            throttle: float | None = None) -> bool:
+        """Move a sender to ``state`` (kept in its history); True when it changed."""
+        ...
+
+    def advance_warm_day(self, sender: str, local_date: date, day: int) -> bool:
+        """Set a sender's warm-up day for ``local_date`` (once per date)."""
+        ...
+
+    def sender_signals(self, senders: Collection[str], since: datetime,
+                       undelivered_before: datetime) -> dict[str, SenderSignals]:
+        """What the ledger knows of each sender's sends since ``since``."""
+        ...
+
+    def last_sends(self, senders: Collection[str]) -> dict[str, datetime]:
+        """Each sender's latest dispatch, any run."""
         ...
 
 

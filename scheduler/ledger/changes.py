@@ -66,4 +66,17 @@ class Settle(NamedTuple):
     proof: SentProof | None = None
 
 
-__all__ = ["Changes", "InDoubt", "ProofRule", "Settle"]
+class AudienceCheck(NamedTuple):
+    """A campaign's audience rules for one claim: at most ``max_per_day`` (since
+    ``day_start``) and ``max_per_week`` messages per number over every campaign, and a hold
+    after ``hold_unengaged_after`` messages never read or replied to; ``recipients``: the
+    number of each claimed row."""
+
+    max_per_day: int | None
+    max_per_week: int | None
+    hold_unengaged_after: int | None
+    day_start: datetime
+    recipients: dict[int, str]
+
+
+__all__ = ["AudienceCheck", "Changes", "InDoubt", "ProofRule", "Settle"]

@@ -10,21 +10,25 @@ arrived before the ids were known; the engine never imports it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
-from datetime import datetime
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from datetime import date, datetime
 
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
-from scheduler.ledger.changes import Changes, InDoubt, ProofRule, Settle
+from scheduler.ledger.changes import AudienceCheck, Changes, InDoubt, ProofRule, Settle
 from scheduler.ledger.queries import ambiguous as aq
+from scheduler.ledger.queries import audience as aq_audience
 from scheduler.ledger.queries import caps as capq
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import sender_calls as scq
+from scheduler.ledger.queries import sender_health as shq
+from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries import voice_calls as cq
-from scheduler.ledger.rows import DueDelivery, SessionStatusRow
+from scheduler.ledger.queries.sender_health import SenderSignals
+from scheduler.ledger.rows import DueDelivery, SenderProfileRow, SessionStatusRow
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus
@@ -141,10 +145,15 @@ class RunStore:
 
     def write(self, settled: Sequence[tuple[Changes, datetime]],
               claims: Sequence[tuple[int, str]] = (), now: datetime | None = None, *,
-              worker: str | None = None) -> set[int]:
+              worker: str | None = None,
+              caps: Mapping[str, tuple[datetime, int]] | None = None,
+              audience: AudienceCheck | None = None) -> set[int]:
         """Write settled outcomes and claim ``claims`` (row id, sender) in one transaction,
         committed before any of the claimed sends goes out; the ids that moved. A
-        ``worker`` claims only the rows whose sender it still holds (fenced)."""
+        ``worker`` claims only the rows whose sender it still holds (fenced). ``caps``:
+        sender → (since, most sends since then), counted here over every run and worker
+        (warm-up caps), so claims beyond them are dropped. ``audience``: rows over the
+        campaign's frequency caps or held as unengaged are skipped with their reason."""
         what = "record outcomes and claim deliveries" if claims else \
             "record the outcomes of sends"
         with access.transaction(self.ledger.engine, what) as conn:
@@ -153,6 +162,10 @@ class RunStore:
             if not claims:
                 return set()
             assert now is not None
+            if audience is not None:
+                claims = _audience(conn, claims, audience, now)
+            if caps:
+                claims = _within_caps(conn, claims, caps)
             if worker is None:
                 return dq.claim(conn, claims, now)
             held = lq.fence(conn, worker, {s for _i, s in claims}, now)
@@ -217,6 +230,44 @@ class RunStore:
             dq.skip_later_steps(conn, self.run_id, stopped, "previous step not sent", now)
         return counts
 
+    # ------------------------------------------------------------------ senders
+
+    def sender_profiles(self, senders: Collection[str], now: datetime, *,
+                        new_state: str) -> dict[str, SenderProfileRow]:
+        """The profiles of ``senders``, each made first when missing (``new_state``)."""
+        with access.transaction(self.ledger.engine, "read the senders' profiles") as conn:
+            spq.ensure_profiles(conn, senders, now, state=new_state)
+            return spq.profiles(conn, senders)
+
+    def read_sender_profiles(self, senders: Collection[str]) -> dict[str, SenderProfileRow]:
+        """The stored profiles of ``senders`` (a person or another worker may change them)."""
+        with access.read(self.ledger.engine, "read the senders' profiles") as conn:
+            return spq.profiles(conn, senders)
+
+    def change_sender_state(self, sender: str, state: str, reason: str | None, now: datetime,
+                            *, source: str, score: float | None = None,
+                            throttle: float | None = None) -> bool:
+        """Move a sender to ``state`` (kept in its history); True when it changed."""
+        with access.transaction(self.ledger.engine, f"record sender {sender}'s state") as conn:
+            return spq.change_state(conn, sender, state, reason, source, now, score=score,
+                                    throttle=throttle)
+
+    def advance_warm_day(self, sender: str, local_date: date, day: int) -> bool:
+        """Set a sender's warm-up day for ``local_date`` (once per date)."""
+        with access.transaction(self.ledger.engine, "advance a warm-up day") as conn:
+            return spq.advance_warm_day(conn, sender, local_date, day)
+
+    def sender_signals(self, senders: Collection[str], since: datetime,
+                       undelivered_before: datetime) -> dict[str, SenderSignals]:
+        """What the ledger knows of each sender's sends since ``since``."""
+        with access.read(self.ledger.engine, "count the senders' signals") as conn:
+            return shq.signals_since(conn, senders, since, undelivered_before)
+
+    def last_sends(self, senders: Collection[str]) -> dict[str, datetime]:
+        """Each sender's latest dispatch, any run."""
+        with access.read(self.ledger.engine, "read the senders' latest sends") as conn:
+            return shq.last_sends(conn, senders)
+
     def _settle_one(self, conn: Connection, v: Settle, now: datetime,
                     released: list[tuple[str, int, str | None]],
                     stopped: list[tuple[str, int]]) -> None:
@@ -236,6 +287,40 @@ class RunStore:
         else:
             dq.record_final(conn, [(row.id, "", v.why)], S.UNKNOWN, now)
             stopped.append((row.to, row.step))
+
+
+def _audience(conn: Connection, claims: Sequence[tuple[int, str]], rules: AudienceCheck,
+              now: datetime) -> list[tuple[int, str]]:
+    """The claims the audience rules let through; the others are skipped with why."""
+    held = aq_audience.held_back(
+        conn, [(i, rules.recipients[i]) for i, _s in claims], now,
+        max_per_day=rules.max_per_day, max_per_week=rules.max_per_week,
+        hold_unengaged_after=rules.hold_unengaged_after, day_start=rules.day_start)
+    if not held:
+        return list(claims)
+    aq_audience.skip_held_back(conn, held, now)
+    return [(i, s) for i, s in claims if i not in held]
+
+
+def _within_caps(conn: Connection, claims: Sequence[tuple[int, str]],
+                 caps: Mapping[str, tuple[datetime, int]]) -> list[tuple[int, str]]:
+    """The claims that keep each capped sender within its cap, counted in this transaction
+    (the claim's lock serialises writers: SQLite's one writer, PostgreSQL's fence)."""
+    capped = {s for _i, s in claims if s in caps}
+    if not capped:
+        return list(claims)
+    left: dict[str, int] = {}
+    for sender in capped:
+        since, cap = caps[sender]
+        left[sender] = cap - spq.sends_since(conn, [sender], since).get(sender, 0)
+    kept = []
+    for row_id, sender in claims:
+        if sender in left:
+            if left[sender] <= 0:
+                continue
+            left[sender] -= 1
+        kept.append((row_id, sender))
+    return kept
 
 
 __all__ = ["AcceptedHook", "RunStore"]

@@ -14,11 +14,13 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import caps, limits, outcomes, picking
 from scheduler.dispatch.channel import Answer
+from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.ownership import Ownership
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
 from scheduler.dispatch.senders import SenderState
+from scheduler.ledger.changes import AudienceCheck
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.exceptions import ServiceError
 
@@ -32,7 +34,8 @@ class Claiming:
     """Read, pick, claim and send a run's due rows (see the module)."""
 
     def __init__(self, ctx: RunContext, state: RunState, ownership: Ownership,
-                 settling: Settling) -> None:
+                 settling: Settling, care: Care | None = None) -> None:
+        self.care = care
         self.ctx = ctx
         self.state = state
         self.ownership = ownership
@@ -88,7 +91,7 @@ class Claiming:
         # the claim, committed together before any of the new sends goes out
         moved = self.settling.claim_with_pending(
             [(r.id, g.sender.name) for g in picked.groups for r in g.rows], now,
-            self.ownership.claim_as())
+            self.ownership.claim_as(), audience=self._audience(picked.groups, now))
         if state.waiting_noted:
             state.note(now, "recipients' own time zones: a window opened; sending resumed",
                        kind="recipients_resume")
@@ -101,6 +104,16 @@ class Claiming:
                 state.inflight.add(task)
                 task.add_done_callback(state.inflight.discard)
         return picked.rows, wake
+
+    def _audience(self, groups: list[picking.Group], now: datetime) -> AudienceCheck | None:
+        """The campaign's audience rules for this claim (None: it has none)."""
+        o = self.ctx.options
+        if o.max_per_day is None and o.max_per_week is None and o.hold_unengaged_after is None:
+            return None
+        day_start = now.astimezone(self.ctx.zone).replace(hour=0, minute=0, second=0,
+                                                          microsecond=0)
+        return AudienceCheck(o.max_per_day, o.max_per_week, o.hold_unengaged_after, day_start,
+                             {r.id: r.to for g in groups for r in g.rows})
 
     async def _send(self, rows: list[DueDelivery], sender: SenderState) -> None:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from scheduler.dispatch import sessions_live
+from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.ownership import Ownership
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
@@ -22,10 +23,12 @@ from scheduler.timeutil import monotonic
 class Control:
     """Obey the run's control requests in time (see the module)."""
 
-    def __init__(self, ctx: RunContext, state: RunState, ownership: Ownership) -> None:
+    def __init__(self, ctx: RunContext, state: RunState, ownership: Ownership,
+                 care: Care | None = None) -> None:
         self.ctx = ctx
         self.state = state
         self.ownership = ownership
+        self.care = care
         self._next_real = 0.0
         self._next_simulated: datetime | None = None
 
@@ -49,7 +52,11 @@ class Control:
         if self.ownership.sync(state.pool, now, day_start=self.day_start(now)):
             state.reread()  # rows read for senders no longer held, or too few
             state.verify_at = store.earliest_verifying()  # a taken-over sender's rows
-        sessions_live.follow_sessions(store, state.pool, now, state.note)
+        care = self.care
+        sessions_live.follow_sessions(store, state.pool, now, state.note,
+                                      on_status=care.on_session if care else None)
+        if care is not None and state.pool is not None:
+            care.poll(now, self.day_start(now))
         if request == "pause":
             state.stop(RunStatus.PAUSED, "paused by the operator")
         elif request == "cancel":

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import waits
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
+from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.claims import Claiming
 from scheduler.dispatch.dispatcher.control import Control
 from scheduler.dispatch.dispatcher.ownership import ownership_for
@@ -46,10 +47,11 @@ class Dispatcher:
         self.ctx = ctx = RunContext(store, client, options, channel, setup, quotas or {})
         self.state = state = RunState(setup.timing.clock, setup.on_note)
         self.ownership = ownership_for(ctx)
-        self.settling = Settling(ctx, state)
-        self.control = Control(ctx, state, self.ownership)
+        self.care = Care(ctx, state, setup.care) if setup.care is not None else None
+        self.settling = Settling(ctx, state, self.care)
+        self.control = Control(ctx, state, self.ownership, self.care)
         self.waiting = Waiting(ctx, state, self.control, self.settling)
-        self.claims = Claiming(ctx, state, self.ownership, self.settling)
+        self.claims = Claiming(ctx, state, self.ownership, self.settling, self.care)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
@@ -81,6 +83,8 @@ class Dispatcher:
             if shared is not None:
                 shared.join(ctx.run_id)
                 state.pool.share(shared, ctx.run_id)
+            if self.care is not None:
+                self.care.start(now, self.control.day_start(now))
             if not state.pool.senders:
                 state.stop(RunStatus.PAUSED, "the run has no senders: name them in the "
                            "campaign's `senders` and plan it again")

@@ -11,7 +11,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from scheduler.dispatch import outcomes, reconcile
+from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
+from scheduler.ledger.changes import AudienceCheck
 from scheduler.ledger.states import RunStatus
 from scheduler.timeutil import monotonic
 
@@ -19,9 +21,10 @@ from scheduler.timeutil import monotonic
 class Settling:
     """Settle, write and verify the outcomes of a run's sends (see the module)."""
 
-    def __init__(self, ctx: RunContext, state: RunState) -> None:
+    def __init__(self, ctx: RunContext, state: RunState, care: Care | None = None) -> None:
         self.ctx = ctx
         self.state = state
+        self.care = care
         self._next_progress = 0.0
 
     def settle_answers(self) -> None:
@@ -35,6 +38,8 @@ class Settling:
         settlement = outcomes.settle(batch, state.pool, self.ctx.options, self.ctx.setup.rng,
                                      now, events_received=self.ctx.setup.events_received)
         state.pending.append((settlement, now))
+        if self.care is not None and settlement.trouble:
+            self.care.on_answers(settlement.trouble, now)
         if settlement.verifying:
             state.verify_by(min(d for _id, d, _why in settlement.verifying))
         for entry in settlement.notes:
@@ -43,13 +48,28 @@ class Settling:
             state.stop(RunStatus.PAUSED, settlement.stop_reason, fatal=settlement.fatal)
 
     def claim_with_pending(self, claims: list[tuple[int, str]], now: datetime,
-                           worker: str | None) -> set[int]:
+                           worker: str | None, *,
+                           audience: AudienceCheck | None = None) -> set[int]:
         """Write the settled outcomes and claim ``claims`` in one transaction (committed
-        before any of the new sends goes out); the ids that moved."""
-        moved = self.ctx.store.write(self.state.pending, claims, now, worker=worker)
+        before any of the new sends goes out); the ids that moved. Senders on a warm-up
+        ramp are held to today's cap, counted in that transaction over every run."""
+        caps = self.care.claim_caps() if self.care is not None else None
+        moved = self.ctx.store.write(self.state.pending, claims, now, worker=worker,
+                                     caps=caps, audience=audience)
+        if caps:
+            self._at_cap([(i, s) for i, s in claims if s in caps and i not in moved], now)
         self.state.pending.clear()
         self.report_progress()
         return moved
+
+    def _at_cap(self, dropped: list[tuple[int, str]], now: datetime) -> None:
+        """Claims the ledger's count kept back: their senders reached today's cap."""
+        pool = self.state.pool
+        if pool is None or self.care is None:
+            return
+        for sender in {s for _i, s in dropped}:
+            _since, cap = self.care.claim_caps()[sender]
+            pool.senders[sender].pace.daily.set_count(now, cap)
 
     def flush(self) -> None:
         """Write the settled outcomes in a transaction of their own (nothing to claim)."""

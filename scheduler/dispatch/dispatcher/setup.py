@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from scheduler.dispatch.leases import Seat
 from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.shared_senders import SharedSenders
+from scheduler.sender_care import SenderCare
 from scheduler.timeutil import Clock, utcnow
 
 #: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
@@ -58,6 +59,9 @@ class RunSetup:
     seat: Seat | None = None
     #: The process's record of claims per sender, when it dispatches several runs at once.
     shared: SharedSenders | None = None
+    #: How the senders are looked after (profiles, warm-up, health): ``config.toml``'s
+    #: ``[senders]``; None: not at all (the senders are paced by the campaign alone).
+    care: SenderCare | None = None
 
 
 __all__ = ["CONTROL_EVERY_S", "RunSetup", "Timing"]
