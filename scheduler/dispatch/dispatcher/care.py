@@ -60,10 +60,22 @@ class Care:
         found.update(store.sender_profiles(plain, now, new_state=SenderStatus.HEALTHY)
                      if plain else {})
         self._profiles = found
+        self._reconnected_since(now)
         self._new_day(now, day_start)
         self._next_health = now + timedelta(seconds=HEALTH_EVERY_S)
         for profile in found.values():
             self._apply(profile, now, announce=profile.state in HELD_STATES)
+
+    def _reconnected_since(self, now: datetime) -> None:
+        """A sender a session status held (an earlier run saw it log out) whose session
+        has said ``connected`` since: free again (the run's own poll sees only the
+        statuses after its start)."""
+        for name, profile in list(self._profiles.items()):
+            if profile.state not in _SESSION_HOLDS.values():
+                continue
+            latest = self.ctx.store.session_statuses([name], profile.since).get(name)
+            if latest is not None and latest.status == "connected":
+                self.on_session(name, "connected", now)
 
     def _new_day(self, now: datetime, day_start: datetime) -> None:
         """Today's warm-up day and cap of every sender on a ramp. The day is advanced in
