@@ -13,10 +13,15 @@ numbers and redraws it as the clock moves (the countdown of a wait is live).
   senders (or that nothing can be sent), and the commands that reconnect it.
 - A sender reached its daily cap or plan limit: which, its cap, when it was reached and
   when it sends again (:func:`scheduler.dispatch.caps.describe`).
+- A sender held by its profile (``campaign senders``: paused, retired, logged out,
+  disconnected): why, and the command that brings it back; every sender held: the run
+  waits (the engine's ``senders_held``). A throttled sender: its share of the rate and
+  why. A sender warming up: its day and today's cap (the engine's ``warming`` sentence).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,7 +29,11 @@ from scheduler.dispatch.caps import describe as describe_caps
 from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.windows import SendWindow
 from scheduler.display import clock_time, local_time, span
+from scheduler.ledger.states import HELD_STATES, SenderStatus
 from scheduler.run_options import RunOptions
+
+#: Held states a reconnection ends (the rest need a person's ``senders resume``).
+_SESSION_HELD = (SenderStatus.LOGGED_OUT, SenderStatus.DISCONNECTED)
 
 
 @dataclass
@@ -35,6 +44,9 @@ class _Down:
     why: str
     at: datetime
     sticky: bool
+    #: The sender's profile state when its profile holds it (``paused``, ``retired``,
+    #: ``logged_out``, ``disconnected``): only a ``sender_up`` ends it.
+    held: str | None = None
 
 
 @dataclass
@@ -59,6 +71,12 @@ class BarState:
     retry_every_s: float = 60.0
     #: Senders at their daily cap or plan limit (the engine's ``sender_capped`` notes).
     capped: dict[str, CapWait] = field(default_factory=dict)
+    #: Throttled senders: (the share of their rate, why), from ``sender_throttled``.
+    throttled: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Senders on their warm-up ramp: the engine's sentence (``warming``).
+    warming: dict[str, str] = field(default_factory=dict)
+    #: Every sender is held (``senders_held``), until one is back (``sender_up``).
+    all_held: bool = False
 
     @classmethod
     def for_run(cls, options: RunOptions, *, channel: str = "whatsapp",
@@ -84,12 +102,24 @@ class BarState:
             self.verifying_until = entry.until
             self.verifying = _verifying_count(entry.what)
         elif entry.kind == "sender_down" and entry.sender:
-            sticky = "connection.status" in entry.what  # said once, until it reconnects
-            self.down[entry.sender] = _Down(entry.why or "not available", entry.at, sticky)
+            held = profile_hold(entry)
+            sticky = held is not None or "connection.status" in entry.what  # until back
+            self.down[entry.sender] = _Down(entry.why or "not available", entry.at, sticky,
+                                            held)
         elif entry.kind == "sender_up" and entry.sender:
             self.down.pop(entry.sender, None)
+            self.throttled.pop(entry.sender, None)
+            self.all_held = False
         elif entry.kind == "sender_capped" and entry.cap is not None:
             self.capped[entry.cap.sender] = entry.cap
+        elif entry.kind == "sender_throttled" and entry.sender:
+            share = re.search(r"throttled to (\d+%)", entry.what)
+            self.throttled[entry.sender] = (share.group(1) if share else "part",
+                                            entry.why or "its health score fell")
+        elif entry.kind == "warming" and entry.sender:
+            self.warming[entry.sender] = entry.what
+        elif entry.kind == "senders_held":
+            self.all_held = True
 
     def senders_down(self, now: datetime) -> list[str]:
         """Senders out of rotation now, in the campaign's order. One paused by a failed
@@ -99,6 +129,16 @@ class BarState:
                  if down.sticky or (now - down.at).total_seconds() <= 2 * self.retry_every_s}
         return [name for name in (*self.senders, *sorted(fresh - set(self.senders)))
                 if name in fresh]
+
+
+def profile_hold(entry: TimelineEntry) -> str | None:
+    """The profile state of a ``sender_down`` the sender's profile made (``sender s1
+    paused: <why>; no sends through it``), or None (a failed send, a session's status)."""
+    for state in HELD_STATES:
+        if entry.what.startswith(f"sender {entry.sender} {state}:") and \
+                entry.what.endswith("; no sends through it"):
+            return str(state)
+    return None
 
 
 def _verifying_count(what: str) -> int:
@@ -136,9 +176,45 @@ def _verifying_line(state: BarState, now: datetime) -> str | None:
 
 
 def _senders_line(state: BarState, now: datetime) -> str | None:
-    down = state.senders_down(now)
-    if not down:
-        return None
+    down = [name for name in state.senders_down(now) if state.down[name].held is None]
+    held = [name for name in state.senders_down(now) if state.down[name].held is not None]
+    if held and (state.all_held or len(held) >= max(len(state.senders), 1)):
+        return _all_held_line(state, held)
+    lines = [_held_line(state, name) for name in held]
+    if down:
+        lines.append(_not_connected_line(state, down))
+    return "\n".join(lines) if lines else None
+
+
+def _back_with(name: str, held: str) -> str:
+    if held in _SESSION_HELD:
+        return (f"reconnect it with `campaign sessions qr {name}` and scan the QR code "
+                "with its phone")
+    return f"resume it with `campaign senders resume {name} --reason TEXT`"
+
+
+def _held_line(state: BarState, name: str) -> str:
+    down = state.down[name]
+    assert down.held is not None
+    return (f"sender {name} {down.held} ({down.why}): its deliveries go to the other "
+            f"senders; {_back_with(name, down.held)}")
+
+
+def _all_held_line(state: BarState, held: list[str]) -> str:
+    causes = "; ".join(f"{name} {state.down[name].held}: {state.down[name].why}"
+                       for name in held)
+    people = [name for name in held if state.down[name].held not in _SESSION_HELD]
+    sessions = [name for name in held if name not in people]
+    todo = ([f"resume one with `campaign senders resume {people[0]} --reason TEXT`"]
+            if people else [])
+    todo += [f"reconnect {sessions[0]} with `campaign sessions qr {sessions[0]}` and scan "
+             "the QR code with its phone"] if sessions else []
+    said = " or ".join(todo)
+    return (f"nothing can be sent: every sender is held back ({causes}); the run waits. "
+            f"{said[:1].upper()}{said[1:]}")
+
+
+def _not_connected_line(state: BarState, down: list[str]) -> str:
     first = down[0]
     names = ", ".join(down)
     why = state.down[first].why
@@ -153,6 +229,21 @@ def _senders_line(state: BarState, now: datetime) -> str | None:
             f"with `campaign sessions qr {first}` and scan the QR code with its phone")
 
 
+def _throttled_line(state: BarState) -> str | None:
+    parts = [f"sender {name} throttled to {share} of its rate ({why})"
+             for name, (share, why) in state.throttled.items()
+             if name not in state.down]
+    if not parts:
+        return None
+    return ("; ".join(parts) + ": the other senders take a larger share; it speeds up "
+            "again step by step while its signals stay good")
+
+
+def _warming_line(state: BarState) -> str | None:
+    said = [what for name, what in state.warming.items() if name not in state.down]
+    return " · ".join(said) if said else None
+
+
 def _caps_line(state: BarState, now: datetime) -> str | None:
     lines = describe_caps(state.capped.values(), state.zone, now,
                           senders=len(state.senders) or 1)
@@ -162,8 +253,9 @@ def _caps_line(state: BarState, now: datetime) -> str | None:
 def waiting_line(state: BarState, now: datetime) -> str | None:
     """Why the run is not sending at full pace right now, and what to do; ``None`` when
     nothing holds it back. The most blocking reason first: the window, then a crash's
-    verification, then senders whose session is not connected, then senders at their
-    daily cap or plan limit."""
+    verification, then senders held or whose session is not connected, then senders at
+    their daily cap or plan limit, then throttled senders and senders warming up."""
     lines = [line for line in (_window_line(state, now), _verifying_line(state, now),
-                               _senders_line(state, now), _caps_line(state, now)) if line]
+                               _senders_line(state, now), _caps_line(state, now),
+                               _throttled_line(state), _warming_line(state)) if line]
     return "\n".join(lines) if lines else None

@@ -154,3 +154,76 @@ def test_a_sender_at_its_daily_cap_says_its_cap_when_reached_and_when_it_sends_a
     assert "sender loja-02 reached its daily cap of 1,000 at 09:16 -03:00; sends again" in \
         shown.replace("\n", " ")
     assert max(len(line) for line in shown.splitlines()) <= 80
+
+
+# ---------------------------------------------------------------------- sender care
+# The engine's sentences (scheduler/dispatch/dispatcher/care.py) as the bar receives them.
+
+OPT_OUTS = "opt-outs passed 3% of the day's sends (7 of 190)"
+
+
+def _held(name: str, state: str, why: str) -> TimelineEntry:
+    return TimelineEntry(EVENING, f"sender {name} {state}: {why}; no sends through it",
+                         kind="sender_down", sender=name, why=why)
+
+
+def test_a_sender_paused_by_its_profile_says_why_and_how_to_resume_it() -> None:
+    state = _state(window=None)
+    state.take(_held("loja-02", "paused", OPT_OUTS))
+    line = waiting_line(state, EVENING) or ""
+    assert line == (f"sender loja-02 paused ({OPT_OUTS}): its deliveries go to the other "
+                    "senders; resume it with `campaign senders resume loja-02 --reason TEXT`")
+    # held until it is back, however long (not a failed send's cool-off)
+    assert waiting_line(state, EVENING + timedelta(hours=5)) == line
+    state.take(TimelineEntry(EVENING, "sender loja-02 back in rotation (healthy: resumed)",
+                             kind="sender_up", sender="loja-02"))
+    assert waiting_line(state, EVENING) is None
+
+
+def test_a_failed_sends_pause_is_not_taken_for_a_profile_hold() -> None:
+    state = _state(window=None)
+    state.take(TimelineEntry(EVENING, "sender loja-02 paused: kept failing (timeout)",
+                             kind="sender_down", sender="loja-02", why="kept failing"))
+    assert (waiting_line(state, EVENING) or "").startswith("sender loja-02 not connected")
+    assert waiting_line(state, EVENING + timedelta(minutes=3)) is None  # its cool-off lapsed
+
+
+def test_every_sender_held_says_the_run_waits_and_what_to_do() -> None:
+    state = _state(window=None)
+    state.take(_held("loja-01", "logged_out", "its session is logged_out (connection.status)"))
+    assert "reconnect it with `campaign sessions qr loja-01`" in (
+        waiting_line(state, EVENING) or "")
+    state.take(_held("loja-02", "retired", "number given back"))
+    state.take(TimelineEntry(EVENING, "every sender is held back (…): the run waits; …",
+                             kind="senders_held"))
+    assert waiting_line(state, EVENING + timedelta(hours=1)) == (
+        "nothing can be sent: every sender is held back (loja-01 logged_out: its session is "
+        "logged_out (connection.status); loja-02 retired: number given back); the run "
+        "waits. Resume one with `campaign senders resume loja-02 --reason TEXT` or "
+        "reconnect loja-01 with `campaign sessions qr loja-01` and scan the QR code with "
+        "its phone")
+
+
+def test_a_throttled_sender_and_a_warming_one_are_said_until_they_change() -> None:
+    state = _state(window=None)
+    state.take(TimelineEntry(EVENING, "loja-01 warming: day 3 of 8, 65 today",
+                             kind="warming", sender="loja-01"))
+    state.take(TimelineEntry(EVENING, "sender loja-02 throttled to 50% of its rate: 429s "
+                             "(12 in the window)", kind="sender_throttled", sender="loja-02",
+                             why="429s (12 in the window)"))
+    assert waiting_line(state, EVENING) == (
+        "sender loja-02 throttled to 50% of its rate (429s (12 in the window)): the other "
+        "senders take a larger share; it speeds up again step by step while its signals "
+        "stay good\nloja-01 warming: day 3 of 8, 65 today")
+    state.take(TimelineEntry(EVENING, "sender loja-02 back to full speed", kind="sender_up",
+                             sender="loja-02"))
+    assert waiting_line(state, EVENING) == "loja-01 warming: day 3 of 8, 65 today"
+    console = Console(record=True, width=80, force_terminal=False, color_system=None)
+    bar = RunProgress(console, 100, 0, state=state, clock=lambda: EVENING)
+    bar.note(_held("loja-02", "paused", OPT_OUTS), ZONE)
+    console.print(bar.progress)
+    shown = console.export_text()
+    flat = " ".join(line.strip() for line in shown.splitlines())
+    assert f"-03:00 sender loja-02 paused: {OPT_OUTS}; no sends through it" in flat
+    assert "resume it with `campaign senders resume loja-02 --reason TEXT`" in flat
+    assert max(len(line) for line in shown.splitlines()) <= 80
