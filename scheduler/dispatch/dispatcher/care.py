@@ -5,11 +5,12 @@ has a warm-up ramp, else ``healthy``), its warm-up day for today (advanced once 
 sent while healthy; day 1 again after an idle spell) and, while on the ramp, today's cap,
 counted over every run and worker in the claim's transaction. At each control poll the
 profiles are read again, so a person's pause, resume or retire (``campaign senders``) and
-another worker's verdicts take effect within half a second. Every
-:data:`HEALTH_EVERY_S` the service's signals are scored (:mod:`scheduler.dispatch.health`)
-and a sender is throttled, paused or restored, with the reason in its history and on the
-timeline. A session's ``connection.status`` disconnected or logged out holds its sender
-until it connects again. Without a ``SenderCare`` in the setup none of this happens.
+another worker's verdicts take effect within half a second. Every :data:`HEALTH_EVERY_S`
+(and :data:`TROUBLE_JUDGED_AFTER_S` after a 429 or a server error) the service's signals
+are scored (:mod:`scheduler.dispatch.health`) and a sender is throttled, paused or
+restored, with the reason in its history and on the timeline. A session's
+``connection.status`` disconnected or logged out holds its sender until it connects
+again. Without a ``SenderCare`` in the setup none of this happens.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from scheduler.sender_care import SenderCare, WarmupProfile
 
 #: How often (seconds of the run's clock) the senders' health is judged.
 HEALTH_EVERY_S = 60.0
+#: How soon it is judged after new trouble (a 429, a server error): soon, not at once, so
+#: one judgement sees a burst whole.
+TROUBLE_JUDGED_AFTER_S = 5.0
 #: Session statuses that hold a sender, and its state while they last.
 _SESSION_HOLDS = {"logged_out": SenderStatus.LOGGED_OUT,
                   "disconnected": SenderStatus.DISCONNECTED}
@@ -153,8 +157,12 @@ class Care:
         self._say_if_all_held(now)
 
     def on_answers(self, trouble: list[tuple[str, str]], now: datetime) -> None:
-        """429s and server errors of the latest answers: (sender, signal) each."""
+        """429s and server errors of the latest answers: (sender, signal) each; the health
+        is judged soon after (:data:`TROUBLE_JUDGED_AFTER_S`)."""
         self.trouble.extend((now, sender, signal) for sender, signal in trouble)
+        soon = now + timedelta(seconds=TROUBLE_JUDGED_AFTER_S)
+        if trouble and (self._next_health is None or soon < self._next_health):
+            self._next_health = soon
 
     def on_session(self, name: str, status: str, now: datetime) -> None:
         """A session's ``connection.status``: logged out holds its sender; connected frees
