@@ -282,6 +282,11 @@ def plan_report(path: Path, start_text: str | None, *,
         rate, jitter = 1 / interval if interval > 0 else math.inf, (0.0, 0.0)
     timed = counts if bulk is None or channel.has_calls else \
         pc.effective_counts(counts, deliveries, bulk.total)
+    from scheduler.app.plan_warmup import plan_ramps
+    from scheduler.dispatch.warmup_eta import ramp_caps
+
+    ramps = plan_ramps(campaign.path, senders, start=start, tz=options.zone,
+                       normal_cap=options.daily_cap)
     estimate = estimate_finish(
         timed,
         start=start,
@@ -292,6 +297,8 @@ def plan_report(path: Path, start_text: str | None, *,
         quotas=quotas,
         tz=options.zone,
         extra_delay_s=sum(options.step_delays_s) + (call_s if channel.has_calls else 0.0),
+        day_caps=[ramp_caps(r.profile, r.day, options.daily_cap) if (r := ramps.get(s))
+                  else None for s in senders],
     )
     latest = options.latest_for(start)
     report = {
@@ -334,6 +341,7 @@ def plan_report(path: Path, start_text: str | None, *,
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
         "audience": spec.audience.model_dump(),
+        "warmup": [r.as_dict() | {"line": r.line()} for r in ramps.values()],
         "errors": [issue.as_dict() for issue in issues],
     }
     if stats.labels is not None:

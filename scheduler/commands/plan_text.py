@@ -51,6 +51,16 @@ def audience_line(audience: dict[str, Any] | None) -> str | None:
     return f"audience: {'; '.join(parts)}" if parts else None
 
 
+def warmup_lines(warming: list[dict[str, Any]] | None) -> list[str]:
+    """One line per sender on its warm-up ramp (``s1 warming: day 3 of 8, 65 today``) and
+    what the estimate assumes of them."""
+    if not warming:
+        return []
+    return [*(w["line"] for w in warming),
+            "  the estimate caps each warming sender day by day, one step up its ramp",
+            "  per day it sends, as if it stayed healthy ([senders] in config.toml)"]
+
+
 def print_plan(console: Console, report: dict[str, Any]) -> None:
     """The human form of a plan report; every line within 80 columns, nothing cut."""
     channel, zone = report["channel"], report["timezone"]
@@ -80,6 +90,8 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
             _at(s["finish"], zone),
         )
     console.print(senders)
+    for line in warmup_lines(report.get("warmup")):
+        console.print(line, highlight=False, markup=False)
     for line in label_lines(report.get("label_filter")):
         console.print(line, highlight=False, markup=False)
     for line in totals_lines(report):

@@ -14,13 +14,15 @@ Semantics, shared by the dispatcher and ``campaign plan``:
 - **daily cap** counts sends per local day of the campaign's time zone.
 - **plan limit** (the service's quota from ``GET /api/v1/limits/{sessionId}``) counts sends
   until ``resets_at`` and then per period of a day.
+- **warm-up**: a sender on its ramp has a cap per day that grows with each local day on
+  which it sent (:data:`DayCaps`, from :mod:`scheduler.dispatch.warmup_eta`).
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
 
@@ -166,6 +168,15 @@ class Quota:
     resets_at: datetime | None = None
 
 
+#: A sender's daily cap by day with sends: ``caps(n)`` is the cap of the local day after
+#: ``n`` earlier days on which it sent (0: the first day), None for no cap (warm-up).
+DayCaps = Callable[[int], int | None]
+
+
+def _limit(cap: int | None) -> float:
+    return math.inf if cap is None else cap
+
+
 @dataclass
 class _Budget:
     limit: float
@@ -173,10 +184,17 @@ class _Budget:
     reset_at: datetime
     period: timedelta | None  # None: the next local midnight of tz
     tz: tzinfo
+    #: A daily budget whose cap grows with each day on which the sender sent (warm-up).
+    caps: DayCaps | None = None
+    sent_days: int = 0
 
     def roll(self, at: datetime) -> None:
-        """Start the periods that began by ``at`` (usage back to zero)."""
+        """Start the periods that began by ``at`` (usage back to zero; a warm-up budget
+        moves to its next day's cap after a day with sends)."""
         while at >= self.reset_at:
+            if self.caps is not None and self.used > 0:
+                self.sent_days += 1
+                self.limit = _limit(self.caps(self.sent_days))
             self.used = 0
             if self.period is None:
                 self.reset_at = next_local_midnight(self.reset_at, self.tz)
@@ -213,16 +231,18 @@ def sender_finish(
     quota: Quota | None = None,
     tz: tzinfo = UTC,
     max_days: int = 3660,
+    day_caps: DayCaps | None = None,
 ) -> datetime:
-    """When one sender's ``count``-th send happens, sending every ``interval_s`` seconds."""
+    """When one sender's ``count``-th send happens, sending every ``interval_s`` seconds.
+
+    ``day_caps`` (warm-up) replaces ``daily_cap``: the cap of each local day, growing with
+    each day on which the sender sent (a day it could not send, its window closed, does not
+    move the ramp)."""
     if count <= 0:
         return start
     at = start.astimezone(UTC)
-    budgets = [
-        _Budget(
-            math.inf if daily_cap is None else daily_cap, 0, next_local_midnight(at, tz), None, tz
-        )
-    ]
+    first = _limit(day_caps(0) if day_caps is not None else daily_cap)
+    budgets = [_Budget(first, 0, next_local_midnight(at, tz), None, tz, caps=day_caps)]
     if quota is not None and quota.limit is not None:
         reset = quota.resets_at.astimezone(UTC) if quota.resets_at else next_local_midnight(at, tz)
         budgets.append(_Budget(quota.limit, quota.used, reset, timedelta(days=1), tz))
@@ -265,17 +285,20 @@ def estimate_finish(
     quotas: Sequence[Quota | None] | None = None,
     tz: tzinfo = UTC,
     extra_delay_s: float = 0.0,
+    day_caps: Sequence[DayCaps | None] | None = None,
 ) -> Estimate:
     """Estimated finish of ``counts[i]`` deliveries on sender ``i``, senders in parallel.
 
-    Uses the mean interval (rate and jitter mean), the window, the daily cap and each
-    sender's plan quota; ``extra_delay_s`` (the steps' delays) is added to the last finish.
+    Uses the mean interval (rate and jitter mean), the window, the daily cap (or sender
+    ``i``'s warm-up caps ``day_caps[i]``, when given) and each sender's plan quota;
+    ``extra_delay_s`` (the steps' delays) is added to the last finish.
     """
     _ts(start)
     interval = mean_interval(rate, jitter)
     per_sender: list[datetime | None] = []
     for index, count in enumerate(counts):
         quota = quotas[index] if quotas and index < len(quotas) else None
+        ramp = day_caps[index] if day_caps and index < len(day_caps) else None
         per_sender.append(
             sender_finish(
                 count,
@@ -285,6 +308,7 @@ def estimate_finish(
                 daily_cap=daily_cap,
                 quota=quota,
                 tz=tz,
+                day_caps=ramp,
             )
             if count
             else None

@@ -1,0 +1,61 @@
+"""Where each sender of a campaign is on its warm-up ramp when the plan starts.
+
+``campaign plan`` asks this only when the project's ``config.toml`` turns warm-up on for a
+sender of the campaign (``[senders] warmup`` or ``[senders.warmup_of]``): then it reads the
+senders' profiles (``warm_day``) and latest sends from the project's ledger, as the engine
+will when the run starts. A sender with no profile yet starts on day 1.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, tzinfo
+from pathlib import Path
+
+from scheduler.config import Settings, load_settings
+from scheduler.dispatch.warmup_eta import RampStart, day_at, ramp_start
+from scheduler.ledger import access
+from scheduler.ledger.queries import sender_health as shq
+from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.states import SenderStatus
+from scheduler.sender_care import WarmupProfile
+
+
+def warming_senders(settings: Settings, senders: list[str], *, start: datetime,
+                    tz: tzinfo, normal_cap: int | None) -> list[RampStart]:
+    """The senders still on their ramp at ``start`` (in ``senders``' order), each with its
+    day and that day's cap; empty, without opening the ledger, when none has a ramp."""
+    ramps: dict[str, WarmupProfile] = {}
+    for sender in senders:
+        ramp = settings.senders.ramp_of(sender)
+        if ramp is not None:
+            ramps[sender] = ramp
+    if not ramps:
+        return []
+    from scheduler.app.wiring import ledger_from_settings
+
+    ledger = ledger_from_settings(settings)
+    with access.read(ledger.engine, "read the senders' warm-up days") as conn:
+        profiles = spq.profiles(conn, list(ramps))
+        last = shq.last_sends(conn, list(ramps))
+    found = []
+    for sender, ramp in ramps.items():
+        row = profiles.get(sender)
+        day = 1 if row is None else day_at(
+            ramp, warm_day=row.warm_day, warm_day_date=row.warm_day_date,
+            last_sent_at=last.get(sender), at=start, tz=tz,
+            healthy=row.state in (SenderStatus.WARMING, SenderStatus.HEALTHY))
+        entry = ramp_start(sender, ramp, day, normal_cap)
+        if entry is not None:
+            found.append(entry)
+    return found
+
+
+def plan_ramps(campaign_path: Path, senders: list[str], *, start: datetime, tz: tzinfo,
+               normal_cap: int | None) -> dict[str, RampStart]:
+    """:func:`warming_senders` of the project holding ``campaign_path``, by sender."""
+    settings = load_settings(near=campaign_path)
+    return {r.sender: r for r in warming_senders(settings, senders, start=start, tz=tz,
+                                                 normal_cap=normal_cap)}
+
+
+__all__ = ["plan_ramps", "warming_senders"]
