@@ -279,6 +279,10 @@ def status_command(
     row = _run_row(ledger, run, settings.retry_horizon())
     unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), [run]).get(run.id or 0)
     row["unserved"] = unserved.model_dump() if unserved else None  # nobody will send it
+    from scheduler.app.run_senders import status_senders
+
+    row["senders"], sender_text = status_senders(  # state, why, what to do (the ledger's)
+        ledger, run, settings.senders, row["counts"], utcnow(), width=console.width - 2)
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         return
@@ -313,6 +317,8 @@ def status_command(
         per_s = f", {rate['per_s']:,.2f}/s" if rate["per_s"] is not None else ""
         console.print(f"  worker {rate['worker']}: {rate['sent']:,} sent{per_s}",
                       highlight=False)
+    for line in sender_text:
+        console.print(f"  {line}", highlight=False, markup=False)
 
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

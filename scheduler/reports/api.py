@@ -19,7 +19,7 @@ import pandas as pd
 from scheduler.ledger.access import Connection, Engine, read, snapshot
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import reports as rq
-from scheduler.reports import charts, details, source, summary
+from scheduler.reports import charts, details, senders, source, summary
 from scheduler.reports.channels import CHANNEL_SECTIONS
 from scheduler.reports.columns import (
     Column,
@@ -196,6 +196,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         for run in runs for minutes in [rq.send_minutes(conn, run.id)])  # fmt: skip
     errors = summary.errors_table(rq.error_groups(conn, ids), runs, groups)
     variables = _variables(conn, runs)
+    sender_sheet = senders.read_senders(conn, runs)
     tables = [
         _recipients(conn, runs, variables, scan),
         *_other_tables(conn, runs, variables, optouts),
@@ -220,6 +221,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         _sheet, sections = writer.summary(summ)
         parts = [part for table in tables for part in writer.row_table(table)]
         writer.errors(errors)
+        sender_rows = senders.write_senders(writer, sender_sheet)
         writer.charts(summ, sections, writer.hourly(hourly, zone), zone)
         styles = writer.close()
         streamed = []
@@ -233,6 +235,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
     rows = {table.name: sum(written.get(p.sheet, 0) for p in parts if p.table is table)
             for table in tables}  # fmt: skip
     rows["Errors"] = len(errors)
+    rows[senders.SHEET] = sender_rows
     return rows, pngs
 
 

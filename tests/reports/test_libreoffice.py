@@ -13,16 +13,20 @@ import csv
 import re
 import zipfile
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+from scheduler.ledger import access
 from scheduler.ledger.db import open_ledger
+from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import ChangeSource, SenderStatus
 from scheduler.reports import ReportResult, write_report
 from tests.databases import LedgerUrls
-from tests.factories import FakeClock
+from tests.factories import T0, FakeClock
 from tests.reports.render import Rendered, render
 from tests.reports.support import DEMO_HOURS, DEMO_PEOPLE, Scenario, make_demo_like_run
 
@@ -30,6 +34,7 @@ DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}(:\d{2})?$")
 SERIAL = re.compile(r"^\d{5}(\.\d+)?$")
 HOURS = [f"2026-11-23 {9 + h:02d}:00" for h in range(DEMO_HOURS)]  # 12:00 UTC = 09:00 local
 BLUE = (0x2F, 0x6D, 0xB5)
+PAUSED_WHY = "opt-outs passed 3% of the day's sends"
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +45,9 @@ def built(tmp_path_factory: pytest.TempPathFactory, ledger_urls: LedgerUrls
     clock = FakeClock()
     engine = open_ledger(ledger_urls.new(folder, lasting=True))
     scenario = make_demo_like_run(Ledger(engine, clock=clock), clock)
+    with access.transaction(engine) as conn:  # demo-02 paused three hours into the run
+        spq.change_state(conn, "demo-02", SenderStatus.PAUSED, PAUSED_WHY,
+                         ChangeSource.OPERATOR, T0 + timedelta(hours=3), score=41.5)
     report = write_report(engine, [scenario.run_id], output=folder / "out")
     engine.dispose()
     yield scenario, report, render(report.path, folder / "rendered")
@@ -122,8 +130,30 @@ def test_both_charts_on_pages_of_their_own(rendered: Rendered, tmp_path: Path,
 
 def test_the_report_prints_in_a_few_pages(rendered: Rendered) -> None:
     every_sheet = ["Summary", "Charts", "Recipients", "Replies", "Opt-outs", "Errors",
-                   "Sends per hour"]  # fmt: skip
+                   "Senders", "Sends per hour"]  # fmt: skip
     counts = {sheet: len(rendered.pages_of(sheet)) for sheet in every_sheet}
     assert sum(counts.values()) == len(rendered.pages)  # every page says its sheet
     assert counts["Recipients"] <= 6, counts  # 232 rows, every column on one page wide
-    assert len(rendered.pages) <= 13, counts
+    assert counts["Senders"] == 1, counts
+    assert len(rendered.pages) <= 14, counts
+
+
+def test_the_senders_sheet_shows_states_and_changes(rendered: Rendered) -> None:
+    rows = sheet_rows(rendered, "Senders")
+    head = rows[0]
+    assert head[:5] == ["Run", "Sender", "State now", "Since", "Reason"]
+    table = rows[1:rows.index([""] * len(head))]
+    by_sender = {row[1]: dict(zip(head, row, strict=True)) for row in table}
+    paused = by_sender["demo-02"]
+    assert (paused["State now"], paused["Since"], paused["Reason"], paused["Score"]) == (
+        "paused", "2026-11-23 12:00:00", PAUSED_WHY, "41.5")  # 15:00 UTC, São Paulo's time
+    assert (paused["Sent (this run)"], paused["Failed"], paused["Replies"]) == ("114", "2", "9")
+    assert paused["State changes in the run"] == "2"  # made (warming), then paused
+    assert by_sender["demo-01"]["State now"] == "no profile yet"
+    changes = rows[rows.index(["State changes while the run lasted"] +
+                              [""] * (len(head) - 1)) + 1:]
+    assert changes[0][:8] == ["Run", "Sender", "To", "At", "Reason", "Score", "From", "By"]
+    assert ["paused", "2026-11-23 12:00:00", PAUSED_WHY, "41.5", "warming", "a person"] in \
+        [row[2:8] for row in changes[1:]]
+    page = rendered.words(rendered.pages_of("Senders")[0])
+    assert "demo-02" in page and "paused" in page and PAUSED_WHY in page

@@ -19,8 +19,11 @@ from tests.databases import LedgerUrls
 from tests.factories import FakeClock
 from tests.reports.support import FORMULA, REPLY, Scenario, make_whatsapp_run
 
-SHEETS = ["Summary", "Charts", "Recipients", "Replies", "Opt-outs", "Errors", "Sends per hour"]
-LISTS = SHEETS[2:]  # the row tables: a header row, frozen and filtered
+SHEETS = ["Summary", "Charts", "Recipients", "Replies", "Opt-outs", "Errors", "Senders",
+          "Sends per hour"]
+#: The row tables: a header row, frozen and filtered (Senders filters its first table only:
+#: the state changes follow it, tests/senders/test_run_senders.py)
+LISTS = [name for name in SHEETS[2:] if name != "Senders"]
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +80,9 @@ def test_files_and_sheets(report: ReportResult, book: Any, whatsapp_run: Scenari
         p.name for p in report.paths
     )  # no temporary file left behind
     assert book.sheetnames == SHEETS
-    assert report.rows == {"Recipients": 20, "Replies": 3, "Opt-outs": 2, "Errors": 2}
+    assert report.rows == {"Recipients": 20, "Replies": 3, "Opt-outs": 2, "Errors": 2,
+                           "Senders": len(whatsapp_run.ledger.options(
+                               whatsapp_run.ledger.get_run(whatsapp_run.run_id)).senders)}
 
 
 def test_summary_totals_match_the_ledger(book: Any, whatsapp_run: Scenario) -> None:
