@@ -40,7 +40,8 @@ def report_command(
         show_default=False,
     ),
 ) -> None:
-    """Write the spreadsheet report of runs: Summary, Recipients, Replies, Errors, Opt-outs."""
+    """Write the spreadsheet report of runs: Summary, Recipients, Replies, Errors, Opt-outs,
+    Senders."""
     from scheduler.config import load_settings
     from scheduler.ledger.db import open_ledger
     from scheduler.reports import campaign_runs, write_report

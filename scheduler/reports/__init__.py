@@ -8,8 +8,10 @@
   Charts (sends per hour, the funnel and each channel section, a printed page each),
   Recipients (one row per delivery, with the CSV's
   own columns and the channel's: SMS segments, encoding, cost, error code; voice answered,
-  talk time, digits, cause in words), Replies, Opt-outs, Errors (grouped by message) and
-  Sends per hour; plus the charts as PNG files beside the workbook
+  talk time, digits, cause in words), Replies, Opt-outs, Errors (grouped by message),
+  Senders (each sender's state now, why, score and speed, its sends, failures, opt-outs
+  and replies in the run, and its state changes while the run lasted) and Sends per hour;
+  plus the charts as PNG files beside the workbook
   (``-sends-per-hour``, ``-funnel``, ``-sms-delivery``, ``-voice-outcomes``);
 - **csv**: the Recipients table, UTF-8 with a BOM.
 
