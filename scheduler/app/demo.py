@@ -157,6 +157,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
     from scheduler.app.demo_calls import calls_part
     from scheduler.app.demo_channels import SANDBOX_SETTINGS, channel_tour
+    from scheduler.app.demo_health import health_part
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run
     from scheduler.app.wiring import ledger_from_settings, service_target
@@ -185,6 +186,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         _report(ledger, run_id, settings, console)
         channel_tour(settings, ledger, target, root, console, first=5)
         calls_part(settings, ledger, target, root, console, number=7)
+        health_part(settings, ledger, target, root, console, number=8)
     console.print(f"demo finished in {seconds_since(started):.1f} s")
 
 

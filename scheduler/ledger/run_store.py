@@ -305,10 +305,11 @@ def _audience(conn: Connection, claims: Sequence[tuple[int, str]], rules: Audien
 def _within_caps(conn: Connection, claims: Sequence[tuple[int, str]],
                  caps: Mapping[str, tuple[datetime, int]]) -> list[tuple[int, str]]:
     """The claims that keep each capped sender within its cap, counted in this transaction
-    (the claim's lock serialises writers: SQLite's one writer, PostgreSQL's fence)."""
+    with the sender held (:func:`~scheduler.ledger.queries.sender_health.hold_senders`)."""
     capped = {s for _i, s in claims if s in caps}
     if not capped:
         return list(claims)
+    shq.hold_senders(conn, capped)
     left: dict[str, int] = {}
     for sender in capped:
         since, cap = caps[sender]

@@ -72,7 +72,8 @@ def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path)
     assert "embedded sandbox" in out.stdout
     sms = _part(out.stdout, "5. SMS campaign", "6. Voice campaign")
     voice = _part(out.stdout, "6. Voice campaign", "7. WhatsApp calls")
-    calls = _part(out.stdout, "7. WhatsApp calls", "demo finished")
+    calls = _part(out.stdout, "7. WhatsApp calls", "8. Keeping numbers healthy")
+    health = " ".join(_part(out.stdout, "8. Keeping numbers healthy", "demo finished").split())
     # the four who read the same offer share one bulk request; each coupon is a text apart
     assert "6 recipients, 3 requests" in sms
     assert "sms/bulk → 4 numbers" in sms and sms.count("sms/send → ") == 2
@@ -91,6 +92,12 @@ def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path)
     assert set(placed) == CALL_NUMBERS
     assert set(placed.values()) <= {"demo-01", "demo-02"}
     assert re.search(r"ringing → connected → ended \(hangup\), \d+\.\d s, recorded", calls)
+    # the sender in trouble: slowed, then held once its session logged out; none after
+    assert "demo-03: new → healthy → throttled (score" in health
+    assert "logged_out (its session is logged_out (connection.status))" in health
+    assert "sends through demo-03 after its logout (the sandbox's record): 0" in health
+    sent = dict(re.findall(r"(demo-0\d) (\d+)", health.split("sent: ")[1].split("demo-03:")[0]))
+    assert int(sent["demo-03"]) == 12 and int(sent["demo-01"]) + int(sent["demo-02"]) > 150
     shown = out.stdout[out.stdout.index("5. SMS campaign"):out.stdout.index("demo finished")]
     assert max(len(line) for line in shown.splitlines()) <= 80
     # the report's Summary counts what `campaign plan` planned (scheduler.ledger.funnel)
@@ -146,7 +153,10 @@ def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, 
             cause = cause_text(call["cause"], call["causeDescription"])
             assert voice[number] == f"not answered ({cause})"
     # the WhatsApp calls went to the service, each said as the service decided it
-    calls = _part(out.stdout, "7. WhatsApp calls", "demo finished")
+    calls = _part(out.stdout, "7. WhatsApp calls", "8. Keeping numbers healthy")
+    # a sender's trouble cannot be staged on a real service: the part says so
+    assert "campaigns/demo_health.toml needs the sandbox to stage a sender's trouble: " \
+        "part skipped" in _part(out.stdout, "8. Keeping numbers healthy", "demo finished")
     outgoing = service.http.get("/sandbox/calls/outgoing").json()["calls"]
     assert {c["to"].split("@")[0] for c in outgoing} == CALL_NUMBERS
     for call in outgoing:

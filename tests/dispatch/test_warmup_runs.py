@@ -48,7 +48,7 @@ async def test_two_campaigns_sharing_a_new_number_never_pass_its_warm_up_caps_to
     assert [r.status for r in results] == [RunStatus.COMPLETED, RunStatus.COMPLETED]
     per_day = _sends_per_day(ledger, "s1")
     caps = [cap_for_day(DEFAULT_PROFILE, day, 1000) for day in range(1, len(per_day) + 1)]
-    assert list(per_day.values()) == caps[:-1] + [1400 - sum(caps[:-1])]
+    assert list(per_day.values()) == [*caps[:-1], 1400 - sum(caps[:-1])]
     assert list(per_day.values())[:4] == [20, 36, 65, 117]  # both runs sent, summed
     assert len(per_day) <= 10 and sum(per_day.values()) == 1400
     said = [e.what for d in runs for e in d.timeline if e.kind == "warming"]

@@ -1,0 +1,94 @@
+"""The demo's sender-care part: a sender in trouble mid-run, and what the engine did.
+
+``campaigns/demo_health.toml`` sends one text to the demo's 200 customers through three
+sessions. On the embedded sandbox, ``demo-03`` is made to hit a rate-limit storm after a
+few sends and to be logged out a little later (the sandbox's "Senders in trouble"
+settings); the run goes on through the other two. The part prints each sender's sends,
+``demo-03``'s state changes as its history keeps them (throttled by its health score,
+held when its session logged out), and how many sends went through it after the logout,
+from the sandbox's own record. Against a real service the trouble cannot be staged: the
+part is skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+
+import httpx
+from rich.console import Console
+
+from scheduler.app.demo_channels import run_quietly, say
+from scheduler.app.wiring import ServiceTarget
+from scheduler.config import Settings
+from scheduler.ledger import access
+from scheduler.ledger.queries import sender_health as shq
+from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.runs import Ledger
+
+#: The campaign of this part, and the sender that gets into trouble.
+CAMPAIGN, TROUBLED = "campaigns/demo_health.toml", "demo-03"
+#: What the sandbox does to it: 429s for 8 s after its 8th send, logged out at its 12th.
+TROUBLE = {"rate_limit_storm": {TROUBLED: {"after_sends": 8, "for_s": 8,
+                                           "retry_after_s": 1}},
+           "logout_after": {TROUBLED: {"sends": 12}}}
+
+
+def health_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
+                console: Console, *, number: int) -> int | None:
+    """Run the sender-care demo as part ``number``; its run id (None when skipped)."""
+    from scheduler.app.planning import plan_run
+    from scheduler.timeutil import utcnow
+
+    console.print(f"[bold]{number}. Keeping numbers healthy: {CAMPAIGN}[/]", highlight=False)
+    path = root / CAMPAIGN
+    if not path.is_file() or not target.is_sandbox:
+        why = "not found" if not path.is_file() else \
+            "needs the sandbox to stage a sender's trouble"
+        say(console, [f"{CAMPAIGN} {why}: part skipped"])
+        return None
+    _stage(target.base_url, TROUBLE)
+    try:
+        run_id = plan_run(ledger, path, start_at=utcnow(), target=target.ledger_value)
+        run = ledger.get_run(run_id)
+        say(console, [f"run {run_id}: {run.planned_count} texts from demo-01, demo-02 and "
+                      f"{TROUBLED}; the sandbox storms {TROUBLED} with 429s after 8 sends "
+                      "and logs it out at its 12th"])
+        started = utcnow()
+        run_quietly(settings, ledger, run, target, console)
+        say(console, _lines(ledger, run_id, started, target.base_url))
+    finally:
+        _stage(target.base_url, {"rate_limit_storm": {}, "logout_after": {}})
+    return run_id
+
+
+def _stage(base_url: str, rules: Mapping[str, object]) -> None:
+    with httpx.Client(base_url=base_url, timeout=10.0) as http:
+        http.post("/sandbox/faults", json=rules).raise_for_status()
+
+
+def _lines(ledger: Ledger, run_id: int, since: datetime, base_url: str) -> list[str]:
+    with access.snapshot(ledger.engine, "read the demo's senders") as conn:
+        per_sender = {s: n for s, n in shq.sends_by_sender(conn, run_id).items() if s}
+        changes = [c for c in reversed(spq.history(conn, TROUBLED)) if c.at >= since]
+    # the first reason of each state (a score's reason is updated while the state holds)
+    changes = [c for i, c in enumerate(changes) if i == 0 or c.to_state != changes[i - 1].to_state]
+    lines = ["sent: " + ", ".join(f"{name} {n}" for name, n in sorted(per_sender.items()))]
+    path = " → ".join([changes[0].from_state or "new"] + [
+        f"{c.to_state} ({c.reason})" if c.reason else c.to_state for c in changes]) \
+        if changes else "no change"
+    lines.append(f"{TROUBLED}: {path}")
+    with httpx.Client(base_url=base_url, timeout=10.0) as http:
+        trouble = http.get("/sandbox/trouble", params={"session_id": TROUBLED}).json()
+        sends = http.get("/sandbox/sends", params={"session_id": TROUBLED}).json()
+    report = trouble.get(TROUBLED, trouble) if isinstance(trouble, dict) else {}
+    out_at = report.get("loggedOutAt") if isinstance(report, dict) else None
+    if out_at:
+        after = [s for s in sends if s.get("at", "") > out_at]
+        lines.append(f"sends through {TROUBLED} after its logout (the sandbox's record): "
+                     f"{len(after)}; its rows went to the other two")
+    return lines
+
+
+__all__ = ["CAMPAIGN", "health_part"]
