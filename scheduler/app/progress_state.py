@@ -132,13 +132,9 @@ class BarState:
 
 
 def profile_hold(entry: TimelineEntry) -> str | None:
-    """The profile state of a ``sender_down`` the sender's profile made (``sender s1
-    paused: <why>; no sends through it``), or None (a failed send, a session's status)."""
-    for state in HELD_STATES:
-        if entry.what.startswith(f"sender {entry.sender} {state}:") and \
-                entry.what.endswith("; no sends through it"):
-            return str(state)
-    return None
+    """The profile state of a ``sender_down`` the sender's profile made (the engine's
+    sender care says it in ``entry.state``), or None (a failed send, a session's status)."""
+    return entry.state if entry.state in HELD_STATES else None
 
 
 def _verifying_count(what: str) -> int:

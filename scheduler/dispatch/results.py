@@ -27,6 +27,9 @@ class TimelineEntry:
     until: datetime | None = None
     why: str | None = None
     cap: CapWait | None = None
+    #: The sender's profile state, when sender care made the entry (``sender_down`` of a
+    #: held sender: paused, retired, logged_out, disconnected).
+    state: str | None = None
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,7 @@ OPT_OUTS = "opt-outs passed 3% of the day's sends (7 of 190)"
 
 def _held(name: str, state: str, why: str) -> TimelineEntry:
     return TimelineEntry(EVENING, f"sender {name} {state}: {why}; no sends through it",
-                         kind="sender_down", sender=name, why=why)
+                         kind="sender_down", sender=name, why=why, state=state)
 
 
 def test_a_sender_paused_by_its_profile_says_why_and_how_to_resume_it() -> None:

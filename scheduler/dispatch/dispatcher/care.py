@@ -242,7 +242,8 @@ class Care:
         if held and was_held != sender.held_reason:
             self.state.note(now, f"sender {profile.sender} {profile.state}: "
                             f"{profile.reason or 'no reason given'}; no sends through it",
-                            kind="sender_down", sender=profile.sender, why=profile.reason)
+                            kind="sender_down", sender=profile.sender, why=profile.reason,
+                            state=str(profile.state))
             self._all_held_noted = False
         elif not held and was_held is not None:
             self.state.note(now, f"sender {profile.sender} back in rotation "
