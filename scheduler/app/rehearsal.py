@@ -20,6 +20,7 @@ from rich.table import Table
 
 from scheduler.app.lookups import rehearsal_connections
 from scheduler.app.planning import plan_run
+from scheduler.app.sender_seed import project_profiles, seed_profiles
 from scheduler.app.stores import run_store
 from scheduler.app.wiring import ensure_senders, service_target
 from scheduler.dispatch.dispatcher import RunSetup, Timing
@@ -78,11 +79,12 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                         await rehearsal_connections(client, campaign, senders)
                         await ensure_senders(client, target, senders)
                     assert run.id is not None
-                    # the project's [senders] (warm-up and health) apply as in a real run;
-                    # every sender starts as new in this throw-away ledger
+                    # the project's [senders] (warm-up and health) apply as in a real run,
+                    # each sender starting where the project's ledger has it
+                    project = load_settings(near=path)
+                    seed_profiles(engine, project_profiles(project, senders), start)
                     setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
-                                     rng=random.Random(seed),
-                                     care=load_settings(near=path).senders)
+                                     rng=random.Random(seed), care=project.senders)
                     result = await dispatch(run_store(ledger, run.id), client, run, setup)
                 sends = target.sandbox.state.sandbox.world.sends
                 per_sender: dict[str, int] = {}

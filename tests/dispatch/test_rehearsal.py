@@ -96,3 +96,30 @@ def test_a_daily_cap_is_said_when_reached_and_the_window_closes_at_its_end(
                         (datetime(2026, 12, 2, 11, 0, tzinfo=UTC), "window open; resumed"),
                         (datetime(2026, 12, 2, 11, 8, 19, tzinfo=UTC), "run completed")]
     assert rehearsal.sends == 1500
+
+
+def test_a_rehearsal_starts_each_warming_sender_on_its_day_in_the_project_ledger(
+        tmp_path: Path, monkeypatch) -> None:
+    from datetime import date
+
+    from scheduler.config import load_settings
+    from scheduler.ledger import access
+    from scheduler.ledger.db import open_ledger
+    from scheduler.ledger.queries import sender_profiles as spq
+
+    path = write_project(tmp_path, 100, rate="1/s")
+    (tmp_path / "config.toml").write_text('[senders]\nwarmup = "default"\n', encoding="utf-8")
+    monkeypatch.setenv("CAMPAIGN_STATE_DIR", str(tmp_path / "state"))
+    start = datetime(2027, 3, 8, 12, 0, tzinfo=UTC)
+    engine = open_ledger(load_settings(near=path).resolved_database_url())
+    try:  # the project's ledger: s1 is on day 3 of its ramp
+        with access.transaction(engine, "a warming sender") as conn:
+            spq.ensure_profiles(conn, ["s1"], start)
+            spq.advance_warm_day(conn, "s1", date(2027, 3, 7), 3)
+    finally:
+        engine.dispose()
+    rehearsal = rehearse_campaign(path, start=start)
+    notes = [e.what for e in rehearsal.timeline if e.kind == "warming"]
+    assert notes[0] == "s1 warming: day 3 of 8, 65 today"
+    assert rehearsal.sends == 100  # 65 on the first day, the rest the next day
+    assert rehearsal.finish.date() > start.date()

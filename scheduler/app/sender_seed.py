@@ -1,0 +1,46 @@
+"""The project's sender profiles, copied into a rehearsal's throw-away ledger.
+
+A rehearsal plays a campaign on a simulated clock in a ledger of its own; its senders
+should start where the project's ledger has them (a sender on day 3 of its warm-up ramp is
+capped at 65 on the rehearsal's first day, a paused one sends nothing), not as new ones.
+A project with no ledger yet has no profiles: every sender starts new.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from scheduler.config import Settings
+from scheduler.ledger import access
+from scheduler.ledger.access import Engine
+from scheduler.ledger.db import open_ledger
+from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.rows import SenderProfileRow
+
+
+def project_profiles(settings: Settings, senders: Sequence[str]) -> list[SenderProfileRow]:
+    """The profiles of ``senders`` in the project's ledger (none when it has no ledger)."""
+    if not settings.database_url and not (settings.state_path() / "campaign.db").is_file():
+        return []
+    engine = open_ledger(settings.resolved_database_url())
+    try:
+        with access.read(engine, "read the project's sender profiles") as conn:
+            return list(spq.profiles(conn, senders).values())
+    finally:
+        engine.dispose()
+
+
+def seed_profiles(engine: Engine, profiles: Sequence[SenderProfileRow], now: datetime) -> None:
+    """Give ``engine``'s ledger these profiles: state, reason and warm-up day."""
+    if not profiles:
+        return
+    with access.transaction(engine, "copy the project's sender profiles") as conn:
+        for p in profiles:
+            spq.ensure_profiles(conn, [p.sender], now, state=p.state, reason=p.reason,
+                                warm_profile=p.warm_profile)
+            if p.warm_day_date is not None:
+                spq.advance_warm_day(conn, p.sender, p.warm_day_date, p.warm_day)
+
+
+__all__ = ["project_profiles", "seed_profiles"]
