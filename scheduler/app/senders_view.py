@@ -1,5 +1,6 @@
 """What ``campaign senders`` shows: every sender's profile (state, since when and why, warm-up
-day, sends today, score, throttle) and, for WhatsApp sessions, the plan limits the service
+day, sends today, score, throttle), today's warm-up cap of a sender on its ramp (from
+``[senders]`` in ``config.toml``) and, for WhatsApp sessions, the plan limits the service
 reports and what is left of them today.
 
 The senders are those with a profile and those named in stored runs' options without one
@@ -19,13 +20,16 @@ from datetime import UTC, date, datetime, time
 from pydantic import BaseModel, field_serializer
 
 from scheduler.config import Settings
+from scheduler.dispatch.warmup import cap_for_day, is_warming
+from scheduler.dispatch.warmup_eta import day_at
 from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import describe_target
+from scheduler.ledger.states import SenderStatus, describe_target
 from scheduler.run_options import SESSION_CHANNELS, OptionsError
+from scheduler.sender_care import SenderCare
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits
@@ -74,6 +78,12 @@ class SenderInfo(BaseModel):
     throttle: float | None
     #: The zone its times and "today" are in (the newest run naming it).
     zone: str
+    #: On its warm-up ramp ([senders] in config.toml): today's warm-up day (the engine's
+    #: rule: one more after a day it sent while healthy, 1 after an idle spell), the
+    #: ramp's length and today's cap (a campaign's lower ``daily_cap`` wins in its runs).
+    warm_day_today: int | None = None
+    warm_days: int | None = None
+    warm_cap_today: int | None = None
     limits: PlanLimits | None = None
     #: Why the limits are not shown (the service's failure, or why none apply).
     limits_error: str | None = None
@@ -243,8 +253,26 @@ def add_limits(view: SendersView, settings: Settings) -> SendersView:
     return view
 
 
+def add_warmup(view: SendersView, care: SenderCare, now: datetime) -> SendersView:
+    """``view`` with today's warm-up day and cap of each sender still on its ramp (its own
+    ``warmup_of``, else ``[senders] warmup``); nothing for a sender without one."""
+    for info in view.senders:
+        ramp = care.ramp_of(info.sender)
+        if ramp is None:
+            continue
+        day = 1 if info.warm_day is None else day_at(
+            ramp, warm_day=info.warm_day, warm_day_date=info.warm_day_date,
+            last_sent_at=info.last_sent_at, at=now, tz=load_zone(info.zone),
+            healthy=info.state in (SenderStatus.WARMING, SenderStatus.HEALTHY))
+        if is_warming(ramp, day):
+            info.warm_day_today, info.warm_days = day, ramp.days
+            info.warm_cap_today = cap_for_day(ramp, day, None)
+    return view
+
+
 def senders_view(ledger: Ledger, settings: Settings, now: datetime, *,
                  limits: bool = True) -> SendersView:
-    """Every sender of the ledger and, with ``limits``, its session's plan limits."""
-    view = read_senders(ledger, now)
+    """Every sender of the ledger, today's warm-up caps and, with ``limits``, its
+    session's plan limits."""
+    view = add_warmup(read_senders(ledger, now), settings.senders, now)
     return add_limits(view, settings) if limits else view

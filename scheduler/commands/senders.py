@@ -99,6 +99,9 @@ def _detail_lines(info: SenderInfo) -> list[str]:
         lines.append(f"{info.state} since {_when(info.since, info.zone)}{why}")
     elif info.reason:
         lines.append(info.reason)
+    if info.warm_cap_today is not None:
+        lines.append(f"warm-up day {info.warm_day_today} of {info.warm_days}: at most "
+                     f"{info.warm_cap_today:,} sends today, {info.sends_today:,} sent")
     if info.limits is not None:
         lines.append(_limits_text(info.limits, info.zone))
     elif info.limits_error:
