@@ -21,7 +21,9 @@ replies              -50    replies give back up to 10 points
 429s and server errors say as much about the service as about the number: together they
 cost at most :data:`SERVICE_SIGNALS_MAX` points, so they can throttle a sender but never
 pause it alone. With fewer than :data:`MIN_SENDS` sends the rates are taken over
-:data:`MIN_SENDS`, so two opt-outs among the first three sends do not pause a number.
+:data:`MIN_SENDS` (50), so one opt-out among the first sends costs 20 points, not a
+pause; it takes four before the sender's 50th send to pause it. 429s and server errors are
+taken over at least :data:`MIN_SENDS_SERVICE` (10): the service asks to slow down at once.
 Thresholds: a score below :data:`THROTTLE_BELOW` (70) throttles the sender (its rate × a
 factor between 1 and :data:`MIN_FACTOR`, lower as the score falls), below
 :data:`PAUSE_BELOW` (40) pauses it (no more sends until a person resumes it). A throttled
@@ -37,7 +39,9 @@ from dataclasses import dataclass
 from scheduler.ledger.states import SenderStatus
 
 #: Sends below which rates are taken over this many sends (few sends say little).
-MIN_SENDS = 20
+MIN_SENDS = 50
+#: The same floor for the service's own signals (a 429 says "slow down" at once).
+MIN_SENDS_SERVICE = 10
 #: A score below this throttles the sender.
 THROTTLE_BELOW = 70.0
 #: A score below this pauses the sender.
@@ -81,9 +85,11 @@ class Signals:
     replies: int = 0
 
     def rate(self, name: str) -> float:
-        """``name``'s count per send (over at least :data:`MIN_SENDS`)."""
+        """``name``'s count per send (over at least :data:`MIN_SENDS`, or
+        :data:`MIN_SENDS_SERVICE` for 429s and server errors)."""
         count: int = getattr(self, name)
-        return count / max(self.sends, MIN_SENDS)
+        floor = MIN_SENDS_SERVICE if name in _SERVICE_SIGNALS else MIN_SENDS
+        return count / max(self.sends, floor)
 
 
 def penalties(signals: Signals) -> dict[str, float]:

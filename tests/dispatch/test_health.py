@@ -25,10 +25,16 @@ def test_a_sender_with_no_trouble_scores_100_and_replies_cannot_hide_trouble() -
     assert score(Signals(sends=200, opt_outs=20, replies=200)) == pytest.approx(10.0)
 
 
-def test_few_sends_say_little_rates_are_taken_over_twenty() -> None:
-    # two opt-outs among the first three sends: 2 / 20, not 2 / 3
-    assert score(Signals(sends=3, opt_outs=2)) == pytest.approx(0.0)  # 10 % of 20 = 100 pts
-    assert score(Signals(sends=3, rate_limited=1)) == pytest.approx(100 - 150 / 20)
+def test_few_sends_say_little_rates_are_taken_over_fifty() -> None:
+    # one opt-out among the first three sends: 1 / 50, not 1 / 3: throttled, not paused
+    assert score(Signals(sends=3, opt_outs=1)) == pytest.approx(80.0)
+    assert judge(S.HEALTHY, 1.0, Signals(sends=3, opt_outs=1), warming=False).state == \
+        S.HEALTHY
+    assert judge(S.HEALTHY, 1.0, Signals(sends=30, opt_outs=3), warming=False).state == \
+        S.THROTTLED  # 60 points: 40, at the edge
+    assert judge(S.HEALTHY, 1.0, Signals(sends=30, opt_outs=4), warming=False).state == \
+        S.PAUSED
+    assert score(Signals(sends=3, rate_limited=1)) == pytest.approx(100 - 150 / 10)
 
 
 def test_each_signal_costs_its_documented_weight() -> None:
