@@ -16,7 +16,8 @@ this apart from the dispatcher's loop makes the rules readable in one place:
 - ``out_of_funds`` (the wallet ran out) → back to ``planned``; the run pauses and says how
   many were not sent;
 - ``retry`` / ``throttled`` → back to ``planned`` after back-off or ``Retry-After``, up to
-  ``max_attempts``, then ``failed``.
+  ``max_attempts``, then ``failed``; a throttled row of a run with other senders is due
+  again at once (its sender waits out ``Retry-After``; another takes the row).
 """
 
 from __future__ import annotations
@@ -128,8 +129,13 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
         out.failed.append((o.row.id, "", f"gave up after {attempts} attempts: {why}"))
         out.stopped.append((o.row.to, o.row.step))
         return
-    delay = retry_delay(verdict, attempts, rng, retry_after=retry_after,
-                        base_s=options.backoff_base_s, cap_s=options.backoff_cap_s)
+    if verdict is Verdict.THROTTLED and len(pool.senders) > 1:
+        # a 429 is about the sender (it waits out Retry-After), not the row: another
+        # sender of the run may send it now
+        delay = 0.0
+    else:
+        delay = retry_delay(verdict, attempts, rng, retry_after=retry_after,
+                            base_s=options.backoff_base_s, cap_s=options.backoff_cap_s)
     out.retries.append((o.row.id, now + timedelta(seconds=delay), why))
 
 

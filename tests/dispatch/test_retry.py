@@ -83,7 +83,8 @@ def test_settle_sorts_a_mixed_batch() -> None:
     assert [f[0] for f in out.failed] == [2, 5]
     assert "gave up after 5 attempts" in out.failed[1][2]
     assert [u[0] for u in out.unknown] == [3]  # at-most-once, nobody to prove it
-    assert {r[0]: r[1] for r in out.retries} == {4: NOW, 6: NOW + timedelta(seconds=5)}
+    # the 429 blocks s1 for its Retry-After; its row is due at once, for s2 to take
+    assert {r[0]: r[1] for r in out.retries} == {4: NOW, 6: NOW}
     assert pool.senders["s2"].down_reason is not None  # its work goes to s1
     assert s1.slowdown == 2.0 and s1.blocked_until == NOW + timedelta(seconds=5)
     assert pool.pick(NOW + timedelta(seconds=6))[0] is s1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import Counter
+from datetime import timedelta
 
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger import access
@@ -87,3 +88,19 @@ async def test_a_rate_limit_storm_throttles_the_sender_then_it_recovers_step_by_
         changes = [(c.from_state, c.to_state) for c in reversed(spq.history(conn, "s1"))]
     assert (SenderStatus.HEALTHY, SenderStatus.THROTTLED) in changes
     assert changes[-1] == (SenderStatus.THROTTLED, SenderStatus.HEALTHY)
+
+
+async def test_a_row_answered_429_goes_to_another_sender_rather_than_wait_for_its_own(
+        ledger: Ledger, service_factory, clock: FakeClock) -> None:
+    service = service_factory(clock=clock, rate_limit_storm={
+        "s1": {"after_sends": 5, "for_s": 600, "retry_after_s": 600}})
+    await service.connect("s1", "s2")
+    run_id = make_run(ledger, 40, senders=("s1", "s2"))
+    options = DispatchOptions(senders=("s1", "s2"), rate=5.0, timezone="America/Sao_Paulo")
+    async with ServiceClient(service.base_url, service.api_key) as client:
+        result = await dispatcher_for(ledger, client, run_id, options, clock=clock,
+                                      rng=random.Random(1), care=CARE).run()
+    assert result.status == RunStatus.COMPLETED and result.counts == {"accepted": 40}
+    # s1 answers 429 for ten minutes: the row it refused went out through s2 at once
+    assert clock() - T0 < timedelta(minutes=1)
+    assert Counter(s["sessionId"] for s in service.sends()) == {"s1": 5, "s2": 35}

@@ -27,6 +27,9 @@ from scheduler.sender_care import SenderCare, WarmupProfile
 
 #: How often (seconds of the run's clock) the senders' health is judged.
 HEALTH_EVERY_S = 60.0
+#: How long a 429 or a server error counts against its sender (the service's signals are
+#: about now: a storm an hour ago says nothing of the sender's rate today).
+SERVICE_WINDOW_S = 900.0
 #: How soon it is judged after new trouble (a 429, a server error): soon, not at once, so
 #: one judgement sees a burst whole.
 TROUBLE_JUDGED_AFTER_S = 5.0
@@ -181,9 +184,9 @@ class Care:
     # ------------------------------------------------------------------ health
 
     def _judge(self, now: datetime) -> None:
-        window = timedelta(seconds=self.care.window_s())
-        since = now - window
-        while self.trouble and self.trouble[0][0] < since:
+        since = now - timedelta(seconds=self.care.window_s())
+        recent = now - timedelta(seconds=SERVICE_WINDOW_S)
+        while self.trouble and self.trouble[0][0] < recent:
             self.trouble.popleft()
         counted = self.ctx.store.sender_signals(
             list(self._profiles), since, now - timedelta(seconds=self.care.undelivered_s()))
