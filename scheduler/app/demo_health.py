@@ -29,10 +29,10 @@ from scheduler.ledger.runs import Ledger
 
 #: The campaign of this part, and the sender that gets into trouble.
 CAMPAIGN, TROUBLED = "campaigns/demo_health.toml", "demo-03"
-#: What the sandbox does to it: 429s for 8 s after its 8th send, logged out at its 12th.
-TROUBLE = {"rate_limit_storm": {TROUBLED: {"after_sends": 8, "for_s": 8,
+#: What the sandbox does to it: 429s for 3 s after its 8th send, logged out at its 14th.
+TROUBLE = {"rate_limit_storm": {TROUBLED: {"after_sends": 8, "for_s": 3,
                                            "retry_after_s": 1}},
-           "logout_after": {TROUBLED: {"sends": 12}}}
+           "logout_after": {TROUBLED: {"sends": 14}}}
 
 
 def health_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
@@ -54,7 +54,7 @@ def health_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root:
         run = ledger.get_run(run_id)
         say(console, [f"run {run_id}: {run.planned_count} texts from demo-01, demo-02 and "
                       f"{TROUBLED}; the sandbox storms {TROUBLED} with 429s after 8 sends "
-                      "and logs it out at its 12th"])
+                      "and logs it out at its 14th"])
         started = utcnow()
         run_quietly(settings, ledger, run, target, console)
         say(console, _lines(ledger, run_id, started, target.base_url))
