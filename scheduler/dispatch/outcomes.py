@@ -16,8 +16,8 @@ this apart from the dispatcher's loop makes the rules readable in one place:
 - ``out_of_funds`` (the wallet ran out) → back to ``planned``; the run pauses and says how
   many were not sent;
 - ``retry`` / ``throttled`` → back to ``planned`` after back-off or ``Retry-After``, up to
-  ``max_attempts``, then ``failed``; a throttled row of a run with other senders is due
-  again at once (its sender waits out ``Retry-After``; another takes the row).
+  ``max_attempts``, then ``failed``; a throttled row is due again at once when another
+  sender is free (its own waits out ``Retry-After``; another takes the row).
 """
 
 from __future__ import annotations
@@ -129,9 +129,13 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
         out.failed.append((o.row.id, "", f"gave up after {attempts} attempts: {why}"))
         out.stopped.append((o.row.to, o.row.step))
         return
-    if verdict is Verdict.THROTTLED and len(pool.senders) > 1:
+    if verdict is Verdict.THROTTLED and any(
+            s is not o.sender and s.held_reason is None
+            and (s.blocked_until is None or s.blocked_until <= now)
+            for s in pool.senders.values()):
         # a 429 is about the sender (it waits out Retry-After), not the row: another
-        # sender of the run may send it now
+        # sender of the run, not blocked itself, may send it now (when every sender is
+        # blocked, an account-wide storm, the row waits: it would only spend attempts)
         delay = 0.0
     else:
         delay = retry_delay(verdict, attempts, rng, retry_after=retry_after,

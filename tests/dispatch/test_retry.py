@@ -83,8 +83,9 @@ def test_settle_sorts_a_mixed_batch() -> None:
     assert [f[0] for f in out.failed] == [2, 5]
     assert "gave up after 5 attempts" in out.failed[1][2]
     assert [u[0] for u in out.unknown] == [3]  # at-most-once, nobody to prove it
-    # the 429 blocks s1 for its Retry-After; its row is due at once, for s2 to take
-    assert {r[0]: r[1] for r in out.retries} == {4: NOW, 6: NOW}
+    # the 429 blocks s1 for its Retry-After; s2 is down too (its session), so no sender
+    # is free to take the row at once: it waits out the Retry-After
+    assert {r[0]: r[1] for r in out.retries} == {4: NOW, 6: NOW + timedelta(seconds=5)}
     assert pool.senders["s2"].down_reason is not None  # its work goes to s1
     assert s1.slowdown == 2.0 and s1.blocked_until == NOW + timedelta(seconds=5)
     assert pool.pick(NOW + timedelta(seconds=6))[0] is s1
