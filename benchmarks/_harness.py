@@ -90,15 +90,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_sandbox(config: dict[str, Any], *, key: str = KEY) -> tuple[subprocess.Popen[bytes], str]:
-    """Serve the sandbox with ``config`` in another process (own process group).
+def start_sandbox(
+    config: dict[str, Any], *, key: str = KEY, code: str = SANDBOX_CODE
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Serve the sandbox with ``config`` in another process (own process group); ``code``:
+    the program that serves it (``python -c code PORT KEY CONFIG``; a benchmark may wrap
+    the sandbox's app).
 
     Returns the process and its base URL once ``/sandbox/health`` answers.
     """
     import httpx
 
     port = free_port()
-    cmd = [sys.executable, "-c", SANDBOX_CODE, str(port), key, json.dumps(config)]
+    cmd = [sys.executable, "-c", code, str(port), key, json.dumps(config)]
     proc = subprocess.Popen(
         cmd,
         cwd=ROOT,
@@ -252,8 +256,14 @@ def write_project(
     """A project folder (campaigns/, data/, templates/) with one text campaign; its file."""
     from scheduler.sandbox.testing import write_text_project
 
-    return write_text_project(root, recipients, rate=rate, senders=senders, name=name,
-                              text="Oi {{ nome }}, sua oferta chegou!")
+    return write_text_project(
+        root,
+        recipients,
+        rate=rate,
+        senders=senders,
+        name=name,
+        text="Oi {{ nome }}, sua oferta chegou!",
+    )
 
 
 def campaign_env(base_url: str, workdir: Path, **extra: str) -> dict[str, str]:
@@ -287,6 +297,31 @@ def spawn_run(path: Path, env: dict[str, str], logfile: IO[bytes]) -> subprocess
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+
+
+def run_to_end(
+    path: Path, env: dict[str, str], workdir: Path, base_url: str, *, timeout: float
+) -> tuple[int | None, float, list[dict[str, Any]]]:
+    """``campaign run path`` to its end (killed after ``timeout`` s: a run that does not
+    finish is a result, exit code None), logging into ``workdir/campaign.log``; its exit
+    code, wall seconds and every send the sandbox at ``base_url`` took."""
+    wall0 = time.monotonic()
+    with (workdir / "campaign.log").open("ab") as logfile:
+        child = spawn_run(path, env, logfile)
+        try:
+            exit_code: int | None = child.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            exit_code = None
+        finally:  # not finished in time, or the benchmark interrupted: no run left behind
+            if child.poll() is None:
+                kill_group(child)
+    wall = time.monotonic() - wall0
+    sendlog = SendLog(base_url)
+    try:
+        sendlog.refresh()
+    finally:
+        sendlog.close()
+    return exit_code, wall, sendlog.sends
 
 
 def kill_group(proc: subprocess.Popen[Any]) -> None:

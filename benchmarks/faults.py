@@ -25,21 +25,17 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import subprocess
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 from _harness import (
     QUIET,
-    SendLog,
     campaign_env,
     create_sessions,
     emit,
-    kill_group,
     log,
-    spawn_run,
+    run_to_end,
     start_sandbox,
     stop_process,
     verdict,
@@ -62,7 +58,6 @@ def one_level(args: argparse.Namespace, faults: float) -> dict[str, Any]:
     }
     workdir = Path(tempfile.mkdtemp(prefix="bench-r2-"))
     proc, base_url = start_sandbox(config)
-    child = None
     try:
         create_sessions(base_url, list(SENDERS))
         path = write_project(
@@ -70,21 +65,8 @@ def one_level(args: argparse.Namespace, faults: float) -> dict[str, Any]:
         )
         env = campaign_env(base_url, workdir, CAMPAIGN_HTTP_TIMEOUT_S=str(args.http_timeout))
         log(f"faults {faults:.0%} ({rates}): campaign run of {args.deliveries:,} deliveries …")
-        wall0 = time.monotonic()
-        with (workdir / "campaign.log").open("ab") as logfile:
-            child = spawn_run(path, env, logfile)
-            try:
-                exit_code: int | None = child.wait(timeout=args.timeout)
-            except subprocess.TimeoutExpired:  # a run that does not finish is a result
-                kill_group(child)
-                exit_code = None
-        wall = time.monotonic() - wall0
-        sendlog = SendLog(base_url)
-        try:
-            sendlog.refresh()
-        finally:
-            sendlog.close()
-        result = verdict(workdir / "state", sendlog.sends, args.deliveries, SENDERS)
+        exit_code, wall, sends = run_to_end(path, env, workdir, base_url, timeout=args.timeout)
+        result = verdict(workdir / "state", sends, args.deliveries, SENDERS)
         output = (workdir / "campaign.log").read_bytes()[-1500:].decode("utf-8", "replace")
         log(
             f"  exit {exit_code} after {wall:.1f} s; ledger {result.counts}; "
@@ -93,8 +75,6 @@ def one_level(args: argparse.Namespace, faults: float) -> dict[str, Any]:
         if exit_code != 0 or result.lost or result.duplicates:
             log(f"  last output of campaign run:\n{output}")
     finally:
-        if child is not None and child.poll() is None:
-            kill_group(child)
         stop_process(proc)
         shutil.rmtree(workdir, ignore_errors=True)
     return {

@@ -30,14 +30,11 @@ ledger against the sandbox's sends). ``--quick``: 300 deliveries, one round (def
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,15 +42,12 @@ from typing import Any
 from _harness import (
     KEY,
     QUIET,
-    ROOT,
-    SendLog,
     campaign_env,
     create_sessions,
     emit,
-    free_port,
-    kill_group,
     log,
-    spawn_run,
+    run_to_end,
+    start_sandbox,
     stop_process,
     verdict,
     write_project,
@@ -110,29 +104,7 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
 
 def start_recording_sandbox(config: dict[str, Any]) -> tuple[subprocess.Popen[bytes], str]:
     """The wrapped sandbox in another process (own process group), once it answers."""
-    import httpx
-
-    port = free_port()
-    cmd = [sys.executable, "-c", SANDBOX_CODE, str(port), KEY, json.dumps(config)]
-    proc = subprocess.Popen(
-        cmd,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        start_new_session=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    with httpx.Client(base_url=base_url, timeout=2, trust_env=False) as http:
-        for _ in range(600):
-            if proc.poll() is not None:
-                break
-            try:
-                http.get("/sandbox/health").raise_for_status()
-                return proc, base_url
-            except httpx.HTTPError:
-                time.sleep(0.05)
-    stop_process(proc)
-    raise SystemExit("the sandbox did not start")
+    return start_sandbox(config, key=KEY, code=SANDBOX_CODE)
 
 
 def _get(base_url: str, path: str) -> Any:
@@ -190,7 +162,6 @@ def one_run(args: argparse.Namespace, health: bool) -> dict[str, Any]:
     """One campaign run with the health rules on or off; its measures."""
     workdir = Path(tempfile.mkdtemp(prefix="bench-h1-"))
     proc, base_url = start_recording_sandbox(sandbox_config(args))
-    child = None
     try:
         create_sessions(base_url, list(SENDERS))
         root = workdir / "project"
@@ -205,28 +176,13 @@ def one_run(args: argparse.Namespace, health: bool) -> dict[str, Any]:
         )
         env = campaign_env(base_url, workdir)
         log(f"health {'on' if health else 'off'}: campaign run of {args.deliveries} …")
-        wall0 = time.monotonic()
-        with (workdir / "campaign.log").open("ab") as logfile:
-            child = spawn_run(path, env, logfile)
-            try:
-                exit_code: int | None = child.wait(timeout=args.timeout)
-            except subprocess.TimeoutExpired:  # a run that does not finish is a result
-                kill_group(child)
-                exit_code = None
-        wall = time.monotonic() - wall0
-        sendlog = SendLog(base_url)
-        try:
-            sendlog.refresh()
-        finally:
-            sendlog.close()
+        exit_code, wall, sends = run_to_end(path, env, workdir, base_url, timeout=args.timeout)
         attempts = [a for a in _get(base_url, "/bench/attempts") if a["session"] == TROUBLED]
         trouble = _get(base_url, "/sandbox/trouble").get(TROUBLED, {})
-        result = verdict(workdir / "state", sendlog.sends, args.deliveries, SENDERS)
+        result = verdict(workdir / "state", sends, args.deliveries, SENDERS)
         changes = _changes(workdir / "state")
         output = (workdir / "campaign.log").read_bytes()[-2000:].decode("utf-8", "replace")
     finally:
-        if child is not None and child.poll() is None:
-            kill_group(child)
         stop_process(proc)
         shutil.rmtree(workdir, ignore_errors=True)
 

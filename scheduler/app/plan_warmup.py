@@ -12,7 +12,8 @@ from datetime import datetime, tzinfo
 from pathlib import Path
 
 from scheduler.config import Settings, load_settings
-from scheduler.dispatch.warmup_eta import RampStart, day_at, ramp_start
+from scheduler.dispatch.warmup import day_at
+from scheduler.dispatch.warmup_eta import RampStart, ramp_start
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq

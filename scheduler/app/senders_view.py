@@ -20,8 +20,7 @@ from datetime import UTC, date, datetime, time
 from pydantic import BaseModel, field_serializer
 
 from scheduler.config import Settings
-from scheduler.dispatch.warmup import cap_for_day, is_warming
-from scheduler.dispatch.warmup_eta import day_at
+from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
 from scheduler.ledger import access

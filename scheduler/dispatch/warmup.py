@@ -11,7 +11,7 @@ disconnected), so trouble holds the ramp where it is. Pure functions of their ar
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, tzinfo
 
 from scheduler.sender_care import WarmupProfile
 
@@ -63,11 +63,22 @@ def day_today(profile: WarmupProfile, current: WarmDay, today: date, *,
     return WarmDay(current.day + 1 if (sent_on_it and healthy) else current.day, today)
 
 
+def day_at(profile: WarmupProfile, *, warm_day: int, warm_day_date: date | None,
+           last_sent_at: datetime | None, healthy: bool, at: datetime, tz: tzinfo) -> int:
+    """The sender's warm-up day at ``at`` (its local date in ``tz``), from its profile's
+    ``warm_day`` and ``warm_day_date`` (day 1 and None for a sender with no profile), its
+    latest send (any run) and whether it is warming or healthy now."""
+    last_on = last_sent_at.astimezone(tz).date() if last_sent_at is not None else None
+    return day_today(profile, WarmDay(warm_day, warm_day_date), at.astimezone(tz).date(),
+                     last_sent_at=last_sent_at, last_sent_on=last_on, now=at,
+                     healthy=healthy).day
+
+
 def describe(name: str, profile: WarmupProfile, day: int, cap: int | None) -> str:
     """``s1 warming: day 3 of 8, 65 today`` (the plan's ETA and the timeline say it)."""
     today = "no cap today" if cap is None else f"{cap} today"
     return f"{name} warming: day {day} of {profile.days}, {today}"
 
 
-__all__ = ["DEFAULT_PROFILE", "WarmDay", "WarmupProfile", "cap_for_day", "day_today",
+__all__ = ["DEFAULT_PROFILE", "WarmDay", "WarmupProfile", "cap_for_day", "day_at", "day_today",
            "describe", "is_warming"]

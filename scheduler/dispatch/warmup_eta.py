@@ -11,22 +11,10 @@ a throttled or held sender does not move up its ramp, so the real days may be mo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, tzinfo
 
 from scheduler.dispatch.pacing import DayCaps
-from scheduler.dispatch.warmup import WarmDay, cap_for_day, day_today, describe, is_warming
+from scheduler.dispatch.warmup import cap_for_day, describe, is_warming
 from scheduler.sender_care import WarmupProfile
-
-
-def day_at(profile: WarmupProfile, *, warm_day: int, warm_day_date: date | None,
-           last_sent_at: datetime | None, healthy: bool, at: datetime, tz: tzinfo) -> int:
-    """The sender's warm-up day at ``at`` (its local date in ``tz``), from its profile's
-    ``warm_day`` and ``warm_day_date`` (day 1 and None for a sender with no profile), its
-    latest send (any run) and whether it is warming or healthy now."""
-    last_on = last_sent_at.astimezone(tz).date() if last_sent_at is not None else None
-    return day_today(profile, WarmDay(warm_day, warm_day_date), at.astimezone(tz).date(),
-                     last_sent_at=last_sent_at, last_sent_on=last_on, now=at,
-                     healthy=healthy).day
 
 
 def ramp_caps(profile: WarmupProfile, day: int, normal_cap: int | None) -> DayCaps:
@@ -66,4 +54,4 @@ def ramp_start(sender: str, profile: WarmupProfile | None, day: int,
     return RampStart(sender, profile, day, cap_for_day(profile, day, normal_cap))
 
 
-__all__ = ["RampStart", "day_at", "ramp_caps", "ramp_start"]
+__all__ = ["RampStart", "ramp_caps", "ramp_start"]

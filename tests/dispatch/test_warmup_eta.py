@@ -6,8 +6,8 @@ from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from scheduler.dispatch.pacing import estimate_finish, sender_finish
-from scheduler.dispatch.warmup import DEFAULT_PROFILE
-from scheduler.dispatch.warmup_eta import day_at, ramp_caps, ramp_start
+from scheduler.dispatch.warmup import DEFAULT_PROFILE, day_at
+from scheduler.dispatch.warmup_eta import ramp_caps, ramp_start
 from scheduler.dispatch.windows import SendWindow
 from scheduler.sender_care import WarmupProfile
 

@@ -89,8 +89,7 @@ class Care:
         the ledger once per date (whichever run or worker comes first); every run then
         reads the stored day, so all of them count the same cap."""
         self._day = day_start
-        store, zone, pool = self.ctx.store, self.ctx.zone, self.state.pool
-        assert pool is not None
+        store = self.ctx.store
         today = day_start.date()
         names = list(self._profiles)
         self._profiles.update(store.read_sender_profiles(names))
@@ -99,14 +98,12 @@ class Care:
             ramp = self._ramps.get(name)
             if ramp is None:
                 continue
-            sent = last.get(name)
-            current = warmup.WarmDay(profile.warm_day, profile.warm_day_date)
-            day = warmup.day_today(
-                ramp, current, today, last_sent_at=sent,
-                last_sent_on=sent.astimezone(zone).date() if sent else None, now=now,
+            day = warmup.day_at(
+                ramp, warm_day=profile.warm_day, warm_day_date=profile.warm_day_date,
+                last_sent_at=last.get(name), at=now, tz=self.ctx.zone,
                 healthy=profile.state in (SenderStatus.WARMING, SenderStatus.HEALTHY))
-            if day != current:
-                store.advance_warm_day(name, today, day.day)
+            if profile.warm_day_date is None or today > profile.warm_day_date:
+                store.advance_warm_day(name, today, day)
         self._profiles.update(store.read_sender_profiles(names))
         self._caps.clear()
         for name, profile in self._profiles.items():
