@@ -76,10 +76,7 @@ def pick(buffer: deque[DueDelivery], pool: SenderPool, channel: Channel, now: da
                 out.deferred.append((row.id, opens))
                 buffer.popleft()
                 continue
-        # a later step keeps to its recipient's sender (one conversation); a first step
-        # back from a retry is anyone's: pinned to a sender that got a 429, it would wait
-        # for that slowed sender while the others stand idle
-        sender, ready = pool.pick(now, row.sender if row.step > 0 else None)
+        sender, ready = pool.pick(now, row.sender)
         if sender is None:
             out.wake = ready
             break

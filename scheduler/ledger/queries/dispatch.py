@@ -12,7 +12,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, case, func, null, or_, select, update
 
 from scheduler.ledger.queries.common import lock_matching, raw, sqlite_time, state_in
 from scheduler.ledger.queries.leases import claim_skip_locked
@@ -188,15 +188,18 @@ def record_retry(
 ) -> None:
     """Rows to try again later: back to ``planned`` with a new ``due_at`` and the error.
 
-    One ``executemany``; ``state = 'dispatching'`` keeps a late call from undoing a settled
-    row."""
+    A first step is free of its sender again (any sender, on any worker, may send it: a
+    row refused with a 429 must not wait for the sender that refused it); a later step
+    keeps its recipient's sender (one conversation). One ``executemany``;
+    ``state = 'dispatching'`` keeps a late call from undoing a settled row."""
     if not retries:
         return
     conn.execute(
         update(deliveries)
         .where(deliveries.c.id == bindparam("b_id"), deliveries.c.state == S.DISPATCHING)
         .values(state=S.PLANNED, due_at=bindparam("b_due"), last_error=bindparam("b_err"),
-                updated_at=bindparam("b_now")),
+                updated_at=bindparam("b_now"),
+                sender=case((deliveries.c.step == 0, null()), else_=deliveries.c.sender)),
         [{"b_id": i, "b_due": d, "b_err": e, "b_now": now} for i, d, e in retries],
     )
 
