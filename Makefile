@@ -21,7 +21,9 @@ demo: $(STAMP)
 # server on loopback (scripts/pg-test-server: found on the machine, or installed from Debian's
 # packages) for every test that opens a ledger of the pass (the others would run the same
 # twice: tests/conftest.py leaves them out there). The report tests open the workbook in LibreOffice Calc (headless):
-# scripts/ensure-libreoffice finds it, or installs it from Debian's packages. Tests spend
+# scripts/ensure-libreoffice finds it, or installs it from Debian's packages. The dashboard's
+# browser tests drive Debian's Chromium (headless) through Playwright, never a downloaded
+# browser: scripts/ensure-chromium finds it, or installs it the same way. Tests spend
 # most of their time waiting on servers and subprocesses, so they run
 # in up to 4 pytest-xdist workers (one per CPU, at least 2); every test has its own files,
 # ports and database. PYTEST_WORKERS=0 runs them in one process.
@@ -30,6 +32,7 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS)
 
 test: $(STAMP)
 	@bash scripts/ensure-libreoffice >/dev/null
+	@bash scripts/ensure-chromium >/dev/null
 	@$(BIN)/ruff check scheduler tests benchmarks docs/hooks
 	@echo "# types (mypy: [tool.mypy] in pyproject.toml)"
 	@$(BIN)/mypy
