@@ -1,0 +1,187 @@
+"""The parts of a run's view (:class:`~scheduler.views.run_view.RunView`): pydantic models
+that cross to the dashboard's templates and to ``campaign status --json``.
+
+Times are aware datetimes in UTC; ``RunInfo.timezone`` names the campaign's zone, in
+which every page and line shows them (:func:`scheduler.display.local_time`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class RunInfo(BaseModel):
+    """The run itself: what it sends, where, its status and its times."""
+
+    id: int
+    campaign: str
+    channel: str
+    status: str
+    #: Why it stopped (failed, cancelled, paused by …), when it says.
+    reason: str | None = None
+    delivery: str = "at-most-once"
+    #: ``runs.target``: ``sandbox`` or ``service:<host>``; and the same in words.
+    target: str | None = None
+    sent_to: str = ""
+    #: The campaign's zone (IANA name): every time is shown in it, with its label.
+    timezone: str = "UTC"
+    created_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    #: A pause or cancel asked by another process and not yet obeyed.
+    control: str | None = None
+    #: A live process holds it (a foreground run, or a worker's heartbeat), and which.
+    owner: str | None = None
+
+
+class Progress(BaseModel):
+    """How much of the run is done: rows that need nothing more, of the rows to send."""
+
+    #: Rows to send (every row but the skipped ones: the funnel's *planned*).
+    total: int = 0
+    #: Rows settled (sent or beyond, failed, unknown, undelivered …), of ``total``.
+    done: int = 0
+    #: Rows still to go (planned or being sent).
+    remaining: int = 0
+    percent: float = 0.0
+    #: When the rest should be sent at the pace of the last minutes (None: no pace, or
+    #: the run does not send now).
+    eta: datetime | None = None
+
+
+class StepFunnel(BaseModel):
+    """One step's funnel (a campaign of several steps: a message, then a reminder …)."""
+
+    step: int
+    planned: int = 0
+    sent: int = 0
+    delivered: int = 0
+    read: int = 0
+    replied: int = 0
+    failed: int = 0
+
+
+class SmsFunnel(BaseModel):
+    """An SMS run's own outcomes (read from counts, and the newest undelivered rows)."""
+
+    delivered: int = 0
+    undelivered: int = 0
+    awaiting_report: int = 0
+    #: Undelivered by report (``undelivered``, ``failed``, ``expired``) and by the
+    #: service's error code, over the newest ``sampled`` undelivered rows.
+    by_report: dict[str, int] = Field(default_factory=dict)
+    by_error_code: dict[str, int] = Field(default_factory=dict)
+    sampled: int = 0
+
+
+class CallFunnel(BaseModel):
+    """A voice or WhatsApp calls run: answered or not, and calls still in progress."""
+
+    answered: int = 0
+    not_answered: int = 0
+    #: Placed, with no outcome yet.
+    no_outcome_yet: int = 0
+    #: Placed and not ended yet (``ended_at`` unset).
+    in_progress: int = 0
+
+
+class FunnelView(BaseModel):
+    """The run's funnel as :mod:`scheduler.ledger.funnel` defines it (the report's)."""
+
+    channel: str
+    #: planned, sent, delivered, read, replied, answered, undelivered, skipped, opted_out …
+    counts: dict[str, int] = Field(default_factory=dict)
+    #: rate label → share (None when its base is 0).
+    rates: dict[str, float | None] = Field(default_factory=dict)
+    line: str = ""
+    steps: list[StepFunnel] = Field(default_factory=list)
+    sms: SmsFunnel | None = None
+    calls: CallFunnel | None = None
+
+
+class SenderPace(BaseModel):
+    """One sender's sends of this run in the last minutes."""
+
+    sender: str
+    #: Sends of this run through it in the last ``window_s`` seconds.
+    recent: int = 0
+    window_s: float = 300.0
+    per_minute: float = 0.0
+    last_send_at: datetime | None = None
+
+
+class Wait(BaseModel):
+    """One reason the run does not send now, and until when (None: until someone acts)."""
+
+    #: ``window`` (the sending window is closed), ``cap`` (daily cap or plan limit),
+    #: ``in_doubt`` (sends being verified), ``sender_held`` (paused, disconnected, logged
+    #: out, throttled to nothing), ``unserved`` (no process sends it), ``paused``,
+    #: ``not_started``, ``scheduled`` (its first rows are due later).
+    kind: str
+    text: str
+    until: datetime | None = None
+    sender: str | None = None
+    #: What a person can do about it (a command), when something can be done.
+    advice: str | None = None
+
+
+class ErrorGroup(BaseModel):
+    """Failed rows with the same error."""
+
+    state: str
+    message: str
+    n: int
+    last_at: datetime | None = None
+
+
+class RecentEvent(BaseModel):
+    """One of the run's newest webhook events or replies."""
+
+    id: int
+    event: str
+    at: datetime | None = None
+    number: str | None = None
+    #: A short summary (a reply's text, a status, an error code); shown escaped.
+    text: str | None = None
+
+
+class WorkerPace(BaseModel):
+    """What one worker sent of this run (PostgreSQL ``campaign serve`` workers)."""
+
+    worker: str
+    sent: int = 0
+    #: Its sends of this run in the last minutes, per second (None: none lately).
+    per_s: float | None = None
+    live: bool = False
+
+
+class Stuck(BaseModel):
+    """Whether the run looks stuck: no send for longer than its pace explains, and no
+    wait explains it."""
+
+    stuck: bool = False
+    #: Why it is (or is not) flagged, in words.
+    reason: str = ""
+    #: How long since the last send, and how long its pace allows.
+    idle_s: float | None = None
+    allowed_s: float | None = None
+
+
+class SenderGlance(BaseModel):
+    """A sender at a glance: its state, score and why (``sender_profiles``)."""
+
+    sender: str
+    #: A ``SenderStatus`` value, or ``new`` (no profile yet).
+    state: str
+    reason: str | None = None
+    since: datetime | None = None
+    score: float | None = None
+    throttle: float | None = None
+    held: bool = False
+    what_to_do: str | None = None
+    #: Sends through it today (the campaign's zone, every run).
+    sends_today: int = 0
+    warm_day: int | None = None
+    warm_cap: int | None = None
