@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from scheduler.dashboard_settings import DashboardSettings
 from scheduler.engine_settings import ENGINE_DEFAULTS, EngineSettings
 from scheduler.errors import ConfigError
 from scheduler.project import locate_project, no_project_message
@@ -100,6 +101,8 @@ class Settings(BaseSettings):
 
     # How the engine looks after the senders: health rules, warm-up ramps ([senders]).
     senders: SenderCare = Field(default_factory=SenderCare)
+    # The web dashboard: where it listens, `campaign serve` serving it, logins ([dashboard]).
+    dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False

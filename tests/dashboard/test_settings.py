@@ -1,0 +1,36 @@
+"""The ``[dashboard]`` settings: read from config.toml, wrong values named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from scheduler.config import load_settings
+from scheduler.errors import ConfigError
+
+
+def test_the_dashboard_listens_on_loopback_unless_config_toml_says_otherwise(
+        tmp_path: Path) -> None:
+    default = load_settings(tmp_path / "none.toml").dashboard
+    assert (default.host, default.port, default.serve, default.users) == (
+        "127.0.0.1", 8790, False, {})
+    assert default.loopback and default.address() == "http://127.0.0.1:8790/"
+    (tmp_path / "config.toml").write_text(
+        '[dashboard]\nhost = "0.0.0.0"\nport = 9001\nserve = true\n'
+        '[dashboard.users.ana]\nrole = "viewer"\npassword_hash = "$argon2id$x"\n')
+    mine = load_settings(tmp_path / "config.toml").dashboard
+    assert (mine.host, mine.port, mine.serve, mine.users["ana"].role) == (
+        "0.0.0.0", 9001, True, "viewer")
+    assert not mine.loopback
+    assert "argon2" not in repr(mine)  # a hash is not printed with the settings
+
+
+def test_a_wrong_dashboard_value_is_named(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text('[dashboard]\nport = 70000\n')
+    with pytest.raises(ConfigError, match=r"dashboard\.port"):
+        load_settings(tmp_path / "config.toml")
+    (tmp_path / "config.toml").write_text(
+        '[dashboard.users.bob]\nrole = "admin"\npassword_hash = "x"\n')
+    with pytest.raises(ConfigError, match=r"dashboard\.users\.bob\.role"):
+        load_settings(tmp_path / "config.toml")
