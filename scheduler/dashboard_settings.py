@@ -16,26 +16,43 @@ A leaf module (``config`` reads it, and so does the dashboard), like ``sender_ca
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: Where the dashboard listens unless ``config.toml`` says otherwise.
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8790
 #: The addresses that only this machine reaches.
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+#: The PHC string of an argon2id hash (``$argon2id$v=19$m=65536,t=3,p=4$salt$hash``).
+_ARGON2ID = re.compile(r"\$argon2id\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[A-Za-z0-9+/]+")
 
 
 class DashboardUser(BaseModel):
-    """One login of the dashboard (``[dashboard.users.NAME]``)."""
+    """One login of the dashboard (``[dashboard.users.NAME]``): a role and an argon2id hash.
+
+    Defined here, not in ``scheduler.dashboard.users``: ``config`` holds it and must not
+    import the dashboard package (which imports ``config``); the dashboard's auth uses this
+    class. The hash's shape is checked here; argon2-cffi checks it again at login.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Literal["viewer", "operator"] = Field(
         description="viewer: sees every page; operator: may also pause, resume, cancel "
                     "and send again.")
-    password_hash: str = Field(description="An argon2 hash (`campaign dashboard "
-                               "hash-password`), never the password itself.", repr=False)
+    password_hash: str = Field(description="An argon2id hash (made by the dashboard's "
+                               "hash command), never the password itself.", repr=False)
+
+    @field_validator("password_hash")
+    @classmethod
+    def _argon2id(cls, value: str) -> str:
+        value = value.strip()
+        if not _ARGON2ID.fullmatch(value):
+            raise ValueError("not an argon2id hash: make one with the dashboard's hash "
+                             "command and paste all of it ($argon2id$v=19$m=…)")
+        return value
 
 
 class DashboardSettings(BaseModel):
