@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from scheduler.commands import (
     catalog,
+    dashboard_users,
     demo,
     labels,
     members,
@@ -47,7 +48,7 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers, senders, labels, schema)
+                   sandbox, demo, workers, senders, labels, schema, dashboard_users)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
