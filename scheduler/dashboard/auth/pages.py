@@ -1,0 +1,61 @@
+"""The pages auth answers with itself: the login form, refusals, and the way to the login.
+
+Rendered from ``templates/login.html`` with autoescaping on (a user name typed at the form
+comes back as text). No page here holds a password, a hash, or a setting's secret.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+from starlette.responses import HTMLResponse, RedirectResponse
+
+TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
+_ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+#: Headers of every auth page: never cached, never framed, no script but ours.
+HEADERS = {
+    "Cache-Control": "no-store",
+    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def page(status: int, title: str, *, message: str | None = None, error: str | None = None,
+         form: dict[str, str] | None = None,
+         headers: dict[str, str] | None = None) -> HTMLResponse:
+    """The login page's layout with a message, an error and (``form``) the login form:
+    ``form`` holds ``csrf``, ``next`` and the ``name`` typed so far."""
+    html = _ENV.get_template("login.html").render(
+        title=title, message=message, error=error, form=form)
+    return HTMLResponse(html, status_code=status, headers={**HEADERS, **(headers or {})})
+
+
+def refuse(status: int, title: str, message: str) -> HTMLResponse:
+    """A page refusing the request, saying why and what to do."""
+    return page(status, title, error=message)
+
+
+def safe_next(target: str | None) -> str:
+    """``target`` if it is a path of this site (``/runs/3?x=1``), else ``/``: the login
+    never sends a browser to another site."""
+    if (not target or not target.startswith("/") or target.startswith("//")
+            or "\\" in target or any(ord(c) < 32 for c in target)):
+        return "/"
+    return target
+
+
+def login_url(path: str, query: bytes | str = b"") -> str:
+    """/login with the page to come back to after signing in."""
+    query = query.decode("latin-1") if isinstance(query, bytes) else query
+    target = f"{path}?{query}" if query else path
+    return f"/login?next={quote(safe_next(target), safe='')}"
+
+
+def to_login(path: str, query: bytes | str = b"") -> RedirectResponse:
+    """303 to the login form, coming back to ``path`` afterwards."""
+    return RedirectResponse(login_url(path, query), status_code=303,
+                            headers={"Cache-Control": "no-store"})
