@@ -126,6 +126,8 @@ class Comparison(BaseModel):
     guardrail_difference: float | None = None
     guardrail_p_value: float | None = None
     guardrail_worse: bool = False
+    #: The smallest expected count of the metric's 2×2 table (under 5: p is approximate).
+    smallest_expected: float = 0.0
 
 
 class Outcome(StrEnum):
@@ -155,6 +157,8 @@ class Decision(BaseModel):
     comparisons: list[Comparison]
     method: str = stats.METHOD
     decided_at: datetime | None = None
+    #: What to read the numbers with care for (counts too small for the approximation).
+    cautions: list[str] = []
 
 
 def _check(arms: Sequence[Arm], control: str, fallback: str | None,
@@ -206,6 +210,8 @@ def _compare(variant: Arm, control: Arm, confidence: float, p_adjusted: float,
                       p_value=test.p_value, p_adjusted=p_adjusted,
                       significant=p_adjusted < alpha, guardrail_difference=guard_difference,
                       guardrail_p_value=guard_p,
+                      smallest_expected=stats.smallest_expected(
+                          variant.successes, variant.sends, control.successes, control.sends),
                       guardrail_worse=(guard_difference is not None and guard_p is not None
                                        and guard_difference > 0 and guard_p < alpha))
 
@@ -251,7 +257,8 @@ def decide(arms: Sequence[Arm], *, control: str, confidence: float = 0.95,
                     goes=winner if winner is not None else fallback or control,
                     reason=reason, metric=metric, guardrail=guardrail, control=control,
                     confidence=confidence, min_per_variant=min_per_variant, arms=results,
-                    comparisons=comparisons, decided_at=at)
+                    comparisons=comparisons, decided_at=at,
+                    cautions=words.cautions(comparisons))
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -331,6 +338,13 @@ class _Words:
                 f"{percent(self.rates[closest.variant].rate)} vs {self.control}'s "
                 f"{control_rate}, p {self._p(closest.p_adjusted)} ≥ "
                 f"{self.alpha:g}{self.holm}{also}; {self._goes()}")
+
+    def cautions(self, comparisons: list[Comparison]) -> list[str]:
+        """``B vs A: only 4.0 expected in the smallest cell …`` for each comparison whose
+        table is too small for the chi-squared approximation (Cochran's rule: 5)."""
+        return [f"{c.variant} vs {c.control}: only {c.smallest_expected:.1f} expected in the "
+                "smallest cell of the 2×2 table (under 5): the p-value is approximate"
+                for c in comparisons if c.smallest_expected < 5]
 
     def short(self, short: list[Arm], minimum: int) -> str:
         """``not enough sends: B had 180, A 200, under the 500 per variant …``."""

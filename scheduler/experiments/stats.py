@@ -110,6 +110,20 @@ def two_proportion_test(successes_a: int, n_a: int, successes_b: int, n_b: int) 
     return ChiSquared(statistic, math.erfc(math.sqrt(statistic / 2.0)))
 
 
+def smallest_expected(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float:
+    """The smallest expected count of the 2×2 table under "no difference" (smaller arm ×
+    smaller of total successes and failures / total sends). Under 5 (Cochran's rule) the
+    chi-squared p-value is only a rough approximation; Fisher's exact test would be the
+    textbook choice there (Agresti 2002)."""
+    _check_counts(successes_a, n_a)
+    _check_counts(successes_b, n_b)
+    total = n_a + n_b
+    if total == 0:
+        return 0.0
+    successes = successes_a + successes_b
+    return min(n_a, n_b) * min(successes, total - successes) / total
+
+
 def wilson_interval(successes: int, n: int, confidence: float) -> Interval:
     """Wilson's score interval for the rate ``successes / n`` (without continuity
     correction); ``(0, 1)`` for an arm without sends (it says nothing)."""

@@ -159,3 +159,13 @@ def test_a_wrong_fallback_or_count_is_named() -> None:
         decide([A, B_SAME], control="A", fallback="C")
     with pytest.raises(DecisionError, match="variant 'B': 12 guardrail events out of 10"):
         Arm(name="B", sends=10, successes=1, guardrail_events=12)
+
+
+def test_tables_too_small_for_the_approximation_carry_a_caution() -> None:
+    """2 vs 6 replies of 40 each: the smallest expected cell is 40 × 8 / 80 = 4.0."""
+    small = decide([Arm(name="A", sends=40, successes=2), Arm(name="B", sends=40, successes=6)],
+                   control="A")
+    assert small.comparisons[0].smallest_expected == 4.0
+    assert small.cautions == ["B vs A: only 4.0 expected in the smallest cell of the 2×2 "
+                              "table (under 5): the p-value is approximate"]
+    assert decide([A, B_SAME], control="A").cautions == []

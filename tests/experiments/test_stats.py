@@ -14,6 +14,7 @@ from scheduler.experiments.stats import (
     alpha_of,
     holm,
     newcombe_interval,
+    smallest_expected,
     two_proportion_test,
     wilson_interval,
     z_value,
@@ -133,3 +134,11 @@ def test_a_confidence_outside_0_to_1_is_refused(confidence) -> None:
 def test_counts_that_are_not_counts_are_refused() -> None:
     with pytest.raises(DecisionError, match="12 successes out of 10 sends is not a count"):
         two_proportion_test(12, 10, 3, 10)
+
+
+def test_the_smallest_expected_count_is_cochrans_quantity() -> None:
+    """Each cell's expected count is its row total × column total / N: the smallest here is
+    the smaller arm (17 sends) × the rarer outcome (12 successes) / 38 sends."""
+    theirs = chi2_contingency([[3, 14], [9, 12]], correction=False).expected_freq
+    assert smallest_expected(3, 17, 9, 21) == pytest.approx(theirs.min())
+    assert smallest_expected(0, 0, 0, 0) == 0.0
