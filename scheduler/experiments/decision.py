@@ -188,12 +188,10 @@ def _result(arm: Arm, control: str, confidence: float) -> ArmResult:
                      guardrail_rate=arm.guardrail_events / arm.sends if arm.sends else 0.0)
 
 
-def _compare(variant: Arm, control: Arm, confidence: float, p_adjusted: float,
-             guardrail: bool) -> Comparison:
-    """``variant`` against ``control`` (its Holm-adjusted p-value already known)."""
+def _compare(variant: Arm, control: Arm, confidence: float, test: stats.ChiSquared,
+             p_adjusted: float, guardrail: bool) -> Comparison:
+    """``variant`` against ``control``, its test and Holm-adjusted p-value already known."""
     alpha = stats.alpha_of(confidence)
-    test = stats.two_proportion_test(variant.successes, variant.sends,
-                                     control.successes, control.sends)
     low, high = stats.newcombe_interval(variant.successes, variant.sends,
                                         control.successes, control.sends, confidence)
     difference = (variant.successes / variant.sends if variant.sends else 0.0) - (
@@ -230,10 +228,11 @@ def decide(arms: Sequence[Arm], *, control: str, confidence: float = 0.95,
     by_name = {arm.name: arm for arm in arms}
     base = by_name[control]
     variants = [arm for arm in arms if arm.name != control]
-    raw = [stats.two_proportion_test(arm.successes, arm.sends, base.successes,
-                                     base.sends).p_value for arm in variants]
-    comparisons = [_compare(arm, base, confidence, adjusted, guardrail is not None)
-                   for arm, adjusted in zip(variants, stats.holm(raw), strict=True)]
+    tests = [stats.two_proportion_test(arm.successes, arm.sends, base.successes, base.sends)
+             for arm in variants]
+    adjusted = stats.holm([test.p_value for test in tests])
+    comparisons = [_compare(arm, base, confidence, test, p, guardrail is not None)
+                   for arm, test, p in zip(variants, tests, adjusted, strict=True)]
     results = [_result(arm, control, confidence) for arm in arms]
     rates = {result.name: result for result in results}
     words = _Words(metric, guardrail, rates, control, fallback, alpha, len(comparisons))
