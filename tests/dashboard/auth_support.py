@@ -68,7 +68,8 @@ def tiny_app(settings: DashboardSettings, clock: Clock,
     @app.get("/")
     def home(request: Request, user: User = Depends(auth.require_viewer)) -> dict:
         return {"user": user.name, "role": user.role, "can_act": user.can_act,
-                "open_access": user.open_access, "csrf": auth.csrf_token(request)}
+                "open_access": user.open_access, "csrf": auth.csrf_token(request),
+                "optional": getattr(auth.optional_user(request), "name", None)}
 
     @app.post("/act", dependencies=[Depends(auth.check_csrf)])
     def act(user: User = Depends(auth.require_operator)) -> dict:

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from fastapi import Request
 
 from scheduler.dashboard import auth
 from scheduler.dashboard.csrf import unguarded_posts
@@ -52,7 +53,7 @@ def test_a_user_signs_in_and_comes_back_to_the_page_asked_for(clock: FakeClock) 
         assert done.status_code == 303 and done.headers["location"] == "/runs/7?tab=errors"
         me = http.get("/").json()
         assert me == {**me, "user": "ana", "role": "operator", "can_act": True,
-                      "open_access": False}
+                      "open_access": False, "optional": "ana"}
 
 
 def test_the_session_cookie_is_httponly_strict_and_secure_over_https(
@@ -259,3 +260,24 @@ def test_the_hash_command_reads_the_password_from_stdin_and_its_hash_signs_in() 
     bare = subprocess.run([sys.executable, "-m", "scheduler.cli", "dashboard-user", "hash"],
                           input="short\n", capture_output=True, text=True, timeout=60)
     assert bare.returncode == 1 and "at least 8 characters" in bare.stderr
+
+
+def test_only_the_login_form_and_static_files_are_public(clock: FakeClock) -> None:
+    tiny = tiny_app(user_settings(), clock)
+    with serving(tiny.app) as server, client(server) as http:
+        assert http.get("/login").status_code == 200
+        for path in ("/loginx", "/login/../", "/logins", "/static"):
+            assert http.get(path).status_code == 303, path
+
+
+def test_a_page_for_anyone_can_ask_who_is_there_without_a_login(clock: FakeClock) -> None:
+    tiny = tiny_app(user_settings(), clock)
+
+    @tiny.app.get("/static/who")
+    def who(request: Request) -> dict:
+        return {"who": getattr(auth.optional_user(request), "name", None)}
+
+    with serving(tiny.app) as server, client(server) as http:
+        assert http.get("/static/who").json() == {"who": None}
+        attempt(http, "vic", PASSWORDS["vic"])
+        assert http.get("/static/who").json() == {"who": "vic"}

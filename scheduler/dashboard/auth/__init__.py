@@ -8,7 +8,8 @@ visitor acts as an operator; the page says so (``current_user(request).open_acce
 :data:`OPEN_ACCESS_NOTE`).
 
 What the web part uses: :func:`install` (the middleware, /login and /logout),
-:func:`current_user`, the dependencies :func:`require_viewer`, :func:`require_operator` and
+:func:`current_user` (:func:`optional_user` where nobody may be signed in, such as an
+error page), the dependencies :func:`require_viewer`, :func:`require_operator` and
 :func:`check_csrf` (every POST route), :func:`csrf_token` for forms, and
 :func:`still_signed_in` for live streams.
 
@@ -90,6 +91,13 @@ def current_user(request: Request) -> User:
     return user
 
 
+def optional_user(request: Request) -> User | None:
+    """Who is asking, or ``None`` (nobody signed in, or the middleware did not run): for
+    what is shown to anyone, such as an error page."""
+    state: AuthState | None = getattr(request.state, STATE_KEY, None)
+    return state.user if state is not None else None
+
+
 def require_viewer(request: Request) -> User:
     """Dependency of every page: any signed-in user (or the open-access local operator)."""
     return current_user(request)
@@ -116,5 +124,5 @@ def still_signed_in(request: Request) -> bool:
 
 __all__ = ["COOKIE", "OPEN_ACCESS_NOTE", "AuthMiddleware", "Guard", "RateLimiter",
            "SessionStore", "User", "check_binding", "check_csrf", "csrf_token",
-           "current_user", "install", "is_loopback", "require_operator", "require_viewer",
-           "still_signed_in"]
+           "current_user", "install", "is_loopback", "optional_user", "require_operator",
+           "require_viewer", "still_signed_in"]

@@ -16,8 +16,10 @@ from scheduler.dashboard.auth.guard import (
 )
 from scheduler.dashboard.auth.pages import refuse, to_login
 
-#: Paths anyone may reach without a login (the login form and the style sheet it uses).
-PUBLIC = ("/login", "/static/", "/favicon.ico")
+#: Paths anyone may reach without a login: the login form, and the static files (the
+#: style sheet it uses) under a prefix.
+PUBLIC_PATHS = frozenset({"/login", "/favicon.ico"})
+PUBLIC_PREFIXES = ("/static/",)
 #: Why an open dashboard refuses a request from elsewhere.
 LOOPBACK_ONLY = ("This dashboard has no logins configured, so it answers only on this "
                  "machine's loopback address (http://127.0.0.1:PORT/). To reach it from "
@@ -27,7 +29,7 @@ LOOPBACK_ONLY = ("This dashboard has no logins configured, so it answers only on
 
 def is_public(path: str) -> bool:
     """Whether ``path`` needs no login."""
-    return any(path == p.rstrip("/") or path.startswith(p) for p in PUBLIC)
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 class AuthMiddleware:

@@ -14,14 +14,11 @@ from starlette.responses import HTMLResponse, RedirectResponse
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
-#: Headers of every auth page: never cached, never framed, no script but ours.
-HEADERS = {
-    "Cache-Control": "no-store",
-    "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
-    "X-Frame-Options": "DENY",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-}
+#: Headers of every auth page: never cached, never framed. The dashboard's outermost
+#: middleware (``scheduler.dashboard.headers``) adds its Content-Security-Policy and the
+#: rest to these responses as to every other.
+HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY",
+           "X-Content-Type-Options": "nosniff"}
 
 
 def page(status: int, title: str, *, message: str | None = None, error: str | None = None,
