@@ -66,8 +66,8 @@ def test_a_read_commits_nothing_and_a_transaction_commits_all(ledger: Ledger) ->
 
 def test_ledger_methods_translate_too(ledger: Ledger) -> None:
     run_id = _run(ledger)
-    with access.transaction(ledger.engine, "drop the table") as conn:
-        conn.exec_driver_sql("ALTER TABLE deliveries RENAME TO deliveries_gone")
+    with access.transaction(ledger.engine, "drop the table") as conn:  # the counts' table
+        conn.exec_driver_sql("ALTER TABLE run_tallies RENAME TO run_tallies_gone")
     with pytest.raises(LedgerError, match=rf"^could not count the deliveries of run {run_id}: "):
         ledger.counts(run_id)
 

@@ -21,8 +21,8 @@ import pandas as pd
 from sqlalchemy import Connection, bindparam, select, text
 
 from scheduler.ledger.models import Run
+from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.tables import runs
-from scheduler.ledger.states import SENT_STATES
 
 #: States that count as errors in the Errors sheet (besides any row with a last error).
 ERROR_STATES = ("failed", "unknown", "expired", "undelivered")
@@ -86,24 +86,11 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
 
 
 def funnel_counts(conn: Connection, run_id: int) -> dict[str, int]:
-    """One run's funnel as ``scheduler.ledger.funnel`` defines it, in one aggregate row
-    (``campaign status``): planned, sent, delivered, read, replied, answered, undelivered,
-    skipped. The same conditions as :func:`state_groups`, so status and report agree."""
-    sent = ", ".join(f"'{s}'" for s in sorted(SENT_STATES))
-    sql = text(
-        "SELECT COUNT(CASE WHEN state <> 'skipped' THEN 1 END) AS planned,"
-        f" COUNT(CASE WHEN state IN ({sent}) OR {_SENT_TIME} IS NOT NULL THEN 1 END) AS sent,"
-        " COUNT(CASE WHEN state IN ('delivered', 'read')"
-        f" OR {_DELIVERED_TIME} IS NOT NULL THEN 1 END) AS delivered,"
-        " COUNT(CASE WHEN state = 'read' OR read_at IS NOT NULL THEN 1 END) AS read,"
-        f" COUNT(CASE WHEN {_REPLIED} THEN 1 END) AS replied,"
-        " COUNT(CASE WHEN state = 'answered' THEN 1 END) AS answered,"
-        " COUNT(CASE WHEN state = 'undelivered' THEN 1 END) AS undelivered,"
-        " COUNT(CASE WHEN state = 'skipped' THEN 1 END) AS skipped"
-        " FROM deliveries WHERE run_id = :run"
-    )
-    row = conn.execute(sql, {"run": run_id}).mappings().one()
-    return {key: int(value or 0) for key, value in row.items()}
+    """One run's funnel as ``scheduler.ledger.funnel`` defines it (``campaign status``):
+    planned, sent, delivered, read, replied, answered, undelivered, skipped. The same
+    conditions as :func:`state_groups`, so status and report agree; counted from the run's
+    trigger-kept tallies (:meth:`.tallies.Tally.funnel`), not by scanning its rows."""
+    return tallies.funnel(conn, run_id)
 
 
 def detail_rows(conn: Connection, run_ids: Sequence[int], chunk_rows: int
@@ -119,14 +106,11 @@ def detail_rows(conn: Connection, run_ids: Sequence[int], chunk_rows: int
 
 def send_minutes(conn: Connection, run_id: int) -> pd.DataFrame:
     """Sends of the run per UTC minute (``at``, ``n``): when each sent row left (dispatch
-    time, else acceptance, else sent). The database groups them where it knows how."""
-    at = "COALESCE(dispatched_at, accepted_at, sent_at)"
-    dialect = conn.dialect.name
-    minute = (f"substr({at}, 1, 16)" if dialect == "sqlite" else
-              f"date_trunc('minute', {at})" if dialect == "postgresql" else at)  # fmt: skip
-    sql = text(f"SELECT {minute} AS at, COUNT(*) AS n FROM deliveries "
-               f"WHERE run_id = :run AND {at} IS NOT NULL GROUP BY {minute}")  # fmt: skip
-    return pd.read_sql(sql, conn, params={"run": run_id})
+    time, else acceptance, else sent), from the trigger-kept ``run_minutes``
+    (:func:`.tallies.minutes`): a few hundred rows, not the run's."""
+    frame = pd.DataFrame(tallies.minutes(conn, run_id), columns=["at", "n"])
+    frame["n"] = frame["n"].astype("int64")
+    return frame
 
 
 def error_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:

@@ -19,10 +19,11 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, case, func, or_, select, update
 from sqlmodel.sql.sqltypes import UTCDateTime
 
+from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.common import raw, sqlite_time, state_in
 from scheduler.ledger.queries.tables import deliveries, replies
 from scheduler.ledger.rows import Funnel, LatestDelivery
-from scheduler.ledger.states import CONFIRMED_SENT_STATES, TRACKING_RANK
+from scheduler.ledger.states import TRACKING_RANK
 from scheduler.ledger.states import DeliveryState as S
 
 #: Rows an event may still move: the tracking states (never planned, failed, skipped ...).
@@ -212,25 +213,13 @@ def record_details(conn: Connection, rows: Sequence[tuple[int, dict[str, Any]]])
                  .values(details=bindparam("b_details")), params)
 
 
-def _count(cond: Any) -> Any:
-    return func.coalesce(func.sum(case((cond, 1), else_=0)), 0)
-
-
-_CONFIRMED = sorted(str(s) for s in CONFIRMED_SENT_STATES)
-
-
 def funnel(conn: Connection, run_id: int) -> Funnel:
-    """How far the run's deliveries got: one pass over the run's rows (``campaign status``),
-    counting a row by its time columns or, when an event gave no time, by its state."""
-    d = deliveries.c
-    row = conn.execute(select(
-        _count(or_(d.sent_at.is_not(None), d.state.in_(_CONFIRMED))),
-        _count(or_(d.delivered_at.is_not(None), d.state.in_((S.DELIVERED, S.READ,
-                                                              S.ANSWERED)))),
-        _count(or_(d.read_at.is_not(None), d.state == S.READ)),
-        _count(d.replied_at.is_not(None)),
-    ).where(d.run_id == run_id)).one()
+    """How far the run's deliveries got (``campaign status``), counting a row by its time
+    columns or, when an event gave no time, by its state: from the run's trigger-kept
+    tallies (:meth:`.tallies.Tally.tracking`), no scan of its rows; opted out are the
+    distinct numbers of its opt-out replies."""
+    counts = tallies.read(conn, run_id).tracking()
     opted = conn.execute(select(func.count(func.distinct(replies.c.number))).where(
         replies.c.run_id == run_id, replies.c.opt_out.is_(True))).scalar()
-    return Funnel(sent=int(row[0]), delivered=int(row[1]), read=int(row[2]),
-                  replied=int(row[3]), opted_out=int(opted or 0))
+    return Funnel(sent=counts["sent"], delivered=counts["delivered"], read=counts["read"],
+                  replied=counts["replied"], opted_out=int(opted or 0))
