@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from scheduler.commands import (
     catalog,
+    dashboard,
     dashboard_users,
     demo,
     labels,
@@ -48,7 +49,7 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers, senders, labels, schema, dashboard_users)
+                   sandbox, demo, workers, senders, labels, schema, dashboard, dashboard_users)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
