@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -32,11 +33,49 @@ def project_settings(root: Path, ledger_url: str, config: str = "") -> Settings:
 @contextmanager
 def served(ledger: Ledger, settings: Settings, **options: Any) -> Iterator[httpx.Client]:
     """The dashboard over ``ledger`` on a free loopback port, and a client of it (its
-    cookies kept, redirects not followed)."""
+    cookies kept, redirects not followed); ``keepalive_s`` sets how often a quiet live
+    stream sends a comment."""
+    keepalive_s = options.pop("keepalive_s", None)
     app = create_app(settings, ledger, **options)
+    if keepalive_s is not None:
+        app.state.dashboard.keepalive_s = keepalive_s
     with BackgroundServer(app) as server, httpx.Client(base_url=server.base_url,
                                                        timeout=20) as client:
         yield client
+
+
+@dataclass
+class Event:
+    """One server-sent event (a comment line is ``kind`` ``comment``)."""
+
+    kind: str
+    data: str = ""
+    id: str | None = None
+
+
+def events(response: httpx.Response) -> Iterator[Event]:
+    """The events of a ``text/event-stream`` response, as they arrive."""
+    kind, data, event_id = "message", [], None
+    for line in response.iter_lines():
+        if line.startswith(":"):
+            yield Event("comment", line[1:].strip())
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line == "" and (data or event_id is not None):
+            yield Event(kind, "\n".join(data), event_id)
+            kind, data, event_id = "message", [], None
+
+
+def next_update(stream: Iterator[Event]) -> Event:
+    """The stream's next ``update`` event."""
+    for event in stream:
+        if event.kind == "update":
+            return event
+    raise AssertionError("the stream ended without an update")
 
 
 def form_token(html: str) -> str:
