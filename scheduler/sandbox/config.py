@@ -109,6 +109,9 @@ class SandboxConfig(BaseModel):
     delivered_rate: Rate = 0.95
     read_rate: Rate = 0.6
     reply_rate: Rate = 0.05
+    # A/B variants: a message whose text or caption contains a marker (the first found, in
+    # the order given) is replied to at that marker's rate instead of reply_rate.
+    reply_rate_by_marker: dict[str, Rate] = Field(default_factory=dict)
     opt_out_rate: Rate = 0.2
     poll_vote_rate: Rate = 0.5
     recipient_delay_ms: MsRange = (20.0, 200.0)

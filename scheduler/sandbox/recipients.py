@@ -6,6 +6,8 @@ with the sandbox clock read when it fires. ``delivered_rate`` and ``read_rate`` 
 delivered) drive ``message.delivered`` / ``message.read``; ``reply_rate`` drives a
 ``messages.received`` text, an opt-out word with probability ``opt_out_rate``; a poll gets a
 ``poll_update`` vote with ``poll_vote_rate``; a list reply is a ``list_response``.
+``reply_rate_by_marker`` (A/B tests) gives a message whose text or caption contains a
+marker that marker's reply rate instead (``{"[B]": 0.3}``: variant B's texts carry "[B]").
 """
 
 from __future__ import annotations
@@ -34,6 +36,18 @@ REPLIES = (
 )
 
 
+def _reply_rate(cfg: SandboxConfig, body: Any) -> float:
+    """The reply rate of a message: its first marker's (``reply_rate_by_marker``) when its
+    text or caption contains one, else ``reply_rate``."""
+    if cfg.reply_rate_by_marker:
+        words = " ".join(str(value) for value in (getattr(body, "text", None),
+                                                  getattr(body, "caption", None)) if value)
+        for marker, rate in cfg.reply_rate_by_marker.items():
+            if marker in words:
+                return rate
+    return cfg.reply_rate
+
+
 class Recipients:
     """The people behind the numbers the sandbox sends to."""
 
@@ -49,7 +63,8 @@ class Recipients:
     def after_send(self, session: Session, kind: str, to: str, event_id: str, body: Any) -> None:
         """Decide and schedule what the recipient of one accepted send does."""
         cfg = self._sandbox.config
-        if not (cfg.delivered_rate or cfg.reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
+        reply_rate = _reply_rate(cfg, body)
+        if not (cfg.delivered_rate or reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
             return
         session_id = session.session_id
         # Receipts are only worth a timer when someone can hear them.
@@ -79,7 +94,7 @@ class Recipients:
                 to,
                 lambda ctx: payloads.received_poll_update(ctx, event_id, selected),
             )
-        if rng.random() < cfg.reply_rate:
+        if rng.random() < reply_rate:
             at += self._delay(cfg)
             if rng.random() < cfg.opt_out_rate:
                 word = rng.choice(DEFAULT_OPT_OUT_WORDS)

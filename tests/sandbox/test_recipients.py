@@ -97,3 +97,16 @@ def test_inbound_message_can_be_injected(live):
     [event] = live.wait_for(lambda e: e["event"] == "messages.received")
     assert event["data"]["message"] == "PARAR"
     assert event["data"]["from"]["jid"] == f"{TO}@s.whatsapp.net"
+
+
+def test_reply_rate_by_marker_gives_each_variant_its_rate(make_sandbox, bodies):
+    """A/B tests: a text carrying a marker is replied to at that marker's rate."""
+    box = make_sandbox(seed=5, reply_rate=0.0, opt_out_rate=0.0,
+                       reply_rate_by_marker={"[B]": 1.0, "[A]": 0.0}, **ACTIVE)
+    box.create_session("s1")
+    for i in range(20):
+        marker = "[B]" if i % 2 else "[A]"
+        box.send("text", {**bodies["text"], "text": f"Oi {marker}",
+                          "to": f"55119000000{i:02d}"})
+    replied = {r["from"] for r in box.http.get("/sandbox/replies").json()}
+    assert replied == {f"55119000000{i:02d}" for i in range(1, 20, 2)}
