@@ -62,6 +62,7 @@ def listen(settings: Settings, host: str, port: int) -> socket.socket:
                              "(another dashboard, or another program) or the address is not "
                              "this machine's; choose another with --port or [dashboard] port "
                              "in config.toml")
+    sock.listen(2048)  # a browser opening the printed address waits while the app starts
     return sock
 
 

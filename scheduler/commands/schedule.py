@@ -65,12 +65,16 @@ def serve_command(
     from scheduler.app.serve import Server
     from scheduler.app.serve_log import serve_logging
     from scheduler.app.wiring import open_project, service_target
+    from scheduler.commands.dashboard import serve_alongside
 
     settings, ledger = open_project()
 
     async def main() -> None:
         stop = asyncio.Event()
-        with service_target(settings) as target, _sigint_sets(stop):
+        with service_target(settings) as target, _sigint_sets(stop), \
+                serve_alongside(settings, ledger) as pages:
+            if pages is not None:  # [dashboard] serve = true: on its own port
+                console.print(f"dashboard at {pages}", highlight=False)
             if target.is_sandbox:
                 console.print("[yellow]No service configured (CAMPAIGN_BASE_URL and "
                               "CAMPAIGN_API_KEY): sending to the embedded sandbox; nothing "
