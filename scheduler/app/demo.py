@@ -14,7 +14,11 @@ the demo's recipients are made-up numbers that may belong to real people).
    an IVR flow with per-recipient variables in one ``voice/bulk``), each printing its
    requests and every recipient's outcome (``scheduler.app.demo_channels``);
 7. a few WhatsApp calls (``campaigns/demo_calls.toml``), one at a time per session, each
-   with its events, length and recording (``scheduler.app.demo_calls``).
+   with its events, length and recording (``scheduler.app.demo_calls``);
+8. a sender in trouble (``scheduler.app.demo_health``).
+
+It ends by saying how to watch its runs in the web dashboard (``campaign dashboard`` on the
+demo's own ledger) and the address to open.
 """
 
 from __future__ import annotations
@@ -188,6 +192,17 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
         calls_part(settings, ledger, target, root, console, number=7)
         health_part(settings, ledger, target, root, console, number=8)
     console.print(f"demo finished in {seconds_since(started):.1f} s")
+    _dashboard_hint(settings, console)
+
+
+def _dashboard_hint(settings: Settings, console: Console) -> None:
+    """The last lines: how to watch the demo's runs in the web dashboard (its own ledger)."""
+    console.print("Watch these runs in a browser: start the dashboard on the demo's ledger",
+                  highlight=False)
+    console.print(f"  CAMPAIGN_DATABASE_URL={settings.resolved_database_url()} "
+                  "campaign dashboard", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"and open {settings.dashboard.address()} (`campaign dashboard` alone "
+                  "shows the project's own runs)", highlight=False, markup=False)
 
 
 def _report(ledger: Any, run_id: int, settings: Settings, console: Console) -> None:

@@ -70,6 +70,9 @@ def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path)
     out = cli(clean_env(), "demo", "--root", str(root), cwd=tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "embedded sandbox" in out.stdout
+    end = out.stdout[out.stdout.index("demo finished"):]  # the dashboard, on the demo's ledger
+    assert f"CAMPAIGN_DATABASE_URL=sqlite:///{root / 'state' / 'demo.db'} campaign dashboard" \
+        in end and "open http://127.0.0.1:8790/" in end
     sms = _part(out.stdout, "5. SMS campaign", "6. Voice campaign")
     voice = _part(out.stdout, "6. Voice campaign", "7. WhatsApp calls")
     calls = _part(out.stdout, "7. WhatsApp calls", "8. Keeping numbers healthy")
