@@ -3,11 +3,13 @@
 
 The check itself is handed in (``campaign dashboard`` passes ``campaign plan``'s
 ``plan_report``, which validates too): the dashboard reads campaigns, it never edits them.
-A check that raises is shown as that file's error, never as a failed page.
+A check that raises (even a bug of the checks) is shown as that file's error, never as a
+failed page.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from scheduler.errors import SchedulerError
+
+logger = logging.getLogger("scheduler.dashboard")
 
 #: ``check(path) -> (plan report, errors)``: ``campaign plan --json``'s object and the
 #: problems ``campaign validate`` lists, one line each.
@@ -96,6 +100,11 @@ class CampaignFiles:
             report, errors = self.check(path)
         except SchedulerError as exc:
             return base.model_copy(update={"errors": [str(exc)]})
+        except Exception as exc:  # a file the checks trip on: its error, not the page's
+            logger.exception("dashboard: checking %s failed", path)
+            return base.model_copy(update={"errors": [
+                f"could not be checked ({type(exc).__name__}: {exc}); run `campaign "
+                f"validate` on it to see more"]})
         return base.model_copy(update={
             "campaign": report.get("campaign"), "channel": report.get("channel"),
             "errors": errors, "plan": report})
