@@ -110,9 +110,24 @@ def _depends_on(dependant: Any, target: object) -> bool:
                for dep in dependant.dependencies)
 
 
-def unguarded_posts(app: Any) -> list[str]:
-    """The paths of routes taking an unsafe method without :func:`check_csrf` among their
-    dependencies (tests assert it is empty for the dashboard)."""
-    return sorted(route.path for route in app.routes
-                  if isinstance(route, APIRoute) and (route.methods or set()) - SAFE_METHODS
-                  and not _depends_on(route.dependant, check_csrf))
+def api_routes(app: Any) -> list[tuple[str, set[str], Any]]:
+    """``(path, methods, dependant)`` of every API route of ``app``, those of included
+    routers too, with the dependencies their routers add. FastAPI >= 0.16x keeps an
+    included router whole (``app.routes`` lists it as one entry):
+    ``iter_route_contexts`` walks into it; before, ``app.routes`` held every route."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # an older FastAPI: included routes are copied into app.routes
+        return [(r.path, r.methods or set(), r.dependant) for r in app.routes
+                if isinstance(r, APIRoute)]
+    return [(str(ctx.path), set(ctx.methods or ()), ctx.dependant)
+            for ctx in iter_route_contexts(app.routes)
+            if isinstance(ctx.original_route, APIRoute)]
+
+
+def unguarded_posts(app: Any, needing: object = check_csrf) -> list[str]:
+    """The paths of routes taking an unsafe method without ``needing`` (by default
+    :func:`check_csrf`) among their dependencies, however deep; tests assert it is empty
+    for the dashboard."""
+    return sorted(path for path, methods, dependant in api_routes(app)
+                  if methods - SAFE_METHODS and not _depends_on(dependant, needing))

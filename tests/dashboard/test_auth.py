@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from fastapi import Request
+from fastapi import APIRouter, Depends, Request
 
 from scheduler.dashboard import auth
 from scheduler.dashboard.csrf import unguarded_posts
@@ -236,12 +236,18 @@ def test_a_non_loopback_address_without_users_is_refused() -> None:
 
 def test_every_post_route_of_the_app_checks_the_token(clock: FakeClock) -> None:
     tiny = tiny_app(user_settings(), clock)
-    assert unguarded_posts(tiny.app) == []
+    assert unguarded_posts(tiny.app) == []  # /login, /logout (an included router), /act
+    assert unguarded_posts(tiny.app, needing=auth.require_operator) == ["/login", "/logout"]
 
     @tiny.app.post("/careless")
     def careless() -> None: ...
 
-    assert unguarded_posts(tiny.app) == ["/careless"]
+    included = APIRouter(dependencies=[Depends(auth.require_operator)])
+    included.add_api_route("/also", careless, methods=["POST"])
+    tiny.app.include_router(included, prefix="/runs")
+    assert unguarded_posts(tiny.app) == ["/careless", "/runs/also"]
+    assert unguarded_posts(tiny.app, needing=auth.require_operator) == [
+        "/careless", "/login", "/logout"]
 
 
 def test_the_hash_command_reads_the_password_from_stdin_and_its_hash_signs_in() -> None:
