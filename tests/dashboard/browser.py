@@ -112,6 +112,7 @@ def open_page(browser: Browser, base_url: str, viewport: dict[str, int] = DESKTO
     recorded and dismissed, every uncaught error and console error recorded."""
     context = browser.new_context(base_url=base_url, viewport=ViewportSize(**viewport),
                                   storage_state=storage_state)
+    context.set_default_timeout(15_000)  # a missing element fails in seconds, not 30 s
     page = context.new_page()
     watched = Watched()
 
