@@ -23,6 +23,7 @@ from tests.factories import T0, FakeClock, make_run
 from tests.reports.support import (
     REPLY,
     add_reply,
+    details_run,
     ids_by_row,
     make_whatsapp_run,
     set_rows,
@@ -204,3 +205,22 @@ def test_failed_rows_are_sent_again_after_a_confirmation_that_says_how_many(
     assert ledger.get_run(run).status == "paused"
     assert "1 failed deliveries queued again" in hooks(after, "id")["notice"]
     assert "resume-button" in hooks(after, "id")
+
+
+def test_sms_and_voice_runs_show_their_own_outcomes(ledger: Ledger, clock: FakeClock,
+                                                    ledger_url: str, tmp_path: Path) -> None:
+    sms = details_run(ledger, "sms", [{"segments": 2}, {"segments": 1},
+                                      {"segments": 1, "errorCode": "NO_COVERAGE"}, None],
+                      ["delivered", "delivered", "undelivered", "accepted"])
+    voice = details_run(ledger, "voice", [{"answered": True, "digits": "1"},
+                                          {"answered": False, "cause": 19}],
+                        ["answered", "not_answered"])
+    settings = project_settings(tmp_path, ledger_url)
+    with served(ledger, settings, clock=clock) as web:
+        sms_page, voice_page = web.get(f"/runs/{sms}").text, web.get(f"/runs/{voice}").text
+    assert numbers(section(sms_page, "sms"), "data-sms") == {
+        "delivered": 2, "undelivered": 1, "awaiting": 1}
+    assert numbers(sms_page, "data-funnel")["undelivered"] == 1
+    assert "Dialed" in voice_page and numbers(voice_page, "data-funnel")["answered"] == 1
+    assert numbers(section(voice_page, "calls"), "data-calls") == {
+        "answered": 1, "not_answered": 1}
