@@ -233,10 +233,12 @@ def kill_owner(ledger_url: str, run_id: int) -> None:
 
 
 def live_project(root: Path, recipients: int, *, rate: str, names: dict[int, str] | None = None,
-                 name: str = "ao-vivo", config: str = "") -> Path:
-    """A project (config.toml, campaigns/, data/) with one text campaign through sender
-    ``s1`` at ``rate``: recipient ``i`` is ``Pessoa i`` unless ``names`` names them, at
-    :func:`~scheduler.sandbox.testing.text_project_phone` ``(i)``; its campaign file."""
+                 name: str = "ao-vivo", config: str = "",
+                 senders: tuple[str, ...] = ("s1",)) -> Path:
+    """A project (config.toml, campaigns/, data/) with one text campaign through
+    ``senders`` at ``rate`` each: recipient ``i`` is ``Pessoa i`` unless ``names`` names
+    them, at :func:`~scheduler.sandbox.testing.text_project_phone` ``(i)``; its campaign
+    file."""
     for folder in ("campaigns", "data", "templates"):
         (root / folder).mkdir(parents=True, exist_ok=True)
     named = names or {}
@@ -244,9 +246,10 @@ def live_project(root: Path, recipients: int, *, rate: str, names: dict[int, str
                                  for i in range(recipients)]
     (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     (root / "config.toml").write_text(config, encoding="utf-8")
+    sender_list = ", ".join(f'"{sender}"' for sender in senders)
     path = root / "campaigns" / f"{name}.toml"
     path.write_text(
-        f'name = "{name}"\nsenders = ["s1"]\n'
+        f'name = "{name}"\nsenders = [{sender_list}]\n'
         f'[recipients]\nfile = "data/{name}.csv"\nphone_column = "telefone"\n'
         'default_country = "BR"\n'
         f'[schedule]\ntimezone = "UTC"\n[pace]\nrate = "{rate}"\njitter = "0"\n'
