@@ -58,7 +58,8 @@ def actions_of(view: RunView) -> dict[str, Any]:
     unserved = any(w.kind == "unserved" for w in view.waits)
     return {
         "pause": status in (RunStatus.RUNNING, RunStatus.PLANNED),
-        "resume": status == RunStatus.PAUSED or (status == RunStatus.RUNNING and unserved),
+        "resume": status == RunStatus.PAUSED or (
+            status in (RunStatus.RUNNING, RunStatus.PLANNED) and unserved),
         "cancel": not finished,
         "failed": view.counts.get("failed", 0),
         "unproven": view.unknown_detail.get("unproven", 0),
@@ -87,6 +88,12 @@ def run_context(dash: Dashboard, run_id: int, view: RunView | None = None) -> di
         charts["sms"] = bars_svg(sorted(view.funnel.sms.by_error_code.items(),
                                         key=lambda kv: -kv[1]),
                                  title="undelivered SMS by error code")
+    calls = view.funnel.calls
+    if calls is not None:  # voice and WhatsApp calls: the report's outcomes chart
+        charts["calls"] = bars_svg([("answered", calls.answered),
+                                    ("not answered", calls.not_answered),
+                                    ("no outcome yet", calls.no_outcome_yet)],
+                                   title="calls by outcome")
     return {"view": view, "run": view.run, "zone": zone, "funnel": funnel, "charts": charts,
             "actions": actions_of(view), "live_url": f"/runs/{run_id}/live",
             "fragment_url": f"/runs/{run_id}/fragment"}

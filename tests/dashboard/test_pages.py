@@ -224,3 +224,5 @@ def test_sms_and_voice_runs_show_their_own_outcomes(ledger: Ledger, clock: FakeC
     assert "Dialed" in voice_page and numbers(voice_page, "data-funnel")["answered"] == 1
     assert numbers(section(voice_page, "calls"), "data-calls") == {
         "answered": 1, "not_answered": 1}
+    assert 'data-label="answered" data-value="1"' in section(voice_page, "calls-chart")
+    assert 'data-label="NO_COVERAGE" data-value="1"' in section(sms_page, "sms-chart")
