@@ -130,7 +130,7 @@ def hourly_svg(hours: Sequence[tuple[datetime, int]], zone_label: str, *,
     height, left, bottom, top_pad = 220, 56, 40, 14
     plot_w, plot_h = _WIDTH - left - 10, height - bottom - top_pad
     top = max(n for _, n in hours)
-    slot = plot_w / len(hours)
+    slot = min(plot_w / len(hours), 48.0)  # a run of a few hours: narrow bars, not slabs
     every = _tick_every(len(hours))
     body = [f'<line class="axis" x1="{left}" y1="{top_pad + plot_h}" x2="{_WIDTH - 10}" '
             f'y2="{top_pad + plot_h}"/>',
