@@ -260,12 +260,12 @@ def test_the_migration_counts_the_rows_already_stored_and_goes_back(
     engine = open_ledger(ledger_url)
     try:
         config = alembic_config(engine)
-        command.downgrade(config, "0009")  # the schema before the tallies
         ledger = Ledger(engine, clock=clock)
         run_id = make_run(ledger, 7, steps=2)
         with access.transaction(engine, "send some") as conn:
             due = dq.due_deliveries(conn, run_id, T0, limit=3)
             dq.claim(conn, [(r.id, "s1") for r in due], T0)
+        command.downgrade(config, "0009")  # the schema before the tallies, rows kept
         command.upgrade(config, "head")
         check(ledger, run_id)
         assert ledger.counts(run_id) == {"dispatching": 3, "planned": 11}

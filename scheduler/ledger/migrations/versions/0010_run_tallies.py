@@ -50,6 +50,7 @@ def upgrade() -> None:
         sa.Column("n", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint(*tallies.TALLY_KEY, "shard"),
         run,
+        sqlite_with_rowid=False,  # one B-tree: a trigger's upsert is one lookup, not two
     )
     op.create_table(
         "run_minutes",
@@ -60,6 +61,7 @@ def upgrade() -> None:
         sa.Column("n", sa.BigInteger(), nullable=False),
         sa.PrimaryKeyConstraint(*tallies.MINUTE_KEY, "shard"),
         sa.ForeignKeyConstraint(["run_id"], ["runs.id"], ondelete="CASCADE"),
+        sqlite_with_rowid=False,
     )
     for statement in tallies.backfill_statements(dialect):
         op.execute(statement)
