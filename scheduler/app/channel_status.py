@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import channel_counts as cc
 from scheduler.ledger.queries import sender_calls
 from scheduler.ledger.runs import Ledger
@@ -133,19 +134,17 @@ class CallsOutcomes(BaseModel):
 ChannelOutcomes = SmsOutcomes | VoiceOutcomes | CallsOutcomes
 
 
-def _calls(ledger: Ledger, run_id: int, counts: dict[str, int]) -> CallsOutcomes:
-    with access.read(ledger.engine, f"count the WhatsApp calls of run {run_id}") as conn:
-        totals = sender_calls.call_run_totals(conn, run_id)
+def _calls(conn: Connection, run_id: int, counts: dict[str, int]) -> CallsOutcomes:
+    totals = sender_calls.call_run_totals(conn, run_id)
     return CallsOutcomes(
         answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
         in_progress=totals.open_calls, timed=totals.timed,
         talk_seconds=round(totals.duration_ms / 1000, 1), recorded=totals.recorded)
 
 
-def _sms(ledger: Ledger, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
-    with access.read(ledger.engine, f"count the SMS outcomes of run {run_id}") as conn:
-        totals = cc.sms_totals(conn, run_id)
-        failures = cc.sms_failures(conn, run_id)
+def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
+    totals = cc.sms_totals(conn, run_id)
+    failures = cc.sms_failures(conn, run_id)
     by_report: dict[str, int] = {}
     by_code: dict[str, int] = {}
     for item in failures:
@@ -163,11 +162,10 @@ def _sms(ledger: Ledger, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
         unpriced=totals.messages - totals.priced, recounted=totals.recounted)
 
 
-def _voice(ledger: Ledger, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
-    with access.read(ledger.engine, f"count the calls of run {run_id}") as conn:
-        totals = cc.call_totals(conn, run_id)
-        digits = cc.top_digits(conn, run_id, TOP_DIGITS)
-        causes = cc.not_answered_causes(conn, run_id)
+def _voice(conn: Connection, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
+    totals = cc.call_totals(conn, run_id)
+    digits = cc.top_digits(conn, run_id, TOP_DIGITS)
+    causes = cc.not_answered_causes(conn, run_id)
     by_cause: dict[str, int] = {}
     for item in causes:
         text = cause_text(item.value, item.description) or "no cause given"
@@ -188,9 +186,19 @@ def channel_outcomes(ledger: Ledger, run_id: int, channel: str,
     if channel not in ("sms", "voice", "calls"):
         return None
     counts = ledger.counts(run_id) if counts is None else counts
+    with access.read(ledger.engine, f"count the {channel} outcomes of run {run_id}") as conn:
+        return read_channel_outcomes(conn, run_id, channel, counts)
+
+
+def read_channel_outcomes(conn: Connection, run_id: int, channel: str,
+                          counts: dict[str, int]) -> ChannelOutcomes | None:
+    """:func:`channel_outcomes` read on ``conn`` (a caller's snapshot). SMS segments and
+    cost, and call totals, scan the run's sent rows (``campaign status`` only)."""
     if channel == "calls":
-        return _calls(ledger, run_id, counts)
-    return _sms(ledger, run_id, counts) if channel == "sms" else _voice(ledger, run_id, counts)
+        return _calls(conn, run_id, counts)
+    if channel == "sms":
+        return _sms(conn, run_id, counts)
+    return _voice(conn, run_id, counts) if channel == "voice" else None
 
 
 def short_outcomes(channel: str, counts: dict[str, int],

@@ -21,6 +21,7 @@ from scheduler.app.senders_view import NEW
 from scheduler.dispatch import warmup
 from scheduler.display import iso_utc, local_time
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import run_senders as rsq
 from scheduler.ledger.queries import sender_profiles as spq
@@ -101,11 +102,20 @@ def read_run_senders(ledger: Ledger, run_id: int, options: RunOptions, care: Sen
                      now: datetime) -> list[RunSender]:
     """The run's senders (its options' and any its rows went through), in one read."""
     with access.read(ledger.engine, f"read the senders of run {run_id}") as conn:
-        counts = {s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
-        names = list(dict.fromkeys([*options.senders, *sorted(counts)]))
-        stored = spq.profiles(conn, names)
-        today = spq.sends_since(conn, names, _day_start(now, options.timezone))
-        latest = {name: spq.history(conn, name, limit=1) for name in stored}
+        return read_senders_of_run(conn, run_id, options, care, now)
+
+
+def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care: SenderCare,
+                        now: datetime, *, with_counts: bool = True) -> list[RunSender]:
+    """:func:`read_run_senders` read on ``conn`` (a caller's snapshot). ``with_counts``:
+    also this run's rows per sender (a ``GROUP BY`` over the run's sent rows, which
+    ``campaign status`` shows; the dashboard leaves it out: only the run's own senders)."""
+    counts = ({s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
+              if with_counts else {})
+    names = list(dict.fromkeys([*options.senders, *sorted(counts)]))
+    stored = spq.profiles(conn, names)
+    today = spq.sends_since(conn, names, _day_start(now, options.timezone))
+    latest = {name: spq.history(conn, name, limit=1) for name in stored}
     out = []
     for name in names:
         done = counts.get(name, rsq.RunSenderCounts())
@@ -201,4 +211,5 @@ def status_senders(ledger: Ledger, run: Run, care: SenderCare, counts: dict[str,
             sender_lines(found, options.timezone, width=width, waiting=waiting))
 
 
-__all__ = ["RunSender", "read_run_senders", "sender_lines", "status_senders", "what_to_do"]
+__all__ = ["RunSender", "read_run_senders", "read_senders_of_run", "sender_lines",
+           "status_senders", "what_to_do"]

@@ -18,41 +18,59 @@ from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
 from scheduler.display import iso_utc, local_time, span
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
+from scheduler.ledger.queries.caps import nth_send_since
 from scheduler.ledger.queries.dispatch import sent_today_by_sender
-from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
+from scheduler.run_options import RunOptions
 from scheduler.units import load_zone
+
+
+def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) -> list[CapWait]:
+    """The run's senders at their daily cap or at the campaign's plan limit at ``now``, read
+    on ``conn`` (a caller's snapshot)."""
+    if options.daily_cap is None and options.plan_limit is None:
+        return []
+    day_start = now.astimezone(load_zone(options.timezone)).replace(
+        hour=0, minute=0, second=0, microsecond=0)
+    sent_today = sent_today_by_sender(conn, day_start, options.senders)
+
+    def nth_send(sender: str, since: datetime, n: int) -> datetime | None:
+        return nth_send_since(conn, sender, since, n)
+
+    return caps.waits_from_counts(options, sent_today, now, nth_send)
 
 
 def cap_waits(ledger: Ledger, run: Run, options: DispatchOptions,
               now: datetime) -> list[CapWait]:
     """The run's senders at their daily cap or at the campaign's plan limit at ``now``."""
-    if options.daily_cap is None and options.plan_limit is None:
-        return []
-    day_start = now.astimezone(load_zone(options.timezone)).replace(
-        hour=0, minute=0, second=0, microsecond=0)
     with access.read(ledger.engine, "count today's sends per sender") as conn:
-        sent_today = sent_today_by_sender(conn, day_start, options.senders)
-    assert run.id is not None
-    return caps.waits_from_counts(options, sent_today, now, RunStore(ledger, run.id).nth_send)
+        return read_cap_waits(conn, options, now)
 
 
 def run_waits(ledger: Ledger, run: Run, counts: dict[str, int],
               now: datetime) -> dict[str, Any]:
     """What a running run with deliveries still planned waits for at ``now``:
     ``{"lines": [...], "capped": [...]}`` (times in UTC in ``capped``); empty otherwise."""
+    with access.read(ledger.engine, f"read what run {run.id} waits for") as conn:
+        return read_run_waits(conn, run, ledger.options(run), counts, now)
+
+
+def read_run_waits(conn: Connection, run: Run, stored: RunOptions, counts: dict[str, int],
+                   now: datetime) -> dict[str, Any]:
+    """:func:`run_waits` read on ``conn`` (a caller's snapshot), with the run's options."""
     if run.status != RunStatus.RUNNING or not counts.get(DeliveryState.PLANNED):
         return {"lines": [], "capped": []}
-    options = DispatchOptions.for_run(ledger.options(run), start=run.started_at or now)
+    options = DispatchOptions.for_run(stored, start=run.started_at or now)
     lines: list[str] = []
     window = options.window
     if window is not None and not options.recipient_timezone and not window.is_open(now):
         opens = window.next_open(now)
         lines.append(f"waiting for the sending window: it opens "
                      f"{local_time(opens, options.timezone)} (in {span(opens - now)})")
-    capped = cap_waits(ledger, run, options, now)
+    capped = read_cap_waits(conn, options, now)
     lines += caps.describe(capped, options.timezone, now, senders=len(options.senders),
                            latest=options.latest)
     return {"lines": lines,

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from scheduler.dispatch.workers import worker_is_live
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive, planner_alive
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import leases as lq
@@ -117,9 +118,15 @@ def held_by_a_process(run: Run, now: datetime) -> bool:
 
 def live_serving_workers(ledger: Ledger, lease_s: float, now: datetime) -> list[ServingWorker]:
     """The live workers of the ledger and where each sends."""
-    lease = timedelta(seconds=lease_s)
     with access.read(ledger.engine, "read the live workers and their targets") as conn:
-        rows = lq.live_workers(conn, now - lease)
+        return read_serving_workers(conn, lease_s, now)
+
+
+def read_serving_workers(conn: Connection, lease_s: float,
+                         now: datetime) -> list[ServingWorker]:
+    """:func:`live_serving_workers` read on ``conn`` (a caller's snapshot)."""
+    lease = timedelta(seconds=lease_s)
+    rows = lq.live_workers(conn, now - lease)
     return [ServingWorker(id=w.id, target=w.target) for w in rows
             if worker_is_live(w, now, lease)]
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from scheduler.dispatch.shares import TRIGGER_LEASE, holds
 from scheduler.dispatch.workers import worker_is_live
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
 
@@ -49,10 +50,15 @@ class WorkerRate(BaseModel):
 
 def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
     """The live workers, the senders each holds now, and the senders nobody holds."""
-    lease = timedelta(seconds=lease_s)
     with access.read(ledger.engine, "read the workers and their leases") as conn:
-        live = [w for w in lq.live_workers(conn, now - lease) if worker_is_live(w, now, lease)]
-        leases = lq.all_leases(conn)
+        return read_workers(conn, lease_s, now)
+
+
+def read_workers(conn: Connection, lease_s: float, now: datetime) -> WorkersView:
+    """:func:`workers_view` read on ``conn`` (a caller's snapshot)."""
+    lease = timedelta(seconds=lease_s)
+    live = [w for w in lq.live_workers(conn, now - lease) if worker_is_live(w, now, lease)]
+    leases = lq.all_leases(conn)
     infos = []
     for w in live:
         mine = [row.sender for row in leases if holds(row, w.id, now)]
@@ -79,7 +85,12 @@ def served_by_workers(ledger: Ledger, lease_s: float, now: datetime) -> int:
 def run_throughput(ledger: Ledger, run_id: int) -> list[WorkerRate]:
     """Rows of the run each worker claimed, and at what rate."""
     with access.read(ledger.engine, f"read what each worker sent of run {run_id}") as conn:
-        rows = lq.throughput(conn, run_id)
+        return read_throughput(conn, run_id)
+
+
+def read_throughput(conn: Connection, run_id: int) -> list[WorkerRate]:
+    """:func:`run_throughput` read on ``conn`` (a caller's snapshot)."""
+    rows = lq.throughput(conn, run_id)
     rates = []
     for r in rows:
         span = (r.last_at - r.first_at).total_seconds() if r.first_at and r.last_at else 0.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +13,6 @@ from rich.console import Console
 from rich.table import Table
 
 from scheduler import display
-from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
 from scheduler.ledger import access
 
@@ -171,67 +170,6 @@ def resend_command(
                   f"send them with `campaign resume {run_id}`")
 
 
-def _run_row(ledger: Any, run: Any, horizon: timedelta) -> dict[str, Any]:
-    from scheduler.ledger.states import describe_target
-
-    counts = ledger.counts(run.id)
-    row = {
-        "run": run.id, "campaign": run.campaign_name, "channel": run.channel,
-        "status": run.status, "delivery": run.delivery_mode,
-        # times in UTC (ISO 8601); the text shows them in the campaign's zone
-        "timezone": ledger.options(run).timezone,
-        "created_at": iso_utc(run.created_at),
-        "started_at": iso_utc(run.started_at),
-        "finished_at": iso_utc(run.finished_at),
-        "reason": run.stop_reason, "deliveries": sum(counts.values()), "counts": counts,
-        "target": run.target, "sent_to": describe_target(run.target),
-    }
-    if counts.get("skipped"):  # why, by kind (blank_value, duplicate, invalid_number, …)
-        from scheduler.ledger.queries.skips import skipped_by_kind
-
-        with access.read(ledger.engine, "count skipped deliveries by reason") as conn:
-            row["skipped_by_reason"] = skipped_by_kind(conn, run.id)
-    if counts.get("unknown"):
-        from scheduler.dispatch.unknowns import judge_run
-        from scheduler.timeutil import utcnow
-
-        verdicts = judge_run(ledger, run.id, utcnow(), horizon=horizon)
-        row["unknown_detail"] = {"waiting": len(verdicts.waiting),
-                                 "unproven": len(verdicts.unproven),
-                                 "unknowable": len(verdicts.unknowable)}
-        row["unknown_verdicts"] = verdicts.describe(run.id, str(row["timezone"]))
-    try:
-        from scheduler.tracking import tracking_counts
-    except ImportError:
-        tracking = None
-    else:
-        tracking = row["tracking"] = tracking_counts(ledger, run.id)
-    from scheduler.app.channel_status import channel_outcomes, short_outcomes
-
-    outcomes = channel_outcomes(ledger, run.id, run.channel, counts)
-    if outcomes is not None:  # SMS and voice: their own outcomes (status, runs --json)
-        row["outcomes"] = outcomes.model_dump()
-        row["outcome_lines"] = outcomes.lines()
-    row["summary"] = short_outcomes(run.channel, counts, tracking)
-    from scheduler.tracking.answers import answer_tallies
-
-    row["answers"] = [t.as_dict() | {"line": t.line()}  # poll votes, list choices per step
-                      for t in answer_tallies(ledger.engine, run.id)]
-    from scheduler.reports.figures import run_funnel
-
-    # planned / sent / rates as the report's Summary gives them (scheduler.ledger.funnel)
-    row["funnel"] = run_funnel(ledger, run.id, run.channel,
-                               digits=getattr(outcomes, "pressed_digits", 0))
-    from scheduler.app.workers_view import run_throughput
-
-    row["workers"] = [rate.model_dump() for rate in run_throughput(ledger, run.id)]
-    from scheduler.app.run_waits import run_waits
-
-    # a running run's window, and its senders at their daily cap or plan limit
-    row["waits"] = run_waits(ledger, run, counts, ledger.clock())
-    return row
-
-
 def _packed(parts: list[str], width: int) -> list[str]:
     """``parts`` joined by `` · `` into lines of at most ``width`` (a part is never cut)."""
     lines: list[str] = []
@@ -264,25 +202,16 @@ def status_command(
     """A run's status: deliveries by state, and the channel's outcomes (WhatsApp: sent /
     delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
     voice: answered / not answered, digits pressed)."""
-    from scheduler.app.unserved import unserved_runs
+    from scheduler.app.unserved import Unserved
     from scheduler.app.wiring import open_project
     from scheduler.timeutil import utcnow
+    from scheduler.views.status import status_row
 
     settings, ledger = open_project()
-    if run_id is None:
-        runs = ledger.list_runs()
-        if not runs:
-            raise SchedulerError("no runs yet: start one with `campaign run FILE`")
-        run = runs[0]
-    else:
-        run = ledger.get_run(run_id)
-    row = _run_row(ledger, run, settings.retry_horizon())
-    unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), [run]).get(run.id or 0)
-    row["unserved"] = unserved.model_dump() if unserved else None  # nobody will send it
-    from scheduler.app.run_senders import status_senders
-
-    row["senders"], sender_text = status_senders(  # state, why, what to do (the ledger's)
-        ledger, run, settings.senders, row["counts"], utcnow(), width=console.width - 2)
+    # one snapshot: counts, funnel, waits and senders all of the same moment
+    row, sender_text = status_row(ledger, run_id, settings, utcnow(),
+                                  width=console.width - 2)
+    unserved = Unserved.model_validate(row["unserved"]) if row["unserved"] else None
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         return
@@ -323,17 +252,18 @@ def status_command(
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
-    from scheduler.app.unserved import unserved_runs
+    from scheduler.app.unserved import Unserved
     from scheduler.app.wiring import open_project
     from scheduler.ledger.queries import schedules as sch
     from scheduler.timeutil import utcnow
+    from scheduler.views.status import runs_rows
 
     settings, ledger = open_project()
-    runs = ledger.list_runs()
-    rows = [_run_row(ledger, run, settings.retry_horizon()) for run in runs]
-    unserved = unserved_runs(ledger, settings.worker_lease_s, utcnow(), runs)
-    for row in rows:  # runs that nobody will send, why, and what to do
-        row["unserved"] = unserved[row["run"]].model_dump() if row["run"] in unserved else None
+    # every run from one snapshot, each with the runs that nobody will send, why, and what
+    # to do
+    rows = runs_rows(ledger, settings, utcnow())
+    unserved = {row["run"]: Unserved.model_validate(row["unserved"])
+                for row in rows if row["unserved"]}
     with access.read(ledger.engine, "read the scheduled fires that made no run") as conn:
         unplanned = sch.unplanned_fires(conn)
         zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if unplanned else {}

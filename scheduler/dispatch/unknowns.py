@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 
 from scheduler.display import clock_time
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.rows import UptimeInterval
 from scheduler.ledger.runs import Ledger
@@ -206,10 +207,17 @@ def judge_run(ledger: Ledger, run_id: int, now: datetime, *,
               horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
     """Judge the ``unknown`` rows of a run against the ledger's receiver uptime."""
     with access.read(ledger.engine, f"read the unknown rows of run {run_id}") as conn:
-        rows = uq.unknown_rows(conn, run_id)
-        if not rows:
-            return UnknownVerdicts()
-        times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
-        since = (min(times) if times else now) - horizon
-        intervals = uq.uptime_intervals(conn, since)
+        return read_unknown_verdicts(conn, run_id, now, horizon=horizon)
+
+
+def read_unknown_verdicts(conn: Connection, run_id: int, now: datetime, *,
+                          horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
+    """:func:`judge_run` read on ``conn`` (a caller's snapshot): the run's ``unknown`` rows
+    (the claim index: as many as there are) and the receivers' uptime since then."""
+    rows = uq.unknown_rows(conn, run_id)
+    if not rows:
+        return UnknownVerdicts()
+    times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
+    since = (min(times) if times else now) - horizon
+    intervals = uq.uptime_intervals(conn, since)
     return judge_unknowns(rows, intervals, now, horizon=horizon)

@@ -73,7 +73,8 @@ class Scope:
 
     ``write``: the block is one transaction, committed when it ends normally and rolled back
     otherwise. ``snapshot``: every statement of the block sees the same state of the
-    database (``REPEATABLE READ`` on PostgreSQL; SQLite's reads see one snapshot anyway).
+    database (``REPEATABLE READ`` on PostgreSQL; an explicit ``BEGIN`` on SQLite, whose
+    driver would otherwise run each read on its own).
     """
 
     __slots__ = ("_conn", "_engine", "_errors", "_snapshot", "_what", "_write")
@@ -98,6 +99,11 @@ class Scope:
                 conn = conn.execution_options(isolation_level="REPEATABLE READ")
             if self._write or self._snapshot:
                 conn.begin()
+            if self._snapshot and conn.dialect.name == "sqlite":
+                # Python's sqlite3 opens no transaction before a SELECT: without this BEGIN
+                # each read would see the latest commit (a run's counts from one moment,
+                # its funnel from the next); in WAL mode a reader blocks no writer
+                conn.exec_driver_sql("BEGIN")
         except self._errors as exc:
             conn.close()
             raise translate(exc, self._what) from None

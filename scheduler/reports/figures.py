@@ -23,7 +23,13 @@ def run_funnel(ledger: Ledger, run_id: int, channel: str, digits: int = 0) -> di
             counts = rq.funnel_counts(conn, run_id)
     except LedgerError as exc:
         raise ReportReadError(f"cannot read the ledger: {exc}") from None
-    counts["digits"] = digits
+    return funnel_of(channel, counts, digits)
+
+
+def funnel_of(channel: str, counts: dict[str, int], digits: int = 0) -> dict[str, Any]:
+    """:func:`run_funnel` from the run's funnel counts (``rq.funnel_counts``, read by the
+    caller in its snapshot)."""
+    counts = {**counts, "digits": digits}
     wanted = {stage.key for stage in fn.stages(channel)} | {"skipped"}
     shown = {key: n for key, n in counts.items() if key in wanted}
     return {"counts": shown,

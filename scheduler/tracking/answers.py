@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.ledger.access import Engine, read
+from scheduler.ledger.access import Connection, Engine, read
 from scheduler.ledger.queries import answers as aq
 from scheduler.service.event_data import ListResponseData, MessageData, PollUpdateData
 
@@ -65,17 +65,22 @@ def _choice(details: dict[str, Any]) -> list[str]:
 
 def answer_tallies(engine: Engine, run_id: int) -> list[StepTally]:
     """Each poll and list step of the run with its answers so far (none: an empty list)."""
-    tallies: dict[int, StepTally] = {}
     with read(engine, f"read the answers of run {run_id}") as conn:
-        for step, kind, raw in aq.step_answers(conn, run_id):
-            tally = tallies.setdefault(step, StepTally(step, kind))
-            tally.deliveries += 1
-            try:
-                details = json.loads(raw) if raw else {}
-            except ValueError:
-                details = {}
-            chosen = _choice(details) if isinstance(details, dict) else []
-            if chosen:
-                tally.answered += 1
-                tally.options.update(chosen)
+        return read_answer_tallies(conn, run_id)
+
+
+def read_answer_tallies(conn: Connection, run_id: int) -> list[StepTally]:
+    """:func:`answer_tallies` read on ``conn`` (a caller's snapshot)."""
+    tallies: dict[int, StepTally] = {}
+    for step, kind, raw in aq.step_answers(conn, run_id):
+        tally = tallies.setdefault(step, StepTally(step, kind))
+        tally.deliveries += 1
+        try:
+            details = json.loads(raw) if raw else {}
+        except ValueError:
+            details = {}
+        chosen = _choice(details) if isinstance(details, dict) else []
+        if chosen:
+            tally.answered += 1
+            tally.options.update(chosen)
     return [tallies[s] for s in sorted(tallies)]

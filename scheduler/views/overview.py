@@ -3,13 +3,33 @@ senders at a glance, read in ONE snapshot (:func:`read_overview`)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import hashlib
+from datetime import UTC, datetime, time
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from scheduler.app.channel_status import short_outcomes
+from scheduler.app.run_senders import what_to_do
+from scheduler.ledger import access
+from scheduler.ledger.access import Connection
+from scheduler.ledger.models import Run
+from scheduler.ledger.queries import run_view as vq
+from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.queries import tallies
+from scheduler.ledger.states import HELD_STATES
+from scheduler.ledger.states import DeliveryState as S
+from scheduler.units import load_zone
 from scheduler.views.parts import SenderGlance
 
-__all__ = ["Overview", "RunSummary"]
+if TYPE_CHECKING:
+    from scheduler.config import Settings
+    from scheduler.ledger.runs import Ledger
+
+__all__ = ["Overview", "RunSummary", "read_overview"]
+
+#: Runs listed on the overview.
+RUNS_SHOWN = 50
 
 
 class RunSummary(BaseModel):
@@ -50,3 +70,60 @@ class Overview(BaseModel):
     workers: int = 0
     read_at: datetime
     version: str = ""
+
+
+def _summary(run: Run, conn: Connection) -> RunSummary:
+    """One run of the list: its counts and funnel from the tallies (a few dozen rows)."""
+    assert run.id is not None
+    tally = tallies.read(conn, run.id)
+    counts = tally.states()
+    funnel = tally.funnel()
+    tracking = tally.tracking()
+    total = funnel["planned"]
+    remaining = counts.get(S.PLANNED, 0) + counts.get(S.DISPATCHING, 0)
+    done = max(total - remaining, 0)
+    return RunSummary(
+        id=run.id, campaign=run.campaign_name, channel=run.channel, status=run.status,
+        reason=run.stop_reason, target=run.target, timezone=run.timezone,
+        created_at=run.created_at, started_at=run.started_at, finished_at=run.finished_at,
+        counts=counts, total=total, done=done,
+        percent=round(100 * done / total, 1) if total else 0.0,
+        summary=short_outcomes(run.channel, counts, tracking))
+
+
+def _day_start(now: datetime, zone: str) -> datetime:
+    local = now.astimezone(load_zone(zone))
+    return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
+
+
+def _senders(conn: Connection, since: datetime) -> list[SenderGlance]:
+    profiles = spq.profiles(conn)
+    today = spq.sends_since(conn, list(profiles), since)
+    return [SenderGlance(sender=p.sender, state=p.state, reason=p.reason, since=p.since,
+                         score=p.score, throttle=p.throttle, held=p.state in HELD_STATES,
+                         what_to_do=what_to_do(p.sender, p.state),
+                         sends_today=today.get(p.sender, 0), warm_day=p.warm_day)
+            for p in profiles.values()]
+
+
+def read_overview(ledger: Ledger, *, settings: Settings, now: datetime,
+                  limit: int = RUNS_SHOWN) -> Overview:
+    """The overview as of ``now``, read in ONE snapshot: the runs by status, the newest
+    ``limit`` runs with their progress (tallies), today's sends (``run_minutes``; the day
+    in the newest run's zone, UTC before any run), every sender's profile and sends today
+    (the sender index: today's sends only)."""
+    from scheduler.app.workers_view import read_workers
+
+    with access.snapshot(ledger.engine, "read the overview") as conn:
+        runs = vq.newest_runs(conn, limit)
+        zone = runs[0].timezone if runs else "UTC"
+        since = _day_start(now, zone)
+        overview = Overview(
+            by_status=vq.runs_by_status(conn), runs=[_summary(r, conn) for r in runs],
+            limit=limit, sends_today=vq.sends_since(conn, since), day_start=since,
+            timezone=zone, senders=_senders(conn, since), read_at=now,
+            workers=0 if conn.dialect.name == "sqlite" else len(
+                read_workers(conn, settings.worker_lease_s, now).workers))
+    shown = overview.model_dump_json(exclude={"read_at", "version"})
+    overview.version = hashlib.blake2b(shown.encode(), digest_size=8).hexdigest()
+    return overview

@@ -1,5 +1,6 @@
-"""The parts of a run's view (:class:`~scheduler.views.run_view.RunView`): pydantic models
-that cross to the dashboard's templates and to ``campaign status --json``.
+"""A run's view (:class:`RunView`, exported by :mod:`scheduler.views.run_view`) and its
+parts: pydantic models that cross to the dashboard's templates and to ``campaign status
+--json``.
 
 Times are aware datetimes in UTC; ``RunInfo.timezone`` names the campaign's zone, in
 which every page and line shows them (:func:`scheduler.display.local_time`).
@@ -185,3 +186,34 @@ class SenderGlance(BaseModel):
     sends_today: int = 0
     warm_day: int | None = None
     warm_cap: int | None = None
+
+
+class RunView(BaseModel):
+    """Everything a run's page shows, as of ``read_at`` (one consistent snapshot)."""
+
+    run: RunInfo
+    #: Deliveries by state (every state the run has rows in).
+    counts: dict[str, int] = Field(default_factory=dict)
+    funnel: FunnelView
+    progress: Progress = Field(default_factory=Progress)
+    #: Sends per sender in the last minutes.
+    pace: list[SenderPace] = Field(default_factory=list)
+    #: Why the run does not send now (empty: it sends, or it is finished).
+    waits: list[Wait] = Field(default_factory=list)
+    #: Failed rows grouped by error, most first.
+    errors: list[ErrorGroup] = Field(default_factory=list)
+    #: The run's newest events and replies, newest first (at most 20).
+    events: list[RecentEvent] = Field(default_factory=list)
+    workers: list[WorkerPace] = Field(default_factory=list)
+    stuck: Stuck = Field(default_factory=Stuck)
+    #: When the run's last send left (None: nothing sent yet).
+    last_send_at: datetime | None = None
+    senders: list[SenderGlance] = Field(default_factory=list)
+    #: Skipped rows by the kind of their reason (blank_value, duplicate, invalid_number …).
+    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
+    #: ``unknown`` rows: waiting for proof, unproven (safe to send again), unknowable.
+    unknown_detail: dict[str, int] = Field(default_factory=dict)
+    read_at: datetime
+    #: A short token that changes when anything shown changes (live updates send a new
+    #: fragment only then); ``read_at`` is not part of it.
+    version: str = ""

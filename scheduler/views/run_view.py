@@ -9,9 +9,10 @@ a constant or by what the run did in the last minutes (see each part's docstring
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
+from scheduler.ledger import access
+from scheduler.ledger.exceptions import RunNotFound
 from scheduler.views.parts import (
     CallFunnel,
     ErrorGroup,
@@ -19,6 +20,7 @@ from scheduler.views.parts import (
     Progress,
     RecentEvent,
     RunInfo,
+    RunView,
     SenderGlance,
     SenderPace,
     SmsFunnel,
@@ -43,35 +45,25 @@ __all__ = [
     "Stuck",
     "Wait",
     "WorkerPace",
+    "read_run_view",
 ]
 
+if TYPE_CHECKING:
+    from scheduler.config import Settings
+    from scheduler.ledger.runs import Ledger
 
-class RunView(BaseModel):
-    """Everything a run's page shows, as of ``read_at`` (one consistent snapshot)."""
 
-    run: RunInfo
-    #: Deliveries by state (every state the run has rows in).
-    counts: dict[str, int] = Field(default_factory=dict)
-    funnel: FunnelView
-    progress: Progress = Field(default_factory=Progress)
-    #: Sends per sender in the last minutes.
-    pace: list[SenderPace] = Field(default_factory=list)
-    #: Why the run does not send now (empty: it sends, or it is finished).
-    waits: list[Wait] = Field(default_factory=list)
-    #: Failed rows grouped by error, most first.
-    errors: list[ErrorGroup] = Field(default_factory=list)
-    #: The run's newest events and replies, newest first (at most 20).
-    events: list[RecentEvent] = Field(default_factory=list)
-    workers: list[WorkerPace] = Field(default_factory=list)
-    stuck: Stuck = Field(default_factory=Stuck)
-    #: When the run's last send left (None: nothing sent yet).
-    last_send_at: datetime | None = None
-    senders: list[SenderGlance] = Field(default_factory=list)
-    #: Skipped rows by the kind of their reason (blank_value, duplicate, invalid_number …).
-    skipped_by_reason: dict[str, int] = Field(default_factory=dict)
-    #: ``unknown`` rows: waiting for proof, unproven (safe to send again), unknowable.
-    unknown_detail: dict[str, int] = Field(default_factory=dict)
-    read_at: datetime
-    #: A short token that changes when anything shown changes (live updates send a new
-    #: fragment only then); ``read_at`` is not part of it.
-    version: str = ""
+def read_run_view(ledger: Ledger, run_id: int, *, settings: Settings,
+                  now: datetime) -> RunView:
+    """Run ``run_id`` as of ``now``, every part read in ONE snapshot of the ledger (a
+    change committed meanwhile is in all of it or in none)."""
+    from scheduler.ledger.queries.run_view import run_by_id
+    from scheduler.views.reading import read_run
+
+    with access.snapshot(ledger.engine, f"read the view of run {run_id}") as conn:
+        run = run_by_id(conn, run_id)
+        if run is None:
+            raise RunNotFound(run_id)
+        return read_run(conn, run, settings, now).view
+
+

@@ -1,0 +1,180 @@
+"""Read a run's view on one connection (the caller's snapshot): :func:`read_run`.
+
+Every read is bounded (see :mod:`scheduler.ledger.queries.run_view`): the counts, the
+funnel and the steps come from the per-run tallies (:mod:`scheduler.ledger.queries.
+tallies`, kept by triggers), the rest from indexed reads of the last minutes or of the
+newest rows. ``campaign status`` adds a few whole-run reads of its own on the same
+connection (:mod:`scheduler.views.status`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from scheduler.app.run_senders import RunSender, read_senders_of_run
+from scheduler.app.run_waits import read_cap_waits
+from scheduler.app.unserved import Unserved, held_by_a_process, judge_serving, read_serving_workers
+from scheduler.app.workers_view import read_workers
+from scheduler.dispatch.options import DispatchOptions
+from scheduler.dispatch.results import CapWait
+from scheduler.dispatch.unknowns import UnknownVerdicts, read_unknown_verdicts
+from scheduler.ledger.access import Connection
+from scheduler.ledger.lease import owner_alive
+from scheduler.ledger.models import Run
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import reports as rq
+from scheduler.ledger.queries import run_view as vq
+from scheduler.ledger.queries import tallies
+from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.queries.skips import skipped_by_kind
+from scheduler.ledger.states import DeliveryState as S
+from scheduler.ledger.states import RunStatus, describe_target
+from scheduler.run_options import RunOptions, from_snapshot
+from scheduler.views import facts as vf
+from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait
+from scheduler.views.waits import RunFacts, judge_stuck, run_waits
+
+if TYPE_CHECKING:
+    from scheduler.config import Settings
+
+#: The window of "recent" sends: pace per sender and per worker, the ETA.
+PACE_WINDOW = timedelta(minutes=5)
+#: Error states grouped on a run's page.
+ERROR_STATES = (S.FAILED, S.UNKNOWN, S.EXPIRED, S.UNDELIVERED)
+
+
+@dataclass
+class RunRead:
+    """A run's view and what ``campaign status`` says besides, from one snapshot."""
+
+    view: RunView
+    run: Run
+    options: RunOptions
+    senders: list[RunSender]
+    capped: list[CapWait]
+    verdicts: UnknownVerdicts
+    unserved: Unserved | None
+    #: ``tq.funnel``'s tracking counts (sent, delivered, read, replied, opted_out).
+    tracking: dict[str, int]
+
+
+def options_of(run: Run) -> RunOptions:
+    """The run's options as planned (``Ledger.options``, without a ledger)."""
+    if run.options is not None:
+        return RunOptions.from_json(run.options, run_id=run.id)
+    return from_snapshot(json.loads(run.definition or "{}"))
+
+
+def run_info(run: Run, options: RunOptions, now: datetime) -> RunInfo:
+    """The run's own row as the view shows it."""
+    owner = (f"pid {run.owner_pid} on {run.owner_host}"
+             if run.status == RunStatus.RUNNING and owner_alive(run, now) else None)
+    return RunInfo(id=run.id or 0, campaign=run.campaign_name, channel=run.channel,
+                   status=run.status, reason=run.stop_reason, delivery=run.delivery_mode,
+                   target=run.target, sent_to=describe_target(run.target),
+                   timezone=options.timezone, created_at=run.created_at,
+                   started_at=run.started_at, finished_at=run.finished_at,
+                   control=run.control, owner=owner)
+
+
+def glance(sender: RunSender) -> SenderGlance:
+    """A run's sender as the page shows it."""
+    return SenderGlance(sender=sender.sender, state=sender.state, reason=sender.reason,
+                        since=sender.since, score=sender.score, throttle=sender.throttle,
+                        held=sender.held, what_to_do=sender.what_to_do,
+                        sends_today=sender.sends_today, warm_day=sender.warm_day,
+                        warm_cap=sender.warm_cap)
+
+
+def version_of(view: RunView) -> str:
+    """A short token of what the view shows: the same view gives the same token; the
+    time it was read and the words that only count down ("in 3 min") are left out."""
+    shown = view.model_dump(mode="json", exclude={
+        "read_at": True, "version": True, "stuck": {"idle_s"},
+        "waits": {"__all__": {"text"}}})
+    return hashlib.blake2b(json.dumps(shown, sort_keys=True).encode(),
+                           digest_size=8).hexdigest()
+
+
+def _unserved(conn: Connection, run: Run, settings: Settings,
+              now: datetime) -> Unserved | None:
+    if run.status not in (RunStatus.PLANNED, RunStatus.RUNNING):
+        return None
+    workers = read_serving_workers(conn, settings.worker_lease_s, now)
+    return judge_serving(run, held=held_by_a_process(run, now), workers=workers)
+
+
+def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
+             sender_counts: bool = False) -> RunRead:
+    """Everything a run's page shows, read on ``conn``; ``sender_counts``: also this
+    run's rows per sender (``campaign status``: a ``GROUP BY`` over the run's sent rows)."""
+    assert run.id is not None
+    run_id = run.id
+    options = options_of(run)
+    counts = dq.counts_by_state(conn, run_id)
+    tally = tallies.read(conn, run_id)
+    funnel_counts = rq.funnel_counts(conn, run_id)
+    tracking = tq.funnel(conn, run_id).as_dict()
+    senders = read_senders_of_run(conn, run_id, options, settings.senders, now,
+                                  with_counts=sender_counts)
+    names = [s.sender for s in senders]
+    recent = vq.recent_sends(conn, run_id, names, now - PACE_WINDOW)
+    last_send = vq.last_send(conn, run_id, names)
+    dispatch = DispatchOptions.for_run(options, start=run.started_at or now)
+    capped = (read_cap_waits(conn, dispatch, now)
+              if run.status == RunStatus.RUNNING and counts.get(S.PLANNED) else [])
+    dispatching, verifying = (vq.verifying_until(conn, run_id)
+                              if counts.get(S.DISPATCHING) else (0, None))
+    verdicts = (read_unknown_verdicts(conn, run_id, now, horizon=settings.retry_horizon())
+                if counts.get(S.UNKNOWN) else UnknownVerdicts())
+    unserved = _unserved(conn, run, settings, now)
+    running = run.status == RunStatus.RUNNING and bool(counts.get(S.PLANNED))
+    facts = RunFacts(
+        run_id=run_id, status=run.status, timezone=options.timezone,
+        planned=counts.get(S.PLANNED, 0), dispatching=dispatching, control=run.control,
+        started_at=run.started_at,
+        window=None if dispatch.recipient_timezone else dispatch.window,
+        capped=capped, sender_count=len(options.senders),
+        senders=[glance(s) for s in senders], verifying_until=verifying,
+        unknown_waiting=len(verdicts.waiting), unknown_settles_at=verdicts.settles_at,
+        next_due=vq.next_due(conn, run_id) if running else None,
+        unserved=(unserved.reason, unserved.advice) if unserved else None,
+        planned_rate=vf.planned_rate(options.rate_per_s, senders),
+        last_send_at=last_send, latest=dispatch.latest)
+    waits: list[Wait] = run_waits(facts, now)
+    view = RunView(
+        run=run_info(run, options, now), counts=counts,
+        funnel=vf.funnel_view(run.channel, tally, funnel_counts, tracking,
+                              vq.newest_sms_failures(conn, run_id)
+                              if run.channel == "sms" and counts.get(S.UNDELIVERED) else []),
+        progress=vf.progress(funnel_counts, counts, recent, PACE_WINDOW, now,
+                             sending=running),
+        pace=vf.pace(names, recent, PACE_WINDOW), waits=waits,
+        errors=vf.errors(vq.newest_errors(conn, run_id, [str(s) for s in ERROR_STATES
+                                                         if counts.get(s)])),
+        events=vf.events(vq.recent_events(conn, run_id), vq.recent_replies(conn, run_id)),
+        workers=vf.workers(tally.workers(),
+                           vq.recent_worker_sends(conn, run_id, names, now - PACE_WINDOW),
+                           _live_workers(conn, settings, now), PACE_WINDOW),
+        stuck=judge_stuck(facts, waits, now), last_send_at=last_send,
+        senders=facts.senders, read_at=now,
+        skipped_by_reason=skipped_by_kind(conn, run_id) if counts.get(S.SKIPPED) else {},
+        unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
+                         "unknowable": len(verdicts.unknowable)}
+                        if counts.get(S.UNKNOWN) else {}))
+    view.version = version_of(view)
+    return RunRead(view=view, run=run, options=options, senders=senders, capped=capped,
+                   verdicts=verdicts, unserved=unserved, tracking=tracking)
+
+
+def _live_workers(conn: Connection, settings: Settings, now: datetime) -> set[str]:
+    if conn.dialect.name == "sqlite":  # workers serve PostgreSQL ledgers only
+        return set()
+    return {w.id for w in read_workers(conn, settings.worker_lease_s, now).workers}
+
+
+__all__ = ["RunRead", "glance", "options_of", "read_run", "run_info", "version_of"]
