@@ -4,13 +4,16 @@ Pure: the clock is injected, nothing sleeps. Every attempt counts (right or wron
 each costs an Argon2 verification; a key past its limit is refused until its oldest attempt
 in the window leaves it, and the refusal says how long that is (for ``Retry-After``).
 The table is bounded: keys whose window is empty are forgotten, and past ``max_keys`` the
-least recently used key goes, so made-up user names cannot grow it without end.
+least recently used key goes, so made-up user names cannot grow it without end. One lock
+makes it safe from the server's threads.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict, deque
+from contextlib import ExitStack
 from datetime import datetime, timedelta
 
 from scheduler.timeutil import Clock, utcnow
@@ -25,9 +28,14 @@ class RateLimiter:
             raise ValueError("a rate limit needs limit >= 1 and a positive window")
         self.limit, self.window, self.clock, self.max_keys = limit, window, clock, max_keys
         self._hits: OrderedDict[str, deque[datetime]] = OrderedDict()
+        self._lock = threading.RLock()
 
     def retry_after(self, key: str) -> int:
         """Whole seconds until ``key`` may try again (0: it may now); records nothing."""
+        with self._lock:
+            return self._retry_after(key)
+
+    def _retry_after(self, key: str) -> int:
         now = self.clock()
         hits = self._recent(key, now)
         if len(hits) < self.limit:
@@ -38,7 +46,11 @@ class RateLimiter:
     def hit(self, key: str) -> int:
         """Record an attempt by ``key`` if it is allowed; the seconds to wait if it is not
         (then nothing is recorded: waiting out the window is enough)."""
-        wait = self.retry_after(key)
+        with self._lock:
+            return self._hit(key)
+
+    def _hit(self, key: str) -> int:
+        wait = self._retry_after(key)
         if wait:
             return wait
         self._hits.setdefault(key, deque()).append(self.clock())
@@ -65,10 +77,14 @@ class RateLimiter:
 
 def attempt_wait(*checks: tuple[RateLimiter, str]) -> int:
     """Check every ``(limiter, key)`` first, then record the attempt in all of them: the
-    seconds to wait (the longest) when any refuses, in which case none records it."""
-    wait = max((limiter.retry_after(key) for limiter, key in checks), default=0)
-    if wait:
-        return wait
-    for limiter, key in checks:
-        limiter.hit(key)
-    return 0
+    seconds to wait (the longest) when any refuses, in which case none records it. The
+    limiters are held together meanwhile (always taken in the order given)."""
+    with ExitStack() as held:
+        for limiter, _key in checks:
+            held.enter_context(limiter._lock)
+        wait = max((limiter.retry_after(key) for limiter, key in checks), default=0)
+        if wait:
+            return wait
+        for limiter, key in checks:
+            limiter.hit(key)
+        return 0

@@ -6,13 +6,15 @@ Every visitor gets a session: an anonymous one carries the CSRF token of the log
 token, so a dump of it holds no cookie. A session ends ``idle`` after its last request, or
 ``lifetime`` after it began, or at logout; a restart of the process ends them all.
 Anonymous sessions are bounded (the oldest go first), so cookieless requests cannot fill
-the memory, and they never push out a signed-in one.
+the memory, and they never push out a signed-in one. Safe to use from the server's
+threads (sync routes run in a thread pool) as from its event loop: one lock.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,9 +49,14 @@ class SessionStore:
         self.max_anonymous = max_anonymous
         self._signed_in: dict[str, Session] = {}
         self._anonymous: OrderedDict[str, Session] = OrderedDict()
+        self._lock = threading.Lock()
 
     def create(self, user: str | None = None) -> tuple[str, Session]:
         """A new session for ``user`` (``None``: anonymous): its cookie token and itself."""
+        with self._lock:
+            return self._create(user)
+
+    def _create(self, user: str | None) -> tuple[str, Session]:
         self._sweep()
         token = secrets.token_urlsafe(TOKEN_BYTES)
         now = self.clock()
@@ -68,7 +75,10 @@ class SessionStore:
         none or it expired (then it is dropped)."""
         if not token:
             return None
-        key = _key(token)
+        with self._lock:
+            return self._get(_key(token))
+
+    def _get(self, key: str) -> Session | None:
         session = self._signed_in.get(key) or self._anonymous.get(key)
         if session is None:
             return None
@@ -82,14 +92,16 @@ class SessionStore:
     def end(self, token: str | None) -> None:
         """End ``token``'s session (logout); nothing when there is none."""
         if token:
-            self._drop(_key(token))
+            with self._lock:
+                self._drop(_key(token))
 
     def end_user(self, user: str) -> int:
         """End every session of ``user``; how many there were."""
-        keys = [k for k, s in self._signed_in.items() if s.user == user]
-        for key in keys:
-            del self._signed_in[key]
-        return len(keys)
+        with self._lock:
+            keys = [k for k, s in self._signed_in.items() if s.user == user]
+            for key in keys:
+                del self._signed_in[key]
+            return len(keys)
 
     def max_age_s(self) -> int:
         """The cookie's ``Max-Age``: a session never lives longer than this."""
