@@ -33,7 +33,9 @@ ROWS_SAID = {
 
 
 def _back(request: Request, run_id: int, notice: Notice) -> RedirectResponse:
-    key = dashboard_of(request).keep(notice)
+    dash = dashboard_of(request)
+    dash.shared.forget(f"/runs/{run_id}/live")  # the next update shows what was done
+    key = dash.keep(notice)
     return RedirectResponse(f"/runs/{run_id}?notice={key}", status_code=303)
 
 

@@ -10,11 +10,13 @@ send the live section again, rendered by the same template as the page::
     data: <html line>
     : app;dur=3.1
 
-``static/live.js`` swaps the section in. ``retry:`` tells the browser to reconnect after 2 s;
-on a reconnect it sends ``Last-Event-ID`` (the version it shows), so nothing is sent again
-until something changed. A quiet stream sends a comment every ``keepalive_s``. The stream
-ends when the session ends (``event: signedout``) or the run disappears (``event: gone``);
-a ledger that cannot be read now is said (``event: problem``) and read again next second.
+``static/live.js`` swaps the section in. Streams of the same page share their reads
+(:class:`~scheduler.dashboard.shared.SharedReads`): one read a second per page watched.
+``retry:`` tells the browser to reconnect after 2 s; on a reconnect it sends
+``Last-Event-ID`` (the version it shows), so nothing is sent again until something changed.
+A quiet stream sends a comment every ``keepalive_s``. The stream ends when the session ends
+(``event: signedout``) or the run disappears (``event: gone``); a ledger that cannot be
+read now is said (``event: problem``) and read again next second.
 The comment after each update is the server time it took (``Server-Timing``'s form).
 """
 
@@ -67,7 +69,8 @@ async def updates(request: Request, template: str, read: Reader,
             return
         started = monotonic()
         try:
-            view = await run_in_threadpool(read, dash)
+            view = await run_in_threadpool(dash.shared.read, request.url.path,
+                                           dash.live_every_s * 0.9, lambda: read(dash))
             if view.version != shown:
                 html = await run_in_threadpool(_render, request, template, build, view)
                 shown = view.version

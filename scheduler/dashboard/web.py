@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
+from scheduler.dashboard.shared import SharedReads
 from scheduler.display import local_time, span
 from scheduler.timeutil import Clock, utcnow
 
@@ -60,6 +61,8 @@ class Dashboard:
     keepalive_s: float = 15.0
     templates: Jinja2Templates = field(init=False)
     notices: OrderedDict[str, Notice] = field(default_factory=OrderedDict, init=False)
+    #: The live streams' newest views, shared by every browser watching the same page.
+    shared: SharedReads = field(default_factory=SharedReads, init=False)
 
     def __post_init__(self) -> None:
         self.templates = make_templates()

@@ -57,10 +57,10 @@ def test_a_reconnected_stream_sends_nothing_until_something_changes(
             quiet = next(stream)
             assert quiet.kind == "comment"  # a whole read went by: nothing new to send
             with open_test_ledger(ledger_url, clock) as other:
-                other.request(run, "cancel")
+                other.request(run, "pause")
             update = next_update(stream)
     assert update.id != shown
-    assert hooks(update.data, "id")["run-status"] == "cancelled"
+    assert hooks(update.data, "id")["run-status"] == "paused"
 
 
 def test_the_overview_is_sent_again_when_a_run_appears(
