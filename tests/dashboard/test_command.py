@@ -22,9 +22,10 @@ from tests.factories import make_run
 
 
 @contextmanager
-def started(args: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[str, list[str]]]:
-    """``campaign ARGS`` in another process until it prints an address: (the address, the
-    lines printed so far); interrupted (Ctrl-C) on exit."""
+def started(args: list[str], cwd: Path,
+            env: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``campaign ARGS`` in another process until it prints the dashboard's address: (the
+    address, the process, whose output can be read on); interrupted (Ctrl-C) on exit."""
     proc = subprocess.Popen([*CAMPAIGN, *args], cwd=cwd, env={**env, "PYTHONUNBUFFERED": "1"},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -34,7 +35,7 @@ def started(args: list[str], cwd: Path, env: dict[str, str]) -> Iterator[tuple[s
             lines.append(line)
             found = re.search(r"dashboard at (http://[^\s]+)", line)
             if found:
-                yield found.group(1), lines
+                yield found.group(1), proc
                 break
         else:
             raise AssertionError("no address printed:\n" + "".join(lines))
@@ -58,7 +59,7 @@ def test_campaign_dashboard_prints_its_address_and_serves_the_ledgers_runs(
     run = make_run(ledger, 3, name="vitrine")
     root = _project(tmp_path)
     env = clean_env(CAMPAIGN_DATABASE_URL=ledger_url)
-    with started(["dashboard", "--port", "0"], root, env) as (url, _lines):
+    with started(["dashboard", "--port", "0"], root, env) as (url, _proc):
         assert url.startswith("http://127.0.0.1:") and not url.endswith(":0/")
         page = httpx.get(url, timeout=20)
         run_page = httpx.get(f"{url}runs/{run}", timeout=20)
@@ -104,13 +105,19 @@ def test_the_dashboard_never_takes_the_receivers_port(ledger: Ledger, ledger_url
         assert address is None  # `[dashboard] serve` is off unless config.toml turns it on
 
 
-def test_campaign_serve_serves_the_pages_on_their_own_port(ledger: Ledger, ledger_url: str,
-                                                           tmp_path: Path) -> None:
+def test_campaign_serve_serves_the_pages_on_their_own_port_not_the_receivers(
+        ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     run = make_run(ledger, 2)
     ledger.request(run, "pause")  # nothing for the serve to send
     root = _project(tmp_path, "[dashboard]\nserve = true\nport = 0\n")
     env = clean_env(CAMPAIGN_DATABASE_URL=ledger_url)
-    with started(["serve"], root, env) as (url, _lines):
+    with started(["serve"], root, env) as (url, proc):
         page = httpx.get(f"{url}runs/{run}", timeout=20)
         assert page.status_code == 200
         assert hooks(page.text, "id")["run-status"] == "paused"
+        assert proc.stdout is not None
+        receiver = next(found.group(1) for line in proc.stdout
+                        if (found := re.search(r"receiver (http://[^/\s]+)", line)))
+        assert receiver not in url  # its own port
+        elsewhere = httpx.get(f"{receiver}/runs/{run}", timeout=20)
+        assert elsewhere.status_code == 404 and "run-status" not in elsewhere.text
