@@ -287,3 +287,20 @@ def test_a_page_for_anyone_can_ask_who_is_there_without_a_login(clock: FakeClock
         assert http.get("/static/who").json() == {"who": None}
         attempt(http, "vic", PASSWORDS["vic"])
         assert http.get("/static/who").json() == {"who": "vic"}
+
+
+def test_a_link_from_another_site_keeps_the_session_it_could_not_show(
+        clock: FakeClock) -> None:
+    tiny = tiny_app(user_settings(), clock)
+    link = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}
+    with serving(tiny.app) as server, signed_in(server, "ana") as ana:
+        cookie = ana.cookies[auth.COOKIE]
+        with client(server) as browser:  # the browser withholds its Strict cookie
+            page = browser.get("/runs/7", params={"tab": "x"}, headers=link)
+        assert page.status_code == 200 and "set-cookie" not in page.headers
+        assert '<meta http-equiv="refresh" content="0; url=/runs/7?tab=x">' in page.text
+        browser_again = ana.get("/", headers={"Sec-Fetch-Site": "same-origin"})
+        assert browser_again.json()["user"] == "ana"
+        assert ana.cookies[auth.COOKIE] == cookie
+        # with its cookie (a lax browser), the link opens the page straight away
+        assert ana.get("/", headers=link).json()["user"] == "ana"

@@ -3,6 +3,7 @@ refused before any route runs (a pure ASGI middleware, so live streams pass unto
 
 from __future__ import annotations
 
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from scheduler.dashboard import csrf
@@ -14,7 +15,7 @@ from scheduler.dashboard.auth.guard import (
     is_loopback,
     session_token,
 )
-from scheduler.dashboard.auth.pages import refuse, to_login
+from scheduler.dashboard.auth.pages import come_again, refuse, to_login
 
 #: Paths anyone may reach without a login: the login form, and the static files (the
 #: style sheet it uses) under a prefix.
@@ -36,7 +37,11 @@ class AuthMiddleware:
     """Refuses, in this order: an open dashboard reached other than by loopback (403); a
     private page without a login (GET: to the login form; others: 403); an unsafe method
     without its session's CSRF token (403). Everything else goes on with
-    ``request.state.dashboard_auth`` set."""
+    ``request.state.dashboard_auth`` set.
+
+    A link followed from another site with no session gets a page that opens the same
+    address again from here: the browser then sends its SameSite=Strict cookie (answering
+    at once would replace a signed-in session by a new anonymous one)."""
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app, self.guard = app, guard
@@ -53,6 +58,9 @@ class AuthMiddleware:
         token = session_token(scope)
         session = guard.sessions.get(token)
         new_token = None
+        if (session is None or token is None) and from_another_site(scope):
+            await come_again(scope)(scope, receive, send)
+            return
         if session is None or token is None:
             token, session = guard.sessions.create()
             new_token = token
@@ -77,11 +85,18 @@ class AuthMiddleware:
         await self.app(scope, receive, send)
 
 
+def from_another_site(scope: Scope) -> bool:
+    """Whether the browser followed a link from another site to a page of ours: it then
+    withholds the SameSite=Strict cookie, so a missing session proves nothing yet."""
+    headers = Headers(scope=scope)
+    return (scope["method"] in ("GET", "HEAD")
+            and headers.get("sec-fetch-site") == "cross-site"
+            and headers.get("sec-fetch-mode") == "navigate")
+
+
 async def _check_token(scope: Scope, receive: Receive, state: AuthState) -> Receive:
     """Look for the CSRF token (the header, else the form's field) and note whether it is
     the session's; the ``receive`` to pass on (the body replayed when it was read)."""
-    from starlette.datastructures import Headers
-
     headers = Headers(scope=scope)
     given = headers.get(csrf.HEADER)
     if given is None:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import jinja2
 from starlette.responses import HTMLResponse, RedirectResponse
+from starlette.types import Scope
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates"
 _ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
@@ -27,7 +28,7 @@ def page(status: int, title: str, *, message: str | None = None, error: str | No
     """The login page's layout with a message, an error and (``form``) the login form:
     ``form`` holds ``csrf``, ``next`` and the ``name`` typed so far."""
     html = _ENV.get_template("login.html").render(
-        title=title, message=message, error=error, form=form)
+        title=title, message=message, error=error, form=form, refresh=None)
     return HTMLResponse(html, status_code=status, headers={**HEADERS, **(headers or {})})
 
 
@@ -50,6 +51,17 @@ def login_url(path: str, query: bytes | str = b"") -> str:
     query = query.decode("latin-1") if isinstance(query, bytes) else query
     target = f"{path}?{query}" if query else path
     return f"/login?next={quote(safe_next(target), safe='')}"
+
+
+def come_again(scope: Scope) -> HTMLResponse:
+    """A page that opens its own address again at once (``<meta http-equiv="refresh">``,
+    no script), as a navigation from this site; it sets no cookie."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    target = safe_next(f"{scope.get('path', '/')}?{query}" if query else scope.get("path"))
+    html = _ENV.get_template("login.html").render(
+        title="Opening the dashboard", message="Opening the page…", form=None,
+        error=None, refresh=target)
+    return HTMLResponse(html, headers=HEADERS)
 
 
 def to_login(path: str, query: bytes | str = b"") -> RedirectResponse:
