@@ -226,3 +226,35 @@ def test_sms_and_voice_runs_show_their_own_outcomes(ledger: Ledger, clock: FakeC
         "answered": 1, "not_answered": 1}
     assert 'data-label="answered" data-value="1"' in section(voice_page, "calls-chart")
     assert 'data-label="NO_COVERAGE" data-value="1"' in section(sms_page, "sms-chart")
+
+
+def test_unproven_rows_are_sent_again_and_the_others_in_doubt_stay(
+        ledger: Ledger, clock: FakeClock, ledger_url: str, tmp_path: Path) -> None:
+    """Two sends in doubt that a receiver listened for through all the service's retries
+    (unproven: safe to send again), one still inside them, one nobody listened for."""
+    from scheduler.ledger import access
+    from scheduler.ledger.queries import uptime as uq
+
+    second = timedelta(seconds=1)
+    run = make_run(ledger, 4)
+    ids = ids_by_row(ledger, run)
+    for row, after in zip(ids, (0, 0, 500, 200), strict=True):
+        set_rows(ledger, [row], state="unknown", dispatched_at=T0 + after * second)
+    with access.transaction(ledger.engine, "record a receiver's uptime") as conn:
+        first = uq.open_uptime(conn, 1, "k", T0 - 60 * second)
+        uq.touch_uptime(conn, first, T0 + 380 * second)  # then killed
+        later = uq.open_uptime(conn, 2, "k", T0 + 600 * second)
+        uq.touch_uptime(conn, later, T0 + 650 * second)
+        uq.stop_uptime(conn, later, T0 + 690 * second)
+    clock.now = T0 + 700 * second
+    settings = project_settings(tmp_path, ledger_url)
+    with served(ledger, settings, clock=clock) as web:
+        page = web.get(f"/runs/{run}").text
+        assert "resend-unproven" in hooks(page, "id") and "resend-failed" not in hooks(page, "id")
+        confirm = web.get(f"/runs/{run}/resend?rows=unproven").text
+        assert hooks(confirm, "id")["resend-count"] == "2"
+        done = web.post(f"/runs/{run}/resend",
+                        data={"csrf_token": form_token(confirm), "rows": "unproven"})
+        after = web.get(done.headers["location"]).text
+    assert ledger.counts(run) == {"planned": 2, "unknown": 2}
+    assert "2 unproven deliveries queued again" in hooks(after, "id")["notice"]
