@@ -10,7 +10,8 @@ dashboard, a sandbox and a real ``campaign run`` each in a process of its own.
 - :func:`run_process`: ``campaign run CAMPAIGN`` in a project folder, against a sandbox
   process (``tests/channels/support.py``'s :func:`sandbox_process`).
 - :func:`live_project`: a project whose text campaign is slow enough to watch.
-- :func:`ledger_counts`, :func:`run_row`: what the ledger holds, read by a plain scan.
+- :func:`ledger_counts`, :class:`CountsWatch`, :func:`run_row`: what the ledger holds, read
+  by a plain scan (not the tallies the dashboard reads).
 
 No fixtures here (the test modules wrap these in their own); no test imports a conftest.
 """
@@ -23,6 +24,7 @@ import re
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -269,6 +271,57 @@ def ledger_counts(ledger_url: str, run_id: int) -> dict[str, int]:
         found = conn.execute(select(d.state, func.count()).where(d.run_id == run_id)
                              .group_by(d.state)).all()
     return {state: n for state, n in found}
+
+
+class CountsWatch:
+    """The run's counts by state as the ledger had them, sampled by a plain scan every few
+    milliseconds in a thread while the test reads the page: :meth:`had` says whether the
+    ledger held given counts lately (a page's counts must be a state the ledger really
+    had, not a mix of two moments)."""
+
+    def __init__(self, ledger_url: str, run_id: int) -> None:
+        self.ledger_url, self.run_id = ledger_url, run_id
+        #: Each distinct state seen: [counts, first seen, last seen] (monotonic seconds).
+        self.states: list[list[Any]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, name="counts-watch", daemon=True)
+
+    def __enter__(self) -> CountsWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _sample(self) -> None:
+        d = deliveries.c
+        query = (select(d.state, func.count()).where(d.run_id == self.run_id)
+                 .group_by(d.state))
+        with open_test_ledger(self.ledger_url) as ledger:
+            while not self._stop.is_set():
+                with access.read(ledger.engine) as conn:
+                    counts = {state: n for state, n in conn.execute(query).all() if n}
+                now = time.monotonic()
+                with self._lock:
+                    if self.states and self.states[-1][0] == counts:
+                        self.states[-1][2] = now
+                    else:
+                        self.states.append([counts, now, now])
+                self._stop.wait(0.02)
+
+    def had(self, counts: dict[str, int], *, within_s: float) -> bool:
+        """Whether the ledger held exactly ``counts`` at some moment of the last
+        ``within_s`` seconds."""
+        since = time.monotonic() - within_s
+        with self._lock:
+            return any(seen == counts and last >= since for seen, _first, last in self.states)
+
+    def latest(self) -> dict[str, int]:
+        """The counts of the newest sample."""
+        with self._lock:
+            return dict(self.states[-1][0]) if self.states else {}
 
 
 def run_row(ledger_url: str, run_id: int | None = None) -> dict[str, Any]:
