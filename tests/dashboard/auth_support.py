@@ -106,6 +106,14 @@ def attempt(http: httpx.Client, name: str, password: str, next_page: str = "/") 
                                      "csrf_token": token, "next": next_page})
 
 
+def attempt_from(proxy: httpx.Client, address: str, name: str) -> httpx.Response:
+    """A wrong login attempt passed on by a proxy (on this machine) for ``address``."""
+    forwarded = {"X-Forwarded-For": address}
+    token = form_token(proxy.get("/login", headers=forwarded).text)
+    return proxy.post("/login", headers=forwarded,
+                      data={"user": name, "password": "wrong-pw-x", "csrf_token": token})
+
+
 @contextmanager
 def signed_in(server: BackgroundServer, name: str,
               source: str = "127.0.0.1") -> Iterator[httpx.Client]:

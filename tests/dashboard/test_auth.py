@@ -22,6 +22,7 @@ from tests.dashboard.auth_support import (
     PASSWORDS,
     CountingHasher,
     attempt,
+    attempt_from,
     client,
     form_token,
     serving,
@@ -304,3 +305,21 @@ def test_a_link_from_another_site_keeps_the_session_it_could_not_show(
         assert ana.cookies[auth.COOKIE] == cookie
         # with its cookie (a lax browser), the link opens the page straight away
         assert ana.get("/", headers=link).json()["user"] == "ana"
+
+
+def test_behind_a_proxy_on_this_machine_each_client_is_limited_and_open_access_refused(
+        clock: FakeClock) -> None:
+    """uvicorn takes ``X-Forwarded-For`` from a loopback peer (a local reverse proxy) as
+    the client's address: limits apply per real client, and an open dashboard refuses
+    a client from elsewhere even when the proxy's own Host header looked local."""
+    tiny = tiny_app(user_settings(), clock)
+    with serving(tiny.app) as server, client(server) as proxy:
+        for i in range(5):
+            answer = attempt_from(proxy, "203.0.113.7", f"guess{i}")
+            assert answer.status_code == 401
+        assert attempt_from(proxy, "203.0.113.7", "guess5").status_code == 429
+        assert attempt_from(proxy, "198.51.100.2", "guess6").status_code == 401
+    with serving(tiny_app(DashboardSettings(), clock).app) as server, client(server) as proxy:
+        assert proxy.get("/").status_code == 200
+        refused = proxy.get("/", headers={"X-Forwarded-For": "203.0.113.7"})
+        assert refused.status_code == 403 and "loopback" in refused.text
