@@ -61,8 +61,10 @@ def actions_of(view: RunView) -> dict[str, Any]:
         "resume": status == RunStatus.PAUSED or (
             status in (RunStatus.RUNNING, RunStatus.PLANNED) and unserved),
         "cancel": not finished,
-        "failed": view.counts.get("failed", 0),
-        "unproven": view.unknown_detail.get("unproven", 0),
+        # rows are queued again on a run not being sent (the ledger refuses it otherwise)
+        "failed": 0 if status == RunStatus.RUNNING else view.counts.get("failed", 0),
+        "unproven": 0 if status == RunStatus.RUNNING else view.unknown_detail.get(
+            "unproven", 0),
         "finished": finished,
     }
 
