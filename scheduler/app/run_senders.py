@@ -106,20 +106,24 @@ def read_run_senders(ledger: Ledger, run_id: int, options: RunOptions, care: Sen
 
 
 def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care: SenderCare,
-                        now: datetime, *, with_counts: bool = True) -> list[RunSender]:
+                        now: datetime, *, with_counts: bool = True,
+                        today: bool = True) -> list[RunSender]:
     """:func:`read_run_senders` read on ``conn`` (a caller's snapshot). ``with_counts``:
     also this run's rows per sender (a ``GROUP BY`` over the run's sent rows, which
-    ``campaign status`` shows; the dashboard leaves it out: only the run's own senders)."""
+    ``campaign status --json`` shows; the dashboard leaves it out: only the run's own
+    senders); ``today``: also the sends through each today (every run; as many index
+    entries as the day's sends: the dashboard's run page leaves it out, 0)."""
     counts = ({s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
               if with_counts else {})
     names = list(dict.fromkeys([*options.senders, *sorted(counts)]))
     stored = spq.profiles(conn, names)
-    today = spq.sends_since(conn, names, _day_start(now, options.timezone))
+    today_sends = (spq.sends_since(conn, names, _day_start(now, options.timezone))
+                   if today else {})
     latest = {name: spq.history(conn, name, limit=1) for name in stored}
     out = []
     for name in names:
         done = counts.get(name, rsq.RunSenderCounts())
-        facts = RunSender(sender=name, state=NEW, sends_today=today.get(name, 0),
+        facts = RunSender(sender=name, state=NEW, sends_today=today_sends.get(name, 0),
                           **done._asdict())
         row = stored.get(name)
         if row is not None:

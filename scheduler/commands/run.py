@@ -210,7 +210,7 @@ def status_command(
     settings, ledger = open_project()
     # one snapshot: counts, funnel, waits and senders all of the same moment
     row, sender_text = status_row(ledger, run_id, settings, utcnow(),
-                                  width=console.width - 2)
+                                  width=console.width - 2, sender_counts=as_json)
     unserved = Unserved.model_validate(row["unserved"]) if row["unserved"] else None
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))

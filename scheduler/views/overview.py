@@ -98,7 +98,7 @@ def _day_start(now: datetime, zone: str) -> datetime:
 
 def _senders(conn: Connection, since: datetime) -> list[SenderGlance]:
     profiles = spq.profiles(conn)
-    today = spq.sends_since(conn, list(profiles), since)
+    today = vq.dispatched_since(conn, list(profiles), since)
     return [SenderGlance(sender=p.sender, state=p.state, reason=p.reason, since=p.since,
                          score=p.score, throttle=p.throttle, held=p.state in HELD_STATES,
                          what_to_do=what_to_do(p.sender, p.state),

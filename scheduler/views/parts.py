@@ -211,8 +211,14 @@ class RunView(BaseModel):
     senders: list[SenderGlance] = Field(default_factory=list)
     #: Skipped rows by the kind of their reason (blank_value, duplicate, invalid_number …).
     skipped_by_reason: dict[str, int] = Field(default_factory=dict)
+    #: 0: ``skipped_by_reason`` counts every skipped row; else only this many, the newest
+    #: (a run's view reads at most that many: ``campaign status`` counts them all).
+    skipped_sampled: int = 0
     #: ``unknown`` rows: waiting for proof, unproven (safe to send again), unknowable.
     unknown_detail: dict[str, int] = Field(default_factory=dict)
+    #: False: the run has more ``unknown`` rows than a view judges (judging reads each
+    #: one), so ``unknown_detail`` is empty; ``campaign status`` judges them all.
+    unknown_judged: bool = True
     read_at: datetime
     #: A short token that changes when anything shown changes (live updates send a new
     #: fragment only then); ``read_at`` is not part of it.

@@ -45,6 +45,11 @@ if TYPE_CHECKING:
 PACE_WINDOW = timedelta(minutes=5)
 #: Error states grouped on a run's page.
 ERROR_STATES = (S.FAILED, S.UNKNOWN, S.EXPIRED, S.UNDELIVERED)
+#: A run's view judges its ``unknown`` rows when it has at most this many (each is read:
+#: about 20 ms per 1,000 on SQLite)...
+UNKNOWN_JUDGED = 2_000
+#: ...and counts the reasons of at most this many skipped rows (the newest).
+SKIPS_COUNTED = 5_000
 
 
 @dataclass
@@ -109,9 +114,12 @@ def _unserved(conn: Connection, run: Run, settings: Settings,
 
 
 def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
-             sender_counts: bool = False) -> RunRead:
-    """Everything a run's page shows, read on ``conn``; ``sender_counts``: also this
-    run's rows per sender (``campaign status``: a ``GROUP BY`` over the run's sent rows)."""
+             sender_counts: bool = False, sends_today: bool = False,
+             every_row: bool = False) -> RunRead:
+    """Everything a run's page shows, read on ``conn``. ``campaign status`` asks for more:
+    ``sender_counts``, this run's rows per sender (a ``GROUP BY`` over the run's sent
+    rows); ``sends_today``, each sender's sends today (as many index entries as the day's
+    sends); ``every_row``, every unknown row judged and every skipped row's reason."""
     assert run.id is not None
     run_id = run.id
     options = options_of(run)
@@ -120,7 +128,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     funnel_counts = rq.funnel_counts(conn, run_id)
     tracking = tq.funnel(conn, run_id).as_dict()
     senders = read_senders_of_run(conn, run_id, options, settings.senders, now,
-                                  with_counts=sender_counts)
+                                  with_counts=sender_counts, today=sends_today)
     names = [s.sender for s in senders]
     recent = vq.recent_sends(conn, run_id, names, now - PACE_WINDOW)
     last_send = vq.last_send(conn, run_id, names)
@@ -129,8 +137,12 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
               if run.status == RunStatus.RUNNING and counts.get(S.PLANNED) else [])
     dispatching, verifying = (vq.verifying_until(conn, run_id)
                               if counts.get(S.DISPATCHING) else (0, None))
+    unknown = counts.get(S.UNKNOWN, 0)
+    judged = every_row or unknown <= UNKNOWN_JUDGED
     verdicts = (read_unknown_verdicts(conn, run_id, now, horizon=settings.retry_horizon())
-                if counts.get(S.UNKNOWN) else UnknownVerdicts())
+                if unknown and judged else UnknownVerdicts())
+    skipped = counts.get(S.SKIPPED, 0)
+    sampled = 0 if every_row or skipped <= SKIPS_COUNTED else SKIPS_COUNTED
     unserved = _unserved(conn, run, settings, now)
     running = run.status == RunStatus.RUNNING and bool(counts.get(S.PLANNED))
     facts = RunFacts(
@@ -146,6 +158,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         planned_rate=vf.planned_rate(options.rate_per_s, senders),
         last_send_at=last_send, latest=dispatch.latest)
     waits: list[Wait] = run_waits(facts, now)
+    claimed = tally.workers()  # PostgreSQL workers' rows (none on SQLite)
     view = RunView(
         run=run_info(run, options, now), counts=counts,
         funnel=vf.funnel_view(run.channel, tally, funnel_counts, tracking,
@@ -157,15 +170,18 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         errors=vf.errors(vq.newest_errors(conn, run_id, [str(s) for s in ERROR_STATES
                                                          if counts.get(s)])),
         events=vf.events(vq.recent_events(conn, run_id), vq.recent_replies(conn, run_id)),
-        workers=vf.workers(tally.workers(),
-                           vq.recent_worker_sends(conn, run_id, names, now - PACE_WINDOW),
-                           _live_workers(conn, settings, now), PACE_WINDOW),
+        workers=vf.workers(claimed, vq.recent_worker_sends(conn, run_id, names,
+                                                           now - PACE_WINDOW)
+                           if claimed else {}, _live_workers(conn, settings, now),
+                           PACE_WINDOW),
         stuck=judge_stuck(facts, waits, now), last_send_at=last_send,
         senders=facts.senders, read_at=now,
-        skipped_by_reason=skipped_by_kind(conn, run_id) if counts.get(S.SKIPPED) else {},
+        skipped_by_reason=(vq.newest_skip_kinds(conn, run_id, sampled) if sampled else
+                           skipped_by_kind(conn, run_id) if skipped else {}),
+        skipped_sampled=sampled, unknown_judged=judged,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
                          "unknowable": len(verdicts.unknowable)}
-                        if counts.get(S.UNKNOWN) else {}))
+                        if unknown and judged else {}))
     view.version = version_of(view)
     return RunRead(view=view, run=run, options=options, senders=senders, capped=capped,
                    verdicts=verdicts, unserved=unserved, tracking=tracking)

@@ -80,9 +80,10 @@ def _row(conn: Connection, read: RunRead, settings: Settings, now: datetime, *,
 
 
 def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: datetime, *,
-               width: int) -> tuple[dict[str, Any], list[str]]:
+               width: int, sender_counts: bool = True) -> tuple[dict[str, Any], list[str]]:
     """``campaign status``'s row of run ``run_id`` (the newest run when None) and its
-    senders' lines, in one snapshot."""
+    senders' lines, in one snapshot; ``sender_counts``: this run's rows per sender in the
+    senders' entries (``--json``; a scan of the run's rows that went through a sender)."""
     from scheduler.errors import SchedulerError
     from scheduler.ledger.exceptions import RunNotFound
 
@@ -93,7 +94,8 @@ def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: date
             if run_id is not None:
                 raise RunNotFound(run_id)
             raise SchedulerError("no runs yet: start one with `campaign run FILE`")
-        read = read_run(conn, found[0], settings, now, sender_counts=True)
+        read = read_run(conn, found[0], settings, now, sender_counts=sender_counts,
+                        sends_today=True, every_row=True)
         row = _row(conn, read, settings, now, full=True)
     row["unserved"] = read.unserved.model_dump() if read.unserved else None
     row["senders"] = [s.model_dump() for s in read.senders]
@@ -111,7 +113,7 @@ def runs_rows(ledger: Ledger, settings: Settings, now: datetime,
         found = list(runs) if runs is not None else vq.newest_runs(conn, 1_000_000)
         out = []
         for run in found:
-            read = read_run(conn, run, settings, now)
+            read = read_run(conn, run, settings, now, every_row=True)
             row = _row(conn, read, settings, now, full=True)
             row["unserved"] = read.unserved.model_dump() if read.unserved else None
             out.append(row)

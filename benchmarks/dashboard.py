@@ -1,0 +1,341 @@
+"""Figure D1 (issue 23): the dashboard's server time on runs of 10,000 and 1,000,000 rows.
+
+Seeds a ledger with two runs (10,000 and 1,000,000 deliveries of a paused WhatsApp run in
+mixed states: planned, accepted, sent, delivered, read with replies and opt-outs, failed
+with three errors, skipped, unknown, expired; sends spread over five senders, their
+events, the replies) by one ``INSERT … SELECT`` per table (SQLite: a recursive counter;
+PostgreSQL: ``generate_series``): the deliveries' triggers keep the run's tallies as
+they would for a plan and its sends. Then times, in this process (median of
+``--repeat``), ``read_run_view`` of each run, ``read_overview``, and ``campaign
+status --json``'s reading (``status_row``); and ``campaign status RUN --json`` as a
+subprocess (wall time, its Python start included). Once the dashboard exists
+(:mod:`scheduler.dashboard`), each page and each live fragment through the real app,
+from the ``Server-Timing`` header it sets (:func:`dashboard_timings`).
+
+Prints JSON lines::
+
+    {"figure": "D1", "what": "read_run_view", "rows": 1000000, "database": "sqlite",
+     "value": <ms>, "unit": "ms", "min_ms": ..., "max_ms": ...}
+
+``--database sqlite|postgresql|both`` (PostgreSQL: a throwaway server started by
+``scripts/pg-test-server``), ``--rows 10000,1000000``, ``--quick`` (rows 10,000 and
+100,000; 3 repeats).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from _harness import emit, log
+
+REPO = Path(__file__).resolve().parents[1]
+#: The moment the benchmark reads its views at: the seeded sends end 10 minutes before.
+NOW = datetime(2026, 11, 23, 15, 0, tzinfo=UTC)
+SENDERS = ("s1", "s2", "s3", "s4", "s5")
+#: Sends are 0.1 s apart (10/s over five senders).
+STEP_S = 0.1
+
+# ---------------------------------------------------------------------- seeding
+
+
+def _states(i: str) -> str:
+    """SQL: the state of row ``i`` (by ``i % 100``)."""
+    b = f"({i} % 100)"
+    return (f"CASE WHEN {b} < 35 THEN 'planned' WHEN {b} < 40 THEN 'accepted' "
+            f"WHEN {b} < 55 THEN 'sent' WHEN {b} < 80 THEN 'delivered' "
+            f"WHEN {b} < 92 THEN 'read' WHEN {b} < 95 THEN 'failed' "
+            f"WHEN {b} < 97 THEN 'skipped' WHEN {b} < 98 THEN 'unknown' ELSE 'expired' END")
+
+
+def _deliveries_sql(dialect: str, run_id: int, n: int, start: datetime) -> str:
+    """One ``INSERT … SELECT`` of ``n`` rows of run ``run_id``."""
+    b = "(i % 100)"
+    if dialect == "sqlite":
+        counter = ("WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c "
+                   f"WHERE i < {n - 1}) ")
+        source = "FROM c"
+        first = start.strftime("%Y-%m-%d %H:%M:%S")
+
+        def at(extra_s: str) -> str:
+            return (f"strftime('%Y-%m-%d %H:%M:%f', '{first}', '+' || "
+                    f"(i * {STEP_S} + {extra_s}) || ' seconds') || '000'")
+        worker = "NULL"
+        pad = "substr('00000000' || i, -8, 8)"
+    else:
+        counter = ""
+        source = f"FROM generate_series(0, {n - 1}) AS g(i)"
+        first = start.isoformat()
+
+        def at(extra_s: str) -> str:
+            return (f"(TIMESTAMPTZ '{first}' + make_interval(secs => "
+                    f"i * {STEP_S} + {extra_s}))")
+        worker = "'w' || (i % 2 + 1)"
+        pad = "lpad(i::text, 8, '0')"
+    sent = f"{b} >= 35 AND {b} < 95 OR {b} >= 97"
+    return (
+        f"{counter}INSERT INTO deliveries (run_id, seq, row, step, kind, path, \"to\", "
+        "region, payload, variables, state, reason, sender, attempts, last_error, "
+        "message_id, message_id_norm, due_at, dispatched_at, accepted_at, sent_at, "
+        "delivered_at, read_at, replied_at, failed_at, reply_text, updated_at, worker) "
+        f"SELECT {run_id}, i, i + 1, 0, 'text', '/api/v1/messages/send/text', "
+        f"'55119' || {pad}, 'BR', "
+        f"'{{\"text\": \"Oi\"}}', '{{}}', {_states('i')}, "
+        f"CASE WHEN {b} BETWEEN 95 AND 96 THEN CASE WHEN i % 2 = 0 THEN "
+        "'invalid_number: too short' ELSE 'duplicate' END END, "
+        f"CASE WHEN {b} >= 35 AND {b} < 95 OR {b} >= 97 THEN 's' || (i % 5 + 1) END, "
+        f"CASE WHEN {b} < 35 OR {b} BETWEEN 95 AND 96 THEN 0 ELSE 1 END, "
+        f"CASE WHEN {b} BETWEEN 92 AND 94 THEN CASE i % 3 WHEN 0 THEN 'HTTP 400: invalid "
+        "number' WHEN 1 THEN 'HTTP 403: not on WhatsApp' ELSE 'HTTP 500: server error' END "
+        "END, "
+        f"CASE WHEN {sent} THEN 'WAMID.' || i END, CASE WHEN {sent} THEN 'wamid.' || i END, "
+        f"CASE WHEN {b} < 35 THEN {at('0')} END, "
+        f"CASE WHEN {sent} THEN {at('0')} END, "
+        f"CASE WHEN {b} >= 35 AND {b} < 92 THEN {at('0.3')} END, "
+        f"CASE WHEN {b} >= 40 AND {b} < 92 THEN {at('1')} END, "
+        f"CASE WHEN {b} >= 55 AND {b} < 92 THEN {at('5')} END, "
+        f"CASE WHEN {b} >= 80 AND {b} < 92 THEN {at('60')} END, "
+        f"CASE WHEN {b} >= 80 AND {b} < 92 AND i % 7 = 0 THEN {at('120')} END, "
+        f"CASE WHEN {b} BETWEEN 92 AND 94 THEN {at('0.3')} END, "
+        f"CASE WHEN {b} >= 80 AND {b} < 92 AND i % 7 = 0 THEN 'obrigado' END, "
+        f"{at('0')}, CASE WHEN {sent} THEN {worker} END {source}")
+
+
+def _events_sql(dialect: str, run_id: int, n: int) -> list[str]:
+    """Events of the run's newest sends, and its replies (opt-outs among them)."""
+    received = "updated_at"
+    latest = min(n, 20_000)
+    events = (
+        "INSERT INTO events (dedupe_key, event, channel, session_id, number, "
+        "message_id_norm, occurred_at, received_at, applied_at, result, payload) "
+        f"SELECT 'd1-{run_id}-' || id, CASE WHEN read_at IS NOT NULL THEN 'messages.read' "
+        "ELSE 'messages.delivered' END, 'whatsapp', sender, \"to\", message_id_norm, "
+        f"{received}, {received}, {received}, 'applied', "
+        "'{\"event\": \"messages.delivered\", \"data\": {\"status\": \"delivered\"}}' "
+        f"FROM deliveries WHERE run_id = {run_id} AND delivered_at IS NOT NULL "
+        f"ORDER BY id DESC LIMIT {latest}")
+    opt_out = "1" if dialect == "sqlite" else "TRUE"
+    keep = "0" if dialect == "sqlite" else "FALSE"
+    replies = (
+        "INSERT INTO replies (delivery_id, run_id, number, session_id, kind, text, opt_out, "
+        f"received_at) SELECT id, run_id, \"to\", sender, 'text', reply_text, "
+        f"CASE WHEN id % 10 = 0 THEN {opt_out} ELSE {keep} END, replied_at "
+        f"FROM deliveries WHERE run_id = {run_id} AND replied_at IS NOT NULL")
+    return [events, replies]
+
+
+def seed(url: str, rows: list[int]) -> list[int]:
+    """Runs of ``rows`` deliveries each in the ledger at ``url`` (migrated); their ids."""
+    from sqlalchemy import text
+
+    from scheduler.ledger.db import open_ledger
+    from scheduler.ledger.queries import runs as rq
+    from scheduler.ledger.runs import Ledger
+
+    engine = open_ledger(url)
+    ledger = Ledger(engine, clock=lambda: NOW - timedelta(days=1))
+    dialect = engine.dialect.name
+    ids = []
+    for n in rows:
+        name = f"d1-{n}"
+        run_id = ledger.create_run(
+            campaign_name=name, channel="whatsapp", definition_path=f"{name}.toml",
+            definition={"name": name, "senders": list(SENDERS), "pace": {"rate": "2/s"},
+                        "schedule": {"timezone": "America/Sao_Paulo"},
+                        "steps": [{"type": "text"}]},
+            delivery_mode="at-most-once", timezone="America/Sao_Paulo", target="sandbox")
+        # the sends end 10 minutes before NOW: a paused run, its last minutes quiet
+        start = NOW - timedelta(minutes=10) - timedelta(seconds=n * STEP_S)
+        began = time.perf_counter()
+        with engine.begin() as conn:
+            conn.execute(text(_deliveries_sql(dialect, run_id, n, start)))
+            for sql in _events_sql(dialect, run_id, n):
+                conn.execute(text(sql))
+            rq.update_run(conn, run_id, status="paused", planned_count=n,
+                          started_at=start, owner_pid=None, heartbeat_at=None,
+                          stop_reason="paused by a person")
+        if dialect == "postgresql":
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.execute(text("VACUUM ANALYZE"))
+        log(f"seeded run {run_id}: {n:,} deliveries in {time.perf_counter() - began:.1f} s")
+        ids.append(run_id)
+    engine.dispose()
+    return ids
+
+
+# ---------------------------------------------------------------------- timing
+
+
+def _median(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
+    fn()  # warm: imports, the engine's pool, the database's cache
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - began) * 1000)
+    return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
+            "max_ms": round(max(times), 1)}
+
+
+def _project(url: str, folder: Path) -> dict[str, str]:
+    """A project folder whose ``campaign`` commands use the ledger at ``url``."""
+    (folder / "config.toml").write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
+    env.update(CAMPAIGN_DATABASE_URL=url, COLUMNS="80")
+    return env
+
+
+def _status_subprocess(url: str, run_id: int, repeat: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="d1-project-") as folder:
+        env = _project(url, Path(folder))
+        command = [sys.executable, "-m", "scheduler.cli", "status", str(run_id), "--json"]
+
+        def once() -> None:
+            done = subprocess.run(command, cwd=folder, env=env, capture_output=True,
+                                  text=True, timeout=600)
+            if done.returncode != 0:
+                raise RuntimeError(done.stderr)
+            json.loads(done.stdout)
+
+        return _median(once, max(1, repeat // 2))
+
+
+def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
+               database: str) -> None:
+    """The views and status's reading, timed in this process."""
+    from scheduler.config import Settings
+    from scheduler.ledger.db import open_ledger
+    from scheduler.ledger.runs import Ledger
+    from scheduler.views.overview import read_overview
+    from scheduler.views.run_view import read_run_view
+    from scheduler.views.status import status_row
+
+    engine = open_ledger(url)
+    ledger, settings = Ledger(engine), Settings()
+    base = {"figure": "D1", "database": database, "unit": "ms"}
+    for run_id, n in zip(run_ids, rows, strict=True):
+        emit({**base, "what": "read_run_view", "rows": n, **_median(
+            lambda r=run_id: read_run_view(ledger, r, settings=settings, now=NOW), repeat)})
+        emit({**base, "what": "status_row (campaign status --json, in process)", "rows": n,
+              **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78),
+                        repeat)})
+        emit({**base, "what": "campaign status --json (subprocess wall)", "rows": n,
+              **_status_subprocess(url, run_id, repeat)})
+    emit({**base, "what": "read_overview", "rows": sum(rows), **_median(
+        lambda: read_overview(ledger, settings=settings, now=NOW), repeat)})
+    for name, n in _dashboard(ledger, settings, run_ids, rows, repeat):
+        emit({**base, **n, "what": name})
+    engine.dispose()
+
+
+# ---------------------------------------------------------------------- the dashboard
+
+
+def dashboard_timings(app: Any, paths: list[str], repeat: int) -> dict[str, dict[str, float]]:
+    """THE DASHBOARD'S PAGES AND LIVE UPDATES: each path of ``app`` (the real dashboard,
+    :func:`scheduler.dashboard.app.create_app`) requested ``repeat`` times in this
+    process; the server time is the ``Server-Timing: app;dur=<ms>`` header it sets on
+    every answer (median, min, max)."""
+    from fastapi.testclient import TestClient
+
+    out: dict[str, dict[str, float]] = {}
+    with TestClient(app) as client:
+        for path in paths:
+            times = []
+            for attempt in range(repeat + 1):
+                answer = client.get(path)
+                if answer.status_code != 200:
+                    raise RuntimeError(f"GET {path}: {answer.status_code}")
+                if attempt == 0:
+                    continue  # warm
+                header = answer.headers.get("server-timing", "")
+                times.append(float(header.split("dur=", 1)[1].split(",")[0]))
+            out[path] = {"value": round(statistics.median(times), 1),
+                         "min_ms": round(min(times), 1), "max_ms": round(max(times), 1)}
+    return out
+
+
+def _dashboard(ledger: Any, settings: Any, run_ids: list[int], rows: list[int],
+               repeat: int) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each page and live fragment of the dashboard, when it exists."""
+    try:
+        from scheduler.dashboard.app import create_app
+    except ImportError:
+        log("no scheduler.dashboard yet: its pages are not timed")
+        return
+    app = create_app(settings, ledger, clock=lambda: NOW)
+    paths = {"/": sum(rows), "/fragment": sum(rows), "/senders": sum(rows)}
+    for run_id, n in zip(run_ids, rows, strict=True):
+        paths[f"/runs/{run_id}"] = n
+        paths[f"/runs/{run_id}/fragment"] = n
+    for path, figures in dashboard_timings(app, list(paths), repeat).items():
+        kind = "live update" if path.endswith("fragment") else "page"
+        yield f"dashboard {kind} GET {path} (Server-Timing)", {"rows": paths[path], **figures}
+
+
+# ---------------------------------------------------------------------- main
+
+
+@contextlib.contextmanager
+def _postgres() -> Iterator[str]:
+    """A throwaway PostgreSQL server and a new database in it."""
+    script = REPO / "scripts" / "pg-test-server"
+    folder = tempfile.mkdtemp(prefix="d1-pg-")
+    try:
+        started = subprocess.run(["bash", str(script), "start", folder], check=True,
+                                 capture_output=True, text=True)
+        yield started.stdout.strip()
+    finally:
+        subprocess.run(["bash", str(script), "stop", folder], check=False,
+                       capture_output=True)
+
+
+def run_database(database: str, rows: list[int], repeat: int) -> None:
+    """Seed and time one database."""
+    with contextlib.ExitStack() as stack:
+        if database == "sqlite":
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="d1-"))
+            url = f"sqlite:///{folder}/ledger.db"
+        else:
+            url = stack.enter_context(_postgres())
+        began = time.perf_counter()
+        run_ids = seed(url, rows)
+        emit({"figure": "D1-seed", "database": database, "rows": sum(rows),
+              "value": round(time.perf_counter() - began, 1), "unit": "s"})
+        in_process(url, run_ids, rows, repeat, database)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Seed, time, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", choices=("sqlite", "postgresql", "both"),
+                        default="both")
+    parser.add_argument("--rows", default="10000,1000000",
+                        help="the runs' sizes, comma-separated")
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--quick", action="store_true",
+                        help="rows 10,000 and 100,000, 3 repeats")
+    args = parser.parse_args(argv)
+    rows = [10_000, 100_000] if args.quick else [int(r) for r in args.rows.split(",")]
+    repeat = 3 if args.quick else args.repeat
+    databases = ("sqlite", "postgresql") if args.database == "both" else (args.database,)
+    for database in databases:
+        run_database(database, rows, repeat)
+    emit({"figure": "D1-context", "cpus": os.cpu_count(),
+          "load_avg_1m": round(os.getloadavg()[0], 2)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
