@@ -18,7 +18,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from scheduler.dashboard import auth, steering
 from scheduler.dashboard.errors import PageError
-from scheduler.dashboard.web import Notice, dashboard_of, render
+from scheduler.dashboard.web import Notice, RunId, dashboard_of, render
 
 Rows = Literal["failed", "unproven"]
 
@@ -45,25 +45,25 @@ def router() -> APIRouter:
     posted = [Depends(auth.check_csrf)]
 
     @acts.post("/runs/{run_id}/pause", dependencies=posted)
-    async def pause(request: Request, run_id: int) -> Response:
+    async def pause(request: Request, run_id: RunId) -> Response:
         dash = dashboard_of(request)
         notice = await run_in_threadpool(steering.control, dash, run_id, "pause")
         return _back(request, run_id, notice)
 
     @acts.post("/runs/{run_id}/cancel", dependencies=posted)
-    async def cancel(request: Request, run_id: int) -> Response:
+    async def cancel(request: Request, run_id: RunId) -> Response:
         dash = dashboard_of(request)
         notice = await run_in_threadpool(steering.control, dash, run_id, "cancel")
         return _back(request, run_id, notice)
 
     @acts.post("/runs/{run_id}/resume", dependencies=posted)
-    async def resume(request: Request, run_id: int) -> Response:
+    async def resume(request: Request, run_id: RunId) -> Response:
         dash = dashboard_of(request)
         notice = await run_in_threadpool(steering.resume, dash, run_id)
         return _back(request, run_id, notice)
 
     @acts.get("/runs/{run_id}/resend", response_class=HTMLResponse)
-    async def confirm_resend(request: Request, run_id: int, rows: Rows) -> Response:
+    async def confirm_resend(request: Request, run_id: RunId, rows: Rows) -> Response:
         dash = dashboard_of(request)
         run = await run_in_threadpool(dash.ledger.get_run, run_id)
         n, _ids = await run_in_threadpool(steering.resend_count, dash, run_id, rows)
@@ -75,7 +75,7 @@ def router() -> APIRouter:
                                                 "name": name, "meaning": meaning})
 
     @acts.post("/runs/{run_id}/resend", dependencies=posted)
-    async def resend(request: Request, run_id: int, rows: Rows = Form(...)) -> Response:
+    async def resend(request: Request, run_id: RunId, rows: Rows = Form(...)) -> Response:
         dash = dashboard_of(request)
         notice = await run_in_threadpool(steering.resend, dash, run_id, rows)
         return _back(request, run_id, notice)

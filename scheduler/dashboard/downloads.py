@@ -18,7 +18,7 @@ from starlette.responses import FileResponse
 
 from scheduler.dashboard import auth
 from scheduler.dashboard.errors import PageError
-from scheduler.dashboard.web import Dashboard, dashboard_of
+from scheduler.dashboard.web import Dashboard, RunId, dashboard_of
 
 MEDIA = {"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
          "csv": "text/csv; charset=utf-8"}
@@ -44,7 +44,7 @@ def router() -> APIRouter:
     files = APIRouter(dependencies=[Depends(auth.require_viewer)])
 
     @files.get("/runs/{run_id}/report.{fmt}")
-    async def report(request: Request, run_id: int, fmt: str) -> FileResponse:
+    async def report(request: Request, run_id: RunId, fmt: str) -> FileResponse:
         if fmt not in MEDIA:
             raise PageError(404, f"There is no {fmt!r} report: download report.xlsx or "
                                  "report.csv.", back=f"/runs/{run_id}")

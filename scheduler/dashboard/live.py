@@ -32,7 +32,7 @@ from starlette.responses import StreamingResponse
 
 from scheduler.dashboard import auth
 from scheduler.dashboard.pages import overview_context, read_front, read_run, run_context
-from scheduler.dashboard.web import Dashboard, dashboard_of, fragment
+from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment
 from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunNotFound
 from scheduler.timeutil import monotonic
@@ -106,7 +106,7 @@ def router() -> APIRouter:
         return _stream(updates(request, "_overview_live.html", read_front, overview_context))
 
     @live.get("/runs/{run_id}/live")
-    async def run_live(request: Request, run_id: int) -> StreamingResponse:
+    async def run_live(request: Request, run_id: RunId) -> StreamingResponse:
         await run_in_threadpool(dashboard_of(request).ledger.get_run, run_id)  # 404 if none
         return _stream(updates(request, "_run_live.html",
                                lambda dash: read_run(dash, run_id),

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from scheduler.app.senders_view import senders_view
 from scheduler.dashboard.auth import require_viewer
 from scheduler.dashboard.svg import bars_svg, funnel_svg, hourly_svg, hours_of
-from scheduler.dashboard.web import Dashboard, dashboard_of, fragment, render
+from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment, render
 from scheduler.display import zone_label
 from scheduler.ledger import access
 from scheduler.ledger.funnel import stages
@@ -128,13 +128,13 @@ def router() -> APIRouter:
         return HTMLResponse(html)
 
     @pages.get("/runs/{run_id}", response_class=HTMLResponse)
-    def run_page(request: Request, run_id: int) -> Response:
+    def run_page(request: Request, run_id: RunId) -> Response:
         context = run_context(dashboard_of(request), run_id)
         notice = dashboard_of(request).notice(request.query_params.get("notice"))
         return render(request, "run.html", {**context, "notice": notice})
 
     @pages.get("/runs/{run_id}/fragment", response_class=HTMLResponse)
-    def run_fragment(request: Request, run_id: int) -> Response:
+    def run_fragment(request: Request, run_id: RunId) -> Response:
         html = fragment(request, "_run_live.html", run_context(dashboard_of(request), run_id))
         return HTMLResponse(html)
 

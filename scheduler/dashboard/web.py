@@ -12,8 +12,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
+from fastapi import Path as PathParam
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -34,6 +35,8 @@ STATIC = PACKAGE / "static"
 
 #: The pages of the navigation bar: (path, label).
 NAV = (("/", "Overview"), ("/senders", "Senders"), ("/campaigns", "Campaigns"))
+#: A run's id in a path: a positive number the database can hold (else the page's 404).
+RunId = Annotated[int, PathParam(ge=1, le=2**63 - 1)]
 #: The most notices kept for the pages actions lead back to.
 NOTICES_KEPT = 200
 

@@ -120,6 +120,9 @@ def test_every_mistake_is_a_page_that_says_what_happened(ledger: Ledger, clock: 
         answers = {
             "/runs/999": web.get("/runs/999"),
             "/runs/abc": web.get("/runs/abc"),
+            "a number too big": web.get(f"/runs/{10**20}"),
+            "pause a number too big": web.post(f"/runs/{10**20}/pause",
+                                               data={"csrf_token": token}),
             "/nowhere": web.get("/nowhere"),
             "report.pdf": web.get(f"/runs/{run}/report.pdf"),
             "live of 999": web.get("/runs/999/live"),
@@ -133,7 +136,8 @@ def test_every_mistake_is_a_page_that_says_what_happened(ledger: Ledger, clock: 
         }
         static = web.get("/static/app.css")
     status = {name: r.status_code for name, r in answers.items()}
-    assert status == {"/runs/999": 404, "/runs/abc": 404, "/nowhere": 404, "report.pdf": 404,
+    assert status == {"/runs/999": 404, "/runs/abc": 404, "a number too big": 404,
+                      "pause a number too big": 404, "/nowhere": 404, "report.pdf": 404,
                       "live of 999": 404, "report of 999": 404, "rows=bogus": 400,
                       "no unproven": 409, "pause finished": 409, "GET pause": 405,
                       "resend bogus": 400}
