@@ -24,9 +24,9 @@ Rows = Literal["failed", "unproven"]
 
 #: What each kind of row is called on the confirmation page.
 ROWS_SAID = {
-    "failed": ("failed deliveries", "The service refused them, or they failed for good after "
+    "failed": ("failed deliver", "The service refused them, or they failed for good after "
                "their retries. Each is sent again with its later steps."),
-    "unproven": ("unproven deliveries", "Sends in doubt that the service did not take: no "
+    "unproven": ("unproven deliver", "Sends in doubt that the service did not take: no "
                  "event came for them although a receiver listened through all of the "
                  "service's retries, so sending them again reaches nobody twice."),
 }
@@ -68,9 +68,10 @@ def router() -> APIRouter:
         run = await run_in_threadpool(dash.ledger.get_run, run_id)
         n, _ids = await run_in_threadpool(steering.resend_count, dash, run_id, rows)
         if not n:
-            raise PageError(409, f"Run {run_id} has no {ROWS_SAID[rows][0]} to send again.",
-                            back=f"/runs/{run_id}")
-        name, meaning = ROWS_SAID[rows]
+            raise PageError(409, f"Run {run_id} has no {ROWS_SAID[rows][0]}ies to send "
+                                 "again.", back=f"/runs/{run_id}")
+        stem, meaning = ROWS_SAID[rows]
+        name = stem + ("y" if n == 1 else "ies")
         return render(request, "confirm.html", {"run": run, "rows": rows, "n": n,
                                                 "name": name, "meaning": meaning})
 

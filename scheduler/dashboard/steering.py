@@ -151,5 +151,6 @@ def resend(dash: Dashboard, run_id: int, which: Which) -> Notice:
         queued = dash.ledger.requeue(run_id, ["failed"])
     else:
         queued = dash.ledger.requeue(run_id, ["unknown"], ids=ids)
-    return Notice(f"Run {run_id}: {queued:,} {which} deliveries queued again (with their "
-                  "later steps). The run is paused: press Resume to send them.", kind="warn")
+    rows = "delivery" if queued == 1 else "deliveries"
+    return Notice(f"Run {run_id}: {queued:,} {which} {rows} queued again (with their later "
+                  "steps). The run is paused: press Resume to send them.", kind="warn")

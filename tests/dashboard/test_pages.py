@@ -207,7 +207,7 @@ def test_failed_rows_are_sent_again_after_a_confirmation_that_says_how_many(
     counts = ledger.counts(run)
     assert "failed" not in counts and counts["planned"] == 2
     assert ledger.get_run(run).status == "paused"
-    assert "1 failed deliveries queued again" in hooks(after, "id")["notice"]
+    assert "1 failed delivery queued again" in hooks(after, "id")["notice"]
     assert "resume-button" in hooks(after, "id")
 
 
