@@ -33,6 +33,13 @@ from scheduler.campaign.steps import (
     wire_names,
 )
 from scheduler.campaign.tomllines import line_of
+from scheduler.campaign.variants import (
+    Split,
+    VariantTree,
+    merged_fields,
+    split_of,
+    variant_tables,
+)
 
 
 @dataclass
@@ -52,6 +59,10 @@ class CompiledStep:
     product: ProductRef | None = None
     #: Template variables of this step from the service (``product``), set at plan time.
     context: dict[str, Any] = field(default_factory=dict)
+    #: The step's variants (``variants = [...]``), the first one's tree being ``tree``.
+    variants: list[VariantTree] = field(default_factory=list)
+    #: Whether the step's variants wrote a weight (the campaign's split takes it).
+    weighted: bool = False
 
     @property
     def key(self) -> str:
@@ -168,9 +179,32 @@ def check_step(
             found.add(str(exc), f"{key}.product")
     for name in DISPATCHER_KEYS & raw.keys():
         found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
-    fields = wire_names(kind, {k: v for k, v in raw.items()
-                               if k not in RESERVED_KEYS | DISPATCHER_KEYS})
-    tree = compile_tree(fields, key, env, found)
+    fields = {k: v for k, v in raw.items()
+              if k not in RESERVED_KEYS | DISPATCHER_KEYS | {"variants"}}
+    variants: list[VariantTree] = []
+    weighted = False
+    if "variants" in raw:
+        tables, problems = variant_tables(raw["variants"], f"{key}.variants")
+        for where, message in problems:
+            found.add(message, where)
+        weighted = any("weight" in table for _n, _w, table in tables)
+        for i, (name, weight, table) in enumerate(tables):
+            mark = len(found.issues)
+            tree = _body_tree(kind, merged_fields(fields, table), f"{key}.variants[{i}]",
+                              session, env, found, bounds)
+            variants.append(VariantTree(name, weight, tree, ok=len(found.issues) == mark))
+    tree = (variants[0].tree if variants
+            else _body_tree(kind, fields, key, session, env, found, bounds))
+    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,
+                        product=product, variants=variants, weighted=weighted)
+
+
+def _body_tree(kind: StepKind, fields: dict[str, Any], key: str, session: str,
+               env: SandboxedEnvironment, found: Collector, bounds: BoundsSpec
+               ) -> dict[str, Any]:
+    """A step's (or a variant's) body fields compiled and checked against the endpoint's
+    model and the bounds, with templates replaced by placeholders."""
+    tree = compile_tree(wire_names(kind, fields), key, env, found)
     constant = placeholder_tree(tree)
     for name, sample in kind.samples:  # a template: its rows are checked when rendered
         if isinstance(tree.get(name), Leaf):
@@ -181,5 +215,11 @@ def check_step(
     checker = body_checker(kind.name, bounds)
     for path, message in checker(constant) if checker is not None else ():
         found.add(message.removeprefix("rendered "), f"{key}.{path}")
-    return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,
-                        product=product)
+    return tree
+
+
+def campaign_split(steps: list[CompiledStep]) -> tuple[Split | None, list[tuple[int, str]]]:
+    """The campaign's variants and weights from its steps (see
+    :mod:`scheduler.campaign.variants`), and the problems as ``(step index, message)``."""
+    return split_of([(s.index, [(v.name, v.weight) for v in s.variants], s.weighted)
+                     for s in steps])
