@@ -24,6 +24,7 @@ from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import run_senders as rsq
+from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import (
@@ -62,7 +63,7 @@ class RunSender(BaseModel):
     warm_days: int | None = None
     #: Today's warm-up cap (None: no cap today).
     warm_cap: int | None = None
-    #: Sends through it today (the campaign's zone), every run and worker.
+    #: Rows dispatched through it today (the campaign's zone), every run and worker.
     sends_today: int = 0
     #: This run's rows through it.
     sent: int = 0
@@ -111,13 +112,15 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
     """:func:`read_run_senders` read on ``conn`` (a caller's snapshot). ``with_counts``:
     also this run's rows per sender (a ``GROUP BY`` over the run's sent rows, which
     ``campaign status --json`` shows; the dashboard leaves it out: only the run's own
-    senders); ``today``: also the sends through each today (every run; as many index
-    entries as the day's sends: the dashboard's run page leaves it out, 0)."""
+    senders); ``today``: also the rows dispatched through each today (every run; as many
+    index entries as the day's sends: the dashboard's run page leaves it out, 0)."""
     counts = ({s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
               if with_counts else {})
     names = list(dict.fromkeys([*options.senders, *sorted(counts)]))
     stored = spq.profiles(conn, names)
-    today_sends = (spq.sends_since(conn, names, _day_start(now, options.timezone))
+    # dispatched today, as the sender index counts them alone (a retry waiting counts: it
+    # was tried today); the state as well would cost a read of each row
+    today_sends = (vq.dispatched_since(conn, names, _day_start(now, options.timezone))
                    if today else {})
     latest = {name: spq.history(conn, name, limit=1) for name in stored}
     out = []
