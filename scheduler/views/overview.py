@@ -30,6 +30,10 @@ __all__ = ["Overview", "RunSummary", "read_overview"]
 
 #: Runs listed on the overview.
 RUNS_SHOWN = 50
+#: The overview counts each sender's sends today (an index-only count of as many entries)
+#: while the day has at most this many sends (``run_minutes``), about 40 ms; beyond, the
+#: senders' ``sends_today`` are None (the day's total is always given).
+SENDER_DAY_COUNTED = 100_000
 
 
 class RunSummary(BaseModel):
@@ -96,13 +100,15 @@ def _day_start(now: datetime, zone: str) -> datetime:
     return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
 
 
-def _senders(conn: Connection, since: datetime) -> list[SenderGlance]:
+def _senders(conn: Connection, since: datetime, day_sends: int) -> list[SenderGlance]:
     profiles = spq.profiles(conn)
-    today = vq.dispatched_since(conn, list(profiles), since)
+    today = (vq.dispatched_since(conn, list(profiles), since)
+             if day_sends <= SENDER_DAY_COUNTED else None)
     return [SenderGlance(sender=p.sender, state=p.state, reason=p.reason, since=p.since,
                          score=p.score, throttle=p.throttle, held=p.state in HELD_STATES,
                          what_to_do=what_to_do(p.sender, p.state),
-                         sends_today=today.get(p.sender, 0), warm_day=p.warm_day)
+                         sends_today=today.get(p.sender, 0) if today is not None else None,
+                         warm_day=p.warm_day)
             for p in profiles.values()]
 
 
@@ -111,17 +117,18 @@ def read_overview(ledger: Ledger, *, settings: Settings, now: datetime,
     """The overview as of ``now``, read in ONE snapshot: the runs by status, the newest
     ``limit`` runs with their progress (tallies), today's sends (``run_minutes``; the day
     in the newest run's zone, UTC before any run), every sender's profile and sends today
-    (the sender index: today's sends only)."""
+    (the sender index alone, while the day has at most :data:`SENDER_DAY_COUNTED`)."""
     from scheduler.app.workers_view import read_workers
 
     with access.snapshot(ledger.engine, "read the overview") as conn:
         runs = vq.newest_runs(conn, limit)
         zone = runs[0].timezone if runs else "UTC"
         since = _day_start(now, zone)
+        day_sends = vq.sends_since(conn, since)
         overview = Overview(
             by_status=vq.runs_by_status(conn), runs=[_summary(r, conn) for r in runs],
-            limit=limit, sends_today=vq.sends_since(conn, since), day_start=since,
-            timezone=zone, senders=_senders(conn, since), read_at=now,
+            limit=limit, sends_today=day_sends, day_start=since,
+            timezone=zone, senders=_senders(conn, since, day_sends), read_at=now,
             workers=0 if conn.dialect.name == "sqlite" else len(
                 read_workers(conn, settings.worker_lease_s, now).workers))
     shown = overview.model_dump_json(exclude={"read_at", "version"})

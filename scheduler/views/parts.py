@@ -182,8 +182,10 @@ class SenderGlance(BaseModel):
     throttle: float | None = None
     held: bool = False
     what_to_do: str | None = None
-    #: Sends through it today (the campaign's zone, every run).
-    sends_today: int = 0
+    #: Rows dispatched through it today (the campaign's zone, every run); None: not
+    #: counted (a run's view does not count them; the overview when the day's sends are
+    #: too many to count in time, see ``overview.SENDER_DAY_COUNTED``).
+    sends_today: int | None = 0
     warm_day: int | None = None
     warm_cap: int | None = None
 

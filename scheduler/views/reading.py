@@ -86,13 +86,13 @@ def run_info(run: Run, options: RunOptions, now: datetime) -> RunInfo:
                    control=run.control, owner=owner)
 
 
-def glance(sender: RunSender) -> SenderGlance:
-    """A run's sender as the page shows it."""
+def glance(sender: RunSender, *, today: bool = True) -> SenderGlance:
+    """A run's sender as the page shows it (``today``: its sends today were counted)."""
     return SenderGlance(sender=sender.sender, state=sender.state, reason=sender.reason,
                         since=sender.since, score=sender.score, throttle=sender.throttle,
                         held=sender.held, what_to_do=sender.what_to_do,
-                        sends_today=sender.sends_today, warm_day=sender.warm_day,
-                        warm_cap=sender.warm_cap)
+                        sends_today=sender.sends_today if today else None,
+                        warm_day=sender.warm_day, warm_cap=sender.warm_cap)
 
 
 def version_of(view: RunView) -> str:
@@ -151,7 +151,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         started_at=run.started_at,
         window=None if dispatch.recipient_timezone else dispatch.window,
         capped=capped, sender_count=len(options.senders),
-        senders=[glance(s) for s in senders], verifying_until=verifying,
+        senders=[glance(s, today=sends_today) for s in senders], verifying_until=verifying,
         unknown_waiting=len(verdicts.waiting), unknown_settles_at=verdicts.settles_at,
         next_due=vq.next_due(conn, run_id) if running else None,
         unserved=(unserved.reason, unserved.advice) if unserved else None,
