@@ -14,7 +14,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, Response
 
-from scheduler.app.senders_view import senders_view
 from scheduler.dashboard.auth import require_viewer
 from scheduler.dashboard.svg import bars_svg, funnel_svg, hourly_svg, hours_of
 from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment, render
@@ -140,10 +139,9 @@ def router() -> APIRouter:
 
     @pages.get("/senders", response_class=HTMLResponse)
     def senders(request: Request) -> Response:
-        dash = dashboard_of(request)
-        now = dash.clock()
-        view = senders_view(dash.ledger, dash.settings, now, limits=False)
-        return render(request, "senders.html", {"view": view})
+        # the overview's reading (one snapshot; today's sends index-only, as the overview
+        # counts them): `campaign senders` adds each session's plan limits
+        return render(request, "senders.html", {"ov": read_front(dashboard_of(request))})
 
     @pages.get("/campaigns", response_class=HTMLResponse)
     def campaigns(request: Request, again: bool = False) -> Response:

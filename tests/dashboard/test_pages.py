@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
 from tests.dashboard.web_support import (
     HOSTILE,
@@ -68,29 +69,44 @@ def test_the_overview_lists_the_runs_and_todays_sends(ledger: Ledger, clock: Fak
                                                       ledger_url: str, tmp_path: Path) -> None:
     scenario = make_whatsapp_run(ledger, clock)
     fresh = make_run(ledger, 3, name="fresh")
+    senders = RunStore(ledger, fresh)
+    senders.sender_profiles(["s1", "s2"], clock(), new_state="healthy")
+    senders.change_sender_state("s2", "throttled", "429 from the service", clock(),
+                                source="health", score=61.5, throttle=0.5)
     settings = project_settings(tmp_path, ledger_url)
     with served(ledger, settings, clock=clock) as web:
         page = web.get("/")
         _safe(page)
         html = page.text
-        senders = web.get("/senders").text
+        senders_page = web.get("/senders").text
     runs = hooks(html, "data-run")
     assert set(runs) == {str(scenario.run_id), str(fresh)}
     assert numbers(html, "data-runs") == {"completed": 1, "planned": 1}
     row = html[html.index(f'data-run="{scenario.run_id}"'):]
     assert numbers(row)["done"] == 16 and numbers(row)["total"] == 17
     assert f'href="/runs/{fresh}"' in html
-    assert set(hooks(senders, "data-sender")) >= {"s1", "s2"}
+    rows = hooks(senders_page, "data-sender")
+    assert set(rows) == {"s1", "s2"} and "healthy" in rows["s1"]
+    assert all(said in rows["s2"] for said in ("throttled", "429 from the service", "61.5",
+                                               "50 % of its pace"))
+    today = {name: numbers(senders_page[senders_page.index(f'data-sender="{name}"'):])
+             for name in rows}
+    assert (today["s1"]["sends-today"], today["s2"]["sends-today"]) == (8, 8)
+    assert set(hooks(html, "data-sender")) == {"s1", "s2"}  # at a glance on the overview
 
 
 def test_values_from_outside_are_shown_as_text(ledger: Ledger, clock: FakeClock,
                                                ledger_url: str, tmp_path: Path) -> None:
-    """A campaign name, a CSV value, a reply and a service error holding markup."""
+    """A campaign name, a CSV value, a reply, a service error, a session's name and a
+    sender's reason holding markup."""
     run_id = store(ledger, [{"to": "5511900000001", "state": "planned", "reason": None,
                              "variables": {"nome": HOSTILE}}], name=HOSTILE)
     [row] = ids_by_row(ledger, run_id)
     set_rows(ledger, [row], state="failed", last_error=HOSTILE, failed_at=T0)
     add_reply(ledger, run_id, row, "5511900000001", HOSTILE, T0 + timedelta(minutes=1))
+    RunStore(ledger, run_id).sender_profiles([HOSTILE], clock(), new_state="healthy")
+    RunStore(ledger, run_id).change_sender_state(HOSTILE, "paused", HOSTILE, clock(),
+                                                 source="operator")  # a session's name too
     settings = project_settings(tmp_path, ledger_url)
     (tmp_path / "campaigns" / "evil.toml").write_text(
         f"name = '{HOSTILE}'\nsenders = ['s1']\n", encoding="utf-8")
@@ -107,6 +123,7 @@ def test_values_from_outside_are_shown_as_text(ledger: Ledger, clock: FakeClock,
     assert hooks(section(run_page, "errors"), "class")["message"] == HOSTILE
     assert hooks(section(run_page, "events"), "class")["text"] == HOSTILE  # the reply
     assert "evil.toml" in pages[3].text
+    assert hooks(pages[2].text, "class")["reason small"].startswith(HOSTILE)  # its reason
 
 
 def test_every_mistake_is_a_page_that_says_what_happened(ledger: Ledger, clock: FakeClock,
