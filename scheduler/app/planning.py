@@ -12,6 +12,7 @@ from datetime import datetime
 from pathlib import Path
 
 from scheduler.app.label_lookup import label_audience
+from scheduler.app.link_setup import bind_run, refuse_unlinkable
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
 from scheduler.errors import SchedulerError
@@ -49,6 +50,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         labels = label_audience(ledger.engine, campaign)
     plan = build_plan(campaign, labels=labels)
     spec = campaign.spec
+    refuse_unlinkable(campaign)  # before the run exists: nothing to mark failed
     run_id = ledger.create_run(
         campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),
         definition=spec.model_dump(mode="json"), delivery_mode=spec.delivery,
@@ -56,8 +58,10 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         fingerprint=fingerprint_of(campaign).model_dump_json(), options=run_options(campaign),
     )
     try:
+        links = bind_run(campaign, ledger.engine, run_id)
         ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
-                          skip_previous_of=(spec.name, target) if skip_previous else None)
+                          skip_previous_of=(spec.name, target) if skip_previous else None,
+                          links=links)
     except BaseException as exc:
         # the campaign's own error (a row, a render bound), so that `runs` and `status` say it
         lines = str(exc).splitlines() if isinstance(exc, SchedulerError) else []
@@ -82,11 +86,12 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
     require_remote(campaign)
     assert run.id is not None
     plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign))
+    links = bind_run(campaign, ledger.engine, run.id)
     return ledger.replan(
         run.id, plan.chunks(), start_at=start_at,
         definition=campaign.spec.model_dump(mode="json"),
         fingerprint=fingerprint_of(campaign).model_dump_json(),
-        options=run_options(campaign), on_progress=on_progress)
+        options=run_options(campaign), on_progress=on_progress, links=links)
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:

@@ -28,10 +28,11 @@ from scheduler.campaign.exceptions import (
 from scheduler.campaign.linetypes import LinePolicy
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
-from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree
+from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree, leaves
 from scheduler.campaign.segments import sms_segments
 from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
 from scheduler.campaign.suggest import closest
+from scheduler.links.render import LINK_ROW, LINK_STEP, LinkBinding
 
 #: One non-blank CSV row: (row, index of its first plan row, digits — None when the number
 #: is invalid or its line type unreachable —, region, why it is not sendable, raw value).
@@ -71,8 +72,10 @@ class _StepRenderer:
         #: When every templated field takes any non-empty string unchanged, rows only need
         #: their required fields checked for emptiness: same verdict as the model, cheaper.
         self.quick = None if required is None else compile_tree(step.tree, required)
-        #: Variables from the service for this step (``product``), over the row's own.
-        self.extra = step.context
+        #: Variables from the service for this step (``product``), over the row's own, and
+        #: the step's index for ``link()`` (tracked links) when the campaign has any.
+        self.extra = ({**step.context, LINK_STEP: step.index} if uses_links(campaign)
+                      else step.context)
 
     def payload(self, ctx: dict[str, Any], to: str) -> dict[str, Any]:
         """The wire payload (no ``sessionId``/``to``); raises a ``TemplateError`` subclass."""
@@ -123,6 +126,11 @@ class _StepRenderer:
         return rendered if self.same_as_rendered else dump_payload(model)
 
 
+def uses_links(campaign: Campaign) -> bool:
+    """Whether any template of the campaign calls ``link()``."""
+    return any(leaf.links for step in campaign.steps for leaf in leaves(step.tree))
+
+
 def _leaf_variables(node: Any) -> set[str]:
     if isinstance(node, Leaf):
         return set(node.variables)
@@ -150,6 +158,7 @@ class ChunkPlanner:
             for s in campaign.steps
         ]
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
+        self.links = uses_links(campaign)
         self.sms = campaign.spec.channel == "sms"
         self.columns = ", ".join([*variable_slugs, "to"])
         self._undefined: dict[str, str] = {}  # message per missing name (rows repeat it)
@@ -240,7 +249,9 @@ class ChunkPlanner:
                     result.errors.setdefault(row, []).extend(
                         Issue(self.csv_label, blank_message(r), key=r.key, row=row)
                         for r in verdict.errors)
-            ctx = {**variables, "to": digits} if self.needs_to else variables
+            ctx: dict[str, Any] = {**variables, "to": digits} if self.needs_to else variables
+            if self.links:  # link() signs for this recipient (scheduler.links.render)
+                ctx = {**ctx, LINK_ROW: (row, digits)}
             for renderer, index, kind, path in steps:
                 state, reason = "planned", blank_reason
                 payload: dict[str, Any] = {}
@@ -284,11 +295,15 @@ _WORKER: ChunkPlanner | None = None
 
 def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str],
                 blanks: BlankRules | None = None,
-                contexts: list[dict[str, Any]] | None = None) -> None:
+                contexts: list[dict[str, Any]] | None = None,
+                links: LinkBinding | None = None) -> None:
     """Process-pool initializer: load and compile the campaign once in this worker, with
-    the steps' variables from the service (``contexts``, read once by the parent)."""
+    the steps' variables from the service (``contexts``, read once by the parent) and the
+    parent's tracked-link binding (``links``)."""
     global _WORKER
     campaign = load_campaign(Path(campaign_path))
+    if links is not None:
+        campaign.linker.bind(links)
     for step, context in zip(campaign.steps, contexts or [], strict=False):
         step.context = context
     _WORKER = ChunkPlanner(campaign, phone_slug, variable_slugs, blanks)

@@ -160,8 +160,7 @@ class RecipientsSpec(Strict):
     def _opt_out_digit(cls, value: Any) -> Any:
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 9:
             value = str(value)
-        if value is not None and (not isinstance(value, str) or len(value) != 1
-                                  or value not in "0123456789*#"):
+        if value is not None and (not isinstance(value, str) or value not in list("0123456789*#")):
             raise ValueError(f"{value!r}: expected one phone key: 0-9, * or #")
         return value
 
@@ -347,6 +346,7 @@ class CampaignSpec(Strict):
         "The longest rendered texts, and what one template may cost per row."))
     audience: AudienceSpec = Field(default_factory=AudienceSpec, description=(
         "How often one number may be sent to, counting every campaign's sends to it."))
+    track_links: bool = Field(default=True, description="link() makes click-counting short links.")
     #: what a blank CSV value does, per column (scheduler.campaign.blanks)
     blanks: BlanksSpec = Field(default_factory=BlanksSpec, description=(
         "What a blank CSV value does, per column."))

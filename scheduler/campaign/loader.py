@@ -37,9 +37,7 @@ from pydantic import ValidationError
 
 from scheduler.campaign.definition import BoundsSpec, CampaignSpec
 from scheduler.campaign.exceptions import DefinitionError, Issue
-from scheduler.campaign.rendering import (
-    make_environment,
-)
+from scheduler.campaign.rendering import linker_of, make_environment
 from scheduler.campaign.specerrors import describe, lenient_spec
 from scheduler.campaign.step_compile import Collector, CompiledStep, check_step
 from scheduler.campaign.steps import (
@@ -47,6 +45,7 @@ from scheduler.campaign.steps import (
     loc_path,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
+from scheduler.links.render import Linker
 from scheduler.run_options import CHANNELS, DEFAULT_TIMEZONE
 from scheduler.units import load_zone
 
@@ -68,6 +67,11 @@ class Campaign:
     def line_of(self, key: str | None) -> int | None:
         """The line of ``key`` (or of its nearest enclosing key) in the campaign file."""
         return line_of(self.lines, key)
+
+    @property
+    def linker(self) -> Linker:
+        """``link()`` of its templates (bind it before rendering rows with links)."""
+        return linker_of(self.env)
 
     @property
     def label(self) -> str:
@@ -188,7 +192,8 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
                     f"recipients.suppression[{i}]",
                 )
     bounds = spec.bounds if spec is not None else BoundsSpec()
-    env = make_environment([root / "templates", path.parent], bounds.render_limits())
+    linker = Linker(track=spec.track_links if spec is not None else True)
+    env = make_environment([root / "templates", path.parent], bounds.render_limits(), linker)
     raw_channel = data.get("channel")
     channel = raw_channel if raw_channel in CHANNELS else "whatsapp"
     raw_senders = data.get("senders")

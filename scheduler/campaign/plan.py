@@ -141,7 +141,7 @@ class Plan:
             return
         context = multiprocessing.get_context("spawn")  # safe beside threads, on any OS
         init = (str(self.campaign.path), self.phone_slug, self.variable_slugs, self.blanks,
-                [step.context for step in self.campaign.steps])
+                [step.context for step in self.campaign.steps], self.campaign.linker.binding)
         with ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=init_worker, initargs=init
         ) as pool:

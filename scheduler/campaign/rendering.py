@@ -37,16 +37,19 @@ from scheduler.campaign.exceptions import (
 from scheduler.campaign.filters import FILTERS
 from scheduler.campaign.render_bounds import BoundedSandbox, RenderBoundError, RenderLimits
 from scheduler.campaign.templatefiles import CampaignLoader, not_found_message
+from scheduler.links.render import Linker, link_addresses
 
 _PLAIN_BUILTINS = ("upper", "lower", "title", "capitalize", "trim")
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
 
 
 def make_environment(folders: Sequence[Path] = (),
-                     limits: RenderLimits | None = None) -> BoundedSandbox:
+                     limits: RenderLimits | None = None,
+                     linker: Linker | None = None) -> BoundedSandbox:
     """The sandboxed environment every campaign template is compiled in; template files
-    are found in ``folders`` (see :mod:`scheduler.campaign.templatefiles`), and every render
-    keeps within ``limits`` (see :mod:`scheduler.campaign.render_bounds`)."""
+    are found in ``folders`` (see :mod:`scheduler.campaign.templatefiles`), every render
+    keeps within ``limits`` (see :mod:`scheduler.campaign.render_bounds`), and ``link()``
+    is ``linker`` (tracked links, :mod:`scheduler.links.render`; unbound by default)."""
     env = BoundedSandbox(
         limits=limits,
         loader=CampaignLoader(folders) if folders else None,
@@ -56,7 +59,15 @@ def make_environment(folders: Sequence[Path] = (),
         auto_reload=False,
     )
     env.filters.update(FILTERS)
+    env.globals["link"] = linker if linker is not None else Linker()
     return env
+
+
+def linker_of(env: jinja2.Environment) -> Linker:
+    """The ``link()`` of an environment made by :func:`make_environment`."""
+    found = env.globals.get("link")
+    assert isinstance(found, Linker), "not an environment of make_environment"
+    return found
 
 
 def is_template(value: str) -> bool:
@@ -201,6 +212,9 @@ class Leaf:
     fast: FastTemplate | None
     variables: frozenset[str]
     line: int | None = None
+    #: Its ``link()`` calls' addresses, in order: quoted ones, ``None`` for any other
+    #: (tracked links, :func:`scheduler.links.render.link_addresses`).
+    links: tuple[str | None, ...] = ()
     #: ``render(ctx)``: the rendered string; Jinja errors become campaign ``TemplateError``
     #: classes. The hot path: one generated function per leaf, else Jinja's template.
     render: Callable[[dict[str, Any]], str] = field(init=False, repr=False, compare=False)
@@ -268,6 +282,7 @@ def compile_leaf(
         FastTemplate.build(ast, env),
         frozenset(meta.find_undeclared_variables(ast)),
         line,
+        tuple(link_addresses(ast)),
     )
 
 
@@ -305,6 +320,7 @@ def compile_file_leaf(
         template,
         FastTemplate.build(ast, env),
         frozenset(meta.find_undeclared_variables(ast)),
+        links=tuple(link_addresses(ast)),
     )
 
 

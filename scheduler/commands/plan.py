@@ -106,6 +106,7 @@ def _check(path: Path, now: datetime | None,
     error. ``now`` checks that a one-off ``schedule.at`` has not passed; ``on_rows`` sees
     each chunk of plan rows."""
     from scheduler.app.label_lookup import project_label_audience
+    from scheduler.app.link_setup import bind_preview
     from scheduler.campaign.loader import start_issues
     from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
 
@@ -117,6 +118,7 @@ def _check(path: Path, now: datetime | None,
         if now is not None:
             issues.extend(start_issues(campaign, now))
         issues.extend(_remote_issues(campaign))
+        issues.extend(bind_preview(campaign))  # tracked links: the length a run's have
         labels = project_label_audience(campaign) if not campaign.issues else None
         plan = build_plan(campaign, strict=False, labels=labels)
         try:

@@ -103,11 +103,14 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     ``{step, rows, to, endpoint, body}`` per request (``rows`` and ``to`` are lists).
     """
     from scheduler.app.label_lookup import project_label_audience
+    from scheduler.app.link_setup import bind_preview, refuse_unlinkable
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign
 
     campaign = load_campaign(path)
     require_remote(campaign)
+    refuse_unlinkable(campaign)
+    bind_preview(campaign)  # tracked links: the length a run's have, not resolving
     channel = campaign_channel(campaign)
     plan = build_plan(campaign, chunk_rows=max(100, min(rows * 4, 50_000)), strict=True,
                       labels=project_label_audience(campaign))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +25,7 @@ from scheduler.ledger.lease import planner_alive
 from scheduler.ledger.models import Campaign, Run, Suppression
 from scheduler.ledger.planwriter import PlanWriter
 from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import links as lq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.queries import suppression as sq
@@ -98,6 +99,7 @@ class Ledger(RunControl):
         self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
         on_progress: Callable[[int], None] | None = None,
         skip_previous_of: tuple[str, str | None] | None = None,
+        links: Mapping[tuple[int, str], int] | None = None,
     ) -> int:
         """Bulk-insert every chunk of a plan in ONE transaction (all or nothing).
 
@@ -109,13 +111,16 @@ class Ledger(RunControl):
         ``skip_previous_of`` is (campaign, target): planned rows to numbers that received any
         step of the campaign's earlier runs to that target become ``skipped`` in the same
         transaction (a deliberate re-run).
-        """
-        finalize = None
-        if skip_previous_of is not None:
-            campaign, target = skip_previous_of
 
-            def finalize(conn: Connection) -> None:
-                reruns.skip_previous_recipients(conn, run_id, campaign, target)
+        ``links``: the run's tracked links, (step, address) → number, stored in the same
+        transaction (see ``queries.links.store_links``).
+        """
+
+        def finalize(conn: Connection) -> None:
+            if skip_previous_of is not None:
+                reruns.skip_previous_recipients(conn, run_id, *skip_previous_of)
+            if links:
+                lq.store_links(conn, run_id, links)
         writer = PlanWriter(self.engine, run_id, start_at, finalize=finalize)
         return self._feed(writer, chunks, on_progress)
 
@@ -123,6 +128,7 @@ class Ledger(RunControl):
         self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
         definition: dict[str, Any], fingerprint: str, options: RunOptions,
         on_progress: Callable[[int], None] | None = None,
+        links: Mapping[tuple[int, str], int] | None = None,
     ) -> tuple[int, int]:
         """Replace what a run has not yet handed to the service with a new plan.
 
@@ -130,7 +136,7 @@ class Ledger(RunControl):
         is written, and any new row whose recipient and step the run already sent, tried or
         settled is dropped, so nothing is sent twice. Returns (rows written, rows dropped
         as already handled); the run's definition, options and fingerprint become the new
-        ones.
+        ones. ``links``: the run's tracked links, old numbers kept (see ``store_plan``).
         """
         marks: dict[str, int] = {}
 
@@ -144,6 +150,8 @@ class Ledger(RunControl):
                                           list(options.step_delays_s), start_at)
             rq.update_run(conn, run_id, definition=_json(definition), fingerprint=fingerprint,
                           options=options.to_json())
+            if links:
+                lq.store_links(conn, run_id, links)
             return int(reruns.count_rows(conn, run_id))
 
         self.acquire(run_id)  # nobody dispatches the run while its plan is replaced

@@ -8,6 +8,7 @@ Routes:
 - ``POST /webhooks/account``: SMS and voice events, signed with ``X-DAPI-Signature`` (hex
   HMAC-SHA256 of the raw body keyed with ``webhook_secret``).
 - ``GET /health``.
+- ``GET /r/{token}``: a tracked link's redirect (:mod:`scheduler.links.routes`).
 
 A request is answered 200 only after its event is committed (a repeat is answered 200 too
 and changes nothing); bad input gets a 4xx with a message; a database that cannot be written
@@ -38,6 +39,7 @@ from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
+from scheduler.links.routes import add_link_routes
 from scheduler.timeutil import Clock, monotonic
 from scheduler.tracking import event_store
 from scheduler.tracking.apply import Applied, ApplyContext
@@ -337,6 +339,7 @@ def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource 
     app.state.receiver = receiver
     app.add_middleware(WebhookRoutes, receiver=receiver)
     app.router.add_route("/health", receiver.health, methods=["GET"])
+    add_link_routes(app, settings, ledger.engine, receiver.clock, receiver.writer.run)
     return app
 
 

@@ -13,6 +13,9 @@ from scheduler.ledger.models import (
     Label,
     LabelChat,
     LabelMessage,
+    Link,
+    LinkClick,
+    LinkRow,
     ReceiverUptime,
     Reply,
     Run,
@@ -47,3 +50,6 @@ workers = _table(Worker)
 sender_leases = _table(SenderLease)
 sender_profiles = _table(SenderProfile)
 sender_state_changes = _table(SenderStateChange)
+links = _table(Link)
+link_rows = _table(LinkRow)
+link_clicks = _table(LinkClick)

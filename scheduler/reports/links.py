@@ -1,0 +1,151 @@
+"""The Links sheet: each tracked link of the report's runs with its click rate, each step's
+click rate, and who clicked first when.
+
+- per link: the run, step, link number and address, how many of the step's messages
+  reached the service, the hits (every request of a valid link), the clicks counted (hits
+  from link-preview fetchers, HEAD requests and hits within seconds of the send are not:
+  :mod:`scheduler.links.clicks`), the people who clicked, the click rate (people who
+  clicked / messages sent) and the first click;
+- per step: people who clicked any of the step's links / messages sent;
+- each recipient's first counted click on each link, earliest first (row and number).
+
+Written only when a run of the report has tracked links. Read in the report's snapshot
+(:mod:`scheduler.ledger.queries.links`); times are local to each run's zone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+from scheduler.ledger.access import Connection
+from scheduler.ledger.queries import links as lq
+from scheduler.reports import layout
+from scheduler.reports.columns import Column
+from scheduler.reports.source import RunInfo
+
+if TYPE_CHECKING:
+    from scheduler.reports.workbook import WorkbookWriter
+
+SHEET = "Links"
+LINK_COLUMNS = [
+    Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
+    Column("link", "Link", "int", 6), Column("url", "Address", "user_text", 36),
+    Column("sent", "Sent", "int", 9), Column("hits", "Hits", "int", 9),
+    Column("clicks", "Clicks (counted)", "int", 9),
+    Column("clickers", "People who clicked", "int", 10),
+    Column("rate", "Click rate", "percent", 9),
+    Column("first", "First click", "date", 19),
+]  # fmt: skip
+STEP_COLUMNS = [
+    Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
+    Column("links", "Links", "int", 6), Column("url", "Addresses", "user_text", 36),
+    Column("sent", "Sent", "int", 9), Column("hits", "Hits", "int", 9),
+    Column("clicks", "Clicks (counted)", "int", 9),
+    Column("clickers", "People who clicked", "int", 10),
+    Column("rate", "Click rate", "percent", 9),
+]  # fmt: skip
+FIRST_COLUMNS = [
+    Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
+    Column("link", "Link", "int", 6), Column("to", "Number", "user_text", 36),
+    Column("row", "CSV row", "int", 9), Column("at", "First click", "date", 19),
+]  # fmt: skip
+
+
+@dataclass
+class LinkSheet:
+    """The Links sheet's three tables, as records keyed like the columns."""
+
+    links: list[dict[str, Any]]
+    steps: list[dict[str, Any]]
+    first: list[dict[str, Any]]
+
+
+def _local(moment: datetime | None, zone: str) -> datetime | None:
+    if moment is None:
+        return None
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def read_links(conn: Connection, runs: Sequence[RunInfo]) -> LinkSheet:
+    """The tracked links of ``runs`` with their figures (empty when they have none)."""
+    sheet = LinkSheet([], [], [])
+    for run in runs:
+        figures = lq.link_figures(conn, run.id)
+        if not figures:
+            continue
+        steps: dict[int, dict[str, Any]] = {}
+        for f in figures:
+            sheet.links.append({
+                "run_id": run.id, "step": f.step, "link": f.link, "url": f.url,
+                "sent": f.sent, "hits": f.hits, "clicks": f.clicks, "clickers": f.clickers,
+                "rate": _rate(f.clickers, f.sent), "first": _local(f.first_click_at,
+                                                                   run.timezone)})
+            step = steps.setdefault(f.step, {"run_id": run.id, "step": f.step, "links": 0,
+                                             "sent": f.sent, "hits": 0, "clicks": 0})
+            step["links"] += 1
+            step["url"] = f.url if step["links"] == 1 else f"{step['url']} · {f.url}"
+            step["hits"] += f.hits
+            step["clicks"] += f.clicks
+        for step_index, people in sorted(lq.step_clickers(conn, run.id).items()):
+            steps[step_index]["clickers"] = people
+        for step in sorted(steps.values(), key=lambda s: s["step"]):
+            step.setdefault("clickers", 0)
+            step["rate"] = _rate(step["clickers"], step["sent"])
+            sheet.steps.append(step)
+        targets = {f.link: f.step for f in figures}
+        sheet.first.extend({
+            "run_id": run.id, "step": targets.get(c.link), "link": c.link, "to": c.to,
+            "row": c.row, "at": _local(c.at, run.timezone)}
+            for c in lq.first_clicks(conn, run.id))
+    return sheet
+
+
+def _table(writer: WorkbookWriter, ws: Any, row: int, columns: Sequence[Column],
+           records: list[dict[str, Any]], widths: list[float]) -> int:
+    """Write a header and records from ``row``; the next free row."""
+    writer.header(ws, row, columns)
+    ws.set_row(row, layout.header_height([c.header for c in columns], widths))
+    for record in records:
+        row += 1
+        for col, column in enumerate(columns):
+            writer.put(ws, row, col, record.get(column.key), column.kind)
+    return row + 1
+
+
+def write_links(writer: WorkbookWriter, sheet: LinkSheet) -> int:
+    """Add the Links sheet when there are links; returns its links' rows."""
+    if not sheet.links:
+        return 0
+    ws = writer.book.add_worksheet(SHEET)
+    tables = (LINK_COLUMNS, STEP_COLUMNS, FIRST_COLUMNS)  # one set of widths for the three
+    widths = [float(max(cols[i].width for cols in tables if i < len(cols)))
+              for i in range(len(LINK_COLUMNS))]
+    for col, width in enumerate(widths):
+        ws.set_column(col, col, width)
+    row = _table(writer, ws, 0, LINK_COLUMNS, sheet.links, widths)
+    ws.freeze_panes(1, 0)
+    row += 1
+    ws.write_string(row, 0, "Click rate per step (people who clicked any of its links)",
+                    writer.formats["section"])
+    row = _table(writer, ws, row + 1, STEP_COLUMNS, sheet.steps, widths) + 1
+    ws.write_string(row, 0, "Who clicked first, when (counted clicks)",
+                    writer.formats["section"])
+    row += 1
+    if not sheet.first:
+        ws.write_string(row, 0, "nobody clicked yet", writer.formats["note"])
+    else:
+        _table(writer, ws, row, FIRST_COLUMNS, sheet.first, widths)
+    layout.page_setup(ws, widths)
+    return len(sheet.links)
+
+
+__all__ = ["LINK_COLUMNS", "SHEET", "LinkSheet", "read_links", "write_links"]
