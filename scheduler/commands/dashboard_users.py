@@ -43,7 +43,7 @@ def toml_block(name: str, role: str, password_hash: str) -> str:
 @app.command("hash")
 def hash_command(
     user: str | None = typer.Option(None, "--user", show_default=False,
-                                    help="Print a [dashboard.users.NAME] block for this "
+                                    help="Print a \\[dashboard.users.NAME] block for this "
                                          "name instead of the bare hash."),
     role: str = typer.Option("viewer", "--role",
                              help="The role of that block: viewer or operator."),
