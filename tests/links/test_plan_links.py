@@ -111,3 +111,19 @@ def test_an_address_in_a_variable_cannot_be_numbered(project: Project) -> None:
     assert result.exit_code == 1
     message = json.loads(result.stdout)["errors"][0]["message"]
     assert "write the address in the template as a quoted string" in message
+
+
+def test_worker_processes_render_the_same_links(project: Project) -> None:
+    from scheduler.app.link_setup import bind_preview
+    from scheduler.campaign.plan import build_plan, load_campaign
+
+    with_public_address(project)
+    path = link_campaign(project, 'Oi {{ nome }}: {{ link("https://loja.example/promo") }}')
+    texts = []
+    for workers in (1, 2):
+        campaign = load_campaign(path)
+        assert bind_preview(campaign) == []
+        plan = build_plan(campaign, workers=workers, chunk_rows=1)
+        texts.append([r["payload"]["text"] for rows in plan.chunks() for r in rows])
+    assert texts[0] == texts[1]
+    assert len({link for text in texts[0] for link in short_links(text)}) == 2

@@ -112,6 +112,7 @@ def test_a_link_redirects_to_its_address_and_records_the_click(
     assert preview.status_code == 302 and preview.headers["location"] == PROMO
     early = receiver.get(links[2])
     assert early.status_code == 302
+    assert receiver.get(links[1], method="HEAD").status_code == 302
 
     assert _clicks(ledger) == [
         {"delivery_id": ids[1], "counted": True, "why_not": None, "user_agent": PHONE},
@@ -119,6 +120,8 @@ def test_a_link_redirects_to_its_address_and_records_the_click(
          "user_agent": "WhatsApp/2.24.8.78 A"},
         {"delivery_id": ids[2], "counted": False, "user_agent": PHONE,
          "why_not": "3.0 s after the send (under 10 s: a fetcher, not a person)"},
+        {"delivery_id": ids[1], "counted": False, "user_agent": PHONE,
+         "why_not": "HEAD request (checks the link, does not open it)"},
     ]
     assert {c["at"] for c in stored(ledger, "link_clicks")} == {NOW}
 
