@@ -23,7 +23,6 @@ from scheduler.errors import ConfigError
 from scheduler.links.exceptions import LinkError
 
 KEY_FILE = "links.key"
-LINK_PATH = "/r/"
 _SESSION_PATH = "/webhooks/session"  # tracking.urls.SESSION_PATH (tracking imports links)
 
 

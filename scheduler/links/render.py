@@ -32,12 +32,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from jinja2 import nodes, pass_context
 from jinja2.runtime import Context
 
-from scheduler.links.keys import LINK_PATH
-from scheduler.links.tokens import LinkRef, make_token
+from scheduler.links.tokens import LINK_PATH, LinkRef, make_token
 
 #: Render-context key of the recipient: (CSV row, number digits).
 LINK_ROW = "link:row"
@@ -94,10 +94,11 @@ def check_address(address: Any) -> str | None:
     """Why ``address`` cannot be a tracked link's target, or ``None``."""
     if not isinstance(address, str):
         return f"link() takes an address (a quoted string), not {type(address).__name__}"
-    if not address.startswith(("https://", "http://")) or len(address) < 11:
-        return f"link() takes an http(s):// address, not {address!r}"
     if any(c.isspace() for c in address):
         return f"link() address {address!r} has a space in it"
+    parts = urlsplit(address)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"link() takes an http(s):// address with a host, not {address!r}"
     return None
 
 

@@ -34,8 +34,8 @@ from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import links as lq
 from scheduler.links.clicks import judge, stored_user_agent
 from scheduler.links.exceptions import BadToken, LinkError
-from scheduler.links.keys import LINK_PATH, link_key
-from scheduler.links.tokens import ParsedToken, parse_token
+from scheduler.links.keys import link_key
+from scheduler.links.tokens import LINK_PATH, ParsedToken, parse_token
 
 logger = logging.getLogger("scheduler.links")
 

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from scheduler.links.exceptions import BadToken
 
+#: The receiver's path of tracked links: ``<public base>/r/<token>``.
+LINK_PATH = "/r/"
 #: Bytes of the truncated MAC (64 bits).
 MAC_BYTES = 8
 #: The largest value a field may hold (5 varint bytes are more than any run or CSV has).

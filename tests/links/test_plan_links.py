@@ -127,3 +127,12 @@ def test_worker_processes_render_the_same_links(project: Project) -> None:
         texts.append([r["payload"]["text"] for rows in plan.chunks() for r in rows])
     assert texts[0] == texts[1]
     assert len({link for text in texts[0] for link in short_links(text)}) == 2
+
+
+def test_an_address_without_its_scheme_is_an_error_of_the_template(project: Project) -> None:
+    with_public_address(project)
+    path = link_campaign(project, '{{ link("loja.example/promo") }}')
+    result = runner.invoke(app, ["validate", str(path), "--json"])
+    assert result.exit_code == 1
+    message = json.loads(result.stdout)["errors"][0]["message"]
+    assert "link() takes an http(s):// address with a host, not 'loja.example/promo'" in message
