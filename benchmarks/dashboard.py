@@ -6,9 +6,10 @@ with three errors, skipped, unknown, expired; sends spread over five senders, th
 events, the replies) by one ``INSERT … SELECT`` per table (SQLite: a recursive counter;
 PostgreSQL: ``generate_series``): the deliveries' triggers keep the run's tallies as
 they would for a plan and its sends. Then times, in this process (median of
-``--repeat``), ``read_run_view`` of each run, ``read_overview``, and ``campaign
-status --json``'s reading (``status_row``); and ``campaign status RUN --json`` as a
-subprocess (wall time, its Python start included). Once the dashboard exists
+``--repeat``), ``read_run_view`` of each run, ``read_overview``, and ``campaign status``'s
+reading (``status_row``, with ``--json``'s rows per sender and without, as the text);
+and ``campaign status RUN --json`` as a subprocess (wall time: Python's start, imports
+and the ledger's migration check included). Once the dashboard exists
 (:mod:`scheduler.dashboard`), each page and each live fragment through the real app,
 from the ``Server-Timing`` header it sets (:func:`dashboard_timings`).
 
@@ -240,6 +241,9 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
         emit({**base, "what": "status_row (campaign status --json, in process)", "rows": n,
               **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78),
                         repeat)})
+        emit({**base, "what": "status_row (campaign status text, in process)", "rows": n,
+              **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78,
+                                                    sender_counts=False), repeat)})
         emit({**base, "what": "campaign status --json (subprocess wall)", "rows": n,
               **_status_subprocess(url, run_id, repeat)})
     emit({**base, "what": "read_overview", "rows": sum(rows), **_median(

@@ -63,8 +63,9 @@ class RunSender(BaseModel):
     warm_days: int | None = None
     #: Today's warm-up cap (None: no cap today).
     warm_cap: int | None = None
-    #: Rows dispatched through it today (the campaign's zone), every run and worker.
-    sends_today: int = 0
+    #: Rows dispatched through it today (the campaign's zone), every run and worker; None:
+    #: not counted (a day of more sends than a status counts in time, or the dashboard).
+    sends_today: int | None = 0
     #: This run's rows through it.
     sent: int = 0
     failed: int = 0
@@ -113,7 +114,7 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
     also this run's rows per sender (a ``GROUP BY`` over the run's sent rows, which
     ``campaign status --json`` shows; the dashboard leaves it out: only the run's own
     senders); ``today``: also the rows dispatched through each today (every run; as many
-    index entries as the day's sends: the dashboard's run page leaves it out, 0)."""
+    index entries as the day's sends; else None)."""
     counts = ({s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
               if with_counts else {})
     names = list(dict.fromkeys([*options.senders, *sorted(counts)]))
@@ -126,7 +127,8 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
     out = []
     for name in names:
         done = counts.get(name, rsq.RunSenderCounts())
-        facts = RunSender(sender=name, state=NEW, sends_today=today_sends.get(name, 0),
+        facts = RunSender(sender=name, state=NEW,
+                          sends_today=today_sends.get(name, 0) if today else None,
                           **done._asdict())
         row = stored.get(name)
         if row is not None:
@@ -182,7 +184,8 @@ def _headline(s: RunSender, zone: str) -> list[str]:
         parts.append(f"warm-up day {s.warm_day}{days}{cap}")
     if s.score is not None:
         parts.append(f"score {s.score:.0f}")
-    parts.append(f"{s.sends_today:,} sent today")
+    if s.sends_today is not None:
+        parts.append(f"{s.sends_today:,} sent today")
     return parts
 
 

@@ -4,7 +4,7 @@ senders at a glance, read in ONE snapshot (:func:`read_overview`)."""
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime, time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
@@ -19,8 +19,8 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import HELD_STATES
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.units import load_zone
 from scheduler.views.parts import SenderGlance
+from scheduler.views.reading import SENDER_DAY_COUNTED, day_start
 
 if TYPE_CHECKING:
     from scheduler.config import Settings
@@ -30,10 +30,6 @@ __all__ = ["Overview", "RunSummary", "read_overview"]
 
 #: Runs listed on the overview.
 RUNS_SHOWN = 50
-#: The overview counts each sender's sends today (an index-only count of as many entries)
-#: while the day has at most this many sends (``run_minutes``), about 40 ms; beyond, the
-#: senders' ``sends_today`` are None (the day's total is always given).
-SENDER_DAY_COUNTED = 100_000
 
 
 class RunSummary(BaseModel):
@@ -65,7 +61,8 @@ class Overview(BaseModel):
     #: The newest runs (at most ``limit``), newest first.
     runs: list[RunSummary] = Field(default_factory=list)
     limit: int = 50
-    #: Sends today (every run, every sender): since ``day_start``, midnight in ``timezone``.
+    #: Sends today (every run, every sender): since ``day_start``, midnight in ``timezone``
+    #: (each sender's in ``senders``, while the day has at most ``SENDER_DAY_COUNTED``).
     sends_today: int = 0
     day_start: datetime | None = None
     timezone: str = "UTC"
@@ -95,11 +92,6 @@ def _summary(run: Run, conn: Connection) -> RunSummary:
         summary=short_outcomes(run.channel, counts, tracking))
 
 
-def _day_start(now: datetime, zone: str) -> datetime:
-    local = now.astimezone(load_zone(zone))
-    return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
-
-
 def _senders(conn: Connection, since: datetime, day_sends: int) -> list[SenderGlance]:
     profiles = spq.profiles(conn)
     today = (vq.dispatched_since(conn, list(profiles), since)
@@ -123,7 +115,7 @@ def read_overview(ledger: Ledger, *, settings: Settings, now: datetime,
     with access.snapshot(ledger.engine, "read the overview") as conn:
         runs = vq.newest_runs(conn, limit)
         zone = runs[0].timezone if runs else "UTC"
-        since = _day_start(now, zone)
+        since = day_start(now, zone)
         day_sends = vq.sends_since(conn, since)
         overview = Overview(
             by_status=vq.runs_by_status(conn), runs=[_summary(r, conn) for r in runs],

@@ -184,7 +184,7 @@ class SenderGlance(BaseModel):
     what_to_do: str | None = None
     #: Rows dispatched through it today (the campaign's zone, every run); None: not
     #: counted (a run's view does not count them; the overview when the day's sends are
-    #: too many to count in time, see ``overview.SENDER_DAY_COUNTED``).
+    #: too many to count in time, see ``reading.SENDER_DAY_COUNTED``).
     sends_today: int | None = 0
     warm_day: int | None = None
     warm_cap: int | None = None
