@@ -1,9 +1,10 @@
 """The dashboard's pages (GET): the overview, a run, the senders, the campaign files, and
 the live sections of the overview and of a run as HTML fragments.
 
-Each page reads its view in one snapshot (:mod:`scheduler.views`); the live section of a
-page is the same template the live stream sends (:mod:`.live`), so a page without
-JavaScript shows everything a live one does (and a link to refresh it).
+Each page reads its view in one snapshot (:mod:`scheduler.views`); a run's sends-per-hour
+chart is a second, small read (the per-minute sends the database keeps per run). The live
+section of a page is the same template the live stream sends (:mod:`.live`), so a page
+without JavaScript shows everything a live one does (and a link to refresh it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment, re
 from scheduler.display import zone_label
 from scheduler.ledger import access
 from scheduler.ledger.funnel import stages
+from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.units import load_zone
 from scheduler.views.overview import Overview, read_overview
@@ -30,8 +32,6 @@ from scheduler.views.run_view import RunView, read_run_view
 
 def _hours(dash: Dashboard, run_id: int, zone: str) -> list[tuple[Any, int]]:
     """Sends per local hour, from the sends per minute the database keeps per run."""
-    from scheduler.ledger.queries import reports as rq
-
     with access.read(dash.ledger.engine, f"read the sends per minute of run {run_id}") as conn:
         frame = rq.send_minutes(conn, run_id)
     minutes = [(_moment(at), int(n)) for at, n in zip(frame["at"], frame["n"], strict=True)]
