@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from scheduler.app.experiment_plan import experiment_plan
 from scheduler.app.label_lookup import label_audience
 from scheduler.app.link_setup import bind_run, refuse_unlinkable
 from scheduler.campaign.label_filter import LabelAudience
@@ -61,7 +62,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         links = bind_run(campaign, ledger.engine, run_id)
         ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
                           skip_previous_of=(spec.name, target) if skip_previous else None,
-                          links=links)
+                          links=links, experiment=experiment_plan(campaign))
     except BaseException as exc:
         # the campaign's own error (a row, a render bound), so that `runs` and `status` say it
         lines = str(exc).splitlines() if isinstance(exc, SchedulerError) else []
@@ -91,7 +92,8 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
         run.id, plan.chunks(), start_at=start_at,
         definition=campaign.spec.model_dump(mode="json"),
         fingerprint=fingerprint_of(campaign).model_dump_json(),
-        options=run_options(campaign), on_progress=on_progress, links=links)
+        options=run_options(campaign), on_progress=on_progress, links=links,
+        experiment=experiment_plan(campaign))
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:

@@ -32,6 +32,7 @@ from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree, leaves
 from scheduler.campaign.segments import sms_segments
 from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
 from scheduler.campaign.suggest import closest
+from scheduler.campaign.variant_render import HELD, VariantRows
 from scheduler.links.render import LINK_ROW, LINK_STEP, LinkBinding
 
 #: One non-blank CSV row: (row, index of its first plan row, digits — None when the number
@@ -157,6 +158,9 @@ class ChunkPlanner:
             _StepRenderer(s, campaign.preview_session, campaign) if s.ok else None
             for s in campaign.steps
         ]
+        #: Each recipient's variant and, with [experiment], whether they wait (held).
+        self.variants = VariantRows.of(
+            campaign, lambda s: _StepRenderer(s, campaign.preview_session, campaign))
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.links = uses_links(campaign)
         self.sms = campaign.spec.channel == "sms"
@@ -252,16 +256,24 @@ class ChunkPlanner:
             ctx: dict[str, Any] = {**variables, "to": digits} if self.needs_to else variables
             if self.links:  # link() signs for this recipient (scheduler.links.render)
                 ctx = {**ctx, LINK_ROW: (row, digits)}
+            variants = self.variants
+            variant, held = variants.assign(digits) if variants is not None else (None, False)
             for renderer, index, kind, path in steps:
                 state, reason = "planned", blank_reason
                 payload: dict[str, Any] = {}
+                choices = None
                 if reason is not None:
                     state = "skipped"
                 elif renderer is None:
                     state, reason = "skipped", BROKEN_STEP
                 else:
                     try:
-                        payload = renderer.payload(ctx, digits)
+                        if variant is not None and variants is not None \
+                                and variants.varies(index):
+                            payload, choices = variants.render(index, variant, held, ctx,
+                                                               digits)
+                        else:
+                            payload = renderer.payload(ctx, digits)
                     except CampaignError as exc:
                         issues = [self._issue(issue, row) for issue in exc.issues]
                         result.errors.setdefault(row, []).extend(issues)
@@ -273,20 +285,24 @@ class ChunkPlanner:
                 if self.sms and state == "planned":
                     seg = sms_segments(payload["text"])
                     result.sms_parts.setdefault(row, []).append((index, seg.parts, seg.encoding))
-                rows.append(
-                    {
-                        "row": row,
-                        "to": digits,
-                        "step": index,
-                        "kind": kind,
-                        "path": path,
-                        "payload": payload,
-                        "variables": variables,
-                        "state": state,
-                        "reason": reason,
-                        "region": region,
-                    }
-                )
+                item = {
+                    "row": row,
+                    "to": digits,
+                    "step": index,
+                    "kind": kind,
+                    "path": path,
+                    "payload": payload,
+                    "variables": variables,
+                    "state": state,
+                    "reason": reason,
+                    "region": region,
+                }
+                if variants is not None:  # the recipient's variant; held: every variant's
+                    item["variant"] = None if held else variant
+                    item["choices"] = choices if state == "planned" else None
+                    if held and state == "planned":
+                        item["state"] = HELD
+                rows.append(item)
         return result
 
 

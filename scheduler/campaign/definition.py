@@ -78,6 +78,7 @@ from pydantic import (
 
 from scheduler.campaign.audience_spec import AudienceSpec
 from scheduler.campaign.blanks_spec import BlanksSpec
+from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.render_bounds import RenderLimits
 from scheduler.run_options import (
@@ -92,7 +93,7 @@ from scheduler.run_options import (
     DeliveryMode,
     Rotation,
 )
-from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone, parse_duration
+from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 
@@ -350,6 +351,7 @@ class CampaignSpec(Strict):
     #: what a blank CSV value does, per column (scheduler.campaign.blanks)
     blanks: BlanksSpec = Field(default_factory=BlanksSpec, description=(
         "What a blank CSV value does, per column."))
+    experiment: ExperimentSpec | None = Field(default=None, description=EXPERIMENT_HELP)
     steps: list[dict[str, Any]] = Field(min_length=1, description=(
         "What each recipient is sent, in order: one [[steps]] table each, its fields those "
         "of its channel and type."))
@@ -386,15 +388,3 @@ class CampaignSpec(Strict):
             return "exclude_labels", f"{sorted(both)[0]!r} is in labels too"
         return None
 
-
-def step_delay(raw: Any) -> float:
-    """Seconds of a step's ``delay`` (a duration string or a number of seconds)."""
-    if isinstance(raw, bool):
-        raise ValueError("delay must be a duration such as '10m' or a number of seconds")
-    if isinstance(raw, int | float):
-        if raw < 0:
-            raise ValueError("delay must not be negative")
-        return float(raw)
-    if isinstance(raw, str):
-        return parse_duration(raw)
-    raise ValueError("delay must be a duration such as '10m' or a number of seconds")

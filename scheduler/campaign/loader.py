@@ -39,12 +39,13 @@ from scheduler.campaign.definition import BoundsSpec, CampaignSpec
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.rendering import linker_of, make_environment
 from scheduler.campaign.specerrors import describe, lenient_spec
-from scheduler.campaign.step_compile import Collector, CompiledStep, check_step
+from scheduler.campaign.step_compile import Collector, CompiledStep, campaign_split, check_step
 from scheduler.campaign.steps import (
     PLACEHOLDER_SESSION,
     loc_path,
 )
 from scheduler.campaign.tomllines import key_lines, line_of
+from scheduler.campaign.variants import experiment_problem
 from scheduler.links.render import Linker
 from scheduler.run_options import CHANNELS, DEFAULT_TIMEZONE
 from scheduler.units import load_zone
@@ -209,6 +210,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         step = check_step(index, raw, channel, session, env, found, bounds, zone)
         if step is not None:
             steps.append(step)
+    _check_variants(steps, spec, found)
     if not lenient or spec is None or recipients_file is None:
         found.raise_if_any()
     assert spec is not None and recipients_file is not None
@@ -223,6 +225,17 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         lines=found.lines,
         issues=found.issues,
     )
+
+
+def _check_variants(steps: list[CompiledStep], spec: CampaignSpec | None,
+                    found: Collector) -> None:
+    """The variants name the same variants in every step; ``[experiment]`` has some."""
+    split, problems = campaign_split(steps)
+    for index, message in problems:
+        found.add(message, f"steps[{index}].variants")
+    problem = experiment_problem(split, spec.experiment if spec is not None else None)
+    if problem is not None:
+        found.add(problem, "experiment")
 
 
 def start_issues(campaign: Campaign, now: datetime) -> list[Issue]:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import gc
 import multiprocessing
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
@@ -77,6 +77,7 @@ from scheduler.campaign.recipients import (
     read_chunks,
     read_layout,
 )
+from scheduler.campaign.variant_render import HELD, count_split, split_of
 
 __all__ = ["Plan", "PlanStats", "build_plan", "load_campaign"]
 
@@ -116,6 +117,8 @@ class Plan:
         self.stats = PlanStats(labels=labels)
         self.complete = False
         self.variable_slugs = [s for s in layout.slugs if s != phone_slug]
+        #: The campaign's A/B variants (None: it has none).
+        self.split = split_of(campaign)
         self._problems: list[Issue] = []  # malformed CSV rows, when not strict
 
     @property
@@ -208,10 +211,12 @@ class Plan:
 
         def skip(first: int, reason: str) -> None:
             for item in rows[first : first + width]:
-                if item["state"] == "planned":
+                if item["state"] in ("planned", HELD):
                     stats.planned_per_step[item["step"]] -= 1
                     stats.skipped_per_step[item["step"]] += 1
                 item["state"], item["reason"], item["payload"] = "skipped", reason, {}
+                if item.get("choices"):
+                    item["choices"] = None
 
         for row, first, digits, _region, why, raw in result.recipients:
             if digits is None:
@@ -249,6 +254,10 @@ class Plan:
             for step, parts, encoding in sms_parts.get(row, ()) if sms_parts else ():
                 stats.sms_segments_per_step[step] += parts
                 stats.sms_encodings[encoding] += 1
+        if self.split is not None:  # recipients per variant, by the first varied step
+            held = Counter[str]()
+            count_split(rows, self.split.steps[0], stats.variant_recipients, held)
+            stats.held_recipients += held[""]
         stats.read += len(result.recipients)
         stats.valid += valid
         stats.duplicates += duplicates

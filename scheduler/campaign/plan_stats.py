@@ -39,6 +39,10 @@ class PlanStats:
     recipients_per_sender: Counter[str] = field(default_factory=Counter)
     sms_segments_per_step: Counter[int] = field(default_factory=Counter)
     sms_encodings: Counter[str] = field(default_factory=Counter)
+    #: Recipients per variant (A/B variants) sent at once (the test share, or a plain
+    #: split), and how many wait for the test's winner (held).
+    variant_recipients: Counter[str] = field(default_factory=Counter)
+    held_recipients: int = 0
     _same_error: Counter[tuple[str | None, str]] = field(default_factory=Counter, repr=False)
 
     def recipients_json(self) -> dict[str, Any]:

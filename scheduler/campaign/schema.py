@@ -62,6 +62,13 @@ def _step_schema(defs: dict[str, Any]) -> dict[str, Any]:
             "product": {"$ref": "#/$defs/ProductRef", "description": (
                 "A catalog product shown by the step, fetched once at plan time; its "
                 "fields are the template variable `product`.")},
+            "variants": {"type": "array", "minItems": 2, "items": {
+                "type": "object", "required": ["name"],
+                "properties": {"name": {"type": "string", "minLength": 1},
+                               "weight": {"type": "number", "minimum": 0}},
+                "additionalProperties": True}, "description": (
+                "A/B variants: tables of a name, an optional weight (1) and the body "
+                "fields that replace the step's; the first is the control.")},
         },
         "additionalProperties": True,
     }

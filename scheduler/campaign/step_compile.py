@@ -12,7 +12,7 @@ from typing import Any
 from jinja2.sandbox import SandboxedEnvironment
 
 from scheduler.campaign.bounds import body_checker
-from scheduler.campaign.definition import BoundsSpec, step_delay
+from scheduler.campaign.definition import BoundsSpec
 from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
 from scheduler.campaign.products import ProductRef, product_ref
 from scheduler.campaign.rendering import (
@@ -40,6 +40,7 @@ from scheduler.campaign.variants import (
     split_of,
     variant_tables,
 )
+from scheduler.units import parse_duration
 
 
 @dataclass
@@ -143,6 +144,19 @@ def compile_tree(node: Any, key: str, env: SandboxedEnvironment, found: Collecto
             continue
         out[name] = compile_tree(value, sub, env, found)
     return out
+
+
+def step_delay(raw: Any) -> float:
+    """Seconds of a step's ``delay`` (a duration string or a number of seconds)."""
+    if isinstance(raw, bool):
+        raise ValueError("delay must be a duration such as '10m' or a number of seconds")
+    if isinstance(raw, int | float):
+        if raw < 0:
+            raise ValueError("delay must not be negative")
+        return float(raw)
+    if isinstance(raw, str):
+        return parse_duration(raw)
+    raise ValueError("delay must be a duration such as '10m' or a number of seconds")
 
 
 def check_step(

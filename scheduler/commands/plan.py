@@ -285,6 +285,7 @@ def plan_report(path: Path, start_text: str | None, *,
     timed = counts if bulk is None or channel.has_calls else \
         pc.effective_counts(counts, deliveries, bulk.total)
     from scheduler.app.plan_warmup import plan_ramps
+    from scheduler.commands.plan_variants import variants_report
     from scheduler.dispatch.warmup_eta import ramp_caps
 
     ramps = plan_ramps(campaign.path, senders, start=start, tz=options.zone,
@@ -346,6 +347,7 @@ def plan_report(path: Path, start_text: str | None, *,
         "warmup": [r.as_dict() | {"line": r.line()} for r in ramps.values()],
         "errors": [issue.as_dict() for issue in issues],
     }
+    report["variants"] = variants_report(campaign, stats)
     if stats.labels is not None:
         report["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
                                   "not_labelled": stats.not_labelled,

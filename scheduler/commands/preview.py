@@ -118,18 +118,23 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
         else campaign.senders[0]
     due: list[DueDelivery] = []
     numbers: dict[int, int] = {}
+    variants: dict[int, str] = {}
     recipients: set[int] = set()
     for chunk in plan.chunks():
         for item in chunk:
-            if item["state"] != "planned":
+            if item["state"] not in ("planned", "held"):
                 continue
             if item["row"] not in recipients:
                 if len(recipients) >= rows:
                     break
                 recipients.add(item["row"])
-            row = _due(item, len(due))
-            numbers[row.seq] = item["row"]
-            due.append(row)
+            # A/B variants: a held recipient (waiting for the winner) shows every variant
+            for variant, payload in _variants_of(item):
+                row = _due({**item, "payload": payload}, len(due))
+                numbers[row.seq] = item["row"]
+                if variant is not None:
+                    variants[row.seq] = variant
+                due.append(row)
         else:
             continue
         break
@@ -139,11 +144,22 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
             if channel.batch_size == 1:
                 out.append({"row": numbers[group[0].seq], "step": group[0].step,
                             "to": group[0].to, "endpoint": request.path, "body": request.body})
+                if group[0].seq in variants:
+                    out[-1]["variant"] = variants[group[0].seq]
             else:
                 out.append({"step": group[0].step, "rows": [numbers[r.seq] for r in group],
                             "to": [r.to for r in group], "endpoint": request.path,
                             "body": request.body})
     return out, channel.batch_size
+
+
+def _variants_of(item: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+    """(variant, payload) of a plan row: its own, or every variant's of a held row
+    (marked ``B?``: the rest gets the winner, one of them)."""
+    choices = item.get("choices")
+    if item["state"] == "held" and choices:
+        return [(f"{name}?", payload) for name, payload in choices.items()]
+    return [(item.get("variant"), item["payload"])]
 
 
 def _rows(numbers: list[int], width: int = 24) -> str:
@@ -170,7 +186,10 @@ def _title(item: dict[str, Any]) -> str:
         count = len(item["to"])
         who = f"{count} recipient{'s' if count != 1 else ''} (rows {_rows(item['rows'])})"
         return f"{item['endpoint']} · step {item['step']} · {who}"
-    return f"row {item['row']} → {item['to']} · step {item['step']} · {item['endpoint']}"
+    variant = item.get("variant")
+    shown = f" · {variant}" if variant else ""
+    return (f"row {item['row']} → {item['to']} · step {item['step']}{shown} · "
+            f"{item['endpoint']}")
 
 
 def preview(
@@ -185,6 +204,10 @@ def preview(
         typer.echo(json.dumps(items, ensure_ascii=False))
         return
     console = Console(highlight=False)
+    if any("variant" in item for item in items):
+        console.print("variants: the recipient's follows the step; a name with ? is a "
+                      "recipient\nof the rest, who gets the test's winner, one of those "
+                      "shown", markup=False)
     for item in items:
         body = item["body"]
         title = clean_markup(_title(item))

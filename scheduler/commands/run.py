@@ -202,6 +202,7 @@ def status_command(
     """A run's status: deliveries by state, and the channel's outcomes (WhatsApp: sent /
     delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
     voice: answered / not answered, digits pressed)."""
+    from scheduler.app.experiment_status import experiment_lines, experiment_of_run
     from scheduler.app.unserved import Unserved
     from scheduler.app.wiring import open_project
     from scheduler.timeutil import utcnow
@@ -211,6 +212,7 @@ def status_command(
     # one snapshot: counts, funnel, waits and senders all of the same moment
     row, sender_text = status_row(ledger, run_id, settings, utcnow(),
                                   width=console.width - 2, sender_counts=as_json)
+    row["experiment"] = experiment_of_run(ledger.engine, row["run"])  # A/B variants
     unserved = Unserved.model_validate(row["unserved"]) if row["unserved"] else None
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
@@ -248,6 +250,8 @@ def status_command(
                       highlight=False)
     for line in sender_text:
         console.print(f"  {line}", highlight=False, markup=False)
+    for line in experiment_lines(row["experiment"], row["timezone"], console.width):
+        console.print(line, highlight=False, markup=False)
 
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

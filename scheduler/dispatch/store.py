@@ -16,6 +16,12 @@ from datetime import date, datetime
 from typing import Protocol
 
 from scheduler.ledger.changes import AudienceCheck, Changes, InDoubt, ProofRule, Settle
+from scheduler.ledger.queries.experiments import (
+    ArmCount,
+    ExperimentProgress,
+    ExperimentRow,
+    Verdict,
+)
 from scheduler.ledger.queries.sender_health import SenderSignals
 from scheduler.ledger.rows import DueDelivery, SenderProfileRow, SessionStatusRow
 from scheduler.run_options import RunOptions
@@ -131,6 +137,22 @@ class Store(Protocol):
                         only: Collection[int] | None = None,
                         step_delays_s: tuple[float, ...] = (0.0,)) -> dict[str, int]:
         """Settle rows that may or may not have been sent; how many went each way."""
+        ...
+
+    # the run's A/B test (scheduler/dispatch/dispatcher/experiment.py)
+
+    def experiment_progress(self) -> ExperimentProgress | None:
+        """Where the run's test stands; None when it has none or it is decided."""
+        ...
+
+    def experiment_due(self, test_sent_at: datetime | None, decide_at: datetime) -> None:
+        """Record that the test share is sent (when) and when the test decides."""
+        ...
+
+    def decide_experiment(self, now: datetime, judge: Callable[
+            [ExperimentRow, dict[str, ArmCount]], Verdict]) -> Verdict | None:
+        """Decide the test once: ``judge`` the arms' counts, send the winner to the held
+        rest, store the decision, in one transaction; None when it was decided already."""
         ...
 
     # the senders' profiles (sender care: scheduler/dispatch/dispatcher/care.py)

@@ -107,6 +107,9 @@ class Delivery(SQLModel, table=True):
     updated_at: datetime | None = None
     # the `campaign serve` worker that claimed the row (PostgreSQL workers; NULL otherwise)
     worker: str | None = None
+    # A/B variants (migration 0012): the row's variant; a held row's payload per variant
+    variant: str | None = None
+    choices: str | None = Field(default=None, sa_type=Text)
 
 
 class Event(SQLModel, table=True):

@@ -61,12 +61,14 @@ class PlanWriter(threading.Thread):
             self.error = exc
 
     def _write(self, conn: Connection, chunk: list[dict[str, Any]]) -> None:
+        waiting = (DeliveryState.PLANNED, DeliveryState.HELD)  # held: an A/B test's rest
         suppressed = sq.suppressed_numbers(
-            conn, (r["to"] for r in chunk if r["state"] == DeliveryState.PLANNED))
+            conn, (r["to"] for r in chunk if r["state"] in waiting))
         if suppressed:
             for r in chunk:
-                if r["state"] == DeliveryState.PLANNED and r["to"] in suppressed:
+                if r["state"] in waiting and r["to"] in suppressed:
                     r["state"], r["reason"] = DeliveryState.SKIPPED, "suppressed"
+                    r["choices"] = None
         self.total += pq.insert_deliveries(conn, self.run_id, chunk,
                                            first_seq=self.total, start_at=self.start_at)
 

@@ -21,6 +21,7 @@ from scheduler.ledger.exceptions import RunLocked, RunStateError
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
@@ -90,6 +91,7 @@ class RunControl(LedgerCore):
             conn, [(i, "", "cancelled") for i in rq.planned_ids(conn, run_id)],
             DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
         )
+        xq.skip_held(conn, run_id, "cancelled", now)  # the rest an A/B test held back
         rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES,
                                  status=RunStatus.CANCELLED, finished_at=now, control=None,
                                  stop_reason="cancelled by the operator")

@@ -20,6 +20,7 @@ from scheduler.ledger.queries import ambiguous as aq
 from scheduler.ledger.queries import audience as aq_audience
 from scheduler.ledger.queries import caps as capq
 from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import sender_calls as scq
 from scheduler.ledger.queries import sender_health as shq
@@ -27,6 +28,12 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries import voice_calls as cq
+from scheduler.ledger.queries.experiments import (
+    ArmCount,
+    ExperimentProgress,
+    ExperimentRow,
+    Verdict,
+)
 from scheduler.ledger.queries.sender_health import SenderSignals
 from scheduler.ledger.rows import DueDelivery, SenderProfileRow, SessionStatusRow
 from scheduler.ledger.runs import Ledger
@@ -103,10 +110,13 @@ class RunStore:
                                      senders=senders, part=part)
 
     def work_left(self) -> tuple[int, datetime | None]:
-        """Rows still to send, and when the next one is due (None: none planned)."""
+        """Rows still to send, and when the next one is due (None: none planned). Rows
+        held for an A/B test's winner count as one: work is left, none of it due."""
         with access.read(self.ledger.engine, "look for work left") as conn:
             waiting = dq.pending_count(conn, self.run_id)
-            return waiting, (dq.next_due_time(conn, self.run_id) if waiting else None)
+            if not waiting:
+                return (1 if xq.has_held(conn, self.run_id) else 0), None
+            return waiting, dq.next_due_time(conn, self.run_id)
 
     def sent_today(self, day_start: datetime) -> dict[str, int]:
         """Sends per sender since ``day_start``, across every run (daily caps)."""
@@ -195,10 +205,46 @@ class RunStore:
         with access.transaction(self.ledger.engine, "release waiting steps") as conn:
             dq.repair_waiting_steps(conn, self.run_id, now)
 
+    # ------------------------------------------------------------------ the A/B test
+
+    def experiment_progress(self) -> ExperimentProgress | None:
+        """Where the run's undecided test stands (None: no test, or decided)."""
+        with access.read(self.ledger.engine, "read the run's A/B test") as conn:
+            row = xq.read(conn, self.run_id)
+            if row is None or row.decided_at is not None:
+                return None
+            pending, held, last = xq.progress(conn, self.run_id)
+            return ExperimentProgress(row, pending, held, last)
+
+    def experiment_due(self, test_sent_at: datetime | None, decide_at: datetime) -> None:
+        """Record when the test share's last send went out and when the test decides."""
+        with access.transaction(self.ledger.engine, "record when the A/B test is due") as conn:
+            xq.mark_due(conn, self.run_id, test_sent_at, decide_at)
+
+    def decide_experiment(self, now: datetime, judge: Callable[
+            [ExperimentRow, dict[str, ArmCount]], Verdict]) -> Verdict | None:
+        """Decide the run's test once (the conditional UPDATE of ``claim_decision``): the
+        arms' counts judged, the held rest planned with the winner, the decision stored,
+        all in one transaction (a crash leaves it undecided); None: decided already."""
+        with access.transaction(self.ledger.engine, "decide the A/B test") as conn:
+            if not xq.claim_decision(conn, self.run_id, now):
+                return None
+            row = xq.read(conn, self.run_id)
+            assert row is not None
+            counts = xq.arm_counts(conn, self.run_id, int(row.settings.get("step", 0)),
+                                   str(row.settings.get("metric", "reply")))
+            verdict = judge(row, counts)
+            _pending, _held, last = xq.progress(conn, self.run_id)
+            xq.release_held(conn, self.run_id, verdict.goes, now)
+            xq.store_decision(conn, self.run_id, winner=verdict.winner, goes=verdict.goes,
+                              decision=verdict.decision, decide_at=now, test_sent_at=last)
+            return verdict
+
     def expire(self, now: datetime) -> int:
         """Expire every row still pending (the latest send time passed); how many."""
         with access.transaction(self.ledger.engine, "expire the rows past the latest time") as conn:
-            return dq.expire_pending(conn, self.run_id, now)
+            return (dq.expire_pending(conn, self.run_id, now)
+                    + xq.expire_held(conn, self.run_id, now))
 
     def settle_in_doubt(self, now: datetime, proof: ProofRule,
                         decide: Callable[[InDoubt], Settle], *, grace_over: bool = False,

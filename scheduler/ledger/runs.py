@@ -25,6 +25,7 @@ from scheduler.ledger.lease import planner_alive
 from scheduler.ledger.models import Campaign, Run, Suppression
 from scheduler.ledger.planwriter import PlanWriter
 from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import links as lq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
@@ -100,6 +101,7 @@ class Ledger(RunControl):
         on_progress: Callable[[int], None] | None = None,
         skip_previous_of: tuple[str, str | None] | None = None,
         links: Mapping[tuple[int, str], int] | None = None,
+        experiment: xq.ExperimentPlan | None = None,
     ) -> int:
         """Bulk-insert every chunk of a plan in ONE transaction (all or nothing).
 
@@ -121,6 +123,8 @@ class Ledger(RunControl):
                 reruns.skip_previous_recipients(conn, run_id, *skip_previous_of)
             if links:
                 lq.store_links(conn, run_id, links)
+            if experiment is not None:
+                xq.save(conn, run_id, experiment, start_at)
         writer = PlanWriter(self.engine, run_id, start_at, finalize=finalize)
         return self._feed(writer, chunks, on_progress)
 
@@ -129,6 +133,7 @@ class Ledger(RunControl):
         definition: dict[str, Any], fingerprint: str, options: RunOptions,
         on_progress: Callable[[int], None] | None = None,
         links: Mapping[tuple[int, str], int] | None = None,
+        experiment: xq.ExperimentPlan | None = None,
     ) -> tuple[int, int]:
         """Replace what a run has not yet handed to the service with a new plan.
 
@@ -152,6 +157,8 @@ class Ledger(RunControl):
                           options=options.to_json())
             if links:
                 lq.store_links(conn, run_id, links)
+            if experiment is not None:
+                xq.save(conn, run_id, experiment, start_at)
             return int(reruns.count_rows(conn, run_id))
 
         self.acquire(run_id)  # nobody dispatches the run while its plan is replaced

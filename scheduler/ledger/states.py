@@ -27,6 +27,8 @@ class DeliveryState(StrEnum):
     NOT_ANSWERED = "not_answered"
     # SMS
     UNDELIVERED = "undelivered"
+    # A/B tests: the rest of the audience waits for the test's winner (not due, not sent)
+    HELD = "held"
 
 
 class RunStatus(StrEnum):

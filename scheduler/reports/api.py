@@ -19,7 +19,7 @@ import pandas as pd
 from scheduler.ledger.access import Connection, Engine, read, snapshot
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import reports as rq
-from scheduler.reports import charts, details, links, senders, source, summary
+from scheduler.reports import charts, details, experiment, links, senders, source, summary
 from scheduler.reports.channels import CHANNEL_SECTIONS
 from scheduler.reports.columns import (
     Column,
@@ -197,6 +197,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
     errors = summary.errors_table(rq.error_groups(conn, ids), runs, groups)
     variables = _variables(conn, runs)
     sender_sheet = senders.read_senders(conn, runs)
+    experiment_sheet = experiment.read_experiments(conn, runs)
     link_sheet = links.read_links(conn, runs)
     tables = [
         _recipients(conn, runs, variables, scan),
@@ -223,6 +224,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         parts = [part for table in tables for part in writer.row_table(table)]
         writer.errors(errors)
         sender_rows = senders.write_senders(writer, sender_sheet)
+        experiment_rows = experiment.write_experiments(writer, experiment_sheet)
         link_rows = links.write_links(writer, link_sheet)  # only when there are links
         writer.charts(summ, sections, writer.hourly(hourly, zone), zone)
         styles = writer.close()
@@ -238,6 +240,8 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
             for table in tables}  # fmt: skip
     rows["Errors"] = len(errors)
     rows[senders.SHEET] = sender_rows
+    if experiment_rows:  # only when a run has variants
+        rows[experiment.SHEET] = experiment_rows
     if link_rows:
         rows[links.SHEET] = link_rows
     return rows, pngs

@@ -24,6 +24,7 @@ from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.claims import Claiming
 from scheduler.dispatch.dispatcher.control import Control
+from scheduler.dispatch.dispatcher.experiment import Trial
 from scheduler.dispatch.dispatcher.ownership import ownership_for
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
@@ -52,6 +53,7 @@ class Dispatcher:
         self.control = Control(ctx, state, self.ownership, self.care)
         self.waiting = Waiting(ctx, state, self.control, self.settling)
         self.claims = Claiming(ctx, state, self.ownership, self.settling, self.care)
+        self.trial = Trial(ctx, state)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
@@ -139,6 +141,11 @@ class Dispatcher:
                     waiting, next_due = store.work_left()
                     if waiting == 0:
                         return
+                    released, wake = self.trial.check(now)  # an A/B test's held rest
+                    if released:
+                        continue
+                    if wake is not None:
+                        next_due = wake if next_due is None else min(next_due, wake)
                     self.waiting.note_recipients_wait(now, next_due, waiting)
                     if next_due is None and store.earliest_verifying() is None:
                         store.repair_waiting_steps(now)

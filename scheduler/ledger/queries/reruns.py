@@ -35,7 +35,7 @@ from scheduler.ledger.states import DeliveryState as S
 
 _RECEIVED = sorted(str(s) for s in RECEIVED_STATES)
 #: Rows of an old plan that a re-plan replaces: never handed to the service.
-REPLACEABLE_STATES = (str(S.PLANNED), str(S.SKIPPED))
+REPLACEABLE_STATES = (str(S.PLANNED), str(S.SKIPPED), str(S.HELD))
 
 
 def skip_previous_recipients(conn: Connection, run_id: int, campaign_name: str,
@@ -58,9 +58,9 @@ def skip_previous_recipients(conn: Connection, run_id: int, campaign_name: str,
     # One statement: the reason names the newest earlier run that reached the number.
     result = conn.execute(
         update(deliveries)
-        .where(deliveries.c.run_id == run_id, deliveries.c.state == str(S.PLANNED),
-               earlier.is_not(None))
-        .values(state=str(S.SKIPPED),
+        .where(deliveries.c.run_id == run_id,
+               deliveries.c.state.in_([str(S.PLANNED), str(S.HELD)]), earlier.is_not(None))
+        .values(state=str(S.SKIPPED), choices=None,
                 reason=literal("already received (run ", String)
                 .concat(cast(earlier, String)).concat(literal(")", String)))
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Table
 
+from scheduler.ledger.experiment_models import Experiment
 from scheduler.ledger.models import (
     Campaign,
     Delivery,
@@ -53,3 +54,4 @@ sender_state_changes = _table(SenderStateChange)
 links = _table(Link)
 link_rows = _table(LinkRow)
 link_clicks = _table(LinkClick)
+experiments = _table(Experiment)

@@ -1,0 +1,117 @@
+"""An A/B test dispatched on a simulated clock: the test share first, the wait said on the
+timeline with its time, the decision once the wait has passed, the winner to the rest."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import select, update
+
+from scheduler.app.planning import plan_run
+from scheduler.app.stores import run_store
+from scheduler.dispatch.dispatcher import RunSetup, Timing
+from scheduler.dispatch.start import dispatch
+from scheduler.experiments import variant_of
+from scheduler.ledger import access
+from scheduler.ledger.queries import experiments as xq
+from scheduler.ledger.queries.tables import deliveries
+from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import SENT_STATES
+from scheduler.timeutil import SimulatedClock
+from tests.factories import T0, Project, open_test_ledger
+
+N = 400
+CAMPAIGN = """
+name = "ab"
+senders = ["s1"]
+[recipients]
+file = "data/r.csv"
+[pace]
+rate = "50/s"
+jitter = "0"
+[[steps]]
+type = "text"
+variants = [{name = "A", text = "Oi {{ nome }} [A]"}, {name = "B", text = "Olá {{ nome }} [B]"}]
+[experiment]
+test_share = "30%"
+wait = "2h"
+metric = "reply"
+min_per_variant = 20
+"""
+
+
+def _project(root: Path) -> Path:
+    root.mkdir()
+    project = Project.empty(root)
+    project.write("data/r.csv", "nome;telefone\n" + "".join(
+        f"P{i};+55 11 9{i:08d}\n" for i in range(N)))
+    return project.campaign(CAMPAIGN, "ab.toml")
+
+
+def _rows(ledger: Ledger, run_id: int) -> list[dict]:
+    with access.read(ledger.engine, "test") as conn:
+        return [dict(r._mapping) for r in conn.execute(
+            select(deliveries).where(deliveries.c.run_id == run_id))]
+
+
+async def test_test_share_then_wait_then_the_winner_to_the_rest(
+        tmp_path: Path, ledger_url: str, service_factory) -> None:
+    service = service_factory(reply_rate=0.0, delivered_rate=0.0)
+    await service.connect("s1")
+    clock = SimulatedClock(T0)
+    path = _project(tmp_path / "p")
+    with open_test_ledger(ledger_url, clock) as ledger:
+        run_id = plan_run(ledger, path, start_at=T0, rehearsal=True)
+        assert set(ledger.counts(run_id)) == {"planned", "held"}
+        replied: dict[str, bool] = {}
+
+        async def sleep(seconds: float) -> None:
+            # the recipients of the test share answer once it is sent: every B, one A in 10
+            if not replied and ledger.counts(run_id).get("planned", 0) == 0:
+                for row in _rows(ledger, run_id):
+                    if row["state"] in SENT_STATES:
+                        replied[row["to"]] = row["variant"] == "B" or row["row"] % 10 == 0
+                with access.transaction(ledger.engine, "test") as conn:
+                    conn.execute(update(deliveries).where(
+                        deliveries.c.run_id == run_id,
+                        deliveries.c.to.in_([to for to, yes in replied.items() if yes]))
+                        .values(replied_at=clock()))
+            await clock.sleep(seconds)
+
+        setup = RunSetup(timing=Timing.simulated_by(clock, sleep), rng=random.Random(1))
+        async with service.client() as client:
+            result = await dispatch(run_store(ledger, run_id), client,
+                                    ledger.get_run(run_id), setup)
+        assert result.status == "completed"
+        rows = _rows(ledger, run_id)
+        with access.read(ledger.engine, "test") as conn:
+            experiment = xq.read(conn, run_id)
+    assert experiment is not None and experiment.decision is not None
+    assert experiment.winner == experiment.goes == "B"
+    assert experiment.decided_at is not None and experiment.test_sent_at is not None
+    # decided once the wait had passed since the test share's last send, on the run's clock
+    assert experiment.decided_at >= experiment.test_sent_at + timedelta(hours=2)
+    test = [r for r in rows if r["to"] in replied]
+    rest = [r for r in rows if r["to"] not in replied]
+    assert len(test) == experiment.test_size and len(rest) == experiment.rest_size
+    assert all(r["dispatched_at"] <= experiment.test_sent_at for r in test)
+    assert all(r["dispatched_at"] >= experiment.decided_at for r in rest)
+    assert all(r["variant"] == "B" and "[B]" in json.loads(r["payload"])["text"]
+               for r in rest)
+    for r in test:  # the test share got the variant drawn for it
+        assert r["variant"] == variant_of("ab", r["to"], [("A", 1), ("B", 1)])
+    sends = service.sends()
+    assert len(sends) == N and len({s["to"] for s in sends}) == N  # nobody twice
+    arms = {a["name"]: a for a in experiment.decision["arms"]}
+    assert arms["B"]["sends"] + arms["A"]["sends"] == len(test)
+    assert arms["B"]["rate"] == 1.0
+    kinds = [e.kind for e in result.timeline]
+    wait = next(e for e in result.timeline if e.kind == "experiment_wait")
+    assert wait.until == experiment.test_sent_at + timedelta(hours=2)
+    assert "decides at" in wait.what
+    decided = next(e for e in result.timeline if e.kind == "experiment_decided")
+    assert decided.what.startswith("A/B test decided: B wins")
+    assert kinds.index("experiment_wait") < kinds.index("experiment_decided")
