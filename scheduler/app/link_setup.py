@@ -23,14 +23,15 @@ from scheduler.links.render import SETTING_HINT, LinkBinding, LinkKey, number_li
 
 
 def _addresses(campaign: Campaign) -> list[tuple[int, list[str]]]:
-    return [(step.index, [a for leaf in leaves(step.tree) for a in leaf.links if a])
+    return [(step.index, [a for tree in step.trees for leaf in leaves(tree)
+                          for a in leaf.links if a])
             for step in campaign.steps]
 
 
 def _first_use(campaign: Campaign) -> str | None:
     """The key of the first step whose templates call ``link()``."""
     for step in campaign.steps:
-        if any(leaf.links for leaf in leaves(step.tree)):
+        if any(leaf.links for tree in step.trees for leaf in leaves(tree)):
             return step.key
     return None
 

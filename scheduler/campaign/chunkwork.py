@@ -129,7 +129,8 @@ class _StepRenderer:
 
 def uses_links(campaign: Campaign) -> bool:
     """Whether any template of the campaign calls ``link()``."""
-    return any(leaf.links for step in campaign.steps for leaf in leaves(step.tree))
+    return any(leaf.links for step in campaign.steps for tree in step.trees
+               for leaf in leaves(tree))
 
 
 def _leaf_variables(node: Any) -> set[str]:

@@ -66,6 +66,11 @@ class CompiledStep:
     weighted: bool = False
 
     @property
+    def trees(self) -> list[dict[str, Any]]:
+        """The step's template trees: its own, and each other variant's."""
+        return [self.tree, *(v.tree for v in self.variants[1:])]
+
+    @property
     def key(self) -> str:
         """``steps[i]``, the key path prefix of this step in the definition."""
         return f"steps[{self.index}]"

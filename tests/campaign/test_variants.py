@@ -109,3 +109,22 @@ def test_wrong_variants_are_named_with_their_key(project: Project, steps: str, e
     with pytest.raises(CampaignError) as caught:
         load_campaign(path)
     assert message in str(caught.value)
+
+
+def test_a_link_in_one_variant_only_is_tracked(project: Project) -> None:
+    """link() in variant B alone: the campaign has links (B's are short links)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from scheduler.cli import app
+    from tests.links.support import short_links, with_public_address
+
+    with_public_address(project)
+    path = project.basic('[[steps]]\ntype = "text"\nvariants = [{name = "A", text = "A"}, '
+                         '{name = "B", text = \'B {{ link("https://loja.example/b") }}\'}]\n',
+                         csv=_csv(30))
+    result = CliRunner().invoke(app, ["preview", str(path), "--json", "--rows", "30"])
+    assert result.exit_code == 0, result.output
+    texts = {m["variant"]: m["body"]["text"] for m in json.loads(result.stdout)}
+    assert texts["A"] == "A" and len(short_links(texts["B"])) == 1

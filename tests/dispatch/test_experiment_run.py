@@ -115,3 +115,35 @@ async def test_test_share_then_wait_then_the_winner_to_the_rest(
     decided = next(e for e in result.timeline if e.kind == "experiment_decided")
     assert decided.what.startswith("A/B test decided: B wins")
     assert kinds.index("experiment_wait") < kinds.index("experiment_decided")
+
+
+def test_a_replan_keeps_each_recipients_variant_and_a_decided_winner(
+        tmp_path: Path, ledger_url: str) -> None:
+    """--replan of a run whose test was decided: the test share keeps its variants, the
+    rest planned again is given the decided winner at once (not held again)."""
+    from scheduler.app.planning import replan_run
+
+    path = _project(tmp_path / "p")
+    with open_test_ledger(ledger_url, SimulatedClock(T0)) as ledger:
+        run_id = plan_run(ledger, path, start_at=T0, rehearsal=True)
+        before = {r["to"]: r["variant"] for r in _rows(ledger, run_id)}
+        with access.transaction(ledger.engine, "test") as conn:  # the test share is sent
+            conn.execute(update(deliveries).where(deliveries.c.run_id == run_id,
+                                                  deliveries.c.state == "planned")
+                         .values(state="sent", dispatched_at=T0))
+        store = run_store(ledger, run_id)
+        verdict = store.decide_experiment(
+            T0 + timedelta(hours=3),
+            lambda _row, _counts: xq.Verdict(winner="A", goes="A", decision="{}"))
+        assert verdict is not None
+        # the new plan holds the rest again; the decided test gives them A at once
+        written, _dropped = replan_run(ledger, ledger.get_run(run_id), path,
+                                       start_at=T0 + timedelta(hours=4))
+        assert written
+        after = {r["to"]: (r["variant"], r["state"]) for r in _rows(ledger, run_id)}
+    assert set(after) == set(before)
+    for to, variant in before.items():
+        if variant is not None:  # the test share: sent, its variant kept
+            assert after[to] == (variant, "sent")
+        else:  # the rest: planned again with the decided winner, not held
+            assert after[to] == ("A", "planned")
