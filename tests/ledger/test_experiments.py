@@ -158,3 +158,31 @@ def test_two_workers_deciding_at_once_decide_once(ledger: Ledger) -> None:
             select(deliveries.c.variant).where(deliveries.c.run_id == run_id,
                                                deliveries.c.row > 6))}
     assert variants == {taken[0].goes}
+
+
+@pytest.mark.parametrize(("metric", "expected"), [
+    ("click", {"A": 0, "B": 2}), ("read", {"A": 1, "B": 0}),
+    ("delivered", {"A": 2, "B": 0}), ("answered", {"A": 0, "B": 0}),
+    ("reply", {"A": 0, "B": 1}),
+])
+def test_each_metric_counts_its_successes(ledger: Ledger, metric: str,
+                                          expected: dict[str, int]) -> None:
+    """Counted clicks only (a preview fetcher's hit is not), reads, deliveries (a read
+    one too), answered calls, replies: per variant of the test share."""
+    from scheduler.ledger.queries.tables import link_clicks
+
+    run_id = _run(ledger)
+    _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
+    _set(ledger, run_id, deliveries.c.to == number(0), delivered_at=T0)
+    _set(ledger, run_id, deliveries.c.to == number(2), state=S.READ, read_at=T0)
+    _set(ledger, run_id, deliveries.c.to == number(5), replied_at=T0)
+    with access.transaction(ledger.engine, "test") as conn:
+        ids = dict(conn.execute(select(deliveries.c.to, deliveries.c.id)
+                                .where(deliveries.c.run_id == run_id)).all())
+        for to, counted in ((number(1), True), (number(3), True), (number(4), False)):
+            conn.execute(link_clicks.insert().values(
+                run_id=run_id, link=1, delivery_id=ids[to], at=T0, counted=counted,
+                why_not=None if counted else "preview fetcher"))
+        counts = xq.arm_counts(conn, run_id, 0, metric)
+    assert {name: c.successes for name, c in counts.items()} == expected
+    assert {name: c.sends for name, c in counts.items()} == {"A": 3, "B": 3}

@@ -102,6 +102,6 @@ class Trial:
     def _wait_sentence(self, row: ExperimentRow, held: int, decide_at: datetime) -> str:
         hours = row.wait_s / 3600
         wait = f"{hours:g} h" if hours >= 1 else f"{row.wait_s / 60:g} min"
-        return (f"A/B test: the test share ({row.test_size} recipients) is sent; the test "
+        return (f"A/B test: the test share ({row.test_size:,} recipients) is sent; the test "
                 f"decides at {local_time(decide_at, self.ctx.zone)}, {wait} after its last "
-                f"send; {held} deliveries wait for the winner")
+                f"send; {held:,} deliveries wait for the winner")
