@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, Response
 
+from scheduler.app.experiment_status import experiment_lines, experiment_of_run
 from scheduler.dashboard.auth import require_viewer
 from scheduler.dashboard.svg import bars_svg, funnel_svg, hourly_svg, hours_of
 from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment, render
@@ -95,7 +96,10 @@ def run_context(dash: Dashboard, run_id: int, view: RunView | None = None) -> di
                                     ("not answered", calls.not_answered),
                                     ("no outcome yet", calls.no_outcome_yet)],
                                    title="calls by outcome")
+    # A/B variants and their test, as `campaign status` says them (no line: no variants)
+    experiment = experiment_lines(experiment_of_run(dash.ledger.engine, run_id), zone, 200)
     return {"view": view, "run": view.run, "zone": zone, "funnel": funnel, "charts": charts,
+            "experiment": experiment,
             "actions": actions_of(view), "live_url": f"/runs/{run_id}/live",
             "fragment_url": f"/runs/{run_id}/fragment"}
 
