@@ -1,5 +1,5 @@
 """The Links sheet: each tracked link of the report's runs with its click rate, each step's
-click rate, and who clicked first when.
+and each variant's click rate, and who clicked first when.
 
 - per link: the run, step, link number and address, how many of the step's messages
   reached the service, the hits (every request of a valid link), the clicks counted (hits
@@ -7,6 +7,9 @@ click rate, and who clicked first when.
   :mod:`scheduler.links.clicks`), the people who clicked, the click rate (people who
   clicked / messages sent) and the first click;
 - per step: people who clicked any of the step's links / messages sent;
+- per variant, for runs whose steps with links have variants (``deliveries.variant``): each
+  link's figures over each variant's messages of its step, and, for a step with several
+  links, over any of them (a variant whose text lacks a link shows its sends, no clicks);
 - each recipient's first counted click on each link, earliest first (row and number).
 
 Written only when a run of the report has tracked links. Read in the report's snapshot
@@ -16,7 +19,7 @@ Written only when a run of the report has tracked links. Read in the report's sn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -48,6 +51,16 @@ STEP_COLUMNS = [
     Column("clickers", "People who clicked", "int", 10),
     Column("rate", "Click rate", "percent", 9),
 ]  # fmt: skip
+VARIANT_COLUMNS = [
+    Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
+    Column("link", "Link", "int", 6), Column("url", "Address", "user_text", 36),
+    Column("variant", "Variant", "user_text", 9), Column("sent", "Sent", "int", 9),
+    Column("hits", "Hits", "int", 9), Column("clicks", "Clicks (counted)", "int", 9),
+    Column("clickers", "People who clicked", "int", 10),
+    Column("rate", "Click rate", "percent", 9),
+]  # fmt: skip
+#: The Address of a variant's row over all of its step's links.
+ANY_LINK = "any of the step's links"
 FIRST_COLUMNS = [
     Column("run_id", "Run", "int", 6), Column("step", "Step", "int", 6),
     Column("link", "Link", "int", 6), Column("to", "Number", "user_text", 36),
@@ -57,11 +70,13 @@ FIRST_COLUMNS = [
 
 @dataclass
 class LinkSheet:
-    """The Links sheet's three tables, as records keyed like the columns."""
+    """The Links sheet's tables, as records keyed like the columns (``variants`` empty
+    when no run has variants)."""
 
     links: list[dict[str, Any]]
     steps: list[dict[str, Any]]
     first: list[dict[str, Any]]
+    variants: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _local(moment: datetime | None, zone: str) -> datetime | None:
@@ -73,6 +88,34 @@ def _local(moment: datetime | None, zone: str) -> datetime | None:
 
 def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
+
+
+def _variant_rows(run_id: int, figures: Sequence[lq.LinkFigures],
+                  found: lq.VariantFigures) -> list[dict[str, Any]]:
+    """Each link's figures per variant of its step, then, for a step with several links,
+    each variant's over any of them."""
+    rows: list[dict[str, Any]] = []
+
+    def add(step: int, link: int | None, url: str, variant: str,
+            counts: lq.VariantCounts) -> None:
+        sent = found.sent[(step, variant)]
+        rows.append({"run_id": run_id, "step": step, "link": link, "url": url,
+                     "variant": variant, "sent": sent, "hits": counts.hits,
+                     "clicks": counts.clicks, "clickers": counts.clickers,
+                     "rate": _rate(counts.clickers, sent)})
+
+    for step in sorted({f.step for f in figures}):
+        variants = sorted(v for s, v in found.sent if s == step)
+        on_step = [f for f in figures if f.step == step]
+        for f in on_step:
+            for variant in variants:
+                add(step, f.link, f.url, variant,
+                    found.per_link.get((f.link, variant), lq.VariantCounts()))
+        if len(on_step) > 1:
+            for variant in variants:
+                add(step, None, ANY_LINK, variant,
+                    found.per_step.get((step, variant), lq.VariantCounts()))
+    return rows
 
 
 def read_links(conn: Connection, runs: Sequence[RunInfo]) -> LinkSheet:
@@ -101,6 +144,7 @@ def read_links(conn: Connection, runs: Sequence[RunInfo]) -> LinkSheet:
             step.setdefault("clickers", 0)
             step["rate"] = _rate(step["clickers"], step["sent"])
             sheet.steps.append(step)
+        sheet.variants.extend(_variant_rows(run.id, figures, lq.variant_figures(conn, run.id)))
         targets = {f.link: f.step for f in figures}
         sheet.first.extend({
             "run_id": run.id, "step": targets.get(c.link), "link": c.link, "to": c.to,
@@ -126,7 +170,7 @@ def write_links(writer: WorkbookWriter, sheet: LinkSheet) -> int:
     if not sheet.links:
         return 0
     ws = writer.book.add_worksheet(SHEET)
-    tables = (LINK_COLUMNS, STEP_COLUMNS, FIRST_COLUMNS)  # one set of widths for the three
+    tables = (LINK_COLUMNS, STEP_COLUMNS, VARIANT_COLUMNS, FIRST_COLUMNS)  # one set of widths
     widths = [float(max(cols[i].width for cols in tables if i < len(cols)))
               for i in range(len(LINK_COLUMNS))]
     for col, width in enumerate(widths):
@@ -137,6 +181,10 @@ def write_links(writer: WorkbookWriter, sheet: LinkSheet) -> int:
     ws.write_string(row, 0, "Click rate per step (people who clicked any of its links)",
                     writer.formats["section"])
     row = _table(writer, ws, row + 1, STEP_COLUMNS, sheet.steps, widths) + 1
+    if sheet.variants:
+        ws.write_string(row, 0, "Click rate per variant (people who clicked / the variant's "
+                        "messages sent)", writer.formats["section"])
+        row = _table(writer, ws, row + 1, VARIANT_COLUMNS, sheet.variants, widths) + 1
     ws.write_string(row, 0, "Who clicked first, when (counted clicks)",
                     writer.formats["section"])
     row += 1
@@ -148,4 +196,5 @@ def write_links(writer: WorkbookWriter, sheet: LinkSheet) -> int:
     return len(sheet.links)
 
 
-__all__ = ["LINK_COLUMNS", "SHEET", "LinkSheet", "read_links", "write_links"]
+__all__ = ["ANY_LINK", "LINK_COLUMNS", "SHEET", "VARIANT_COLUMNS", "LinkSheet", "read_links",
+           "write_links"]

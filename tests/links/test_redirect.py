@@ -205,3 +205,67 @@ def test_the_report_has_click_rates_and_who_clicked_first(
     assert steps[:9] == (run_id, 0, 1, PROMO, 2, 4, 2, 1, 0.5)
     first = [r for r in values if r[3] == "5511987654321"]
     assert [r[:6] for r in first] == [(run_id, 0, 0, "5511987654321", 1, local_now)]
+    assert not [r for r in values if str(r[0] or "").startswith("Click rate per variant")]
+
+
+def _table_after(values: list[tuple[Any, ...]], title: str) -> list[tuple[Any, ...]]:
+    """The rows of the sheet's table under the section ``title`` (its header first)."""
+    start = next(i for i, r in enumerate(values) if str(r[0] or "").startswith(title))
+    rows = []
+    for row in values[start + 1:]:
+        if all(v is None for v in row):
+            break
+        rows.append(row)
+    return rows
+
+
+def test_the_report_gives_click_rates_per_variant(
+        tracked: tuple[Ledger, Path], receiver: Receiver, project: Project,
+        tmp_path: Path) -> None:
+    """Variant A has one link, B two: each link's counted clicks per variant over that
+    variant's sends, and each variant's over any of the step's links."""
+    import openpyxl
+
+    from scheduler.reports.api import write_report
+
+    ledger, path = tracked
+    other = "https://loja.example/b"
+    csv = "nome;telefone\n" + "".join(f"P{i};+55 11 9{i:08d}\n" for i in range(16))
+    assert project.basic(
+        '[[steps]]\ntype = "text"\nvariants = [\n'
+        f'  {{name = "A", text = \'A {{{{ link("{PROMO}") }}}}\'}},\n'
+        f'  {{name = "B", text = \'B {{{{ link("{PROMO}") }}}} {{{{ link("{other}") }}}}\'}},\n'
+        ']\n', csv=csv) == path
+    run_id = plan_run(ledger, path, start_at=START)
+    d = tables.deliveries
+    with ledger.engine.begin() as conn:
+        conn.execute(update(d).values(state="sent", accepted_at=NOW - timedelta(minutes=5),
+                                      sent_at=NOW - timedelta(minutes=5)))
+    texts: dict[str, list[list[str]]] = {"A": [], "B": []}
+    for delivery in stored(ledger, "deliveries"):
+        texts[delivery["variant"]].append(short_links(json.loads(delivery["payload"])["text"]))
+    a, b = texts["A"], texts["B"]
+    assert len(a) >= 2 and len(b) >= 3 and len(a) + len(b) == 16
+    assert {len(x) for x in a} == {1} and {len(x) for x in b} == {2}
+    receiver.get(a[0][0])
+    receiver.get(a[1][0], agent="WhatsApp/2.24.8.78 A")  # a preview: not counted
+    receiver.get(b[0][0])
+    receiver.get(b[0][0])  # the same person again: two clicks, one person
+    receiver.get(b[0][1])
+    receiver.get(b[1][1])
+    receiver.get(b[2][1], agent="facebookexternalhit/1.1")
+
+    report = write_report(ledger, [run_id], output=tmp_path / "r.xlsx")
+    values = list(openpyxl.load_workbook(report.path)["Links"].iter_rows(values_only=True))
+    header, *rows = _table_after(values, "Click rate per variant")
+    assert header == ("Run", "Step", "Link", "Address", "Variant", "Sent", "Hits",
+                      "Clicks (counted)", "People who clicked", "Click rate")
+    na, nb = len(a), len(b)
+    assert rows == [
+        (run_id, 0, 0, PROMO, "A", na, 2, 1, 1, pytest.approx(1 / na)),
+        (run_id, 0, 0, PROMO, "B", nb, 2, 2, 1, pytest.approx(1 / nb)),
+        (run_id, 0, 1, other, "A", na, 0, 0, 0, 0),  # A's text has no such link
+        (run_id, 0, 1, other, "B", nb, 3, 2, 2, pytest.approx(2 / nb)),
+        (run_id, 0, None, "any of the step's links", "A", na, 2, 1, 1, pytest.approx(1 / na)),
+        (run_id, 0, None, "any of the step's links", "B", nb, 5, 4, 2, pytest.approx(2 / nb)),
+    ]

@@ -6,8 +6,9 @@
 - Hot (one per hit on a link, in the receiver): :func:`link_target` and
   :func:`recipients_of` read by primary key (``links``, ``link_rows``, then ``deliveries``
   by id), never scanning the run; :func:`record_click` is one insert.
-- The report's: :func:`link_figures` (one ``GROUP BY`` per table, over the run's links) and
-  :func:`first_clicks`.
+- The report's: :func:`link_figures` (one ``GROUP BY`` per table, over the run's links),
+  :func:`variant_figures` (the same per variant: the run's rows with a variant, joined to
+  ``deliveries`` by id) and :func:`first_clicks`.
 """
 
 from __future__ import annotations
@@ -127,6 +128,54 @@ def step_clickers(conn: Connection, run_id: int) -> dict[int, int]:
         .select_from(C.join(D, D.c.id == C.c.delivery_id))
         .where(C.c.run_id == run_id, C.c.counted.is_(True)).group_by(D.c.step))
     return {step: n for step, n in rows}
+
+
+@dataclass(frozen=True)
+class VariantCounts:
+    """Hits, counted clicks and people who clicked, of one variant."""
+
+    hits: int = 0
+    clicks: int = 0
+    clickers: int = 0
+
+
+@dataclass(frozen=True)
+class VariantFigures:
+    """A run's links per variant (empty maps: the run's steps with links have no variant).
+
+    ``sent``: (step, variant) → messages of that variant that reached the service;
+    ``per_link``: (link, variant) → its counts; ``per_step``: (step, variant) → counts over
+    any of the step's links (people: who clicked at least one)."""
+
+    sent: dict[tuple[int, str], int]
+    per_link: dict[tuple[int, str], VariantCounts]
+    per_step: dict[tuple[int, str], VariantCounts]
+
+
+def variant_figures(conn: Connection, run_id: int) -> VariantFigures:
+    """The run's link figures per variant (counted clicks only in ``clicks``/``clickers``);
+    three ``GROUP BY`` reads, for the report only."""
+    reached = D.c.accepted_at.is_not(None) | D.c.sent_at.is_not(None)
+    sent = {(step, variant): n for step, variant, n in conn.execute(
+        select(R.c.step, D.c.variant, func.count().filter(reached))
+        .select_from(R.join(D, D.c.id == R.c.delivery_id))
+        .where(R.c.run_id == run_id, D.c.variant.is_not(None))
+        .group_by(R.c.step, D.c.variant))}
+    if not sent:
+        return VariantFigures({}, {}, {})
+    counted = C.c.counted.is_(True)
+    figures = (func.count(), func.count().filter(counted),
+               func.count(func.distinct(C.c.delivery_id)).filter(counted))
+    clicked = C.join(D, D.c.id == C.c.delivery_id)
+    per_link = {(link, variant): VariantCounts(*counts) for link, variant, *counts in
+                conn.execute(select(C.c.link, D.c.variant, *figures).select_from(clicked)
+                             .where(C.c.run_id == run_id, D.c.variant.is_not(None))
+                             .group_by(C.c.link, D.c.variant))}
+    per_step = {(step, variant): VariantCounts(*counts) for step, variant, *counts in
+                conn.execute(select(D.c.step, D.c.variant, *figures).select_from(clicked)
+                             .where(C.c.run_id == run_id, D.c.variant.is_not(None))
+                             .group_by(D.c.step, D.c.variant))}
+    return VariantFigures(sent, per_link, per_step)
 
 
 @dataclass(frozen=True)
