@@ -31,6 +31,10 @@ _REPORT = {"sms.undelivered": "undelivered", "sms.failed": "failed", "sms.expire
 TEXT_AT_MOST = 200
 #: Events and replies shown.
 EVENTS_SHOWN = 20
+#: CSV columns that hold a recipient's name, case-insensitively (the recent events show
+#: the value of the first of the delivery's columns named so: operators know people by
+#: name, not by number). Portuguese and English, as the campaigns' CSV files have them.
+NAME_COLUMNS = ("name", "nome", "first_name", "full_name", "customer", "cliente")
 
 
 def planned_rate(rate_per_s: float, senders: Sequence[RunSender]) -> float:
@@ -145,14 +149,36 @@ def _summary(payload: str | None) -> str | None:
     return _short(" · ".join(parts)) if parts else None
 
 
+def recipient(variables: str | None) -> str | None:
+    """The recipient's name in a delivery's CSV values (``deliveries.variables``, JSON):
+    the value of its first column named as one of :data:`NAME_COLUMNS` (any case); None
+    when it has none, or the value is blank."""
+    try:
+        values: Any = json.loads(variables) if variables else None
+    except ValueError:
+        return None
+    if not isinstance(values, dict):
+        return None
+    for column, value in values.items():
+        if str(column).casefold() in NAME_COLUMNS:
+            name = str(value).strip() if value is not None else ""
+            return _short(name) if name else None
+    return None
+
+
 def events(found: Sequence[EventRow], replies: Sequence[EventRow]) -> list[RecentEvent]:
-    """The run's newest events and replies together, newest first."""
-    merged = [RecentEvent(id=e.id, event=e.event, at=e.at, number=e.number,
-                          text=_summary(e.payload)) for e in found]
-    merged += [RecentEvent(id=r.id, event=r.event, at=r.at, number=r.number,
-                           text=_short(r.payload)) for r in replies]
-    merged.sort(key=lambda e: (e.at is not None, e.at or datetime.min), reverse=True)
-    return merged[:EVENTS_SHOWN]
+    """The run's newest events and replies together, newest first, each with its
+    recipient's name (the CSV values parsed for the rows shown only)."""
+    merged = [(RecentEvent(id=e.id, event=e.event, at=e.at, number=e.number,
+                           text=_summary(e.payload)), e.variables) for e in found]
+    merged += [(RecentEvent(id=r.id, event=r.event, at=r.at, number=r.number,
+                            text=_short(r.payload)), r.variables) for r in replies]
+    merged.sort(key=lambda pair: (pair[0].at is not None, pair[0].at or datetime.min),
+                reverse=True)
+    shown = merged[:EVENTS_SHOWN]
+    for event, variables in shown:
+        event.recipient = recipient(variables)
+    return [event for event, _variables in shown]
 
 
 def workers(claimed: Mapping[str, int], recent: Mapping[str, RecentSends],

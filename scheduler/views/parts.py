@@ -146,6 +146,9 @@ class RecentEvent(BaseModel):
     number: str | None = None
     #: A short summary (a reply's text, a status, an error code); shown escaped.
     text: str | None = None
+    #: The recipient's name from the delivery's CSV values (the first column named as in
+    #: ``facts.NAME_COLUMNS``); None: no such column, or no delivery matched. Escaped.
+    recipient: str | None = None
 
 
 class WorkerPace(BaseModel):

@@ -41,7 +41,7 @@ from tests.dashboard.browser import (
 #: A reply a recipient writes back, and a campaign name: markup that must stay text.
 REPLY = 'Quero! <script>alert("reply")</script><img src=x onerror=alert("img")>'
 CAMPAIGN_NAME = 'ofertas <b>da semana</b> <img src=x onerror=alert("name")>'
-RECIPIENT_NAME = '<script>alert("nome")</script>'
+RECIPIENT_NAME = '<script>alert("nome")</script><img src=x onerror=alert("nome")>'
 #: How fast the run sends (one sender): slow enough to watch, quick enough to see a pause.
 RATE_PER_S = 2
 #: The page follows the ledger within 2 s (the issue's promise), read here with a second
@@ -126,13 +126,18 @@ def test_a_run_in_another_process_is_followed_and_steered_from_the_page(
                     done = sum(n for state, n in first.items() if state != "planned")
                     _page_matches_the_ledger(page, watch, more_done_than=done + 2)
 
-                # a reply holding markup is shown as text, as is the campaign's name
-                to = box.sends()[0]["to"]
+                # a reply holding markup is shown as text, as is the campaign's name and
+                # the name (from the CSV) of the recipient who replied
+                to = next(s["to"] for s in box.sends()
+                          if 'alert("nome")' in str(s["body"].get("text", "")))
                 box.http.post("/sandbox/sessions/s1/receive",
                               json={"from": to, "text": REPLY}).raise_for_status()
                 reply = page.locator("#events td.text", has_text="Quero!")
                 reply.wait_for()
                 assert reply.inner_text() == REPLY
+                replied = page.locator("#events tr", has=page.locator(
+                    "td.text", has_text="Quero!")).locator("td.recipient")
+                assert replied.inner_text() == RECIPIENT_NAME
                 assert page.locator("#run-title .name").inner_text() == CAMPAIGN_NAME
                 assert page.locator("#main script, #main img[onerror], .name b").count() == 0
 

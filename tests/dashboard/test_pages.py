@@ -3,12 +3,15 @@ numbers, outside values as text, and every mistake as a clear page (never a 500)
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
 import pytest
 
+from scheduler.ledger.queries import tables
 from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
 from tests.dashboard.web_support import (
@@ -124,6 +127,72 @@ def test_values_from_outside_are_shown_as_text(ledger: Ledger, clock: FakeClock,
     assert hooks(section(run_page, "events"), "class")["text"] == HOSTILE  # the reply
     assert "evil.toml" in pages[3].text
     assert hooks(pages[2].text, "class")["reason small"].startswith(HOSTILE)  # its reason
+
+
+#: A recipient's name in the CSV holding markup: it must be shown as text.
+NAME = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+
+
+class _Elements(HTMLParser):
+    """Every element's tag and attributes, and the text of each ``td.recipient``."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.recipients: list[str] = []
+        self.in_recipient = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+        self.in_recipient = tag == "td" and dict(attrs).get("class") == "recipient"
+        if self.in_recipient:
+            self.recipients.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.in_recipient = False
+
+    def handle_data(self, data: str) -> None:
+        if self.in_recipient:
+            self.recipients[-1] += data
+
+
+def test_a_recipients_name_from_the_csv_is_shown_as_text_in_the_recent_events(
+        ledger: Ledger, clock: FakeClock, ledger_url: str, tmp_path: Path) -> None:
+    """The name comes from the first column named ``nome`` (any case) of the delivery
+    matched by message id (a webhook event) or by delivery id (a reply)."""
+    run_id = store(ledger, [
+        {"to": "5511900000001", "state": "planned", "reason": None,
+         "variables": {"cidade": "Recife", "Nome": NAME, "cliente": "not this one"}},
+        {"to": "5511900000002", "state": "planned", "reason": None,
+         "variables": {"plano": "10"}}])  # no name column: the cell stays blank
+    named, unnamed = ids_by_row(ledger, run_id)
+    set_rows(ledger, [named], state="delivered", message_id="MSG-1",
+             message_id_norm="msg-1", sent_at=T0)
+    with ledger.engine.begin() as conn:
+        conn.execute(tables.events.insert().values(
+            dedupe_key="delivered-msg-1", event="message.delivered", channel="whatsapp",
+            session_id="s1", number="5511900000001", message_id_norm="msg-1",
+            occurred_at=T0 + timedelta(seconds=5), received_at=T0 + timedelta(seconds=5),
+            payload=json.dumps({"event": "message.delivered",
+                                "data": {"status": "delivered"}})))
+    add_reply(ledger, run_id, named, "5511900000001", "Oi", T0 + timedelta(minutes=1))
+    add_reply(ledger, run_id, unnamed, "5511900000002", "Olá", T0 + timedelta(minutes=2))
+    settings = project_settings(tmp_path, ledger_url)
+    with served(ledger, settings, clock=clock) as web:
+        pages = [web.get(f"/runs/{run_id}"), web.get(f"/runs/{run_id}/fragment")]
+    for page in pages:
+        assert page.status_code == 200, page.url
+        events = section(page.text, "events")
+        # newest first: the unnamed one's reply, the named one's reply, its delivery
+        assert events.count("&lt;script&gt;alert(1)&lt;/script&gt;"
+                            "&lt;img src=x onerror=alert(1)&gt;") == 2, page.url
+        found = _Elements()
+        found.feed(page.text)
+        assert found.recipients == ["", NAME, NAME], page.url
+        assert [tag for tag, _ in found.tags if tag == "img"] == [], page.url
+        assert all(attrs.get("src") == "/static/live.js"
+                   for tag, attrs in found.tags if tag == "script"), page.url
+        assert "<th>recipient</th>" in events
 
 
 def test_every_mistake_is_a_page_that_says_what_happened(ledger: Ledger, clock: FakeClock,

@@ -11,7 +11,9 @@ rows. Each statement says which index bounds it:
 - errors: the newest :data:`ERROR_SAMPLE` rows of each error state through
   ``ix_deliveries_claim`` (run_id, state, seq), walked backwards;
 - events: the ledger's newest :data:`EVENT_LOOKBACK` events (primary key), each matched to
-  its delivery through ``ix_deliveries_msgid``; replies through ``replies.run_id``;
+  its delivery through ``ix_deliveries_msgid``; replies through ``replies.run_id``; the
+  recipient's CSV values (``deliveries.variables``) only for the rows kept (the limited
+  rows in a subquery, then one lookup each: the message id index, or the primary key);
 - the next due row among the first :data:`DUE_SAMPLE` planned rows in plan order.
 """
 
@@ -189,12 +191,15 @@ class EventRow(NamedTuple):
     at: datetime | None
     number: str | None
     payload: str | None
+    #: The delivery's CSV values (``deliveries.variables``, JSON text), when matched.
+    variables: str | None = None
 
 
 def recent_events(conn: Connection, run_id: int, limit: int = 20,
                   lookback: int = EVENT_LOOKBACK) -> list[EventRow]:
     """The run's newest events among the ledger's newest ``lookback`` (each matched to a
-    delivery of the run by its message id), newest first."""
+    delivery of the run by its message id), newest first, with that delivery's CSV
+    values (read for the ``limit`` rows kept only)."""
     top = conn.execute(select(func.max(events.c.id))).scalar()
     if top is None:
         return []
@@ -203,24 +208,34 @@ def recent_events(conn: Connection, run_id: int, limit: int = 20,
                      e.message_id_norm)
               .where(e.id > int(top) - lookback, e.message_id_norm.is_not(None))
               .cte("newest").prefix_with("MATERIALIZED", dialect="postgresql"))
-    stmt = (select(newest.c.id, newest.c.event,
-                   func.coalesce(newest.c.occurred_at, newest.c.received_at),
-                   newest.c.number, newest.c.payload)
+    kept = (select(newest.c.id, newest.c.event,
+                   func.coalesce(newest.c.occurred_at, newest.c.received_at).label("at"),
+                   newest.c.number, newest.c.payload, newest.c.message_id_norm)
             .where(select(d.id).where(d.message_id_norm == newest.c.message_id_norm,
                                       d.run_id == run_id).exists())
-            .order_by(desc(newest.c.id)).limit(limit))
-    return [EventRow(int(i), str(ev), _aware(at), num, payload)
-            for i, ev, at, num, payload in conn.execute(stmt)]
+            .order_by(desc(newest.c.id)).limit(limit).subquery("kept"))
+    variables = (select(d.variables)
+                 .where(d.message_id_norm == kept.c.message_id_norm, d.run_id == run_id)
+                 .order_by(d.id).limit(1).scalar_subquery())
+    stmt = (select(kept.c.id, kept.c.event, kept.c.at, kept.c.number, kept.c.payload,
+                   variables).order_by(desc(kept.c.id)))
+    return [EventRow(int(i), str(ev), _aware(at), num, payload, names)
+            for i, ev, at, num, payload, names in conn.execute(stmt)]
 
 
 def recent_replies(conn: Connection, run_id: int, limit: int = 20) -> list[EventRow]:
     """The run's newest replies (``replies.run_id``), newest first; ``payload`` is the
-    reply's text, ``event`` its kind (``opt_out`` for one that opted out)."""
-    r = replies.c
-    stmt = (select(r.id, r.kind, r.received_at, r.number, r.text, r.opt_out)
-            .where(r.run_id == run_id).order_by(r.id.desc()).limit(limit))
-    return [EventRow(int(i), "opt_out" if opt else f"reply.{kind}", _aware(at), num, body)
-            for i, kind, at, num, body, opt in conn.execute(stmt)]
+    reply's text, ``event`` its kind (``opt_out`` for one that opted out), ``variables``
+    its delivery's CSV values (read for the ``limit`` rows kept only)."""
+    r, d = replies.c, deliveries.c
+    kept = (select(r.id, r.kind, r.received_at, r.number, r.text, r.opt_out, r.delivery_id)
+            .where(r.run_id == run_id).order_by(r.id.desc()).limit(limit).subquery("kept"))
+    variables = select(d.variables).where(d.id == kept.c.delivery_id).scalar_subquery()
+    stmt = select(kept.c.id, kept.c.kind, kept.c.received_at, kept.c.number, kept.c.text,
+                  kept.c.opt_out, variables).order_by(kept.c.id.desc())
+    return [EventRow(int(i), "opt_out" if opt else f"reply.{kind}", _aware(at), num, body,
+                     names)
+            for i, kind, at, num, body, opt, names in conn.execute(stmt)]
 
 
 def next_due(conn: Connection, run_id: int, sample: int = DUE_SAMPLE) -> datetime | None:
