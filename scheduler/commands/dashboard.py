@@ -91,7 +91,8 @@ def dashboard_command(
     console.print(f"ledger: {settings.ledger_label()}", soft_wrap=True)
     if not conf.users:
         console.print("no logins configured: anyone on this machine acts as an operator "
-                      "(add [dashboard.users] to config.toml to require logins)")
+                      "(add [dashboard.users] to config.toml to require logins)",
+                      markup=False)
     config = uvicorn.Config(build_app(settings, ledger), log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=1)
     try:
