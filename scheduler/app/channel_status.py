@@ -11,6 +11,7 @@ the counts by state alone, cheap enough for every refresh of the progress bar.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -26,6 +27,21 @@ from scheduler.service.account_models import cause_text
 #: Digit sequences shown by ``status`` (the most frequent first).
 TOP_DIGITS = 5
 _REPORT = {"sms.undelivered": "undelivered", "sms.failed": "failed", "sms.expired": "expired"}
+
+
+def sms_failures_by(failures: Iterable[tuple[str | None, str | None, int]]
+                    ) -> tuple[dict[str, int], dict[str, int]]:
+    """Undelivered SMS counted by report (``failed``, ``expired`` …) and by error code,
+    most first, from ``(event, error code, n)`` groups (status and the dashboard)."""
+    by_report: dict[str, int] = {}
+    by_code: dict[str, int] = {}
+    for event, code, n in failures:
+        report = _REPORT.get(event or "", "no report stored")
+        by_report[report] = by_report.get(report, 0) + n
+        key = code or "no error code"
+        by_code[key] = by_code.get(key, 0) + n
+    return (dict(sorted(by_report.items(), key=lambda kv: (-kv[1], kv[0]))),
+            dict(sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0]))))
 
 
 def money(micro: int) -> str:
@@ -145,18 +161,12 @@ def _calls(conn: Connection, run_id: int, counts: dict[str, int]) -> CallsOutcom
 def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
     totals = cc.sms_totals(conn, run_id)
     failures = cc.sms_failures(conn, run_id)
-    by_report: dict[str, int] = {}
-    by_code: dict[str, int] = {}
-    for item in failures:
-        report = _REPORT.get(item.event or "", "no report stored")
-        by_report[report] = by_report.get(report, 0) + item.n
-        code = item.error_code or "no error code"
-        by_code[code] = by_code.get(code, 0) + item.n
+    by_report, by_code = sms_failures_by(
+        (item.event, item.error_code, item.n) for item in failures)
     return SmsOutcomes(
         delivered=counts.get(S.DELIVERED, 0) + counts.get(S.READ, 0),
         undelivered=counts.get(S.UNDELIVERED, 0),
-        by_report=dict(sorted(by_report.items(), key=lambda kv: (-kv[1], kv[0]))),
-        by_error_code=dict(sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0]))),
+        by_report=by_report, by_error_code=by_code,
         awaiting_report=counts.get(S.ACCEPTED, 0) + counts.get(S.SENT, 0),
         segments=totals.segments, cost_micro_reais=totals.cost_micro,
         unpriced=totals.messages - totals.priced, recounted=totals.recounted)

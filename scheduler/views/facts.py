@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler.app.channel_status import sms_failures_by
 from scheduler.app.run_senders import RunSender
 from scheduler.ledger import funnel as fn
 from scheduler.ledger.queries.run_view import ErrorRow, EventRow, RecentSends, SmsFailureRow
@@ -25,8 +26,6 @@ from scheduler.views.parts import (
     WorkerPace,
 )
 
-#: Reports of undelivered SMS, as ``status`` names them.
-_REPORT = {"sms.undelivered": "undelivered", "sms.failed": "failed", "sms.expired": "expired"}
 #: Longest text of an event or a reply shown on the page.
 TEXT_AT_MOST = 200
 #: Events and replies shown.
@@ -52,20 +51,12 @@ def _step_funnel(step: int, tally: Tally) -> StepFunnel:
 
 
 def _sms(counts: Mapping[str, int], failures: Sequence[SmsFailureRow]) -> SmsFunnel:
-    by_report: dict[str, int] = {}
-    by_code: dict[str, int] = {}
-    for item in failures:
-        report = _REPORT.get(item.event or "", "no report stored")
-        by_report[report] = by_report.get(report, 0) + item.n
-        code = item.code or "no error code"
-        by_code[code] = by_code.get(code, 0) + item.n
+    by_report, by_code = sms_failures_by((item.event, item.code, item.n) for item in failures)
     return SmsFunnel(
         delivered=counts.get(S.DELIVERED, 0) + counts.get(S.READ, 0),
         undelivered=counts.get(S.UNDELIVERED, 0),
         awaiting_report=counts.get(S.ACCEPTED, 0) + counts.get(S.SENT, 0),
-        by_report=dict(sorted(by_report.items(), key=lambda kv: (-kv[1], kv[0]))),
-        by_error_code=dict(sorted(by_code.items(), key=lambda kv: (-kv[1], kv[0]))),
-        sampled=sum(item.n for item in failures))
+        by_report=by_report, by_error_code=by_code, sampled=sum(item.n for item in failures))
 
 
 def _calls(tally: Tally) -> CallFunnel:
