@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.variant_render import experiment_of, split_of
-from scheduler.ledger.queries.experiments import ExperimentPlan
+from scheduler.ledger.rows import ExperimentPlan
 
 
 def experiment_plan(campaign: Campaign) -> ExperimentPlan | None:

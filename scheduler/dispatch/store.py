@@ -16,14 +16,16 @@ from datetime import date, datetime
 from typing import Protocol
 
 from scheduler.ledger.changes import AudienceCheck, Changes, InDoubt, ProofRule, Settle
-from scheduler.ledger.queries.experiments import (
+from scheduler.ledger.queries.sender_health import SenderSignals
+from scheduler.ledger.rows import (
     ArmCount,
+    DueDelivery,
     ExperimentProgress,
     ExperimentRow,
+    SenderProfileRow,
+    SessionStatusRow,
     Verdict,
 )
-from scheduler.ledger.queries.sender_health import SenderSignals
-from scheduler.ledger.rows import DueDelivery, SenderProfileRow, SessionStatusRow
 from scheduler.run_options import RunOptions
 
 

@@ -28,14 +28,16 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries import voice_calls as cq
-from scheduler.ledger.queries.experiments import (
+from scheduler.ledger.queries.sender_health import SenderSignals
+from scheduler.ledger.rows import (
     ArmCount,
+    DueDelivery,
     ExperimentProgress,
     ExperimentRow,
+    SenderProfileRow,
+    SessionStatusRow,
     Verdict,
 )
-from scheduler.ledger.queries.sender_health import SenderSignals
-from scheduler.ledger.rows import DueDelivery, SenderProfileRow, SessionStatusRow
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus

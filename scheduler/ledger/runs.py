@@ -30,6 +30,7 @@ from scheduler.ledger.queries import links as lq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.queries import suppression as sq
+from scheduler.ledger.rows import ExperimentPlan
 from scheduler.ledger.run_control import RunControl
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.run_options import RunOptions, from_snapshot
@@ -101,7 +102,7 @@ class Ledger(RunControl):
         on_progress: Callable[[int], None] | None = None,
         skip_previous_of: tuple[str, str | None] | None = None,
         links: Mapping[tuple[int, str], int] | None = None,
-        experiment: xq.ExperimentPlan | None = None,
+        experiment: ExperimentPlan | None = None,
     ) -> int:
         """Bulk-insert every chunk of a plan in ONE transaction (all or nothing).
 
@@ -133,7 +134,7 @@ class Ledger(RunControl):
         definition: dict[str, Any], fingerprint: str, options: RunOptions,
         on_progress: Callable[[int], None] | None = None,
         links: Mapping[tuple[int, str], int] | None = None,
-        experiment: xq.ExperimentPlan | None = None,
+        experiment: ExperimentPlan | None = None,
     ) -> tuple[int, int]:
         """Replace what a run has not yet handed to the service with a new plan.
 

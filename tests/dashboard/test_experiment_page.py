@@ -10,8 +10,7 @@ from sqlalchemy import update
 from scheduler.dispatch.dispatcher.experiment import judge
 from scheduler.display import local_time
 from scheduler.experiments import Decision
-from scheduler.ledger import access
-from scheduler.ledger.queries import experiments as xq
+from scheduler.ledger import access, rows
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
@@ -19,7 +18,7 @@ from scheduler.ledger.states import DeliveryState as S
 from tests.dashboard.web_support import project_settings, section, served
 from tests.factories import T0, FakeClock, number
 
-PLAN = xq.ExperimentPlan(variants=[("A", 1.0), ("B", 1.0)], control="A", settings={
+PLAN = rows.ExperimentPlan(variants=[("A", 1.0), ("B", 1.0)], control="A", settings={
     "step": 0, "metric": "reply", "wait_s": 3600.0, "confidence": 0.95,
     "min_per_variant": 0, "guardrail": "opt_out", "fallback": "A", "test_share": 0.5})
 
@@ -45,9 +44,9 @@ def test_the_run_page_shows_the_decision(ledger: Ledger, clock: FakeClock, ledge
                      .values(replied_at=T0))
     at = T0 + timedelta(hours=2)
 
-    def verdict(row: xq.ExperimentRow, counts: dict[str, xq.ArmCount]) -> xq.Verdict:
+    def verdict(row: rows.ExperimentRow, counts: dict[str, rows.ArmCount]) -> rows.Verdict:
         decision = judge(row, counts, at)
-        return xq.Verdict(decision.winner, decision.goes, decision.model_dump_json())
+        return rows.Verdict(decision.winner, decision.goes, decision.model_dump_json())
 
     stored = RunStore(ledger, run_id).decide_experiment(at, verdict)
     assert stored is not None

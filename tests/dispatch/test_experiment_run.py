@@ -15,7 +15,7 @@ from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.start import dispatch
 from scheduler.experiments import variant_of
-from scheduler.ledger import access
+from scheduler.ledger import access, rows
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.runs import Ledger
@@ -134,7 +134,7 @@ def test_a_replan_keeps_each_recipients_variant_and_a_decided_winner(
         store = run_store(ledger, run_id)
         verdict = store.decide_experiment(
             T0 + timedelta(hours=3),
-            lambda _row, _counts: xq.Verdict(winner="A", goes="A", decision="{}"))
+            lambda _row, _counts: rows.Verdict(winner="A", goes="A", decision="{}"))
         assert verdict is not None
         # the new plan holds the rest again; the decided test gives them A at once
         written, _dropped = replan_run(ledger, ledger.get_run(run_id), path,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from scheduler.ledger import access
+from scheduler.ledger import access, rows
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.run_store import RunStore
@@ -19,7 +19,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from tests.factories import T0, number
 
-PLAN = xq.ExperimentPlan(variants=[("A", 1.0), ("B", 1.0)], control="A", settings={
+PLAN = rows.ExperimentPlan(variants=[("A", 1.0), ("B", 1.0)], control="A", settings={
     "step": 0, "metric": "reply", "wait_s": 3600.0, "confidence": 0.95,
     "min_per_variant": 0, "guardrail": "opt_out", "fallback": "A", "test_share": 0.5})
 
@@ -53,8 +53,8 @@ def _set(ledger: Ledger, run_id: int, where: Any, **values: Any) -> None:
                      .values(**values))
 
 
-def _judge(row: xq.ExperimentRow, counts: dict[str, xq.ArmCount]) -> xq.Verdict:
-    return xq.Verdict(winner="B", goes="B", decision=json.dumps(
+def _judge(row: rows.ExperimentRow, counts: dict[str, rows.ArmCount]) -> rows.Verdict:
+    return rows.Verdict(winner="B", goes="B", decision=json.dumps(
         {n: [c.sends, c.successes, c.guardrail_events] for n, c in counts.items()}))
 
 
@@ -107,7 +107,7 @@ def test_a_failing_judge_leaves_the_test_undecided(ledger: Ledger) -> None:
     _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
     store = RunStore(ledger, run_id)
 
-    def broken(_row: xq.ExperimentRow, _counts: dict[str, xq.ArmCount]) -> xq.Verdict:
+    def broken(_row: rows.ExperimentRow, _counts: dict[str, rows.ArmCount]) -> rows.Verdict:
         raise RuntimeError("judge failed")
 
     with pytest.raises(RuntimeError, match="judge failed"):
@@ -138,13 +138,13 @@ def test_two_workers_deciding_at_once_decide_once(ledger: Ledger) -> None:
     run_id = _run(ledger, test=6, rest=40)
     _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
     start = threading.Barrier(2)
-    verdicts: list[xq.Verdict | None] = []
+    verdicts: list[rows.Verdict | None] = []
 
     def worker(goes: str) -> None:
         store = RunStore(ledger, run_id)
         start.wait()
         verdicts.append(store.decide_experiment(
-            T0, lambda _r, _c: xq.Verdict(winner=goes, goes=goes, decision="{}")))
+            T0, lambda _r, _c: rows.Verdict(winner=goes, goes=goes, decision="{}")))
 
     threads = [threading.Thread(target=worker, args=(name,)) for name in ("A", "B")]
     for thread in threads:

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.display import local_time
 from scheduler.experiments import Arm, Decision, decide
-from scheduler.ledger.queries.experiments import ArmCount, ExperimentRow, Verdict
+from scheduler.ledger.rows import ArmCount, ExperimentRow, Verdict
 
 #: How often (seconds of the run's clock) an undecided test is looked at while its test
 #: share is still being sent (the ledger is read only when the dispatcher is idle).

@@ -26,72 +26,13 @@ from sqlalchemy import (
 )
 
 from scheduler.ledger.queries.tables import deliveries, experiments, link_clicks, replies
+from scheduler.ledger.rows import (
+    ArmCount,
+    ExperimentPlan,
+    ExperimentRow,
+)
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
-
-
-@dataclass(frozen=True)
-class ExperimentRow:
-    """A run's test as stored (JSON columns read)."""
-
-    run_id: int
-    variants: list[tuple[str, float]]
-    control: str
-    settings: dict[str, Any]
-    test_size: int
-    rest_size: int
-    test_sent_at: datetime | None
-    decide_at: datetime | None
-    decided_at: datetime | None
-    winner: str | None
-    goes: str | None
-    decision: dict[str, Any] | None
-
-    @property
-    def wait_s(self) -> float:
-        """Seconds between the test share's last send and the decision."""
-        return float(self.settings.get("wait_s", 0.0))
-
-
-@dataclass(frozen=True)
-class ArmCount:
-    """One variant's counts in the test share: sends, successes on the metric, guardrail
-    events (opt-outs)."""
-
-    sends: int
-    successes: int
-    guardrail_events: int
-
-
-@dataclass(frozen=True)
-class ExperimentProgress:
-    """Where a run's undecided test stands: rows of the test share still to send, rows
-    held for the winner, and when the test share's last send went out."""
-
-    experiment: ExperimentRow
-    pending: int
-    held: int
-    last_send: datetime | None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a decision stores: the winner (None: no clear winner), the variant that goes
-    to the rest, and the decision with its numbers as JSON."""
-
-    winner: str | None
-    goes: str
-    decision: str
-
-
-@dataclass(frozen=True)
-class ExperimentPlan:
-    """What the plan stores of a run's test: its variants ``[(name, weight)]`` in order,
-    the control, and its settings (``step``: the first varied step; ``metric``, …)."""
-
-    variants: list[tuple[str, float]]
-    control: str
-    settings: dict[str, Any]
 
 
 def save(conn: Connection, run_id: int, plan: ExperimentPlan, now: datetime) -> None:
