@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 from alembic import command
 from sqlalchemy import Engine, select, text, update
+from sqlalchemy.exc import IntegrityError
 
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger import access
 from scheduler.ledger.db import alembic_config, open_ledger
+from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries import plan as pq
 from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.queries import reruns, tables, tallies
 from scheduler.ledger.queries import runs as runq
@@ -314,3 +317,90 @@ def test_two_writers_of_one_run_do_not_wait_on_each_other(ledger: Ledger,
                               {"r": run_id}).scalar()
     assert shards == 2
     check(ledger, run_id)
+
+
+# --------------------------------------------------------------------------- SQLite bulk
+
+_INSERT_TRIGGERS = ("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'"
+                    " AND name LIKE '%_insert' ORDER BY name")
+
+
+def _insert_triggers(ledger: Ledger) -> list[tuple[str, str]] | None:
+    """SQLite's INSERT triggers on deliveries, with their text (None on PostgreSQL)."""
+    if ledger.engine.dialect.name != "sqlite":
+        return None
+    with ledger.engine.connect() as conn:
+        return [(str(n), str(q)) for n, q in conn.execute(text(_INSERT_TRIGGERS))]
+
+
+def test_a_plan_in_chunks_and_a_replan_are_counted_once(ledger: Ledger) -> None:
+    triggers = _insert_triggers(ledger)
+    assert triggers is None or [n for n, _ in triggers] == ["run_minutes_insert",
+                                                            "run_tallies_insert"]
+    # several chunks of two steps, a skipped row, and a run planned before beside
+    other = make_run(ledger, 3, name="before")
+    run_id = ledger.create_run(campaign_name="bulk", channel="whatsapp",
+                               definition_path="t.toml", definition={"name": "bulk"},
+                               delivery_mode="at-most-once", timezone="UTC")
+    rows = plan_rows(30, steps=2, skip={4})
+    assert ledger.store_plan(run_id, [rows[:25], rows[25:50], rows[50:]], start_at=T0) == 60
+    assert ledger.counts(run_id) == {"planned": 58, "skipped": 2}
+    check(ledger, run_id, other)
+    assert _insert_triggers(ledger) == triggers  # back as they were
+
+    # a re-plan: new rows into a run that has some (two claimed rows stay)
+    with access.transaction(ledger.engine, "claim two") as conn:
+        dq.claim(conn, [(d.id, "s1") for d in dq.due_deliveries(conn, run_id, T0, limit=2)],
+                 T0)
+    run = ledger.get_run(run_id)
+    written, dropped = ledger.replan(
+        run_id, [plan_rows(12)[:7], plan_rows(12)[7:]], start_at=T0,
+        definition=json.loads(run.definition or "{}"), fingerprint="again",
+        options=ledger.options(run))
+    assert (written, dropped) == (12, 2)
+    assert ledger.counts(run_id) == {"dispatching": 2, "planned": 10}
+    check(ledger, run_id, other)
+    assert _insert_triggers(ledger) == triggers
+
+    # rows inserted some other way are still counted by the triggers
+    with access.transaction(ledger.engine, "copy rows") as conn:
+        conn.execute(text(
+            'INSERT INTO deliveries (run_id, seq, "row", step, kind, path, "to", payload,'
+            ' variables, state, attempts, sent_at) SELECT run_id, seq + 100, "row", step,'
+            ' kind, path, "to", payload, variables, \'sent\', attempts, :at FROM deliveries'
+            " WHERE run_id = :r AND state = 'planned'"), {"r": other, "at": T0})
+    check(ledger, run_id, other)
+
+
+def test_a_plan_the_database_refuses_midway_leaves_nothing(ledger: Ledger) -> None:
+    triggers = _insert_triggers(ledger)
+    run_id = ledger.create_run(campaign_name="refused", channel="whatsapp",
+                               definition_path="t.toml", definition={"name": "refused"},
+                               delivery_mode="at-most-once", timezone="UTC")
+    bad = plan_rows(6)
+    bad[-1].update(to=None, state="skipped", reason="duplicate")  # NOT NULL, last of chunk 2
+    with pytest.raises(LedgerError, match=r"(?i)null"):
+        ledger.store_plan(run_id, [plan_rows(5), bad], start_at=T0)
+    with ledger.engine.connect() as conn:
+        assert conn.execute(text("SELECT COUNT(*) FROM deliveries WHERE run_id = :r"),
+                            {"r": run_id}).scalar() == 0
+        assert conn.execute(text("SELECT COUNT(*) FROM run_tallies WHERE run_id = :r"),
+                            {"r": run_id}).scalar() == 0
+    assert _insert_triggers(ledger) == triggers
+    assert ledger.store_plan(run_id, [plan_rows(4)], start_at=T0) == 4
+    check(ledger, run_id)
+
+
+def test_an_insert_that_fails_part_way_is_counted_if_committed(ledger: Ledger) -> None:
+    if ledger.engine.dialect.name != "sqlite":
+        pytest.skip("the grouped count of the plan's insert is SQLite's")
+    triggers = _insert_triggers(ledger)
+    run_id = make_run(ledger, 2)
+    bad = plan_rows(6)
+    bad[-1].update(to=None, state="skipped", reason="duplicate")
+    # a caller that commits what was written
+    with ledger.engine.begin() as conn, pytest.raises(IntegrityError, match=r"(?i)null"):
+        pq.insert_deliveries(conn, run_id, bad, first_seq=10, start_at=T0)
+    assert ledger.counts(run_id) == {"planned": 7}  # 2 made + 5 before the refused row
+    check(ledger, run_id)
+    assert _insert_triggers(ledger) == triggers

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Connection, insert
 
 from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.common import dumps
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.states import DeliveryState as S
@@ -24,6 +25,8 @@ _SQLITE_INSERT = (
     f"INSERT INTO deliveries ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in _INSERT_COLUMNS)})"
     f" VALUES ({', '.join('?' for _ in _INSERT_COLUMNS)})"
 )
+# the columns that make a row count in run_minutes (tallies): a plan writes none of them
+_SEND_TIMES = {"dispatched_at", "accepted_at", "sent_at"}
 _SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
 # PostgreSQL fast path: COPY streams the rows in one statement (psycopg 3's ``copy``), far
 # cheaper than an INSERT per row, even batched. Binary format: the server parses nothing and
@@ -64,8 +67,10 @@ def insert_deliveries(
         seq += 1
     if not batch:
         return 0
-    if sqlite:
-        conn.exec_driver_sql(_SQLITE_INSERT, batch)
+    if sqlite:  # counted in one grouped upsert, not by the row triggers (see tallies)
+        tallies.count_bulk_insert(conn, run_id,
+                                  lambda: conn.exec_driver_sql(_SQLITE_INSERT, batch),
+                                  send_times=bool(_SEND_TIMES & set(_INSERT_COLUMNS)))
     elif conn.dialect.driver == "psycopg":
         _copy(conn, batch)
     else:
