@@ -22,9 +22,9 @@ compared in the report. The test share and the split are drawn from SHA-256
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
 from scheduler.units import parse_duration
 
@@ -48,14 +48,22 @@ class ExperimentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    test_share: float = Field(description=(
+    # the file says a share and a duration as text: the schema says what the file may hold
+    test_share: Annotated[float, WithJsonSchema({"anyOf": [
+        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$", "examples": ["20%"]},
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1}]})] = Field(
+        description=(
         'The share of the recipients that gets the variants first ("20%", or 0.2); the '
         "rest wait (held) and get the winner."))
-    wait: float = Field(default=4 * 3600.0, description=(
+    wait: Annotated[float, WithJsonSchema({"anyOf": [
+        {"type": "string", "examples": ["4h", "30m", "1h30m"]},
+        {"type": "number", "minimum": 0}]})] = Field(
+        default=4 * 3600.0, json_schema_extra={"default": "4h"}, description=(
         'How long after the test share\'s last send the test decides ("4h", "30m").'))
     metric: Metric = Field(default="reply", description=(
         "What makes a variant win: reply, read, click, delivered or answered (calls)."))
-    guardrail: Literal["opt_out"] | None = Field(default="opt_out", description=(
+    guardrail: Annotated[Literal["opt_out"] | None, WithJsonSchema(
+        {"enum": ["opt_out", ""]})] = Field(default="opt_out", description=(
         "A variant whose opt-out rate is significantly higher than the control's never "
         'wins; "" or unset in a table without it: no guardrail.'))
     min_per_variant: int = Field(default=100, ge=0, description=(
