@@ -30,8 +30,11 @@ def experiment_of_run(engine: Engine, run_id: int) -> dict[str, Any] | None:
 def read_experiment(conn: Connection, run_id: int) -> dict[str, Any] | None:
     """The run's variants and test, JSON-ready (None: the run has no variants).
 
-    Reads the ``experiments`` row and counts the run's rows per variant and state (one
-    ``GROUP BY`` over the run's rows)."""
+    Reads the run's definition, and only for a run planned with variants the
+    ``experiments`` row and the run's rows per variant and state (one ``GROUP BY`` over the
+    run's rows: a stated scan, on the dashboard's run page too)."""
+    if not xq.run_has_variants(conn, run_id):
+        return None  # most runs: no scan of the run's rows per variant
     split = xq.variant_split(conn, run_id)
     row = xq.read(conn, run_id)
     named = {name: states for name, states in split.items() if name is not None}

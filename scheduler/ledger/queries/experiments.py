@@ -25,7 +25,13 @@ from sqlalchemy import (
     update,
 )
 
-from scheduler.ledger.queries.tables import deliveries, experiments, link_clicks, replies
+from scheduler.ledger.queries.tables import (
+    deliveries,
+    experiments,
+    link_clicks,
+    replies,
+    runs,
+)
 from scheduler.ledger.rows import (
     ArmCount,
     ExperimentPlan,
@@ -209,6 +215,26 @@ def skip_held(conn: Connection, run_id: int, reason: str, now: datetime) -> int:
         update(deliveries).where(deliveries.c.run_id == run_id, deliveries.c.state == S.HELD)
         .values(state=S.SKIPPED, reason=reason, choices=None, updated_at=now))
     return result.rowcount or 0
+
+
+def run_has_variants(conn: Connection, run_id: int) -> bool:
+    """Whether the run was planned with variants (its test's row, or a step's ``variants``
+    or an ``[experiment]`` in its stored definition): rows by primary key, so a page of a
+    run without variants never counts its rows per variant."""
+    tested = conn.execute(select(experiments.c.run_id)
+                          .where(experiments.c.run_id == run_id)).first()
+    if tested is not None:
+        return True
+    stored = conn.execute(select(runs.c.definition).where(runs.c.id == run_id)).scalar()
+    try:
+        spec = json.loads(stored or "{}")
+    except ValueError:
+        return True  # unreadable: count, as before
+    if not isinstance(spec, dict):
+        return True
+    steps = spec.get("steps") or []
+    return bool(spec.get("experiment")) or any(
+        isinstance(step, dict) and step.get("variants") for step in steps)
 
 
 def variant_split(conn: Connection, run_id: int) -> dict[str | None, dict[str, int]]:
