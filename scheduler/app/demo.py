@@ -24,6 +24,8 @@ demo's own ledger) and the address to open.
 from __future__ import annotations
 
 import asyncio
+import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -197,12 +199,25 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
 
 def _dashboard_hint(settings: Settings, console: Console) -> None:
     """The last lines: how to watch the demo's runs in the web dashboard (its own ledger)."""
+    command = _campaign_command()
     console.print("Watch these runs in a browser: start the dashboard on the demo's ledger",
                   highlight=False)
     console.print(f"  CAMPAIGN_DATABASE_URL={settings.resolved_database_url()} "
-                  "campaign dashboard", highlight=False, soft_wrap=True, markup=False)
-    console.print(f"and open {settings.dashboard.address()} (`campaign dashboard` alone "
+                  f"{command} dashboard", highlight=False, soft_wrap=True, markup=False)
+    console.print(f"and open {settings.dashboard.address()} (`{command} dashboard` alone "
                   "shows the project's own runs)", highlight=False, markup=False)
+
+
+def _campaign_command() -> str:
+    """How to type this program here: ``campaign`` when that name on PATH is this very
+    program, else the path it was started by (``make demo`` runs ``.venv/bin/campaign``,
+    which is not on PATH until the venv is activated)."""
+    started = Path(sys.argv[0])
+    found = shutil.which("campaign")
+    if started.name != "campaign" or (
+            found is not None and Path(found).resolve() == started.resolve()):
+        return "campaign"
+    return str(started)
 
 
 def _report(ledger: Any, run_id: int, settings: Settings, console: Console) -> None:
