@@ -241,8 +241,11 @@ def count_bulk_insert(conn: Connection, run_id: int, insert: Callable[[], object
     assert driver is not None
     if not driver.in_transaction:
         # Python's sqlite3 opens a transaction before DML only: a DROP TRIGGER before the
-        # plan's first INSERT would be committed on its own, the triggers gone for good
-        conn.exec_driver_sql("BEGIN")
+        # plan's first INSERT would be committed on its own, the triggers gone for good.
+        # IMMEDIATE: take the write lock now (waiting out another writer, busy_timeout);
+        # a deferred BEGIN would read first and then fail at once ("database is locked",
+        # SQLITE_BUSY_SNAPSHOT) if a receiver committed between the reads and the DROP
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
     triggers = conn.execute(_INSERT_TRIGGERS).all()
     params = {"run": run_id, "before": int(conn.execute(_MAX_ID).scalar_one())}
     for name, _sql in triggers:
