@@ -262,3 +262,35 @@ class ExperimentPlan:
     variants: list[tuple[str, float]]
     control: str
     settings: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchedRow:
+    """A row whose outcome may make another attempt (``deliveries.watch`` set), settled
+    past ``dispatching``, with what a verdict needs (see ``scheduler.dispatch.recycle``)."""
+
+    id: int
+    #: The id of the recipient's first attempt of this step (its own id for attempt 1).
+    first_id: int
+    run_id: int
+    row: int
+    step: int
+    attempt: int
+    to: str
+    region: str | None
+    kind: str
+    state: str
+    dispatched_at: datetime | None
+    #: When the first attempt went out (``[fallback] after`` counts from it).
+    first_dispatched_at: datetime | None
+    delivered_at: datetime | None
+    read_at: datetime | None
+    ended_at: datetime | None
+    #: ``deliveries.details`` read ({} when NULL): voice ``cause``, ``talkSeconds``,
+    #: ``answered``; SMS ``errorCode``.
+    details: dict[str, Any]
+    #: ``deliveries.fallback`` read: ``{"kind", "path", "payload"}`` when the recipient can
+    #: get the fallback step, ``{"none": why}`` when not (a landline, …); None: no fallback.
+    fallback: dict[str, Any] | None
+    #: Whether the number is on the suppression list now.
+    suppressed: bool
