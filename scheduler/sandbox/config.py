@@ -1,5 +1,6 @@
 """Settings of the sandbox: fault injection, simulated recipients, plan limits, SMS and
-voice outcomes, the account's wallet, per-session trouble, clock.
+voice outcomes (drawn, or scripted per number), the account's wallet, per-session trouble,
+clock.
 
 Every knob except ``api_key``, ``seed`` and ``clock`` can be changed while the sandbox runs
 (``POST /sandbox/faults``), so a test can start a 429 burst in the middle of a run.
@@ -22,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from scheduler.sandbox.scripted import Numbers, SmsScripts, VoiceScripts
 from scheduler.sandbox.trouble_rules import LogoutRules, NeverDeliveredShares, StormRules
 from scheduler.timeutil import utcnow
 
@@ -168,6 +170,13 @@ class SandboxConfig(BaseModel):
     rate_limit_storm: StormRules = Field(default_factory=dict)
     logout_after: LogoutRules = Field(default_factory=dict)
     never_delivered: NeverDeliveredShares = Field(default_factory=dict)
+
+    # Scripted outcomes per number, for tests (scheduler/sandbox/scripted.py): each call or
+    # SMS to a listed number takes its next entry instead of a draw; WhatsApp messages to
+    # a listed number are never delivered.
+    voice_outcomes_by_number: VoiceScripts = Field(default_factory=dict)
+    sms_outcomes_by_number: SmsScripts = Field(default_factory=dict)
+    whatsapp_undelivered_numbers: Numbers = Field(default_factory=list)
 
     message_id_case_mismatch: bool = True
     auto_connect: bool = False

@@ -8,6 +8,7 @@ delivered) drive ``message.delivered`` / ``message.read``; ``reply_rate`` drives
 ``poll_update`` vote with ``poll_vote_rate``; a list reply is a ``list_response``.
 ``reply_rate_by_marker`` (A/B tests) gives a message whose text or caption contains a
 marker that marker's reply rate instead (``{"[B]": 0.3}``: variant B's texts carry "[B]").
+A number in ``whatsapp_undelivered_numbers`` never acts (and takes no draw).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from scheduler.config import DEFAULT_OPT_OUT_WORDS
 from scheduler.sandbox import payloads
 from scheduler.sandbox.common import seeded, user_jid
 from scheduler.sandbox.config import SandboxConfig
+from scheduler.sandbox.scripted import digits
 
 if TYPE_CHECKING:
     from scheduler.sandbox.state import Session
@@ -63,6 +65,8 @@ class Recipients:
     def after_send(self, session: Session, kind: str, to: str, event_id: str, body: Any) -> None:
         """Decide and schedule what the recipient of one accepted send does."""
         cfg = self._sandbox.config
+        if cfg.whatsapp_undelivered_numbers and digits(to) in cfg.whatsapp_undelivered_numbers:
+            return  # scripted: never delivered, so never read or answered
         reply_rate = _reply_rate(cfg, body)
         if not (cfg.delivered_rate or reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
             return

@@ -2,7 +2,8 @@
 
 Every accepted message gets an outcome from the ``"{seed}:sms-outcomes"`` stream, drawn in
 arrival order: ``undelivered`` (with an ``errorCode`` from ``sms_error_codes``), ``failed``
-(likewise), ``expired`` or ``delivered``, by the ``sms_*_rate`` knobs. Its ``sms.<outcome>``
+(likewise), ``expired`` or ``delivered``, by the ``sms_*_rate`` knobs (a number listed in
+``sms_outcomes_by_number`` takes its next scripted outcome instead, no draw). Its ``sms.<outcome>``
 event follows after ``sms_report_delay_ms``. Segments are counted here, independently of the
 campaign's counter (GSM-7: 160 septets alone, 153 per part, extension characters take two;
 anything else UCS-2: 70 / 67 UTF-16 units; a two-unit character is never split across
@@ -21,6 +22,7 @@ from scheduler.sandbox.account import (
     insufficient_balance,
 )
 from scheduler.sandbox.common import iso_ms, seeded
+from scheduler.sandbox.scripted import Script, scripted_sms
 from scheduler.service.account_models import (
     SMS_BULK_PATH,
     SMS_SEND_PATH,
@@ -78,6 +80,7 @@ class SmsDesk:
         self._outcomes = seeded(seed, "sms-outcomes")
         self._ids = seeded(seed, "sms-ids")
         self._delays = seeded(seed, "sms-report-delays")
+        self._script = Script()
         #: One entry per recipient, in arrival order (``GET /sandbox/outcomes?channel=sms``).
         self.outcomes: list[dict[str, Any]] = []
 
@@ -137,8 +140,11 @@ class SmsDesk:
 
     # ------------------------------------------------------------------ outcomes
 
-    def _draw(self) -> tuple[str, str | None]:
+    def _draw(self, to: str) -> tuple[str, str | None]:
         cfg = self._sandbox.config
+        scripted = self._script.next(cfg.sms_outcomes_by_number, to)
+        if scripted is not None:
+            return scripted_sms(scripted)
         draw = self._outcomes.random()
         for outcome, rate in (
             ("undelivered", cfg.sms_undelivered_rate),
@@ -154,7 +160,7 @@ class SmsDesk:
     def _accept(self, to: str, route: str | None, parts: int, cost: int, path: str) -> str:
         """Decide one message's outcome, log it and schedule its report; its id."""
         message_id = f"sms_{self._ids.getrandbits(64):016x}"
-        outcome, error_code = self._draw()
+        outcome, error_code = self._draw(to)
         entry = {
             "index": len(self.outcomes),
             "path": path,

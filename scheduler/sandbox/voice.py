@@ -5,6 +5,8 @@ the ``"{seed}:voice-outcomes"`` stream in arrival order: per attempt a ring time
 (``voice_ring_s``), answered or not (``voice_answer_rate``); answered, a talk time
 (``voice_talk_s``, at most ``audioSecs`` for an audio) and, in an IVR flow (``flowId``), 0 to
 2 keys from ``voice_digits``; not answered, a Q.850 cause from ``voice_unanswered_causes``.
+A number listed in ``voice_outcomes_by_number`` takes its scripted outcome instead, one dial
+per call (:mod:`scheduler.sandbox.scripted`).
 Busy (17), no answer (19) and ring time-out (150) are dialled again, ``voice_retry_gap_s``
 later, up to ``maxAttempts`` (default 1); rejected (21) and voicemail (151) are final.
 
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from scheduler.sandbox.account import AccountHooks, Wallet, insufficient_balance
 from scheduler.sandbox.common import ApiError, iso_ms, seeded
+from scheduler.sandbox.scripted import Script, scripted_call
 from scheduler.service.account_models import (
     VOICE_BULK_PATH,
     VOICE_CALL_PATH,
@@ -84,6 +87,7 @@ class VoiceDesk:
         self._hooks = hooks
         self._draws = seeded(seed, "voice-outcomes")
         self._ids = seeded(seed, "voice-ids")
+        self._script = Script()
         #: Expected end (event-loop time) of every call in progress, by ``callId``.
         self._ends: dict[str, float] = {}
         #: One entry per recipient, in arrival order (``GET /sandbox/outcomes?channel=voice``).
@@ -218,12 +222,33 @@ class VoiceDesk:
                 break
         return attempts
 
+    def _scripted(self, to: str, flow: bool, audio_secs: int | None) -> list[Attempt] | None:
+        """The one dial ``voice_outcomes_by_number`` scripts for ``to`` (None: not scripted):
+        it rings the shortest ``voice_ring_s``; answered, it talks the scripted seconds (else
+        the middle of ``voice_talk_s``, at most ``audioSecs``), with its keys in a flow."""
+        cfg = self._sandbox.config
+        text = self._script.next(cfg.voice_outcomes_by_number, to)
+        if text is None:
+            return None
+        call = scripted_call(text)
+        ring = cfg.voice_ring_s[0]
+        if not call.answered:
+            return [Attempt(ring, False, call.cause)]
+        talk = call.talk_s
+        if talk is None:
+            talk = round(sum(cfg.voice_talk_s) / 2)
+            if audio_secs is not None and not flow:
+                talk = min(talk, audio_secs)
+        return [Attempt(ring, True, NORMAL_CLEARING, talk, call.keys if flow else "")]
+
     def _dial(self, body: VoiceCallBody | VoiceBulkBody, to: str,
               variables: dict[str, Any] | None, bulk_id: str | None, delay: float) -> str:
         """Decide one recipient's call, log it, and start it after ``delay`` seconds."""
         cfg = self._sandbox.config
         call_id = f"call_{self._ids.getrandbits(64):016x}"
-        attempts = self._plan(body.flowId is not None, body.audioSecs, body.maxAttempts or 1)
+        flow = body.flowId is not None
+        attempts = (self._scripted(to, flow, body.audioSecs)
+                    or self._plan(flow, body.audioSecs, body.maxAttempts or 1))
         final = attempts[-1]
         entry = self._entry(call_id, bulk_id, to, variables, cfg.voice_reserve_micro)
         entry.update(
