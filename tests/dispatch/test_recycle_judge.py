@@ -342,3 +342,18 @@ def test_an_invalid_sms_number_gets_no_fallback_but_a_landline_may() -> None:
     landline = row("undelivered", details={"errorCode": "LANDLINE"}, fallback=payload)
     assert verdict(landline, to_voice, channel="sms", now=later) == Fallback(
         2, "voice", "not delivered within 1 h: voice call fallback")
+
+
+def test_a_refused_send_is_not_retried_even_by_a_failed_rule() -> None:
+    # VOICE retries "failed" calls (ended unanswered, e.g. rejected); a send the service
+    # refused was already retried by the dispatcher as far as a retry could help
+    assert verdict(row("failed", ended=False)) == Final(
+        "the service refused the send: not retried", False)
+    assert verdict(row("unknown", ended=False)) == Final(
+        "not known whether the service took the send: not retried", False)
+
+
+def test_a_row_planned_without_a_fallback_gets_none() -> None:
+    r = row("sent", fallback=None)
+    assert verdict(r, WA_SMS, channel="whatsapp", now=SENT + timedelta(hours=6)) == Final(
+        "not delivered: no fallback planned for this recipient", False)
