@@ -357,3 +357,14 @@ def test_a_row_planned_without_a_fallback_gets_none() -> None:
     r = row("sent", fallback=None)
     assert verdict(r, WA_SMS, channel="whatsapp", now=SENT + timedelta(hours=6)) == Final(
         "not delivered: no fallback planned for this recipient", False)
+
+
+def test_the_next_opening_is_at_local_time_across_a_dst_change() -> None:
+    # New York springs forward on 2026-03-08: the window opens at 09:00 EDT (13:00 UTC),
+    # not 09:00 EST (14:00 UTC) as the previous evening's offset would say
+    evening = datetime(2026, 3, 7, 23, 0, tzinfo=UTC)  # 18:00 EST + 2 h = 20:00: closed
+    r = row("not_answered", to=NY_NUMBER, region="US", details={"cause": 19},
+            dispatched_at=evening - timedelta(minutes=5))
+    v = verdict(r, now=evening)
+    assert isinstance(v, Retry) and v.due_at == datetime(2026, 3, 8, 13, 0, tzinfo=UTC)
+    assert "attempt 2 due 2026-03-08 09:00 EDT" in v.why
