@@ -4,6 +4,8 @@
   a :class:`~scheduler.sandbox.testing.SandboxHandle` (``base_url``, ``api_key``, ``app``,
   ``state``, ``sends()``, ``scan()``, ``set_faults()``, ``create_session()``, ``send()`` ...).
 - ``make_sandbox(**config)``: the same with settings changed (all stopped after the test).
+- ``service_factory(**config)``: a sandbox served in this process, as a
+  :class:`~tests.factories.Service` (client and state), stopped after the test.
 - ``webhook_sink``: a :class:`~scheduler.sandbox.testing.WebhookSink` that records every JSON
   POSTed to it (``url``, ``events``, ``wait_for(predicate, count, timeout)``).
 - ``ledger_url``: the URL of a fresh ledger for this test, SQLite or PostgreSQL depending on
@@ -30,12 +32,13 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox import SandboxConfig
 from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink
 from tests.databases import ENV as DATABASE_ENV
 from tests.databases import LedgerUrls
-from tests.factories import FakeClock, open_test_ledger
+from tests.factories import FakeClock, Service, open_test_ledger, start_service
 
 # Property tests check behaviour, not speed: no per-example deadline (a loaded CI machine
 # would otherwise fail them at random).
@@ -196,3 +199,18 @@ def webhook_sink(server_reaper: ServerReaper) -> Iterator[WebhookSink]:
     sink = WebhookSink()
     yield sink
     server_reaper.stop(sink.close)
+
+
+@pytest.fixture
+def service_factory() -> Iterator[Callable[..., Service]]:
+    """Start sandboxes with a given config; all are stopped at the end of the test."""
+    servers: list[BackgroundServer] = []
+
+    def start(**config: Any) -> Service:
+        service, server = start_service(**config)
+        servers.append(server)
+        return service
+
+    yield start
+    for server in servers:
+        server.stop()
