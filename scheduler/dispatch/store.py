@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import date, datetime
 from typing import Protocol
 
+from scheduler.dispatch.recycle.verdicts import Verdict as Decision
 from scheduler.ledger.changes import AudienceCheck, Changes, InDoubt, ProofRule, Settle
 from scheduler.ledger.queries.sender_health import SenderSignals
 from scheduler.ledger.rows import (
@@ -22,9 +23,11 @@ from scheduler.ledger.rows import (
     DueDelivery,
     ExperimentProgress,
     ExperimentRow,
+    Recycled,
     SenderProfileRow,
     SessionStatusRow,
     Verdict,
+    WatchedRow,
 )
 from scheduler.run_options import RunOptions
 
@@ -155,6 +158,28 @@ class Store(Protocol):
             [ExperimentRow, dict[str, ArmCount]], Verdict]) -> Verdict | None:
         """Decide the test once: ``judge`` the arms' counts, send the winner to the held
         rest, store the decision, in one transaction; None when it was decided already."""
+        ...
+
+    # second chances (scheduler/dispatch/dispatcher/recycling.py)
+
+    def watched(self, now: datetime, limit: int = 2000, *,
+                after_id: int = 0) -> list[WatchedRow]:
+        """The run's rows awaiting a verdict on their outcome, oldest first, at most
+        ``limit`` after ``after_id``."""
+        ...
+
+    def recycle(self, now: datetime,
+                decisions: Sequence[tuple[WatchedRow, Decision]]) -> Recycled:
+        """Write the verdicts (waits skipped) in one transaction, each row's once: retries
+        planned in this run, fallbacks in the fallback run; what was done."""
+        ...
+
+    def fallback_run(self) -> int | None:
+        """This run's fallback run, if it has one."""
+        ...
+
+    def parent_open(self) -> bool:
+        """Whether this is a fallback run whose parent is not finished."""
         ...
 
     # the senders' profiles (sender care: scheduler/dispatch/dispatcher/care.py)

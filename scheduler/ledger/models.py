@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Index, Text, UniqueConstraint
+from sqlalchemy import Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -30,7 +30,13 @@ class Run(SQLModel, table=True):
     """One execution of a campaign; ``definition`` is a snapshot taken when it was planned."""
 
     __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("campaign_id", "fire_time", name="uq_run_fire"),)
+    __table_args__ = (
+        UniqueConstraint("campaign_id", "fire_time", name="uq_run_fire"),
+        # one fallback run per parent (migration 0013)
+        Index("ux_runs_parent", "parent_run_id", unique=True,
+              sqlite_where=text("parent_run_id IS NOT NULL"),
+              postgresql_where=text("parent_run_id IS NOT NULL")),
+    )
 
     id: int | None = Field(default=None, primary_key=True)
     campaign_id: int = Field(foreign_key="campaigns.id", index=True)
@@ -59,6 +65,13 @@ class Run(SQLModel, table=True):
     # The run's options, parsed at plan time (JSON of scheduler.run_options.RunOptions, with
     # its version); NULL only for runs stored before migration 0003.
     options: str | None = Field(default=None, sa_type=Text)
+    # A fallback run's parent (issue 25): its rows are the parent's recipients not reached.
+    parent_run_id: int | None = None
+
+
+#: The rows awaiting a verdict on their outcome (``ix_deliveries_watch``'s predicate; the
+#: query of ``queries/recycling.py`` spells it the same, literals included).
+WATCHED = "watch IS NOT NULL AND state NOT IN ('planned', 'dispatching', 'held')"
 
 
 class Delivery(SQLModel, table=True):
@@ -72,6 +85,13 @@ class Delivery(SQLModel, table=True):
         Index("ix_deliveries_to", "to", "run_id"),
         # A sender's sends since a time, over every run (warm-up caps, a taken-over day).
         Index("ix_deliveries_sender_dispatched", "sender", "dispatched_at"),
+        # Second chances (migration 0013): never two rows for attempt n of one recipient
+        # and step; the rows awaiting a verdict, in id order.
+        Index("ux_deliveries_attempt", "first_id", "attempt", unique=True,
+              sqlite_where=text("first_id IS NOT NULL"),
+              postgresql_where=text("first_id IS NOT NULL")),
+        Index("ix_deliveries_watch", "run_id", "id", sqlite_where=text(WATCHED),
+              postgresql_where=text(WATCHED)),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -110,6 +130,16 @@ class Delivery(SQLModel, table=True):
     # A/B variants (migration 0012): the row's variant; a held row's payload per variant
     variant: str | None = None
     choices: str | None = Field(default=None, sa_type=Text)
+    # Second chances (migration 0013): the attempt number (1: first), the first attempt's
+    # id and the rule that made this one (NULL on a first attempt); ``watch`` 1 while a
+    # verdict on the outcome is due, the ``verdict`` taken; ``fallback`` (JSON): what the
+    # recipient gets on the fallback channel, or why nothing.
+    attempt: int = Field(default=1, sa_column_kwargs={"server_default": "1"})
+    first_id: int | None = None
+    rule: str | None = None
+    watch: int | None = None
+    verdict: str | None = Field(default=None, sa_type=Text)
+    fallback: str | None = Field(default=None, sa_type=Text)
 
 
 class Event(SQLModel, table=True):

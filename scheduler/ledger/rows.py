@@ -294,3 +294,24 @@ class WatchedRow:
     fallback: dict[str, Any] | None
     #: Whether the number is on the suppression list now.
     suppressed: bool
+
+
+@dataclass(frozen=True)
+class Recycled:
+    """What one recycle transaction did (:meth:`RunStore.recycle`): rows planned again per
+    rule (``{"no_answer": 12, "busy": 3}``), rows that fell back, verdicts that ended a
+    recipient's attempts (and how many of those reached them), decisions another worker had
+    taken already (nothing written), and the new rows: their ids and the earliest due."""
+
+    retried: dict[str, int]
+    fell_back: int
+    final: int
+    reached: int
+    taken_already: int
+    made_due: list[int]
+    earliest_due: datetime | None
+
+    @property
+    def written(self) -> int:
+        """Verdicts written (every non-Wait decision this transaction took)."""
+        return sum(self.retried.values()) + self.fell_back + self.final

@@ -22,6 +22,7 @@ from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import experiments as xq
+from scheduler.ledger.queries import recycling as recq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, DeliveryState, RunStatus
@@ -95,6 +96,9 @@ class RunControl(LedgerCore):
         rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES,
                                  status=RunStatus.CANCELLED, finished_at=now, control=None,
                                  stop_reason="cancelled by the operator")
+        child = recq.child_of(conn, run_id)
+        if child is not None:  # a fallback run goes with its parent
+            RunControl._cancel_now(conn, child, now)
 
     def cancel_pending(self, run_id: int) -> str:
         """Owner side of a cancel: skip every planned row, mark the run cancelled (unless

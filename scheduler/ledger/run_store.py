@@ -29,6 +29,7 @@ from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries import voice_calls as cq
 from scheduler.ledger.queries.sender_health import SenderSignals
+from scheduler.ledger.recycling_store import RecyclingStore
 from scheduler.ledger.rows import (
     ArmCount,
     DueDelivery,
@@ -51,8 +52,9 @@ def _nothing(_conn: Connection, _ids: Iterable[str | None], _now: datetime) -> N
     return None
 
 
-class RunStore:
-    """The ledger as the store of run ``run_id`` (see the module)."""
+class RunStore(RecyclingStore):
+    """The ledger as the store of run ``run_id`` (see the module; second chances in
+    :class:`~scheduler.ledger.recycling_store.RecyclingStore`)."""
 
     def __init__(self, ledger: Ledger, run_id: int, *,
                  on_accepted: AcceptedHook = _nothing) -> None:

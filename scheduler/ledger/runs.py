@@ -27,6 +27,7 @@ from scheduler.ledger.planwriter import PlanWriter
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import links as lq
+from scheduler.ledger.queries import recycling as recq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.queries import suppression as sq
@@ -96,6 +97,40 @@ class Ledger(RunControl):
                 ) from None
             assert run.id is not None
             return run.id
+
+    def create_fallback_run(self, parent_id: int, channel: str, options_json: str) -> int:
+        """The fallback run of run ``parent_id`` (issue 25): same campaign, definition and
+        target, ``channel`` and its options (``RunOptions`` JSON); planned with no rows
+        (the parent's recycling adds them), no fire time, held by nobody. Made once: a
+        second call, from this or another process, returns the same run."""
+        existing = self.fallback_run_of(parent_id)
+        if existing is not None:
+            return existing
+        parent = self.get_run(parent_id)
+        run = Run(
+            campaign_id=parent.campaign_id, campaign_name=parent.campaign_name,
+            channel=channel, status=RunStatus.PLANNED, delivery_mode=parent.delivery_mode,
+            timezone=parent.timezone, definition_path=parent.definition_path,
+            definition=parent.definition, created_at=self.clock(), target=parent.target,
+            options=options_json, parent_run_id=parent_id,
+        )
+        with access.session(self.engine, f"create the fallback run of run {parent_id}"
+                            ) as session:
+            session.add(run)
+            try:
+                session.commit()
+            except IntegrityError:  # ux_runs_parent: another process made it first
+                session.rollback()
+                made = self.fallback_run_of(parent_id)
+                assert made is not None
+                return made
+            assert run.id is not None
+            return run.id
+
+    def fallback_run_of(self, run_id: int) -> int | None:
+        """The fallback run of run ``run_id``, if it has one."""
+        with access.read(self.engine, f"find the fallback run of run {run_id}") as conn:
+            return recq.child_of(conn, run_id)
 
     def store_plan(
         self, run_id: int, chunks: Iterable[list[dict[str, Any]]], *, start_at: datetime,
@@ -209,18 +244,22 @@ class Ledger(RunControl):
 
         Such a run is ``planned`` with no deliveries and no live owner; it holds no rows, so
         deleting it loses nothing, and the campaign is simply planned again (a scheduled
-        fire, whose (campaign, fire time) it would otherwise block, included).
+        fire, whose (campaign, fire time) it would otherwise block, included). A fallback
+        run is planned empty on purpose (its parent's recycling fills it): never one.
         """
         gone: list[int] = []
         for run in self.list_runs(campaign_name=campaign_name):
             if (run.status != RunStatus.PLANNED or run.planned_count
-                    or planner_alive(run, self.clock())):
+                    or run.parent_run_id is not None or planner_alive(run, self.clock())):
                 continue
             assert run.id is not None
             with access.transaction(self.engine,
                                     f"discard the interrupted plan of run {run.id}") as conn:
                 if dq.counts_by_state(conn, run.id):
                     continue
+                child = recq.child_of(conn, run.id)  # made before the plan, still empty
+                if child is not None and not dq.counts_by_state(conn, child):
+                    rq.delete_run(conn, child)
                 rq.delete_run(conn, run.id)
             gone.append(run.id)
         return gone

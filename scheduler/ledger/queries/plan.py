@@ -17,7 +17,7 @@ from scheduler.ledger.states import DeliveryState as S
 
 _INSERT_COLUMNS = (
     "run_id", "seq", "row", "step", "kind", "path", "to", "region", "payload", "variables",
-    "state", "reason", "due_at", "attempts", "variant", "choices",
+    "state", "reason", "due_at", "attempts", "variant", "choices", "watch", "fallback",
 )
 # SQLite fast path: plain tuples through the driver skip SQLAlchemy's per-row parameter
 # processing, which is most of the cost of a million-row plan (28 s → 11 s measured).
@@ -35,7 +35,7 @@ _SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
 _COPY = (f"COPY deliveries ({', '.join(f'{chr(34)}{c}{chr(34)}' for c in _INSERT_COLUMNS)})"
          " FROM STDIN (FORMAT BINARY)")
 _COPY_TYPES = ("int4", "int4", "int4", "int4", "text", "text", "text", "text", "text", "text",
-               "text", "text", "timestamptz", "int4", "text", "text")
+               "text", "text", "timestamptz", "int4", "text", "text", "int4", "text")
 
 
 def insert_deliveries(
@@ -47,7 +47,10 @@ def insert_deliveries(
     Step 0 rows are due at ``start_at``; later steps get ``due_at`` NULL and become due only
     when the previous step of the same recipient is accepted (see :func:`release_next_steps`).
     A row's ``variant`` (A/B variants) and ``choices`` (a ``held`` row's payload of every
-    variant, see :mod:`scheduler.ledger.queries.experiments`) are optional.
+    variant, see :mod:`scheduler.ledger.queries.experiments`) are optional, and so are
+    ``watch`` (1: a verdict on the row's outcome is due, see
+    :mod:`scheduler.ledger.queries.recycling`) and ``fallback`` (what the recipient gets
+    on the fallback channel, or why nothing: stored as JSON).
     """
     sqlite = conn.dialect.name == "sqlite"
     start = start_at.astimezone(UTC)
@@ -63,6 +66,7 @@ def insert_deliveries(
             state, row.get("reason"),
             due0 if state == planned_state and row["step"] == 0 else None, 0,
             row.get("variant"), dumps(choices) if (choices := row.get("choices")) else None,
+            row.get("watch"), dumps(fallback) if (fallback := row.get("fallback")) else None,
         ))
         seq += 1
     if not batch:
