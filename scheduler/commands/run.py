@@ -195,6 +195,16 @@ def _times_line(row: dict[str, Any]) -> str:
     return f"started {at('started_at')} · finished {at('finished_at')}"
 
 
+def _attempt_lines(row: dict[str, Any], width: int) -> list[str]:
+    from scheduler.views.attempts import attempt_lines
+    from scheduler.views.parts import AttemptsView
+
+    if not row.get("attempts"):
+        return []
+    view = AttemptsView.model_validate(row["attempts"])
+    return attempt_lines(view, row["timezone"], width, run_id=row["run"])
+
+
 def status_command(
     run_id: int | None = typer.Argument(None, help="Run id; the newest run when left out."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -237,6 +247,8 @@ def status_command(
             console.print(f"  {line}", highlight=False)
     elif "tracking" in row and row["tracking"].get("opted_out"):
         console.print(f"  opted out {row['tracking']['opted_out']:,}", highlight=False)
+    for line in _attempt_lines(row, console.width - 2):  # retries and fallback
+        console.print(f"  {line}", highlight=False, markup=False)
     for line in row.get("unknown_verdicts", []):
         console.print(f"  {line}", highlight=False)
     for tally in row["answers"]:

@@ -19,7 +19,16 @@ import pandas as pd
 from scheduler.ledger.access import Connection, Engine, read, snapshot
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import reports as rq
-from scheduler.reports import charts, details, experiment, links, senders, source, summary
+from scheduler.reports import (
+    attempts,
+    charts,
+    details,
+    experiment,
+    links,
+    senders,
+    source,
+    summary,
+)
 from scheduler.reports.channels import CHANNEL_SECTIONS
 from scheduler.reports.columns import (
     Column,
@@ -140,7 +149,8 @@ def _variables(conn: Connection, runs: Sequence[source.RunInfo]) -> dict[str, fl
 
 def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dict[str, float],
                 scan: details.DetailScan) -> Table:  # fmt: skip
-    layout = RecipientsLayout(runs, variables, scan)
+    reached = attempts.ReachedBy(conn, runs)  # second chances: who was reached how
+    layout = RecipientsLayout(runs, variables, scan, reached.values if reached.shown else None)
 
     def frames() -> Iterator[dict[str, Any]]:
         for run in runs:
@@ -199,6 +209,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
     sender_sheet = senders.read_senders(conn, runs)
     experiment_sheet = experiment.read_experiments(conn, runs)
     link_sheet = links.read_links(conn, runs)
+    attempt_sheet = attempts.read_sheet(conn, runs)
     tables = [
         _recipients(conn, runs, variables, scan),
         *_other_tables(conn, runs, variables, optouts),
@@ -226,6 +237,7 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         sender_rows = senders.write_senders(writer, sender_sheet)
         experiment_rows = experiment.write_experiments(writer, experiment_sheet)
         link_rows = links.write_links(writer, link_sheet)  # only when there are links
+        attempt_rows = attempts.write_sheet(writer, attempt_sheet)  # only with retries
         writer.charts(summ, sections, writer.hourly(hourly, zone), zone)
         styles = writer.close()
         streamed = []
@@ -244,6 +256,8 @@ def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
         rows[experiment.SHEET] = experiment_rows
     if link_rows:
         rows[links.SHEET] = link_rows
+    if attempt_rows:
+        rows[attempts.SHEET] = attempt_rows
     return rows, pngs
 
 

@@ -43,6 +43,8 @@ class Column:
 
 #: One chunk of a table: column key → values (a list or a Series, one per row).
 Frame = dict[str, Any]
+#: The Recipients' "Reached by" of a chunk of one run's rows (``reports.attempts``).
+ReachedByValues = Callable[[int, Mapping[str, Any]], list[str | None]]
 
 
 @dataclass
@@ -149,8 +151,10 @@ class RecipientsLayout:
     """Columns of the Recipients table, and the conversion of a ledger chunk into them."""
 
     def __init__(self, runs: Sequence[RunInfo], variables: Mapping[str, float],
-                 scan: det.DetailScan) -> None:  # fmt: skip
+                 scan: det.DetailScan, reached_by: ReachedByValues | None = None,
+                 ) -> None:  # fmt: skip
         self.zones = {run.id: run.timezone for run in runs}
+        self.reached_by = reached_by
         zone = _zone_label(self.zones)
         self.variables = list(variables)
         self.detail_columns = scan.columns(run.channel for run in runs)
@@ -158,7 +162,12 @@ class RecipientsLayout:
                 Column("to", "Number", "user_text", 16)]  # fmt: skip
         cols += [Column(f"v:{k}", k, "user_text", w) for k, w in variables.items()]
         cols += [Column("step", "Step", "int", 6), Column("kind", "Kind", "text", 10),
-                 Column("state", "State", "text", 13), Column("reason", "Reason", "user_text", 22),
+                 Column("state", "State", "text", 13)]
+        if reached_by is not None:  # second chances: the attempt, who was reached how
+            cols += [Column("attempt", "Attempt", "int", 8),
+                     Column("rule", "Made by", "text", 11),
+                     Column("reached_by", "Reached by", "text", 18)]
+        cols += [Column("reason", "Reason", "user_text", 22),
                  Column("sender", "Sender", "user_text", 14),
                  Column("message_id", "messageId", "user_text", 26),
                  Column("attempts", "Attempts", "int", 9),
@@ -197,6 +206,10 @@ class RecipientsLayout:
                 "reply_text",
             )
         }
+        if self.reached_by is not None:
+            out["attempt"] = chunk["attempt"]
+            out["rule"] = chunk["rule"]
+            out["reached_by"] = self.reached_by(run_id, chunk) if length else []
         if self.variables:
             variables = json_dicts(chunk["variables"])
             for key in self.variables:

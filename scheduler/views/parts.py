@@ -12,6 +12,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from scheduler.ledger.attempt_funnel import AttemptsView
+
 
 class RunInfo(BaseModel):
     """The run itself: what it sends, where, its status and its times."""
@@ -224,6 +226,9 @@ class RunView(BaseModel):
     #: False: the run has more ``unknown`` rows than a view judges (judging reads each
     #: one), so ``unknown_detail`` is empty; ``campaign status`` judges them all.
     unknown_judged: bool = True
+    #: Second chances (retry rules, a fallback channel): the funnel per attempt; None for
+    #: a run without them.
+    attempts: AttemptsView | None = None
     read_at: datetime
     #: A short token that changes when anything shown changes (live updates send a new
     #: fragment only then); ``read_at`` is not part of it.

@@ -36,6 +36,7 @@ from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.run_options import RunOptions, from_snapshot
 from scheduler.units import load_zone
 from scheduler.views import facts as vf
+from scheduler.views.attempts import read_attempts
 from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
 
@@ -195,7 +196,8 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         skipped_sampled=sampled, unknown_judged=judged,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
                          "unknowable": len(verdicts.unknowable)}
-                        if unknown and judged else {}))
+                        if unknown and judged else {}),
+        attempts=read_attempts(conn, run, options, every_row=every_row))
     view.version = version_of(view)
     return RunRead(view=view, run=run, options=options, senders=senders, capped=capped,
                    verdicts=verdicts, unserved=unserved, tracking=tracking)

@@ -57,6 +57,8 @@ def _row(conn: Connection, read: RunRead, settings: Settings, now: datetime, *,
         row["unknown_detail"] = view.unknown_detail
         row["unknown_verdicts"] = read.verdicts.describe(view.run.id, view.run.timezone)
     row["tracking"] = read.tracking
+    # second chances: the funnel per attempt and channel (None: no retry rules, fallback)
+    row["attempts"] = view.attempts.model_dump(mode="json") if view.attempts else None
     outcomes = read_channel_outcomes(conn, view.run.id, run.channel, counts) if full else None
     if outcomes is not None:  # SMS and voice: their own outcomes (status, runs --json)
         row["outcomes"] = outcomes.model_dump()

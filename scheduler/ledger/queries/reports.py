@@ -165,7 +165,7 @@ def variable_samples(conn: Connection, run_id: int, limit: int = 200) -> list[di
 #: Columns of a Recipients chunk, in the order of :data:`_DELIVERY_SQL`.
 DELIVERY_COLUMNS = ("row", "step", "kind", "to", "state", "reason", "sender", "attempts",
                     "last_error", "message_id", *_TIME_COLUMNS, "reply_text", "variables",
-                    "details")  # fmt: skip
+                    "details", "id", "first_id", "attempt", "rule")  # fmt: skip
 _DELIVERY_SQL = (
     f"SELECT {', '.join(chr(34) + c + chr(34) for c in DELIVERY_COLUMNS)} "
     "FROM deliveries WHERE run_id = {run_id} ORDER BY id"

@@ -1,0 +1,68 @@
+"""A run's second chances in words: the funnel per attempt and channel as ``campaign
+status`` says it (:func:`attempt_lines`); the numbers are
+:mod:`scheduler.ledger.attempt_funnel`'s (the dashboard shows them as a table, the report
+as its Attempts sheet)."""
+
+from __future__ import annotations
+
+import textwrap
+
+from scheduler.display import local_time
+from scheduler.ledger.attempt_funnel import NOUNS, AttemptsView, label, read_attempts, rules_text
+
+
+def _packed(parts: list[str], width: int, indent: str = "  ") -> list[str]:
+    """``parts`` joined by `` · `` into lines of at most ``width``, a part never cut
+    across lines (unless it is wider than a line), continuations indented."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += f" · {part}"
+        elif len(indent if lines else "") + len(part) <= width:
+            lines.append((indent if lines else "") + part)
+        else:
+            lines += textwrap.wrap(part, width, initial_indent=indent if lines else "",
+                                   subsequent_indent=indent, break_on_hyphens=False)
+    return lines
+
+
+def attempt_lines(view: AttemptsView | None, zone: str, width: int = 80, *,
+                  run_id: int | None = None) -> list[str]:
+    """``status``'s lines for the view of run ``run_id`` (times in ``zone``), cut at
+    spaces to ``width``:
+    the funnel per attempt, what the retries were made on, what is still due and what
+    awaits a verdict."""
+    if view is None:
+        return []
+    steps = sorted({x.step for x in view.lines if not x.fallback})
+    parts: list[str] = []
+    why: list[str] = []
+    for x in view.lines:
+        if x.fallback:
+            name = f"{label(x)} {x.sent:,}, {x.reached:,} {x.reached_as}"
+        else:
+            prefix = f"step {x.step + 1} " if len(steps) > 1 else ""
+            noun = f" {NOUNS.get(x.channel, 'sends')}" if x.attempt == 1 else ""
+            of = f" of {x.rows:,}" if x.attempt > 1 and x.rows > x.sent else ""
+            name = (f"{prefix}{label(x)} {x.sent:,}{of}{noun}, {x.reached:,} "
+                    f"{x.reached_as}")
+            if x.made_by:
+                why.append(f"{prefix}{label(x)} on {rules_text(x.made_by)}")
+        parts.append(name)
+    if view.due:
+        when = local_time(view.next_due_at, zone) if view.next_due_at else "later"
+        parts.append(f"{view.due:,} due from {when}")
+    if view.awaiting:
+        over = "over " if view.awaiting_counted else ""
+        parts.append(f"{over}{view.awaiting:,} awaiting an outcome")
+    # a fallback run shows its parent's funnel, and says so
+    head = "Attempts: " if run_id in (None, view.run) else f"Attempts of run {view.run}: "
+    parts[0] = head + parts[0]
+    out = _packed(parts, width)
+    if why:
+        why[0] = "  tried again: " + why[0]
+        out += _packed(why, width, indent="    ")
+    return out
+
+
+__all__ = ["attempt_lines", "read_attempts"]

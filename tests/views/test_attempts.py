@@ -1,0 +1,121 @@
+"""A run's funnel per attempt and channel (issue 25) as the view, ``campaign status`` and its
+JSON show it: first attempts from the tallies minus the attempt rows, each retry with the
+rule that made it, the SMS fallback, what is due and what awaits a verdict. SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from scheduler.cli import app
+from scheduler.config import Settings
+from scheduler.display import local_time
+from scheduler.ledger import access
+from scheduler.ledger.attempt_funnel import ordinal
+from scheduler.ledger.queries import attempts as aq
+from scheduler.ledger.queries.tables import deliveries
+from scheduler.ledger.runs import Ledger
+from scheduler.views.attempts import attempt_lines
+from scheduler.views.run_view import read_run_view
+from tests.factories import T0, command_project, make_run
+from tests.views.support import DUE, ZONE, build_family
+
+NOW = T0 + timedelta(hours=2)
+
+
+def test_the_view_counts_each_attempt_and_the_fallback(ledger: Ledger,
+                                                        settings: Settings) -> None:
+    family = build_family(ledger)
+    view = read_run_view(ledger, family.parent, settings=settings, now=NOW).attempts
+    assert view is not None and view.run == family.parent
+    assert view.fallback_run == family.fallback
+    first, second, third, sms = view.lines
+    assert (first.attempt, first.rows, first.sent, first.reached) == (1, 10, 9, 4)
+    assert first.retried == {"no_answer": 3, "busy": 1} and first.made_by == {}
+    assert first.reached_as == "answered" and first.not_reached == 5
+    assert first.awaiting == 1  # row 9 (row 10 is not sent yet)
+    assert (second.attempt, second.sent, second.reached) == (2, 4, 1)
+    assert second.made_by == {"no_answer": 3, "busy": 1}
+    assert second.retried == {"no_answer": 1} and second.awaiting == 1
+    assert (third.attempt, third.sent, third.due, third.next_due_at) == (3, 0, 1, DUE)
+    assert sms.fallback and sms.channel == "sms"
+    assert (sms.sent, sms.reached, sms.reached_as) == (1, 1, "delivered")
+    assert (view.due, view.next_due_at, view.awaiting) == (1, DUE, 2)
+
+
+def test_first_attempts_agree_with_a_scan_of_the_rows(ledger: Ledger,
+                                                      settings: Settings) -> None:
+    family = build_family(ledger)
+    d = deliveries.c
+    with access.read(ledger.engine) as conn:
+        scanned = Counter((r.attempt, r.state) for r in conn.execute(
+            select(d.attempt, d.state).where(d.run_id == family.parent)))
+    view = read_run_view(ledger, family.parent, settings=settings, now=NOW).attempts
+    assert view is not None
+    for line in view.lines[:-1]:
+        mine = {s: n for (a, s), n in scanned.items() if a == line.attempt}
+        assert line.rows == sum(mine.values()), ordinal(line.attempt)
+        assert line.reached == mine.get("answered", 0)
+        assert line.sent == sum(n for s, n in mine.items() if s != "planned")
+
+
+def test_a_fallback_run_shows_its_parents_funnel(ledger: Ledger, settings: Settings) -> None:
+    family = build_family(ledger)
+    child = read_run_view(ledger, family.fallback, settings=settings, now=NOW).attempts
+    parent = read_run_view(ledger, family.parent, settings=settings, now=NOW).attempts
+    assert child == parent
+    text = attempt_lines(child, ZONE, 80, run_id=family.fallback)
+    assert text[0].startswith(f"Attempts of run {family.parent}: 1st 9 calls")
+
+
+def test_a_run_without_second_chances_shows_none(ledger: Ledger, settings: Settings) -> None:
+    run_id = make_run(ledger, 3)
+    assert read_run_view(ledger, run_id, settings=settings, now=NOW).attempts is None
+    with access.read(ledger.engine) as conn:
+        assert not aq.has_attempts(conn, run_id)
+
+
+def test_awaiting_is_counted_up_to_a_cap(ledger: Ledger) -> None:
+    family = build_family(ledger)
+    with access.read(ledger.engine) as conn:
+        assert aq.awaiting_verdict(conn, family.parent, 10) == 2
+        assert aq.awaiting_verdict(conn, family.parent, 1) == 1
+        assert aq.has_attempts(conn, family.parent)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ledger_url: str) -> None:
+    command_project(tmp_path, monkeypatch, ledger_url)
+
+
+@pytest.mark.usefixtures("project")
+def test_status_says_the_funnel_per_attempt_in_80_columns(ledger: Ledger) -> None:
+    family = build_family(ledger)
+    runner = CliRunner()
+    result = runner.invoke(app, ["status", str(family.parent)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80, result.stdout
+    text = " · ".join(line.strip() for line in lines)  # a line ends where a " · " was
+    assert ("Attempts: 1st 9 calls, 4 answered · 2nd 4, 1 answered · 3rd 0 of 1, 0 answered · "
+            "SMS fallback 1, 1 delivered · 1 due from "
+            f"{local_time(DUE, ZONE)} · 2 awaiting an outcome") in text
+    assert "tried again: 2nd on no answer 3, busy 1 · 3rd on no answer 1" in text
+    shown = json.loads(runner.invoke(app, ["status", str(family.parent), "--json"]).stdout)
+    attempts = shown["attempts"]
+    assert attempts["fallback_run"] == family.fallback and attempts["due"] == 1
+    assert datetime.fromisoformat(attempts["next_due_at"]) == DUE
+    assert [(x["attempt"], x["fallback"], x["sent"], x["reached"])
+            for x in attempts["lines"]] == [(1, False, 9, 4), (2, False, 4, 1),
+                                            (3, False, 0, 0), (0, True, 1, 1)]
+    plain = json.loads(runner.invoke(app, ["status", str(make_run(ledger, 2)),
+                                           "--json"]).stdout)
+    assert plain["attempts"] is None
+    assert "Attempts" not in runner.invoke(app, ["status"]).stdout
