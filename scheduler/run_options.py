@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from scheduler.errors import SchedulerError
+from scheduler.recycle_options import RecycleOptions
 from scheduler.units import (
     ClockTime,
     UnitError,
@@ -102,6 +103,9 @@ class RunOptions(_Frozen):
     max_per_day: int | None = Field(default=None, ge=1)
     max_per_week: int | None = Field(default=None, ge=1)
     hold_unengaged_after: int | None = Field(default=None, ge=1)
+    # Retry rules per step and [fallback] (None: none; stored options from before they
+    # existed read as None: no options version bump).
+    recycle: RecycleOptions | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RunOptions:

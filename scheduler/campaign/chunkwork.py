@@ -25,12 +25,19 @@ from scheduler.campaign.exceptions import (
     InvalidRenderedBodyError,
     Issue,
 )
+from scheduler.campaign.fallback_render import FallbackRows
 from scheduler.campaign.linetypes import LinePolicy
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
+from scheduler.campaign.options import recycle_options
 from scheduler.campaign.phones import PhoneNormalizer
 from scheduler.campaign.rendering import EmptyRender, Leaf, compile_tree, leaves
 from scheduler.campaign.segments import sms_segments
-from scheduler.campaign.steps import dump_payload, free_leaves, model_problems
+from scheduler.campaign.steps import (
+    PLACEHOLDER_SESSION,
+    dump_payload,
+    free_leaves,
+    model_problems,
+)
 from scheduler.campaign.suggest import closest
 from scheduler.campaign.variant_render import HELD, VariantRows
 from scheduler.links.render import LINK_ROW, LINK_STEP, LinkBinding
@@ -56,6 +63,8 @@ class ChunkResult:
     unreachable: int = 0  # valid numbers of a line type the channel does not reach
     blank_skipped: set[int] = field(default_factory=set)  # rows [blanks] skips, by CSV row
     ninth_digit_added: int = 0
+    #: An SMS fallback's (segments, encoding) per CSV row.
+    fallback_parts: dict[int, tuple[int, str]] = field(default_factory=dict)
 
 
 class _StepRenderer:
@@ -162,6 +171,13 @@ class ChunkPlanner:
         #: Each recipient's variant and, with [experiment], whether they wait (held).
         self.variants = VariantRows.of(
             campaign, lambda s: _StepRenderer(s, campaign.preview_session, campaign))
+        recycle = recycle_options(campaign)
+        #: Steps whose rows wait for a verdict on their outcome (retry rules, fallback).
+        self.watched = frozenset(s.index for s in campaign.steps
+                                 if recycle is not None and recycle.watches(s.index))
+        #: The [fallback] step, rendered onto each recipient's step-0 row.
+        self.fallback = FallbackRows.of(
+            campaign, lambda s: _StepRenderer(s, PLACEHOLDER_SESSION, campaign))
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.links = uses_links(campaign)
         self.sms = campaign.spec.channel == "sms"
@@ -239,6 +255,8 @@ class ChunkPlanner:
                             "state": "skipped",
                             "reason": reason,
                             "region": region,
+                            "watch": None,
+                            "fallback": None,
                         }
                     )
                 continue
@@ -303,8 +321,28 @@ class ChunkPlanner:
                     item["choices"] = choices if state == "planned" else None
                     if held and state == "planned":
                         item["state"] = HELD
+                live = state == "planned"
+                item["watch"] = 1 if live and index in self.watched else None
+                item["fallback"] = None
+                if live and index == 0 and self.fallback is not None:
+                    item["fallback"] = self._fallback(result, row, ctx, digits, line_type)
                 rows.append(item)
         return result
+
+
+    def _fallback(self, result: ChunkResult, row: int, ctx: dict[str, Any], digits: str,
+                  line_type: str | None) -> dict[str, Any] | None:
+        """The row's ``fallback`` (see :mod:`scheduler.campaign.fallback_render`); a render
+        error is an error of the row, at ``fallback.step``."""
+        assert self.fallback is not None
+        try:
+            value, parts = self.fallback.value(ctx, digits, line_type)
+        except CampaignError as exc:
+            result.errors.setdefault(row, []).extend(self._issue(i, row) for i in exc.issues)
+            return None
+        if parts is not None:
+            result.fallback_parts[row] = parts
+        return value
 
 
 _WORKER: ChunkPlanner | None = None

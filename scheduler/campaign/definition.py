@@ -54,7 +54,9 @@ Example (every key is documented in ``campaigns/demo.toml``)::
     image = "https://example.com/welcome.jpg"
     caption = "Bem-vindo(a), {{ nome|first_name }}"
 
-Step fields are checked against the endpoint's model by :mod:`scheduler.campaign.steps`.
+Step fields are checked against the endpoint's model by :mod:`scheduler.campaign.steps`;
+second chances (a step's ``retry`` and ``min_talk``, ``[fallback]``) are described in
+:mod:`scheduler.campaign.recycle_spec`.
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ from scheduler.campaign.audience_spec import AudienceSpec
 from scheduler.campaign.blanks_spec import BlanksSpec
 from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
 from scheduler.campaign.linetypes import LineTypeName
+from scheduler.campaign.recycle_spec import FALLBACK_HELP, FallbackSpec
 from scheduler.campaign.render_bounds import RenderLimits
 from scheduler.run_options import (
     DEFAULT_DAYS,
@@ -352,6 +355,7 @@ class CampaignSpec(Strict):
     blanks: BlanksSpec = Field(default_factory=BlanksSpec, description=(
         "What a blank CSV value does, per column."))
     experiment: ExperimentSpec | None = Field(default=None, description=EXPERIMENT_HELP)
+    fallback: FallbackSpec | None = Field(default=None, description=FALLBACK_HELP)
     steps: list[dict[str, Any]] = Field(min_length=1, description=(
         "What each recipient is sent, in order: one [[steps]] table each, its fields those "
         "of its channel and type."))

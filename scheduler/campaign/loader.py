@@ -37,6 +37,7 @@ from pydantic import ValidationError
 
 from scheduler.campaign.definition import BoundsSpec, CampaignSpec
 from scheduler.campaign.exceptions import DefinitionError, Issue
+from scheduler.campaign.recycle_spec import fallback_problems, fallback_step_fields
 from scheduler.campaign.rendering import linker_of, make_environment
 from scheduler.campaign.specerrors import describe, lenient_spec
 from scheduler.campaign.step_compile import Collector, CompiledStep, campaign_split, check_step
@@ -64,6 +65,8 @@ class Campaign:
     env: SandboxedEnvironment = field(repr=False)
     lines: dict[str, int] = field(default_factory=dict, repr=False)
     issues: list[Issue] = field(default_factory=list)
+    #: ``[fallback]``'s step, compiled as a step of the fallback's channel.
+    fallback: CompiledStep | None = None
 
     def line_of(self, key: str | None) -> int | None:
         """The line of ``key`` (or of its nearest enclosing key) in the campaign file."""
@@ -211,6 +214,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         if step is not None:
             steps.append(step)
     _check_variants(steps, spec, found)
+    fallback = _check_fallback(spec, session, env, found, bounds, zone)
     if not lenient or spec is None or recipients_file is None:
         found.raise_if_any()
     assert spec is not None and recipients_file is not None
@@ -224,7 +228,20 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         env,
         lines=found.lines,
         issues=found.issues,
+        fallback=fallback,
     )
+
+
+def _check_fallback(spec: CampaignSpec | None, session: str, env: SandboxedEnvironment,
+                    found: Collector, bounds: BoundsSpec, zone: str) -> CompiledStep | None:
+    """``[fallback]`` against the campaign's channel, and its step compiled as a step of
+    the fallback's channel (key ``fallback.step``)."""
+    if spec is None or spec.fallback is None:
+        return None
+    for key, message in fallback_problems(spec.channel, spec.fallback):
+        found.add(message, key)
+    return check_step(0, fallback_step_fields(spec.fallback), spec.fallback.channel,
+                      session, env, found, bounds, zone, key="fallback.step")
 
 
 def _check_variants(steps: list[CompiledStep], spec: CampaignSpec | None,

@@ -1,14 +1,35 @@
 """A campaign's run options: built once from the checked definition when a run is planned.
 
 The values come parsed from the definition (:mod:`scheduler.units` values) and from the
-compiled steps (their delays); the result is stored with the run (see
-:mod:`scheduler.run_options`).
+compiled steps (their delays, their retry rules); the result is stored with the run (see
+:mod:`scheduler.run_options`). A campaign with ``[fallback]`` has a second run, its
+fallback run, whose options :func:`fallback_run_options` gives.
 """
 
 from __future__ import annotations
 
 from scheduler.campaign.loader import Campaign
-from scheduler.run_options import SESSION_CHANNELS, RunOptions, WindowOptions, latest_parts
+from scheduler.recycle_options import FallbackOptions, RecycleOptions
+from scheduler.run_options import (
+    DEFAULT_RATE,
+    SESSION_CHANNELS,
+    RunOptions,
+    WindowOptions,
+    latest_parts,
+)
+from scheduler.units import parse_rate
+
+
+def recycle_options(campaign: Campaign) -> RecycleOptions | None:
+    """The campaign's second chances: each step's retry rules and ``min_talk``, and the
+    fallback (None: it has none)."""
+    steps = {step.index: step.recycle for step in campaign.steps if step.recycle is not None}
+    spec = campaign.spec.fallback
+    fallback = None if spec is None else FallbackOptions(
+        after_s=spec.after, when=spec.when, channel=spec.channel)
+    if not steps and fallback is None:
+        return None
+    return RecycleOptions(steps=steps, fallback=fallback)
 
 
 def run_options(campaign: Campaign) -> RunOptions:
@@ -42,4 +63,32 @@ def run_options(campaign: Campaign) -> RunOptions:
         max_per_day=spec.audience.max_per_day,
         max_per_week=spec.audience.max_per_week,
         hold_unengaged_after=spec.audience.hold_unengaged_after,
+        recycle=recycle_options(campaign),
+    )
+
+
+def fallback_run_options(campaign: Campaign, parent: RunOptions) -> RunOptions | None:
+    """The options of the campaign's fallback run (None: no ``[fallback]``): one step on
+    the fallback's channel, sent from the account at ``[fallback] rate`` (else the default
+    rate), in the parent run's zone, window, recipient zones, latest time and delivery
+    mode; no daily cap, audience rule or retry of its own (a fallback is the recipient's
+    last attempt)."""
+    spec = campaign.spec.fallback
+    if spec is None:
+        return None
+    return RunOptions(
+        senders=("account",),
+        rate_per_s=spec.rate.per_s if spec.rate is not None else parse_rate(DEFAULT_RATE),
+        jitter_s=(0.0, 0.0),
+        daily_cap=None,
+        plan_limit=None,
+        timezone=parent.timezone,
+        window=parent.window,
+        recipient_timezone=parent.recipient_timezone,
+        latest_at=parent.latest_at,
+        latest_clock_min=parent.latest_clock_min,
+        delivery_mode=parent.delivery_mode,
+        rotation=parent.rotation,
+        step_delays_s=(0.0,),
+        resend_unproven=parent.resend_unproven,
     )

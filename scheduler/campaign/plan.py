@@ -17,8 +17,13 @@ the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
 ``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
 ``"label: …"`` (the label filter, :mod:`scheduler.campaign.label_filter`), or
-``"render_error: …"`` when not strict) and ``region`` (phone region code such as
-``"BR"``). A skipped recipient has one skipped row per step. Order of checks: invalid,
+``"render_error: …"`` when not strict), ``region`` (phone region code such as
+``"BR"``), ``watch`` (1 on a planned or held row of a step with retry rules, or of step 0
+with ``[fallback]``: its outcome awaits a verdict; else None) and ``fallback`` (step-0 rows
+of a campaign with ``[fallback]``: ``{"kind", "path", "payload"}`` rendered for the
+recipient, or ``{"none": why}`` when the number's line type does not suit the fallback's
+channel; see :mod:`scheduler.campaign.fallback_render`; else None). A skipped recipient
+has one skipped row per step. Order of checks: invalid,
 unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
 even when a blank value skips it), blank values, label filter. Invalid and unreachable
 numbers are the campaign's *invalid* numbers: counted, listed by ``campaign validate``
@@ -215,6 +220,7 @@ class Plan:
                     stats.planned_per_step[item["step"]] -= 1
                     stats.skipped_per_step[item["step"]] += 1
                 item["state"], item["reason"], item["payload"] = "skipped", reason, {}
+                item["watch"] = item["fallback"] = None
                 if item.get("choices"):
                     item["choices"] = None
 
@@ -254,6 +260,9 @@ class Plan:
             for step, parts, encoding in sms_parts.get(row, ()) if sms_parts else ():
                 stats.sms_segments_per_step[step] += parts
                 stats.sms_encodings[encoding] += 1
+            fallback = rows[first].get("fallback")
+            if fallback is not None:
+                stats.count_fallback(fallback, result.fallback_parts.get(row))
         if self.split is not None:  # recipients per variant, by the first varied step
             held = Counter[str]()
             count_split(rows, self.split.steps[0], stats.variant_recipients, held)

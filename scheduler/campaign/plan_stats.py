@@ -43,6 +43,10 @@ class PlanStats:
     #: split), and how many wait for the test's winner (held).
     variant_recipients: Counter[str] = field(default_factory=Counter)
     held_recipients: int = 0
+    #: [fallback]: recipients it may go to, those it may not (by why), an SMS's segments.
+    fallback_eligible: int = 0
+    fallback_none: Counter[str] = field(default_factory=Counter)
+    fallback_segments: int = 0
     _same_error: Counter[tuple[str | None, str]] = field(default_factory=Counter, repr=False)
 
     def recipients_json(self) -> dict[str, Any]:
@@ -60,6 +64,15 @@ class PlanStats:
             "not_labelled": self.not_labelled,
             "label_excluded": self.label_excluded,
         }
+
+    def count_fallback(self, fallback: dict[str, Any], parts: tuple[int, str] | None) -> None:
+        """Count a sendable recipient's ``fallback`` (see ``campaign.fallback_render``)."""
+        if "none" in fallback:
+            self.fallback_none[str(fallback["none"])] += 1
+            return
+        self.fallback_eligible += 1
+        if parts is not None:
+            self.fallback_segments += parts[0]
 
     def add_error(self, issue: Issue) -> None:
         """Keep an error; past :data:`MAX_SAME_ERROR` of the same kind only count it.

@@ -128,6 +128,8 @@ def lenient_spec(data: dict[str, Any]) -> CampaignSpec | None:
                     return None  # no recipients file: nothing to read
                 if loc == ("name",):
                     data["name"], changed = "campaign", True
+                elif loc[:1] == ("fallback",):
+                    changed = data.pop("fallback", None) is not None or changed
                 elif loc[:1] == ("steps",):
                     data["steps"], changed = [{}], True  # steps are checked one by one
                 else:

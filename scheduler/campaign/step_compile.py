@@ -15,6 +15,7 @@ from scheduler.campaign.bounds import body_checker
 from scheduler.campaign.definition import BoundsSpec
 from scheduler.campaign.exceptions import CampaignError, DefinitionError, Issue
 from scheduler.campaign.products import ProductRef, product_ref
+from scheduler.campaign.recycle_spec import step_recycle
 from scheduler.campaign.rendering import (
     Leaf,
     compile_file_leaf,
@@ -40,6 +41,7 @@ from scheduler.campaign.variants import (
     split_of,
     variant_tables,
 )
+from scheduler.recycle_options import StepRecycle
 from scheduler.units import parse_duration
 
 
@@ -64,6 +66,10 @@ class CompiledStep:
     variants: list[VariantTree] = field(default_factory=list)
     #: Whether the step's variants wrote a weight (the campaign's split takes it).
     weighted: bool = False
+    #: The step's retry rules and ``min_talk`` (None: neither).
+    recycle: StepRecycle | None = None
+    #: Its key path when not ``steps[i]`` (the fallback's step: ``fallback.step``).
+    name: str | None = None
 
     @property
     def trees(self) -> list[dict[str, Any]]:
@@ -72,8 +78,9 @@ class CompiledStep:
 
     @property
     def key(self) -> str:
-        """``steps[i]``, the key path prefix of this step in the definition."""
-        return f"steps[{self.index}]"
+        """``steps[i]`` (or ``fallback.step``), the key path prefix of this step in the
+        definition."""
+        return self.name or f"steps[{self.index}]"
 
 
 
@@ -173,8 +180,12 @@ def check_step(
     found: Collector,
     bounds: BoundsSpec,
     timezone: str = "UTC",
+    key: str | None = None,
 ) -> CompiledStep | None:
-    key = f"steps[{index}]"
+    """Compile one step of ``spec_channel`` (``key``: its key path when not ``steps[i]``),
+    every problem recorded in ``found``; None when its type cannot be known."""
+    name = key
+    key = key or f"steps[{index}]"
     before = len(found.issues)
     if not isinstance(raw, dict):
         found.add("a step must be a table ([[steps]])", key)
@@ -190,6 +201,10 @@ def check_step(
             delay = step_delay(raw["delay"])
         except ValueError as exc:
             found.add(str(exc), f"{key}.delay")
+    recycle, problems = step_recycle(raw, spec_channel, key)
+    for where, message in problems:
+        found.add(message, where)
+    before += len(problems)  # the rows still render: only the rules are wrong
     product = None
     if "product" in raw:
         try:
@@ -215,7 +230,8 @@ def check_step(
     tree = (variants[0].tree if variants
             else _body_tree(kind, fields, key, session, env, found, bounds))
     return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,
-                        product=product, variants=variants, weighted=weighted)
+                        product=product, variants=variants, weighted=weighted,
+                        recycle=recycle, name=name)
 
 
 def _body_tree(kind: StepKind, fields: dict[str, Any], key: str, session: str,

@@ -34,8 +34,9 @@ from scheduler.service.account_models import VoiceSettings
 from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, WireModel
 from scheduler.service.template_models import SEND_TEMPLATE_PATH, SendTemplateBody
 
-#: Keys of a step table that are not body fields (``product``: see ``campaign.remote``).
-RESERVED_KEYS = frozenset({"type", "delay", "product"})
+#: Keys of a step table that are not body fields (``product``: see ``campaign.remote``;
+#: ``retry`` and ``min_talk``: see ``campaign.recycle_spec``).
+RESERVED_KEYS = frozenset({"type", "delay", "product", "retry", "min_talk"})
 #: Body keys the dispatcher sets; a step must not.
 DISPATCHER_KEYS = frozenset({"sessionId", "to"})
 PLACEHOLDER_TO = "5511999999999"

@@ -348,6 +348,9 @@ def plan_report(path: Path, start_text: str | None, *,
         "errors": [issue.as_dict() for issue in issues],
     }
     report["variants"] = variants_report(campaign, stats)
+    from scheduler.commands.plan_retries import retries_report
+
+    report["retries"] = retries_report(campaign, stats, options, start)
     if stats.labels is not None:
         report["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
                                   "not_labelled": stats.not_labelled,

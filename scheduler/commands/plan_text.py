@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from scheduler.commands.plan_channels import totals_lines
+from scheduler.commands.plan_retries import retry_lines
 from scheduler.commands.plan_variants import variant_lines
 from scheduler.display import local_time, span
 
@@ -98,6 +99,8 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     for line in totals_lines(report):
         console.print(line)
     for line in variant_lines(report.get("variants")):
+        console.print(line, highlight=False, markup=False)
+    for line in retry_lines(report.get("retries"), channel, zone):
         console.print(line, highlight=False, markup=False)
     what = "call" if channel == "voice" else "send"
     console.print(f"start  {_at(report['start'], zone)}\n"
