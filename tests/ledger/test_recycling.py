@@ -267,6 +267,37 @@ def test_a_final_verdict_ends_the_watch(ledger: Ledger) -> None:
     assert RunStore(ledger, run_id).watched(ENDED) == []
 
 
+def test_each_row_gets_its_own_values_across_chunks(ledger: Ledger,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(recq, "CHUNK", 2)  # 5 verdicts: three statements' worth of chunks
+    run_id = _run(ledger, 5)
+    ledger.create_fallback_run(run_id, "sms", "{}")
+    store = RunStore(ledger, run_id)
+    rows = _call(ledger, run_id)
+    verdicts: list[Verdict] = [
+        Retry("busy", 2, ENDED + timedelta(minutes=10), "busy"),
+        Fallback(2, "sms", "6h"),
+        Retry("no_answer", 2, ENDED + timedelta(hours=2), "no answer"),
+        Final("reached", reached=True),
+        Retry("failed", 2, ENDED + timedelta(hours=5), "failed")]
+    done = store.recycle(ENDED, list(zip(reversed(rows), reversed(verdicts), strict=True)))
+    assert (done.retried, done.fell_back, done.final, done.reached) == (
+        {"busy": 1, "no_answer": 1, "failed": 1}, 1, 1, 1)
+    child = store.fallback_run()
+    assert child is not None
+    made = {r["first_id"]: (r["run_id"], r["rule"], r["due_at"], r["to"])
+            for r in _all(ledger, run_id) + _all(ledger, child) if r["first_id"]}
+    assert made == {
+        rows[0].id: (run_id, "busy", ENDED + timedelta(minutes=10), number(0)),
+        rows[1].id: (child, "fallback", ENDED, number(1)),
+        rows[2].id: (run_id, "no_answer", ENDED + timedelta(hours=2), number(2)),
+        rows[4].id: (run_id, "failed", ENDED + timedelta(hours=5), number(4))}
+    assert [r["verdict"] for r in _all(ledger, run_id)][:5] == [
+        "busy", "6h", "no answer", "reached", "failed"]
+    check_tallies(ledger.engine, run_id)
+    check_tallies(ledger.engine, child)
+
+
 # --------------------------------------------------------------------------- fallback
 
 

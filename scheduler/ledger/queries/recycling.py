@@ -23,11 +23,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     Integer,
+    Text,
     bindparam,
     case,
     exists,
@@ -113,38 +115,106 @@ class Write:
     reached: bool = False
 
 
-# the verdict on the source row, only while it is still to be taken (see the module)
-_CLOSE = (update(deliveries)
-          .where(deliveries.c.id == bindparam("src_id"), deliveries.c.watch.is_not(None))
-          .values(watch=None, verdict=bindparam("verdict"), updated_at=bindparam("now")))
+#: Verdicts per statement: 500 rows make about 1,500 parameters (SQLite allows 32,766).
+CHUNK = 500
+_SOURCE_COLUMNS = ("seq", "row", "to", "region", "variables")
 
-# attempt n of the same step: a copy of the source row, planned, watched in its turn. A
-# later step keeps the step-0 sender its recipient talks with; step 0 takes any sender.
-_RETRY = insert(deliveries).from_select(
-    ["run_id", "seq", "row", "step", "kind", "path", "to", "region", "payload", "variables",
-     "variant", "fallback", "state", "due_at", "attempt", "first_id", "rule", "watch",
-     "attempts", "sender", "updated_at"],
-    select(_src.c.run_id, _src.c.seq, _src.c.row, _src.c.step, _src.c.kind, _src.c.path,
-           _src.c.to, _src.c.region, _src.c.payload, _src.c.variables, _src.c.variant,
-           _src.c.fallback, literal(S.PLANNED.value),
-           bindparam("due_at", type_=_TIME), bindparam("attempt"),
-           func.coalesce(_src.c.first_id, _src.c.id), bindparam("rule"), literal(1),
-           literal(0), case((_src.c.step == 0, null()), else_=_src.c.sender),
-           bindparam("now", type_=_TIME))
-    .where(_src.c.id == bindparam("src_id")),
-).returning(deliveries.c.id)
 
-# the fallback step in the child run: what the plan rendered for this recipient, due now
-_FALLBACK = insert(deliveries).from_select(
-    ["run_id", "seq", "row", "step", "kind", "path", "to", "region", "payload", "variables",
-     "state", "due_at", "attempt", "first_id", "rule", "attempts", "updated_at"],
-    select(bindparam("child"), _src.c.seq, _src.c.row, literal(0), bindparam("kind"),
-           bindparam("path"), _src.c.to, _src.c.region, bindparam("payload"),
-           _src.c.variables, literal(S.PLANNED.value), bindparam("now", type_=_TIME),
-           bindparam("attempt"), func.coalesce(_src.c.first_id, _src.c.id),
-           literal(FALLBACK_RULE), literal(0), bindparam("now", type_=_TIME))
-    .where(_src.c.id == bindparam("src_id")),
-).returning(deliveries.c.id)
+def _ids(n: int) -> list[Any]:
+    return [bindparam(f"i{k}", type_=Integer) for k in range(n)]
+
+
+def _by_id(n: int, key: str, type_: Any = None) -> Any:
+    """``CASE WHEN src.id = :i0 THEN :<key>0 ... END``: one statement carries every row's
+    own value (due time, attempt, rule, ...)."""
+    return case(*[(_src.c.id == bindparam(f"i{k}", type_=Integer),
+                   bindparam(f"{key}{k}", type_=type_)) for k in range(n)])
+
+
+# The statements are built once per chunk size (SQLAlchemy's CASE of 500 branches cost
+# more to build than the database takes to run it) and compiled once by its cache.
+
+
+@lru_cache(maxsize=64)
+def _close_stmt(n: int) -> Any:
+    """Take the verdicts on the source rows still awaiting one, returning those that
+    moved (``:i<k>`` row ids, ``:t<k>`` verdicts)."""
+    verdict = case(*[(deliveries.c.id == bindparam(f"i{k}", type_=Integer),
+                      bindparam(f"t{k}", type_=Text)) for k in range(n)])
+    return (update(deliveries)
+            .where(deliveries.c.id.in_(_ids(n)), deliveries.c.watch.is_not(None))
+            .values(watch=None, updated_at=bindparam("now", type_=_TIME), verdict=verdict)
+            .returning(deliveries.c.id))
+
+
+@lru_cache(maxsize=64)
+def _retry_stmt(n: int) -> Any:
+    """Attempt n of the same step per source row: a copy of it, planned, watched in its
+    turn (``:d<k>`` due, ``:a<k>`` attempt, ``:r<k>`` rule). A later step keeps the sender
+    its recipient talks with (the one of step 0); step 0 takes any sender."""
+    columns = ["run_id", *_SOURCE_COLUMNS, "step", "kind", "path", "payload", "variant",
+               "fallback", "state", "due_at", "attempt", "first_id", "rule", "watch",
+               "attempts", "sender", "updated_at"]
+    query = select(
+        _src.c.run_id, *(_src.c[c] for c in _SOURCE_COLUMNS), _src.c.step, _src.c.kind,
+        _src.c.path, _src.c.payload, _src.c.variant, _src.c.fallback,
+        literal(S.PLANNED.value), _by_id(n, "d", _TIME), _by_id(n, "a", Integer),
+        func.coalesce(_src.c.first_id, _src.c.id), _by_id(n, "r", Text), literal(1),
+        literal(0), case((_src.c.step == 0, null()), else_=_src.c.sender),
+        bindparam("now", type_=_TIME),
+    ).where(_src.c.id.in_(_ids(n)))
+    return insert(deliveries).from_select(columns, query).returning(deliveries.c.id)
+
+
+@lru_cache(maxsize=64)
+def _fallback_stmt(n: int) -> Any:
+    """The fallback step in the child run (``:child``) per source row: what the plan
+    rendered for the recipient (``:k<k>`` kind, ``:p<k>`` path, ``:b<k>`` payload), step
+    0, due now, attempt ``:a<k>`` of the recipient's first attempt."""
+    columns = ["run_id", *_SOURCE_COLUMNS, "step", "kind", "path", "payload", "state",
+               "due_at", "attempt", "first_id", "rule", "attempts", "updated_at"]
+    query = select(
+        bindparam("child", type_=Integer), *(_src.c[c] for c in _SOURCE_COLUMNS),
+        literal(0), _by_id(n, "k", Text), _by_id(n, "p", Text), _by_id(n, "b", Text),
+        literal(S.PLANNED.value), bindparam("now", type_=_TIME), _by_id(n, "a", Integer),
+        func.coalesce(_src.c.first_id, _src.c.id), literal(FALLBACK_RULE), literal(0),
+        bindparam("now", type_=_TIME),
+    ).where(_src.c.id.in_(_ids(n)))
+    return insert(deliveries).from_select(columns, query).returning(deliveries.c.id)
+
+
+def _params(writes: Sequence[Write], now: datetime, **values: Any) -> dict[str, Any]:
+    """``now``, the row ids (``i<k>``) and each ``key=value(write)`` as ``key<k>``."""
+    params: dict[str, Any] = {"now": now}
+    for k, w in enumerate(writes):
+        params[f"i{k}"] = w.row.id
+        for key, value in values.items():
+            params[f"{key}{k}"] = value(w)
+    return params
+
+
+def _close(conn: Connection, writes: Sequence[Write], now: datetime) -> set[int]:
+    """Take the verdicts on the source rows still awaiting one; the ids that moved."""
+    stmt = _close_stmt(len(writes))
+    return set(conn.execute(stmt, _params(writes, now, t=lambda w: w.text)).scalars())
+
+
+def _retry(conn: Connection, writes: Sequence[Write], now: datetime) -> list[int]:
+    """Attempt n of the same step for each write (see :func:`_retry_stmt`); the new ids."""
+    params = _params(writes, now, d=lambda w: w.due_at, a=lambda w: w.attempt,
+                     r=lambda w: w.rule)
+    return list(conn.execute(_retry_stmt(len(writes)), params).scalars())
+
+
+def _fall_back(conn: Connection, writes: Sequence[Write], now: datetime,
+               child: int) -> list[int]:
+    """The fallback step in the child run for each write (see :func:`_fallback_stmt`)."""
+    steps = {w.row.id: _fallback_step(w.row) for w in writes}
+    params = _params(writes, now, k=lambda w: steps[w.row.id]["kind"],
+                     p=lambda w: steps[w.row.id]["path"],
+                     b=lambda w: dumps(steps[w.row.id]["payload"]), a=lambda w: w.attempt)
+    params["child"] = child
+    return list(conn.execute(_fallback_stmt(len(writes)), params).scalars())
 
 
 def recycle(conn: Connection, writes: Sequence[Write], now: datetime, *,
@@ -152,38 +222,45 @@ def recycle(conn: Connection, writes: Sequence[Write], now: datetime, *,
     """Write ``writes`` in the caller's transaction (see the module): each verdict closes
     its row (a row another worker closed already is left alone, counted ``taken_already``)
     and makes the retry or fallback row; ``child``: the fallback run (needed only for a
-    fallback). The child's ``planned_count`` grows by its new rows."""
-    retried: dict[str, int] = {}
-    fell_back = final = reached = taken = 0
-    made: list[int] = []
-    earliest: datetime | None = None
+    fallback). The child's ``planned_count`` grows by its new rows.
+
+    Three statements per 500 verdicts, not two per verdict (2,000 retries took 1.3 s on
+    PostgreSQL and 0.7 s on SQLite row by row; 0.28 s and 0.1 s so, once compiled): the
+    conditional UPDATE of the source rows returns those that
+    moved, then one INSERT ... SELECT copies them, each row's own values by ``CASE``. The
+    rows are taken in id order, so two workers lock them in the same order (no deadlock).
+    """
     for w in writes:
         if w.kind == "fallback" and (child is None or not _fallback_step(w.row)):
             raise ValueError(f"row {w.row.id}: a fallback without "
                              + ("a fallback run" if child is None else "a fallback step"))
-    for w in writes:
-        moved = conn.execute(_CLOSE, {"src_id": w.row.id, "verdict": w.text, "now": now})
-        if not moved.rowcount:
-            taken += 1
-            continue
-        if w.kind == "retry":
+    # one verdict per row (the first given), in id order
+    ordered = sorted({w.row.id: w for w in reversed(writes)}.values(), key=lambda w: w.row.id)
+    retried: dict[str, int] = {}
+    fell_back = final = reached = taken = 0
+    made: list[int] = []
+    earliest: datetime | None = None
+    for i in range(0, len(ordered), CHUNK):
+        chunk = ordered[i:i + CHUNK]
+        moved = _close(conn, chunk, now)
+        taken += len(chunk) - len(moved)
+        retries = [w for w in chunk if w.row.id in moved and w.kind == "retry"]
+        fallbacks = [w for w in chunk if w.row.id in moved and w.kind == "fallback"]
+        if retries:
+            made += _retry(conn, retries, now)
+        if fallbacks:
+            assert child is not None
+            made += _fall_back(conn, fallbacks, now, child)
+        for w in retries:
             assert w.rule is not None and w.due_at is not None
-            made.append(conn.execute(_RETRY, {
-                "src_id": w.row.id, "due_at": w.due_at, "attempt": w.attempt,
-                "rule": w.rule, "now": now}).scalar_one())
             retried[w.rule] = retried.get(w.rule, 0) + 1
             earliest = w.due_at if earliest is None else min(earliest, w.due_at)
-        elif w.kind == "fallback":
-            step = _fallback_step(w.row)
-            made.append(conn.execute(_FALLBACK, {
-                "src_id": w.row.id, "child": child, "kind": step["kind"],
-                "path": step["path"], "payload": dumps(step["payload"]), "now": now,
-                "attempt": w.attempt}).scalar_one())
-            fell_back += 1
+        fell_back += len(fallbacks)
+        if fallbacks:
             earliest = now if earliest is None else min(earliest, now)
-        else:
-            final += 1
-            reached += w.reached
+        finals = [w for w in chunk if w.row.id in moved and w.kind == "final"]
+        final += len(finals)
+        reached += sum(w.reached for w in finals)
     if fell_back:
         conn.execute(update(runs).where(runs.c.id == child)
                      .values(planned_count=runs.c.planned_count + fell_back))
