@@ -25,6 +25,7 @@ from scheduler.ledger.funnel import stages
 from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.units import load_zone
+from scheduler.views.attempts import attempt_table
 from scheduler.views.overview import Overview, read_overview
 from scheduler.views.run_view import RunView, read_run_view
 
@@ -99,7 +100,7 @@ def run_context(dash: Dashboard, run_id: int, view: RunView | None = None) -> di
     # A/B variants and their test, as `campaign status` says them (no line: no variants)
     experiment = experiment_lines(experiment_of_run(dash.ledger.engine, run_id), zone, 200)
     return {"view": view, "run": view.run, "zone": zone, "funnel": funnel, "charts": charts,
-            "experiment": experiment,
+            "experiment": experiment, "attempts": attempt_table(view.attempts),
             "actions": actions_of(view), "live_url": f"/runs/{run_id}/live",
             "fragment_url": f"/runs/{run_id}/fragment"}
 

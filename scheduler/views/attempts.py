@@ -6,6 +6,7 @@ as its Attempts sheet)."""
 from __future__ import annotations
 
 import textwrap
+from typing import Any
 
 from scheduler.display import local_time
 from scheduler.ledger.attempt_funnel import NOUNS, AttemptsView, label, read_attempts, rules_text
@@ -65,4 +66,19 @@ def attempt_lines(view: AttemptsView | None, zone: str, width: int = 80, *,
     return out
 
 
-__all__ = ["attempt_lines", "read_attempts"]
+def attempt_table(view: AttemptsView | None) -> list[dict[str, Any]]:
+    """The dashboard's rows of the view: per line its label (``2nd``, ``SMS fallback``;
+    ``step 2, 1st`` when several steps have attempts), the rule that made it in words,
+    its rows, sent, reached (and what reached means), due."""
+    if view is None:
+        return []
+    steps = {x.step for x in view.lines if not x.fallback}
+    return [{"step": x.step, "attempt": "fallback" if x.fallback else x.attempt,
+             "label": (f"step {x.step + 1}, " if len(steps) > 1 and not x.fallback else "")
+             + label(x),
+             "made_by": rules_text(x.made_by) if x.attempt > 1 else "",
+             "rows": x.rows, "sent": x.sent, "reached": x.reached,
+             "reached_as": x.reached_as, "due": x.due} for x in view.lines]
+
+
+__all__ = ["attempt_lines", "attempt_table", "read_attempts"]
