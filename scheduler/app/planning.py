@@ -41,7 +41,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     """
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.fingerprint import fingerprint_of
-    from scheduler.campaign.options import run_options
+    from scheduler.campaign.options import fallback_run_options, run_options
     from scheduler.campaign.plan import build_plan, load_campaign
 
     if campaign is None:
@@ -52,13 +52,18 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     plan = build_plan(campaign, labels=labels)
     spec = campaign.spec
     refuse_unlinkable(campaign)  # before the run exists: nothing to mark failed
+    options = run_options(campaign)
     run_id = ledger.create_run(
         campaign_name=spec.name, channel=spec.channel, definition_path=str(campaign_path),
         definition=spec.model_dump(mode="json"), delivery_mode=spec.delivery,
         timezone=spec.schedule.timezone, fire_time=fire_time, target=target,
-        fingerprint=fingerprint_of(campaign).model_dump_json(), options=run_options(campaign),
+        fingerprint=fingerprint_of(campaign).model_dump_json(), options=options,
     )
     try:
+        fallback = fallback_run_options(campaign, options)
+        if spec.fallback is not None and fallback is not None:
+            # the fallback run: planned empty, filled row by row by the parent's verdicts
+            ledger.create_fallback_run(run_id, spec.fallback.channel, fallback.to_json())
         links = bind_run(campaign, ledger.engine, run_id)
         ledger.store_plan(run_id, plan.chunks(), start_at=start_at, on_progress=on_progress,
                           skip_previous_of=(spec.name, target) if skip_previous else None,
@@ -77,7 +82,8 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
 
 def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datetime,
                on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
-    """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``)."""
+    """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``);
+    its fallback run, if any, stays as it is (the rows its parent handed it stay there)."""
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.options import run_options
@@ -104,7 +110,8 @@ def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:
     """
     ledger.discard_interrupted_plans(campaign_name=campaign_name)
     for run in ledger.unfinished_runs(campaign_name=campaign_name):
-        if run.fire_time is None and run.planned_count:
+        # a fallback run goes with its parent: never "the campaign's run" on its own
+        if run.fire_time is None and run.planned_count and run.parent_run_id is None:
             return run
     return None
 

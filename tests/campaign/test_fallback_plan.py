@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ from typer.testing import CliRunner
 from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.plan import build_plan
 from scheduler.cli import app
+from scheduler.ledger.runs import Ledger
+from scheduler.run_options import RunOptions
 from tests.factories import REPO, Project
 
 runner = CliRunner()
@@ -171,3 +174,26 @@ def test_the_example_campaign_plans_its_retries_and_fallback() -> None:
     fallback = report["retries"]["fallback"]
     assert fallback["eligible"] > 0 and fallback["not_eligible_total"] > 0
     assert report["errors"] == []
+
+
+def test_planning_a_run_makes_its_fallback_run(project: Project, ledger: Ledger) -> None:
+    """The parent run stores its second chances; its fallback run is made with it, empty,
+    on the fallback's channel and options; a re-plan keeps that same fallback run."""
+    from scheduler.app.planning import plan_run, replan_run
+
+    path = write(project)
+    start = datetime(2027, 3, 8, 13, tzinfo=UTC)
+    run_id = plan_run(ledger, path, start_at=start)
+    parent = ledger.get_run(run_id)
+    assert parent.options is not None
+    recycle = RunOptions.from_json(parent.options).recycle
+    assert recycle is not None and recycle.fallback is not None and recycle.watches(0)
+    child_id = ledger.fallback_run_of(run_id)
+    assert child_id is not None and child_id != run_id
+    child = ledger.get_run(child_id)
+    assert child.channel == "sms" and child.options is not None
+    options = RunOptions.from_json(child.options)
+    assert (options.senders, options.step_delays_s, options.recycle, options.window) == (
+        ("account",), (0.0,), None, RunOptions.from_json(parent.options).window)
+    replan_run(ledger, parent, path, start_at=start)
+    assert ledger.fallback_run_of(run_id) == child_id
