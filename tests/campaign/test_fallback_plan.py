@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 from typer.testing import CliRunner
 
 from scheduler.campaign.exceptions import CampaignError
@@ -195,5 +196,14 @@ def test_planning_a_run_makes_its_fallback_run(project: Project, ledger: Ledger)
     options = RunOptions.from_json(child.options)
     assert (options.senders, options.step_delays_s, options.recycle, options.window) == (
         ("account",), (0.0,), None, RunOptions.from_json(parent.options).window)
+    with ledger.engine.connect() as conn:
+        stored = conn.execute(text(
+            "SELECT row, step, watch, fallback FROM deliveries WHERE run_id = :r "
+            "AND state = 'planned' ORDER BY row, step"), {"r": run_id}).all()
+    assert [(r, s, w) for r, s, w, _f in stored] == [
+        (1, 0, 1), (1, 1, None), (2, 0, 1), (2, 1, None), (5, 0, 1), (5, 1, None)]
+    fallbacks = {r: json.loads(f) for r, s, _w, f in stored if s == 0}
+    assert fallbacks[1]["payload"] == {"text": "Oi Ana, ligamos para você"}
+    assert fallbacks[2] == {"none": "landline: SMS needs a mobile number"}
     replan_run(ledger, parent, path, start_at=start)
     assert ledger.fallback_run_of(run_id) == child_id
