@@ -26,6 +26,7 @@ channel by :mod:`scheduler.campaign.step_compile` and rendered per row at plan t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
@@ -241,7 +242,7 @@ def _rule(table: Any, channel: str, outcomes: tuple[str, ...], key: str, number:
         return None
 
 
-def _codes(raw: Any, channel: str, bad: Any) -> tuple[str, ...]:
+def _codes(raw: Any, channel: str, bad: Callable[[str, str], None]) -> tuple[str, ...]:
     """An SMS rule's error codes, upper-case; terminal and unknown ones are errors."""
     if channel != "sms":
         bad("codes", "codes are SMS error codes: only an SMS step's rule has them")

@@ -228,3 +228,19 @@ def test_the_fallback_runs_options(project: Project) -> None:
     project.campaign(no_rate)
     default = fallback_run_options(load_campaign(path), parent)
     assert default is not None and default.rate_per_s == pytest.approx(20 / 60)
+
+
+def test_validate_lists_every_second_chance_mistake_with_its_line(project: Project) -> None:
+    from typer.testing import CliRunner
+
+    from scheduler.cli import app
+
+    path = voice(project, 'retry = [{ on = "busy", delay = "10m", max_attempts = 1 }]',
+                 FALLBACK.format(when="not_read", channel="voice", step='flowId = "f"'))
+    result = CliRunner().invoke(app, ["validate", path, "--json"])
+    assert result.exit_code == 1
+    errors = json.loads(result.stdout)["errors"]
+    assert [(e["key"], e["line"]) for e in errors] == [
+        ("steps[0].retry[0].max_attempts", 9), ("fallback.channel", 13),
+        ("fallback.when", 12)]
+    assert all(e["file"] == path for e in errors)
