@@ -47,7 +47,8 @@ class Family:
     fallback: int
 
 
-def _voice_row(i: int) -> dict[str, Any]:
+def voice_row(i: int) -> dict[str, Any]:
+    """Row ``i`` of a voice plan: watched, with its SMS fallback."""
     return {"row": i + 1, "to": number(i), "step": 0, "kind": "voice", "path": VOICE_PATH,
             "payload": {"audioUrl": "https://example.com/a.mp3"},
             "variables": {"nome": f"Ana <b>{i}</b>"}, "region": "BR", "state": "planned",
@@ -55,7 +56,8 @@ def _voice_row(i: int) -> dict[str, Any]:
             "fallback": {"kind": "sms", "path": SMS_PATH, "payload": {"text": f"Olá {i}"}}}
 
 
-def _run(ledger: Ledger, name: str, channel: str, recycle: RecycleOptions) -> int:
+def voice_run(ledger: Ledger, name: str, channel: str, recycle: RecycleOptions) -> int:
+    """A run of ``channel`` with these second chances (no rows yet)."""
     definition = {"name": name, "pace": {"rate": "10/s"}, "schedule": {"timezone": ZONE},
                   "steps": [{"type": channel}]}
     options = from_snapshot(definition).model_copy(update={"recycle": recycle})
@@ -85,8 +87,8 @@ def _attempt(conn: Any, parent: dict[str, Any], run_id: int, attempt: int, rule:
 
 def build_family(ledger: Ledger) -> Family:
     """The run described in the module's docstring; its ids."""
-    parent = _run(ledger, "ura", "voice", RECYCLE)
-    ledger.store_plan(parent, [[_voice_row(i) for i in range(10)]], start_at=T0)
+    parent = voice_run(ledger, "ura", "voice", RECYCLE)
+    ledger.store_plan(parent, [[voice_row(i) for i in range(10)]], start_at=T0)
     child = ledger.create_fallback_run(parent, "sms", from_snapshot({}).to_json())
     d = deliveries.c
     with access.transaction(ledger.engine, "build the attempts") as conn:

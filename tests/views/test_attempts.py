@@ -11,21 +11,23 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from scheduler.cli import app
 from scheduler.config import Settings
+from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry
 from scheduler.display import local_time
 from scheduler.ledger import access
 from scheduler.ledger.attempt_funnel import ordinal
 from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries.tables import deliveries
+from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
 from scheduler.views.attempts import attempt_lines
 from scheduler.views.run_view import read_run_view
 from tests.factories import T0, command_project, make_run
-from tests.views.support import DUE, ZONE, build_family
+from tests.views.support import DUE, RECYCLE, ZONE, build_family, voice_row, voice_run
 
 NOW = T0 + timedelta(hours=2)
 
@@ -119,3 +121,35 @@ def test_status_says_the_funnel_per_attempt_in_80_columns(ledger: Ledger) -> Non
                                            "--json"]).stdout)
     assert plain["attempts"] is None
     assert "Attempts" not in runner.invoke(app, ["status"]).stdout
+
+
+def test_the_view_counts_what_the_recycling_wrote(ledger: Ledger, settings: Settings) -> None:
+    """Attempt rows made by the ledger's own recycle (part A's transaction): the funnel
+    per attempt equals a scan of the rows, the fallback counted in its run."""
+    parent = voice_run(ledger, "ura", "voice", RECYCLE)
+    ledger.store_plan(parent, [[voice_row(i) for i in range(6)]], start_at=T0)
+    ledger.create_fallback_run(parent, "sms", "{}")
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(deliveries).where(d.run_id == parent).values(
+            state="not_answered", dispatched_at=T0, ended_at=T0))
+    store = RunStore(ledger, parent)
+    watched = store.watched(NOW)
+    assert len(watched) == 6
+    later = NOW + timedelta(hours=1)
+    verdicts = [Retry("no_answer", 2, later, "no answer"), Retry("busy", 2, later, "busy"),
+                Retry("no_answer", 2, later, "no answer"), Fallback(2, "sms", "not answered"),
+                Final("not answered", reached=False)]
+    store.recycle(NOW, list(zip(watched, verdicts, strict=False)))
+    view = read_run_view(ledger, parent, settings=settings, now=NOW).attempts
+    assert view is not None
+    first, second, sms = view.lines
+    assert (first.sent, first.reached, first.retried) == (6, 0, {"no_answer": 2, "busy": 1})
+    assert (second.rows, second.sent, second.due, second.next_due_at) == (3, 0, 3, later)
+    assert second.made_by == {"no_answer": 2, "busy": 1}
+    assert (sms.rows, sms.sent, sms.due) == (1, 0, 1)
+    assert view.awaiting == 1  # the sixth row: no verdict yet
+    with access.read(ledger.engine) as conn:
+        scanned = Counter(r.attempt for r in conn.execute(
+            select(d.attempt).where(d.run_id == parent)))
+    assert scanned == {1: 6, 2: 3} and first.rows == scanned[1]
