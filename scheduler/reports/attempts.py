@@ -63,6 +63,8 @@ class AttemptSheet:
 
     rows: list[dict[str, Any]]
     awaiting: dict[int, int]
+    #: The runs' time zone, when they share one (the Next due column's header says it).
+    zone: str | None = None
 
 
 def _local(moment: datetime | None, zone: str) -> datetime | None:
@@ -87,7 +89,8 @@ def views_of(conn: Connection, runs: Sequence[RunInfo]) -> list[AttemptsView]:
 def read_sheet(conn: Connection, runs: Sequence[RunInfo]) -> AttemptSheet:
     """The Attempts sheet of ``runs`` (no rows: none has second chances)."""
     zones = {r.id: r.timezone for r in runs}
-    sheet = AttemptSheet([], {})
+    sheet = AttemptSheet([], {}, next(iter(set(zones.values()))) if len(set(zones.values()))
+                         == 1 else None)
     for view in views_of(conn, runs):
         zone = zones.get(view.run) or next(iter(zones.values()))
         sheet.awaiting[view.run] = view.awaiting
@@ -109,15 +112,18 @@ def write_sheet(writer: WorkbookWriter, sheet: AttemptSheet) -> int:
     if not sheet.rows:
         return 0
     ws = writer.book.add_worksheet(SHEET)
-    widths = [c.width for c in COLUMNS]
+    due = f"Next due ({sheet.zone})" if sheet.zone else "Next due (the run's zone)"
+    columns = [Column(c.key, due, c.kind, max(c.width, len(due) + 2.0))
+               if c.key == "next_due" else c for c in COLUMNS]
+    widths = [c.width for c in columns]
     for col, width in enumerate(widths):
         ws.set_column(col, col, width)
-    writer.header(ws, 0, COLUMNS)
-    ws.set_row(0, layout.header_height([c.header for c in COLUMNS], widths))
+    writer.header(ws, 0, columns)
+    ws.set_row(0, layout.header_height([c.header for c in columns], widths))
     row = 0
     for record in sheet.rows:
         row += 1
-        for col, column in enumerate(COLUMNS):
+        for col, column in enumerate(columns):
             writer.put(ws, row, col, record.get(column.key), column.kind)
     ws.freeze_panes(1, 0)
     row += 2
@@ -125,9 +131,8 @@ def write_sheet(writer: WorkbookWriter, sheet: AttemptSheet) -> int:
         ws.write_string(row, 0, f"Run {run_id}: {n:,} sent rows awaiting an outcome (tried "
                         "again, fall back, or final once it comes)", writer.formats["note"])
         row += 1
-    ws.write_string(row, 0, "Next due: the campaign's time zone. Reached by (Recipients "
-                    "sheet): the attempt and channel that reached each recipient.",
-                    writer.formats["note"])
+    ws.write_string(row, 0, "Reached by (Recipients sheet): the attempt and channel that "
+                    "reached each recipient.", writer.formats["note"])
     layout.page_setup(ws, widths)
     return len(sheet.rows)
 

@@ -41,7 +41,8 @@ def test_the_attempts_sheet_says_the_funnel_per_attempt(ledger: Ledger,
     ]
     assert rows[0]["Reached (% of sent)"] == 4 / 9
     local_due = DUE.astimezone(ZoneInfo(ZONE)).replace(tzinfo=None)
-    assert rows[2]["Next due"] == local_due and isinstance(rows[2]["Next due"], datetime)
+    due = rows[2]["Next due (America/Sao_Paulo)"]
+    assert due == local_due and isinstance(due, datetime)
     notes = [c for row in ws.iter_rows(values_only=True) for c in row if isinstance(c, str)]
     assert f"Run {family.parent}: 2 sent rows awaiting an outcome" in " ".join(notes)
 
