@@ -178,6 +178,9 @@ class ChunkPlanner:
         #: The [fallback] step, rendered onto each recipient's step-0 row.
         self.fallback = FallbackRows.of(
             campaign, lambda s: _StepRenderer(s, PLACEHOLDER_SESSION, campaign))
+        #: A skipped row's keys of second chances (none for a campaign without them).
+        self.no_verdict: dict[str, Any] = {"watch": None, "fallback": None} \
+            if self.watched else {}
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.links = uses_links(campaign)
         self.sms = campaign.spec.channel == "sms"
@@ -255,8 +258,7 @@ class ChunkPlanner:
                             "state": "skipped",
                             "reason": reason,
                             "region": region,
-                            "watch": None,
-                            "fallback": None,
+                            **self.no_verdict,
                         }
                     )
                 continue
@@ -321,11 +323,12 @@ class ChunkPlanner:
                     item["choices"] = choices if state == "planned" else None
                     if held and state == "planned":
                         item["state"] = HELD
-                live = state == "planned"
-                item["watch"] = 1 if live and index in self.watched else None
-                item["fallback"] = None
-                if live and index == 0 and self.fallback is not None:
-                    item["fallback"] = self._fallback(result, row, ctx, digits, line_type)
+                if self.watched:  # rows of other campaigns stay small (10 keys fit a dict)
+                    live = state == "planned"
+                    item["watch"] = 1 if live and index in self.watched else None
+                    item["fallback"] = None
+                    if live and index == 0 and self.fallback is not None:
+                        item["fallback"] = self._fallback(result, row, ctx, digits, line_type)
                 rows.append(item)
         return result
 

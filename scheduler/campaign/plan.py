@@ -17,13 +17,14 @@ the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
 ``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
 ``"label: …"`` (the label filter, :mod:`scheduler.campaign.label_filter`), or
-``"render_error: …"`` when not strict), ``region`` (phone region code such as
-``"BR"``), ``watch`` (1 on a planned or held row of a step with retry rules, or of step 0
-with ``[fallback]``: its outcome awaits a verdict; else None) and ``fallback`` (step-0 rows
-of a campaign with ``[fallback]``: ``{"kind", "path", "payload"}`` rendered for the
-recipient, or ``{"none": why}`` when the number's line type does not suit the fallback's
-channel; see :mod:`scheduler.campaign.fallback_render`; else None). A skipped recipient
-has one skipped row per step. Order of checks: invalid,
+``"render_error: …"`` when not strict) and ``region`` (phone region code such as
+``"BR"``). A campaign with retry rules or ``[fallback]`` adds ``watch`` (1 on a planned or
+held row of a step with retry rules, or of step 0 with ``[fallback]``: its outcome awaits a
+verdict; else None) and ``fallback`` (step-0 rows with ``[fallback]``: ``{"kind", "path",
+"payload"}`` rendered for the recipient, or ``{"none": why}`` when the number's line type
+does not suit the fallback's channel, see :mod:`scheduler.campaign.fallback_render`; else
+None); other campaigns' rows have neither key (10 keys keep a row's dict small). A skipped
+recipient has one skipped row per step. Order of checks: invalid,
 unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
 even when a blank value skips it), blank values, label filter. Invalid and unreachable
 numbers are the campaign's *invalid* numbers: counted, listed by ``campaign validate``
@@ -220,7 +221,8 @@ class Plan:
                     stats.planned_per_step[item["step"]] -= 1
                     stats.skipped_per_step[item["step"]] += 1
                 item["state"], item["reason"], item["payload"] = "skipped", reason, {}
-                item["watch"] = item["fallback"] = None
+                if "watch" in item:
+                    item["watch"] = item["fallback"] = None
                 if item.get("choices"):
                     item["choices"] = None
 

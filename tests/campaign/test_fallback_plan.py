@@ -108,7 +108,8 @@ def test_a_campaign_without_second_chances_watches_nothing(project: Project) -> 
     text = re.sub(r"min_talk.*?\n]\n", "", CAMPAIGN, flags=re.S).split("[fallback]")[0]
     assert "retry" not in text
     rows = rows_of(write(project, text))
-    assert rows and {(r["watch"], r["fallback"]) for r in rows} == {(None, None)}
+    # its rows have no keys of second chances (the ledger reads them as None)
+    assert rows and not any("watch" in r or "fallback" in r for r in rows)
 
 
 def test_a_fallback_render_error_names_the_row_and_field(project: Project) -> None:

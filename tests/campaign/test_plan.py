@@ -11,8 +11,7 @@ from scheduler.campaign.plan import build_plan, load_campaign
 from scheduler.service.requests import SEND_KINDS, wire_body
 from tests.factories import REPO, Project
 
-KEYS = {"row", "to", "step", "kind", "path", "payload", "variables", "state", "reason", "region",
-        "watch", "fallback"}
+KEYS = {"row", "to", "step", "kind", "path", "payload", "variables", "state", "reason", "region"}
 TWO_STEPS = (
     '[[steps]]\ntype = "text"\ntext = "Oi {{ nome|first_name }}"\n'
     '[[steps]]\ntype = "image"\ndelay = "5m"\nimage = "https://x/i.jpg"\n'
@@ -50,8 +49,6 @@ def test_one_row_per_recipient_and_step_in_csv_then_step_order(project: Project)
         "state": "planned",
         "reason": None,
         "region": "BR",
-        "watch": None,
-        "fallback": None,
     }
     assert second["kind"] == "image" and second["path"] == "/api/v1/messages/send/image"
     assert second["payload"] == {"image": "https://x/i.jpg", "caption": "São Paulo"}
