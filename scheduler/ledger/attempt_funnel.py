@@ -61,7 +61,8 @@ class AttemptLine(BaseModel):
     not_reached: int = 0
     #: Rows of this attempt tried again, by the outcome (the next attempt's rule).
     retried: dict[str, int] = Field(default_factory=dict)
-    #: Rows still to send, and the earliest of their due times (attempts 2 on, fallback).
+    #: Rows still to send, and the earliest of their due times (attempts 2 on and the
+    #: fallback; the 1st attempts' due time is the run's own, not read here).
     due: int = 0
     next_due_at: datetime | None = None
     #: Sent rows awaiting a verdict on their outcome (None: not counted for this line).
@@ -76,7 +77,8 @@ class AttemptsView(BaseModel):
     channel: str
     fallback_run: int | None = None
     lines: list[AttemptLine] = Field(default_factory=list)
-    #: Attempts (retries and fallback sends) still to send, and the earliest due time.
+    #: Attempts (retries and fallback sends, not 1st attempts) still to send, and the
+    #: earliest due time.
     due: int = 0
     next_due_at: datetime | None = None
     #: Sent rows awaiting a verdict on their outcome (retry, fall back, or final), counted
@@ -169,8 +171,9 @@ def read_attempts(conn: Connection, run: Run, options: RunOptions | None = None,
     if len(first) == 1 and not view.awaiting_counted:  # the rest of the watched rows
         first[0].awaiting = view.awaiting - sum(x.awaiting or 0 for x in view.lines
                                                 if x is not first[0])
-    view.due = sum(x.due for x in view.lines)
-    view.next_due_at = _earliest(x.next_due_at for x in view.lines)
+    later = [x for x in view.lines if x.attempt != 1 or x.fallback]  # retries, fallback
+    view.due = sum(x.due for x in later)
+    view.next_due_at = _earliest(x.next_due_at for x in later)
     return view
 
 
@@ -206,7 +209,12 @@ def _step_lines(step: int, channel: str, reached_as: str, tally: tallies.Tally,
             next_due_at=_earliest(g.next_due for g in gs),
             awaiting=sum(g.awaiting for g in gs) if n > 1 else None)
 
-    return [line(1, first), *(line(n, funnels[n]) for n in sorted(funnels) if n > 1)]
+    head = line(1, first)
+    # the 1st attempts not sent yet: the step's planned rows but the attempt rows' (their
+    # earliest due time is the run's own, shown with its progress)
+    head.due = (sum(r[4] for r in tally.rows if r[0] == step and r[1] == S.PLANNED)
+                - sum(g.n for g in mine if g.state == S.PLANNED))
+    return [head, *(line(n, funnels[n]) for n in sorted(funnels) if n > 1)]
 
 
 def _fallback_line(conn: Connection, child_id: int) -> AttemptLine:

@@ -42,7 +42,7 @@ def test_the_run_page_shows_each_attempt(ledger: Ledger, clock: FakeClock, ledge
         none = web.get(f"/runs/{plain}").text
     shown = section(page, "attempts")
     rows = table(shown)
-    assert rows == {"1": ["1st", "9 of 10", "4 answered", "0"],
+    assert rows == {"1": ["1st", "9 of 10", "4 answered", "1"],
                     "2": ["2nd on no answer 3, busy 1", "4", "1 answered", "0"],
                     "3": ["3rd on no answer 1", "0 of 1", "0 answered", "1"],
                     "fallback": ["SMS fallback", "1", "1 delivered", "0"]}

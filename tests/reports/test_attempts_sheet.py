@@ -34,7 +34,7 @@ def test_the_attempts_sheet_says_the_funnel_per_attempt(ledger: Ledger,
             r["Reached"], r["Reached means"], r["Tried again on"], r["Still due"])
            for r in rows]
     assert got == [
-        ("1st", "voice", "first attempt", 10, 9, 4, "answered", "no answer 3, busy 1", 0),
+        ("1st", "voice", "first attempt", 10, 9, 4, "answered", "no answer 3, busy 1", 1),
         ("2nd", "voice", "no answer 3, busy 1", 4, 4, 1, "answered", "no answer 1", 0),
         ("3rd", "voice", "no answer 1", 1, 0, 0, "answered", None, 1),
         ("SMS fallback", "SMS", "fallback 1", 1, 1, 1, "delivered", None, 0),

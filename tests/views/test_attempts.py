@@ -42,7 +42,7 @@ def test_the_view_counts_each_attempt_and_the_fallback(ledger: Ledger,
     assert (first.attempt, first.rows, first.sent, first.reached) == (1, 10, 9, 4)
     assert first.retried == {"no_answer": 3, "busy": 1} and first.made_by == {}
     assert first.reached_as == "answered" and first.not_reached == 5
-    assert first.awaiting == 1  # row 9 (row 10 is not sent yet)
+    assert first.awaiting == 1 and first.due == 1  # row 9 awaits; row 10 is not sent yet
     assert (second.attempt, second.sent, second.reached) == (2, 4, 1)
     assert second.made_by == {"no_answer": 3, "busy": 1}
     assert second.retried == {"no_answer": 1} and second.awaiting == 1
