@@ -33,6 +33,7 @@ from scheduler.app.channel_status import (
     progress_extra,
     short_outcomes,
 )
+from scheduler.app.fallback_run import fallback_of, point_webhook, with_fallback
 from scheduler.app.progress_state import BarState, waiting_line
 from scheduler.app.reports_wait import wait_for_reports
 from scheduler.app.stores import run_store
@@ -250,6 +251,9 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                              account_webhook_url(settings, server))
             elif run.channel in SESSION_CHANNELS:
                 await ensure_senders(client, target, senders, webhook_url)
+            child = fallback_of(ledger, run)
+            if child is not None:
+                await point_webhook(client, settings, child, server)
             stop = asyncio.Event()
             counts = ledger.counts(run.id or 0)
             total, done = progress_totals(counts)
@@ -269,13 +273,15 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                 async def dispatch_now(this: Run) -> RunResult:
                     assert this.id is not None
                     setup = RunSetup(stop_event=stop, events_received=server is not None,
-                                     on_progress=bar.update, progress_every_s=0.25,
+                                     # the bar counts the run (its fallback run's in status)
+                                     on_progress=bar.update if this.id == run_id else None,
+                                     progress_every_s=0.25,
                                      on_note=lambda entry: bar.note(entry, zone),
                                      care=settings.senders)
                     return await dispatch(run_store(ledger, this.id), client, this, setup,
                                           option_overrides=overrides)
 
-                result = await dispatch_now(run)
+                result = await with_fallback(dispatch_now(run), child, dispatch_now)
                 if server is not None and run.channel in ("sms", "voice", "calls") \
                         and result.status == "completed":
                     await wait_for_reports(ledger, run_id, run.channel, stop, console,

@@ -9,11 +9,15 @@ campaign finishes in seconds. It never touches the configured service or ledger.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import random
+import secrets
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -29,8 +33,47 @@ from scheduler.dispatch.start import dispatch
 from scheduler.display import clean_markup, span
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
-from scheduler.run_options import SESSION_CHANNELS
+from scheduler.run_options import SESSION_CHANNELS, RunOptions
 from scheduler.timeutil import SimulatedClock, utcnow
+
+if TYPE_CHECKING:
+    from scheduler.app.wiring import ServiceTarget
+    from scheduler.config import Settings
+    from scheduler.ledger.models import Run
+    from scheduler.service.client import ServiceClient
+
+
+#: The sandbox's real seconds per simulated second of a call in a rehearsal with retry
+#: rules (a 40 s call takes 40 ms): the outcomes come in while the clock is held.
+REHEARSAL_VOICE_SCALE = 0.001
+
+
+def second_chances(options: RunOptions) -> bool:
+    """Whether the run judges outcomes (retry rules or a fallback)."""
+    recycle = options.recycle
+    return recycle is not None and (bool(recycle.steps) or recycle.fallback is not None)
+
+
+async def _receive(settings: Settings, ledger: Ledger, client: ServiceClient,
+                   target: ServiceTarget, run: Run, stack: contextlib.ExitStack
+                   ) -> dict[str, str]:
+    """Start a receiver on a free loopback port for the throw-away ledger and point the
+    sandbox's webhooks at it (the account's, for SMS and voice runs and fallbacks); the
+    session webhook URL for the senders."""
+    from scheduler.app.wiring import ensure_account_webhook
+    from scheduler.tracking import account_webhook_url, session_webhook_url, start_receiver
+
+    server = start_receiver(settings, ledger, client, host="127.0.0.1", port=0)
+    stack.callback(server.stop)
+    assert run.id is not None
+    channels = {run.channel}
+    child = ledger.fallback_run_of(run.id)
+    if child is not None:
+        channels.add(ledger.get_run(child).channel)
+    for channel in sorted(channels & {"sms", "voice"}):
+        await ensure_account_webhook(client, settings, channel,
+                                     account_webhook_url(settings, server))
+    return {"session": session_webhook_url(settings, server)}
 
 
 @dataclass
@@ -71,13 +114,24 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                               labels=project_label_audience(campaign), rehearsal=True)
             run = ledger.get_run(run_id)
             senders = list(ledger.options(run).senders)
-            settings = Settings(base_url=None)
-            sandbox = {"seed": seed, "clock": clock, "reply_rate": 0.0, "delivered_rate": 0.0}
-            with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target:
+            # retry rules and fallbacks judge outcomes: a receiver takes the sandbox's
+            # events into the throw-away ledger (its calls and reports in real time, fast)
+            outcomes = second_chances(ledger.options(run))
+            settings = Settings(base_url=None, state_dir=Path(folder) / "state",
+                                webhook_secret=secrets.token_hex(16), receiver_port=0)
+            sandbox: dict[str, object] = {"seed": seed, "clock": clock, "reply_rate": 0.0}
+            if outcomes:
+                sandbox["voice_time_scale"] = REHEARSAL_VOICE_SCALE
+            else:  # nothing reads the receipts
+                sandbox["delivered_rate"] = 0.0
+            with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target, \
+                    contextlib.ExitStack() as stack:
                 async with ServiceClient(target.base_url, target.api_key) as client:
+                    hooks = await _receive(settings, ledger, client, target, run, stack) \
+                        if outcomes else {}
                     if run.channel in SESSION_CHANNELS:  # SMS and voice: the account
                         await rehearsal_connections(client, campaign, senders)
-                        await ensure_senders(client, target, senders)
+                        await ensure_senders(client, target, senders, hooks.get("session"))
                     assert run.id is not None
                     # the project's [senders] (warm-up and health) apply as in a real run,
                     # each sender starting where the project's ledger has it
@@ -86,6 +140,20 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                     setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
                                      rng=random.Random(seed), care=project.senders)
                     result = await dispatch(run_store(ledger, run.id), client, run, setup)
+                    # the fallback run, rehearsed after its parent on the same clock (one
+                    # simulated clock cannot be slept on by two dispatchers at once)
+                    child_id = ledger.fallback_run_of(run.id)
+                    if child_id is not None:
+                        child = ledger.get_run(child_id)
+                        if ledger.counts(child_id):
+                            fallback = await dispatch(run_store(ledger, child_id), client,
+                                                      child, setup)
+                            name = f"{child.channel.upper()} fallback run"
+                            result.timeline.extend(
+                                dataclasses.replace(entry, what=f"{name}: {entry.what}")
+                                for entry in fallback.timeline)
+                            for state, n in fallback.counts.items():
+                                result.counts[f"fallback {state}"] = n
                 sends = target.sandbox.state.sandbox.world.sends
                 per_sender: dict[str, int] = {}
                 for send in sends:

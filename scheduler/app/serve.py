@@ -164,7 +164,10 @@ class Server:
             self.console.print(f"run {run_id}: its planning was interrupted; discarded")
         now = self.ledger.clock()
         runs = [run for run in self.ledger.unfinished_runs()
-                if run.status in (RunStatus.PLANNED, RunStatus.RUNNING) and run.planned_count
+                if (run.status in (RunStatus.PLANNED, RunStatus.RUNNING)
+                    or self._parent_resumed(run))
+                # a fallback run is planned empty: its parent hands it rows
+                and (run.planned_count or run.parent_run_id is not None)
                 and run.id not in self.tasks
                 # a worker leaves a run to a foreground `campaign run` that holds it
                 and not (self.seat.leasing and run.owner_pid is not None
@@ -181,6 +184,12 @@ class Server:
                     f"{describe_target(here)}: left alone (cancel it, or serve it with the "
                     "settings it started with)[/]")
         return [run for run in runs if run.target in (None, here)]
+
+    def _parent_resumed(self, run: Run) -> bool:
+        """A fallback run paused with its parent, whose parent runs again: it goes on."""
+        if run.status != RunStatus.PAUSED or run.parent_run_id is None:
+            return False
+        return self.ledger.get_run(run.parent_run_id).status == RunStatus.RUNNING
 
     async def _dispatch_one(self, client: ServiceClient, run: Run) -> None:
         assert run.id is not None

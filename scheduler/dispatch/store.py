@@ -182,6 +182,10 @@ class Store(Protocol):
         """Whether this is a fallback run whose parent is not finished."""
         ...
 
+    def parent(self) -> tuple[int, str] | None:
+        """A fallback run's parent run and its status (None: not a fallback run)."""
+        ...
+
     # the senders' profiles (sender care: scheduler/dispatch/dispatcher/care.py)
 
     def sender_profiles(self, senders: Collection[str], now: datetime, *,

@@ -135,6 +135,11 @@ class RecyclingStore:
         """This run's fallback run (its child), if it has one."""
         return self.ledger.fallback_run_of(self.run_id)
 
+    def parent(self) -> tuple[int, str] | None:
+        """This fallback run's parent run and its status (None: not a fallback run)."""
+        with access.read(self.ledger.engine, "read the parent of a fallback run") as conn:
+            return rq.parent_of(conn, self.run_id)
+
     def parent_open(self) -> bool:
         """Whether this run is a fallback run whose parent is not finished (rows may still
         come); False for any other run."""

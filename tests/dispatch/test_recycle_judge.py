@@ -53,14 +53,15 @@ def row(state: str, *, to: str = SP_NUMBER, attempt: int = 1, step: int = 0,
         details: dict[str, Any] | None = None, ended: bool = True,
         fallback: dict[str, Any] | None = None, suppressed: bool = False,
         region: str | None = "BR", **times: datetime | None) -> WatchedRow:
-    """A watched row sent at SENT (its first attempt too unless ``first_dispatched_at``)."""
+    """A watched row sent at SENT (its first attempt too unless ``first_dispatched_at``),
+    its call ended at NOW unless ``ended_at`` (a retry's delay counts from the end)."""
     dispatched = times.get("dispatched_at", SENT)
     return WatchedRow(
         id=10 + attempt, first_id=11, run_id=1, row=1, step=step, attempt=attempt, to=to,
         region=region, kind="voice", state=state, dispatched_at=dispatched,
         first_dispatched_at=times.get("first_dispatched_at", SENT),
         delivered_at=times.get("delivered_at"), read_at=times.get("read_at"),
-        ended_at=(dispatched or SENT) + timedelta(minutes=1) if ended else None,
+        ended_at=times.get("ended_at", NOW) if ended else None,
         details=details or {}, fallback=fallback, suppressed=suppressed)
 
 
@@ -157,7 +158,7 @@ def test_a_closed_window_moves_the_attempt_to_its_next_opening_in_the_recipients
 ) -> None:
     # 19:30 in São Paulo (22:30 UTC) + 2 h = 21:30: closed; opens 09:00 -03:00 tomorrow
     evening = datetime(2026, 11, 27, 22, 30, tzinfo=UTC)
-    v = verdict(row("not_answered", details={"cause": 19}), now=evening)
+    v = verdict(row("not_answered", details={"cause": 19}, ended_at=evening), now=evening)
     assert isinstance(v, Retry)
     assert v.due_at == datetime(2026, 11, 28, 9, 0, tzinfo=SP)
     assert v.why == ("not answered (no answer, cause 19): attempt 2 due 2026-11-28 09:00 "
@@ -180,14 +181,13 @@ def test_an_overnight_window_runs_across_midnight() -> None:
     night = RecycleOptions(steps={0: StepRecycle(rules=(
         RetryRule(on="busy", delay_s=3600, max_attempts=3,
                   window=RuleWindow(opens_min=22 * 60, closes_min=6 * 60)),))})
-    r = row("not_answered", details={"cause": 17})
     # 23:30 São Paulo + 1 h = 00:30 the next day: inside the window opened at 22:00
     late = datetime(2026, 11, 28, 2, 30, tzinfo=UTC)
-    v = verdict(r, night, now=late)
+    v = verdict(row("not_answered", details={"cause": 17}, ended_at=late), night, now=late)
     assert isinstance(v, Retry) and v.due_at == late + timedelta(hours=1)
     # 05:30 + 1 h = 06:30: closed since 06:00, opens again at 22:00 the same day
     dawn = datetime(2026, 11, 28, 8, 30, tzinfo=UTC)
-    v = verdict(r, night, now=dawn)
+    v = verdict(row("not_answered", details={"cause": 17}, ended_at=dawn), night, now=dawn)
     assert isinstance(v, Retry) and v.due_at == datetime(2026, 11, 28, 22, 0, tzinfo=SP)
 
 
@@ -364,7 +364,18 @@ def test_the_next_opening_is_at_local_time_across_a_dst_change() -> None:
     # not 09:00 EST (14:00 UTC) as the previous evening's offset would say
     evening = datetime(2026, 3, 7, 23, 0, tzinfo=UTC)  # 18:00 EST + 2 h = 20:00: closed
     r = row("not_answered", to=NY_NUMBER, region="US", details={"cause": 19},
-            dispatched_at=evening - timedelta(minutes=5))
+            dispatched_at=evening - timedelta(minutes=5), ended_at=evening)
     v = verdict(r, now=evening)
     assert isinstance(v, Retry) and v.due_at == datetime(2026, 3, 8, 13, 0, tzinfo=UTC)
     assert "attempt 2 due 2026-03-08 09:00 EDT" in v.why
+
+
+def test_the_delay_counts_from_the_calls_end_when_the_verdict_comes_later() -> None:
+    """A verdict taken a while after the call ended (a busy check, a rehearsal's clock)
+    does not push the attempt later: due at the end + delay, and never in the past."""
+    ended = SENT + timedelta(minutes=1)
+    v = verdict(row("not_answered", details={"cause": 17}, ended_at=ended))
+    assert isinstance(v, Retry) and v.due_at == ended + timedelta(minutes=10)
+    much_later = ended + timedelta(hours=1)
+    v = verdict(row("not_answered", details={"cause": 17}, ended_at=ended), now=much_later)
+    assert isinstance(v, Retry) and v.due_at == much_later

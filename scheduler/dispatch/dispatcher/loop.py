@@ -26,6 +26,7 @@ from scheduler.dispatch.dispatcher.claims import Claiming
 from scheduler.dispatch.dispatcher.control import Control
 from scheduler.dispatch.dispatcher.experiment import Trial
 from scheduler.dispatch.dispatcher.ownership import ownership_for
+from scheduler.dispatch.dispatcher.recycling import Recycling
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import RunSetup
@@ -54,6 +55,7 @@ class Dispatcher:
         self.waiting = Waiting(ctx, state, self.control, self.settling)
         self.claims = Claiming(ctx, state, self.ownership, self.settling, self.care)
         self.trial = Trial(ctx, state)
+        self.recycling = Recycling(ctx, state)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
@@ -132,15 +134,32 @@ class Dispatcher:
                 return
             if window is not None and not options.recipient_timezone \
                     and not window.is_open(now):
-                await self.waiting.for_window(now)
+                await self.waiting.for_window(now, self.recycling.meanwhile)
                 continue
             self.settling.verify_timeouts(now)
+            if self.recycling.due(now):  # outcomes came in: retries as their rule fires
+                self.settling.flush()
+                self.recycling.check(now)
             if not state.buffer and not self.claims.refill(now):
                 self.settling.flush()
                 if not state.inflight and not state.outcomes:
                     waiting, next_due = store.work_left()
                     if waiting == 0:
-                        return
+                        if self.recycling.check(now):
+                            continue  # attempts or fallbacks were planned
+                        if not self.recycling.holds_run():
+                            return
+                        if not await self.recycling.let_events_in():
+                            await self.waiting.idle(now, self.recycling.wake)
+                        continue
+                    wake = self.recycling.wake
+                    if wake is not None:
+                        # a rehearsal gives awaited outcomes a real moment before its
+                        # clock jumps to (or past) the first verdict's time
+                        if (next_due is None or wake <= next_due) \
+                                and await self.recycling.let_events_in():
+                            continue
+                        next_due = wake if next_due is None else min(next_due, wake)
                     released, wake = self.trial.check(now)  # an A/B test's held rest
                     if released:
                         continue

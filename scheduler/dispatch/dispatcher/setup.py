@@ -23,6 +23,8 @@ from scheduler.timeutil import Clock, utcnow
 CONTROL_EVERY_S = 0.5
 #: The longest single wait under a simulated clock (simulated seconds).
 SIMULATED_STRIDE_S = 3600.0
+#: A rehearsal's real wait for awaited outcomes (see ``Timing.settle_real_s``).
+SETTLE_REAL_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,14 @@ class Timing:
     clock: Clock = utcnow
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     stride_s: float = CONTROL_EVERY_S
+    #: A simulated clock: real seconds given to events (the sandbox's calls and reports)
+    #: before simulated time moves past an outcome still awaited; 0 on a real clock.
+    settle_real_s: float = 0.0
 
     @classmethod
     def simulated_by(cls, clock: Clock, sleep: Callable[[float], Awaitable[None]]) -> Timing:
         """A simulated clock (``scheduler.timeutil.SimulatedClock``): long strides."""
-        return cls(clock, sleep, SIMULATED_STRIDE_S)
+        return cls(clock, sleep, SIMULATED_STRIDE_S, SETTLE_REAL_S)
 
 
 @dataclass

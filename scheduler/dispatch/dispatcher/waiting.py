@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from datetime import datetime
 
 from scheduler.dispatch import waits
@@ -29,8 +30,12 @@ class Waiting:
         self.control = control
         self.settling = settling
 
-    async def for_window(self, now: datetime) -> None:
-        """The campaign's window is closed: wait until it opens (or the latest time)."""
+    async def for_window(self, now: datetime,
+                         meanwhile: Callable[[datetime], datetime | None] | None = None
+                         ) -> None:
+        """The campaign's window is closed: wait until it opens (or the latest time);
+        ``meanwhile(now)`` is called between strides and says when it wants to be called
+        again (a verdict due while the window is closed is taken on time)."""
         options, state, timing = self.ctx.options, self.state, self.ctx.setup.timing
         assert options.window is not None
         opens = options.window.next_open(now)
@@ -44,12 +49,16 @@ class Waiting:
                    kind="window_closed", until=opens)
         until = waits.capped(opens, options.latest)
         assert until is not None
+        wake: datetime | None = None
         while timing.clock() < until:
             self.control.poll()
             if state.stop_status is not None:
                 return
+            if meanwhile is not None and (wake is None or timing.clock() >= wake):
+                wake = meanwhile(timing.clock())
+            step = until if wake is None else min(until, max(wake, timing.clock()))
             await timing.sleep(min(timing.stride_s,
-                                   (until - timing.clock()).total_seconds()))
+                                   max((step - timing.clock()).total_seconds(), 0.001)))
         if timing.clock() >= opens:  # else the latest send time came first: the loop expires
             state.note(timing.clock(), "window open; resumed", kind="window_open")
 

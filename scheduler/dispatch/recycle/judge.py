@@ -82,7 +82,11 @@ def _retry_or_why_not(row: WatchedRow, rule: RetryRule, out: Outcome, *, now: da
         return (f"{out.said} at attempt {row.attempt}: the most attempts of this rule "
                 f"({rule.max_attempts})")
     zone = zone_for(row)
-    due, _moved = retry_due(rule, now, zone)
+    # the delay counts from the outcome (a call's end) when the ledger has its time, so a
+    # verdict taken later (a rehearsal's clock, a busy check) does not push the attempt
+    ended = row.ended_at if row.ended_at is not None and row.ended_at <= now else now
+    due, _moved = retry_due(rule, ended, zone)
+    due = max(due, now)
     if latest is not None and due >= latest:
         return (f"{out.said}: attempt {attempt} would be due after the run's last send "
                 "time")
