@@ -25,7 +25,7 @@ from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.recycle_options import RecycleOptions
-from scheduler.run_options import RunOptions
+from scheduler.run_options import RunOptions, from_snapshot
 
 #: A view counts at most this many rows awaiting a verdict (``campaign status``: all).
 AWAITING_COUNTED = 10_000
@@ -125,12 +125,9 @@ def _earliest(moments: Iterable[datetime | None]) -> datetime | None:
 
 def recycle_of(run: Run) -> RecycleOptions | None:
     """The run's second chances as planned (``RunOptions.recycle``; None: none)."""
-    from scheduler.run_options import from_snapshot
-
     options = (RunOptions.from_json(run.options, run_id=run.id) if run.options
                else from_snapshot(json.loads(run.definition or "{}")))
-    recycle: RecycleOptions | None = getattr(options, "recycle", None)
-    return recycle
+    return options.recycle
 
 
 def read_attempts(conn: Connection, run: Run, options: RunOptions | None = None, *,
@@ -140,8 +137,7 @@ def read_attempts(conn: Connection, run: Run, options: RunOptions | None = None,
     fallback or attempt rows (no read of its rows then). ``every_row``: count every row
     awaiting a verdict."""
     assert run.id is not None
-    recycle: RecycleOptions | None = (getattr(options, "recycle", None) if options is not None
-                                      else recycle_of(run))
+    recycle = options.recycle if options is not None else recycle_of(run)
     fam = aq.family(conn, run.id)
     if recycle is None and fam.parent == run.id and fam.fallback is None:
         return None  # most runs: nothing more read
