@@ -59,7 +59,8 @@ def _same_target(run: Run, target: str) -> bool:
 def last_finished_run(ledger: Ledger, campaign_name: str, target: str) -> EarlierRun | None:
     """The newest finished run of the campaign to ``target`` that completed or sent anything."""
     for run in ledger.list_runs(campaign_name=campaign_name):
-        if run.status not in FINISHED_RUN_STATUSES or not _same_target(run, target):
+        if run.status not in FINISHED_RUN_STATUSES or not _same_target(run, target) \
+                or run.parent_run_id is not None:  # a fallback run follows its parent
             continue
         assert run.id is not None
         counts = ledger.counts(run.id)

@@ -9,12 +9,13 @@ own channel and senders; the fallback run waits while its parent may still hand 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from scheduler.app.wiring import ensure_account_webhook
 from scheduler.config import Settings
-from scheduler.dispatch.results import RunResult
+from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import FINISHED_RUN_STATUSES
@@ -51,3 +52,20 @@ async def with_fallback(parent: Awaitable[RunResult], child: Run | None,
         return await parent
     result, _fallback = await asyncio.gather(parent, dispatch_child(child))
     return result
+
+
+def as_fallback(entry: TimelineEntry, child: Run) -> TimelineEntry:
+    """A fallback run's timeline entry, said as the fallback run's."""
+    return dataclasses.replace(entry, what=f"{child.channel.upper()} fallback run "
+                                           f"{child.id}: {entry.what}")
+
+
+def fallback_lines(ledger: Ledger, run_id: int) -> list[str]:
+    """What became of the run's fallback run, for the run's summary (none: no lines)."""
+    child_id = ledger.fallback_run_of(run_id)
+    if child_id is None:
+        return []
+    child = ledger.get_run(child_id)
+    counts = ledger.counts(child_id)
+    said = ", ".join(f"{state} {n:,}" for state, n in sorted(counts.items())) or "nothing sent"
+    return [f"{child.channel.upper()} fallback: run {child_id} {child.status} ({said})"]

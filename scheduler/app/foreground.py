@@ -33,7 +33,13 @@ from scheduler.app.channel_status import (
     progress_extra,
     short_outcomes,
 )
-from scheduler.app.fallback_run import fallback_of, point_webhook, with_fallback
+from scheduler.app.fallback_run import (
+    as_fallback,
+    fallback_lines,
+    fallback_of,
+    point_webhook,
+    with_fallback,
+)
 from scheduler.app.progress_state import BarState, waiting_line
 from scheduler.app.reports_wait import wait_for_reports
 from scheduler.app.stores import run_store
@@ -276,7 +282,10 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                      # the bar counts the run (its fallback run's in status)
                                      on_progress=bar.update if this.id == run_id else None,
                                      progress_every_s=0.25,
-                                     on_note=lambda entry: bar.note(entry, zone),
+                                     on_note=lambda entry: bar.note(
+                                         entry if this.id == run_id else as_fallback(entry,
+                                                                                     this),
+                                         zone),
                                      care=settings.senders)
                     return await dispatch(run_store(ledger, this.id), client, this, setup,
                                           option_overrides=overrides)
@@ -348,6 +357,8 @@ def describe(result: RunResult, console: Console, ledger: Ledger | None = None, 
     outcomes = None if ledger is None else channel_outcomes(
         ledger, result.run_id, ledger.get_run(result.run_id).channel, result.counts)
     for line in outcomes.lines() if outcomes is not None else ():
+        console.print(f"  {line}", highlight=False)
+    for line in fallback_lines(ledger, result.run_id) if ledger is not None else ():
         console.print(f"  {line}", highlight=False)
     if ledger is not None and result.counts.get(DeliveryState.UNKNOWN):
         run = ledger.get_run(result.run_id)
