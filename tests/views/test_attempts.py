@@ -19,7 +19,7 @@ from scheduler.config import Settings
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry
 from scheduler.display import local_time
 from scheduler.ledger import access
-from scheduler.ledger.attempt_funnel import ordinal
+from scheduler.ledger.attempt_funnel import AttemptLine, AttemptsView, ordinal
 from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.run_store import RunStore
@@ -153,3 +153,21 @@ def test_the_view_counts_what_the_recycling_wrote(ledger: Ledger, settings: Sett
         scanned = Counter(r.attempt for r in conn.execute(
             select(d.attempt).where(d.run_id == parent)))
     assert scanned == {1: 6, 2: 3} and first.rows == scanned[1]
+
+
+def test_status_lines_fit_80_columns_with_big_numbers_and_two_steps() -> None:
+    big = 1_234_567
+    lines = [AttemptLine(step=s, attempt=n, channel="voice", reached_as="answered",
+                         made_by={} if n == 1 else {"no_answer": big, "busy": big},
+                         rows=big, sent=big, reached=big // 2)
+             for s in (0, 1) for n in (1, 2, 3)]
+    lines.append(AttemptLine(attempt=0, fallback=True, channel="sms", sent=big, reached=big))
+    view = AttemptsView(run=1, channel="voice", lines=lines, due=big, next_due_at=DUE,
+                        awaiting=10_000, awaiting_counted=10_000)
+    text = attempt_lines(view, ZONE, 80)
+    assert max(len(line) for line in text) <= 80, text
+    joined = " · ".join(line.strip() for line in text)
+    assert "step 2 3rd 1,234,567, 617,283 answered" in joined
+    assert "SMS fallback 1,234,567, 1,234,567 delivered" in joined
+    assert "over 10,000 awaiting an outcome" in joined
+    assert "step 1 2nd on no answer 1,234,567, busy 1,234,567" in joined
