@@ -295,6 +295,11 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                         and result.status == "completed":
                     await wait_for_reports(ledger, run_id, run.channel, stop, console,
                                            wait_s=settings.report_wait_s)
+                if server is not None and child is not None and result.status == "completed" \
+                        and child.channel in ("sms", "voice"):
+                    assert child.id is not None
+                    await wait_for_reports(ledger, child.id, child.channel, stop, console,
+                                           wait_s=settings.report_wait_s)
                 # events applied while the run ended change the counts the summary prints
                 result.counts.clear()
                 result.counts.update(ledger.counts(run_id))
