@@ -13,8 +13,8 @@ The first worker's UPDATE holds the row until it commits; the second's then find
 that: a path that forgot the condition would fail, not send twice.
 
 Both databases keep the tallies of 0010 by themselves here: every statement is a plain
-single-row INSERT or UPDATE, which fires the row (SQLite) or statement (PostgreSQL)
-triggers.
+UPDATE or INSERT ... SELECT, which fires the row (SQLite) or statement (PostgreSQL)
+triggers (only the plan's bulk insert counts its rows itself).
 """
 
 from __future__ import annotations
@@ -115,7 +115,8 @@ class Write:
     reached: bool = False
 
 
-#: Verdicts per statement: 500 rows make about 1,500 parameters (SQLite allows 32,766).
+#: Verdicts per statement: 500 fallbacks make 2,502 parameters (SQLite allows 32,766,
+#: PostgreSQL 65,535).
 CHUNK = 500
 _SOURCE_COLUMNS = ("seq", "row", "to", "region", "variables")
 
