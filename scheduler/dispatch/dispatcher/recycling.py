@@ -37,6 +37,10 @@ from scheduler.recycle_options import RecycleOptions
 #: How often (seconds of the run's clock) the watched rows are looked at while the run
 #: still sends (outcomes arrive meanwhile; retries are planned as their rule fires).
 LOOK_EVERY_S = 5.0
+#: Watched rows read per page, and the most pages a look reads while every row it read
+#: still waits (the oldest rows come first: their waits end first).
+PAGE_ROWS = 2000
+PAGES = 5
 #: Real waits in a row (each ``Timing.settle_real_s``) a rehearsal gives awaited outcomes
 #: before its simulated clock moves on.
 REAL_WAITS = 60
@@ -72,19 +76,24 @@ class Recycling:
             return False
         assert self.options is not None
         store, ctx = self.ctx.store, self.ctx
-        rows = store.watched(now)
         decisions: list[tuple[WatchedRow, Verdict]] = []
         wake: datetime | None = None
         pending = 0
-        for row in rows:
-            verdict = judge(row, self.options, channel=ctx.channel.name, now=now,
-                            zone_for=lambda r: recipient_zone(r, ctx.options.timezone),
-                            latest=ctx.options.latest)
-            if isinstance(verdict, Wait):
-                pending += 1
-                wake = verdict.until if wake is None else min(wake, verdict.until)
-            else:
-                decisions.append((row, verdict))
+        after_id = 0
+        for _page in range(PAGES):  # oldest first; more only while a page is all waits
+            rows = store.watched(now, PAGE_ROWS, after_id=after_id)
+            for row in rows:
+                verdict = judge(row, self.options, channel=ctx.channel.name, now=now,
+                                zone_for=lambda r: recipient_zone(r, ctx.options.timezone),
+                                latest=ctx.options.latest)
+                if isinstance(verdict, Wait):
+                    pending += 1
+                    wake = verdict.until if wake is None else min(wake, verdict.until)
+                else:
+                    decisions.append((row, verdict))
+            if len(rows) < PAGE_ROWS or decisions:
+                break
+            after_id = rows[-1].id
         self.pending, self.wake = pending, wake
         self.look_at = now + timedelta(seconds=LOOK_EVERY_S)
         if not decisions:
