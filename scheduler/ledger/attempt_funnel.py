@@ -45,7 +45,8 @@ class AttemptLine(BaseModel):
     """One attempt of a step (issue 25: retry rules), or the fallback channel's step."""
 
     step: int = 0
-    #: 1 for the first attempts; the fallback's line has ``fallback`` set instead.
+    #: 1 for the first attempts, 2, 3 … for retries; 0 on the fallback's line (its rows
+    #: carry the attempt number their recipient was at: ``fallback`` set instead).
     attempt: int = 1
     channel: str
     fallback: bool = False
