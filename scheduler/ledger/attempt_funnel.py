@@ -138,15 +138,16 @@ def read_attempts(conn: Connection, run: Run, options: RunOptions | None = None,
     fallback or attempt rows (no read of its rows then). ``every_row``: count every row
     awaiting a verdict."""
     assert run.id is not None
-    recycle = options.recycle if options is not None else recycle_of(run)
     fam = aq.family(conn, run.id)
-    if recycle is None and fam.parent == run.id and fam.fallback is None:
-        return None  # most runs: nothing more read
     channel = run.channel
     if fam.parent != run.id:  # a fallback run: its parent's recipients
         parent = vq.run_by_id(conn, fam.parent)
-        if parent is not None:
-            recycle, channel = recycle_of(parent), parent.channel
+        recycle = recycle_of(parent) if parent is not None else None
+        channel = parent.channel if parent is not None else channel
+    else:
+        recycle = options.recycle if options is not None else recycle_of(run)
+        if recycle is None and fam.fallback is None:
+            return None  # most runs: nothing more read
     groups = aq.attempt_rows(conn, fam.parent)
     if recycle is None and not groups and fam.fallback is None:
         return None

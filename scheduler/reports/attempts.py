@@ -167,8 +167,8 @@ class ReachedBy:
                 self.fallback_runs.add(fam.fallback)
                 ids.append(fam.fallback)
             self.ends.update(aq.chain_ends(conn, ids))
-        self.shown = bool(self.ends) or any(recycle_of(found[r.id]) is not None
-                                            for r in runs if r.id in found)
+        self.shown = bool(self.ends) or any(recycle_of(found[parent]) is not None
+                                            for parent in seen if parent in found)
 
     def _says(self, run_id: int, attempt: int, state: str, marks: int) -> str | None:
         channel = CHANNEL_NAMES.get(self.channels.get(run_id, ""), "?")

@@ -4,17 +4,24 @@ attempt and channel that reached them, read back with openpyxl. SQLite and Postg
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import openpyxl
+from sqlalchemy import update
 
+from scheduler.dispatch.recycle.verdicts import Fallback, Final
+from scheduler.ledger import access
+from scheduler.ledger.queries.tables import deliveries
+from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
+from scheduler.recycle_options import FallbackOptions, RecycleOptions
 from scheduler.reports import write_report
-from tests.factories import make_run, number
-from tests.views.support import DUE, ZONE, build_family
+from scheduler.run_options import from_snapshot
+from tests.factories import T0, make_run, number
+from tests.views.support import DUE, SMS_PATH, ZONE, build_family, voice_run
 
 
 def _table(ws: Any) -> list[dict[str, Any]]:
@@ -76,3 +83,48 @@ def test_a_run_without_second_chances_has_no_attempts(ledger: Ledger,
     assert "Attempts" not in book.sheetnames and "Attempts" not in report.rows
     header = [c.value for c in book["Recipients"][1]]
     assert "Reached by" not in header and "Attempt" not in header
+
+
+def test_a_whatsapp_run_says_who_the_sms_fallback_reached(ledger: Ledger,
+                                                          tmp_path: Path) -> None:
+    """Fallbacks written by the ledger's own recycle: delivered or read on WhatsApp is
+    reached there; the rest by the SMS if it was delivered, else not reached."""
+    recycle = RecycleOptions(fallback=FallbackOptions(after_s=3600, when="not_delivered",
+                                                      channel="sms"))
+    parent = voice_run(ledger, "promo", "whatsapp", recycle)
+    rows = [{"row": i + 1, "to": number(i), "step": 0, "kind": "text",
+             "path": "/api/v1/messages/send/text", "payload": {"text": "oi"},
+             "variables": {}, "region": "BR", "state": "planned", "reason": None,
+             "watch": 1, "fallback": {"kind": "sms", "path": SMS_PATH,
+                                      "payload": {"text": "oi"}}} for i in range(4)]
+    ledger.store_plan(parent, [rows], start_at=T0)
+    child = ledger.create_fallback_run(parent, "sms", from_snapshot({}).to_json())
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(deliveries).where(d.run_id == parent).values(
+            state="sent", dispatched_at=T0, sent_at=T0))
+        conn.execute(update(deliveries).where(d.run_id == parent, d.row == 1).values(
+            state="delivered", delivered_at=T0))
+        conn.execute(update(deliveries).where(d.run_id == parent, d.row == 2).values(
+            state="read", delivered_at=T0, read_at=T0))
+    store = RunStore(ledger, parent)
+    later = T0 + timedelta(hours=2)
+    watched = sorted(store.watched(later), key=lambda w: w.row)
+    store.recycle(later, [(watched[0], Final("reached", reached=True)),
+                          (watched[1], Final("reached", reached=True)),
+                          (watched[2], Fallback(2, "sms", "not delivered")),
+                          (watched[3], Fallback(2, "sms", "not delivered"))])
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(deliveries).where(d.run_id == child, d.row == 3).values(
+            state="delivered", dispatched_at=later, delivered_at=later))
+        conn.execute(update(deliveries).where(d.run_id == child, d.row == 4).values(
+            state="undelivered", dispatched_at=later))
+    report = write_report(ledger, [parent, child], output=tmp_path / "r.xlsx")
+    book = openpyxl.load_workbook(report.path)
+    by = {(r["Run"], r["Row"]): r["Reached by"] for r in _table(book["Recipients"])}
+    assert by == {(parent, 1): "WhatsApp, attempt 1", (parent, 2): "WhatsApp, attempt 1",
+                  (parent, 3): "SMS fallback", (parent, 4): "not reached",
+                  (child, 3): "SMS fallback", (child, 4): "not reached"}
+    sheet = {r["Attempt"]: (r["Sent"], r["Reached"], r["Reached means"])
+             for r in _table(book["Attempts"])[:2]}
+    assert sheet == {"1st": (4, 2, "delivered"), "SMS fallback": (2, 1, "delivered")}

@@ -68,10 +68,9 @@ def voice_run(ledger: Ledger, name: str, channel: str, recycle: RecycleOptions) 
 
 def _attempt(conn: Any, parent: dict[str, Any], run_id: int, attempt: int, rule: str,
              state: str, *, watch: int | None = None, due_at: Any = None,
-             kind: str = "voice", path: str = VOICE_PATH,
-             previous: int | None = None) -> int:
+             kind: str = "voice", path: str = VOICE_PATH) -> int:
     """Insert an attempt row copied from the first attempt ``parent`` (as a retry or a
-    fallback would); ``previous``: the attempt it follows gets its verdict."""
+    fallback would)."""
     sent = state != S.PLANNED
     values = {k: parent[k] for k in ("seq", "row", "step", "to", "region", "payload",
                                      "variables")}
