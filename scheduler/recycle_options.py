@@ -22,6 +22,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+#: What made an attempt of a voice step whose last call was answered but shorter than
+#: ``min_talk`` (its ``no_answer`` rule fired): the funnel counts that call as not reached.
+SHORT_CALL = "short_call"
 #: What a retry rule may react to.
 Outcome = Literal["no_answer", "busy", "failed", "undelivered", "not_answered"]
 #: The outcomes each channel's steps may retry on.

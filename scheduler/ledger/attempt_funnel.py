@@ -24,7 +24,7 @@ from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.recycle_options import RecycleOptions
+from scheduler.recycle_options import SHORT_CALL, RecycleOptions
 from scheduler.run_options import RunOptions, from_snapshot
 
 #: A view counts at most this many rows awaiting a verdict (``campaign status``: all).
@@ -36,7 +36,8 @@ REACHED = {"voice": "answered", "calls": "answered", "sms": "delivered",
 #: A rule's outcome in words.
 OUTCOME_WORDS = {"no_answer": "no answer", "not_answered": "not answered",
                  "busy": "busy", "failed": "failed", "undelivered": "undelivered",
-                 "fallback": "fallback"}
+                 "fallback": "fallback",
+                 SHORT_CALL: "answered under min_talk"}
 CHANNEL_NAMES = {"voice": "voice", "calls": "WhatsApp calls", "sms": "SMS",
                  "whatsapp": "WhatsApp"}
 
@@ -197,6 +198,9 @@ def _step_lines(step: int, channel: str, reached_as: str, tally: tallies.Tally,
 
     def line(n: int, counts: Mapping[str, int]) -> AttemptLine:
         sent, reached = counts.get("sent", 0), counts.get(reached_as, 0)
+        # answered, but under min_talk: the rules counted it as not reached (and called
+        # again; its next attempt says so)
+        reached -= sum(g.n for g in by_attempt.get(n + 1, []) if g.rule == SHORT_CALL)
         gs = by_attempt.get(n, [])
         return AttemptLine(
             step=step, attempt=n, channel=channel, made_by=made_by(n) if n > 1 else {},

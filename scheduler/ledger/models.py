@@ -92,6 +92,10 @@ class Delivery(SQLModel, table=True):
               postgresql_where=text("first_id IS NOT NULL")),
         Index("ix_deliveries_watch", "run_id", "id", sqlite_where=text(WATCHED),
               postgresql_where=text(WATCHED)),
+        # a run's attempt rows (2nd attempt on), for its funnel per attempt: the run's
+        # own only (ux_deliveries_attempt holds every run's)
+        Index("ix_deliveries_attempts", "run_id", sqlite_where=text("first_id IS NOT NULL"),
+              postgresql_where=text("first_id IS NOT NULL")),
     )
 
     id: int | None = Field(default=None, primary_key=True)

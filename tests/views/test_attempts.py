@@ -171,3 +171,29 @@ def test_status_lines_fit_80_columns_with_big_numbers_and_two_steps() -> None:
     assert "SMS fallback 1,234,567, 1,234,567 delivered" in joined
     assert "over 10,000 awaiting an outcome" in joined
     assert "step 1 2nd on no answer 1,234,567, busy 1,234,567" in joined
+
+
+def test_a_call_answered_under_min_talk_is_not_counted_as_reached(ledger: Ledger,
+                                                                  settings: Settings) -> None:
+    """Two calls answered: one long, one of 4 s under min_talk that its no_answer rule
+    called again (the attempt says "short_call"): attempt 1 reached one recipient, not two,
+    and the retry says what made it."""
+    parent = voice_run(ledger, "ura-short", "voice", RECYCLE)
+    ledger.store_plan(parent, [[voice_row(i) for i in range(2)]], start_at=T0)
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(deliveries).where(d.run_id == parent).values(
+            state="answered", dispatched_at=T0, sent_at=T0, ended_at=T0))
+    store = RunStore(ledger, parent)
+    long_call, short_call = store.watched(NOW)
+    later = NOW + timedelta(hours=1)
+    store.recycle(NOW, [(long_call, Final("reached: answered for 40 s", reached=True)),
+                        (short_call, Retry("short_call", 2, later,
+                                           "answered for 4 s, less than min_talk 10 s"))])
+    view = read_run_view(ledger, parent, settings=settings, now=NOW).attempts
+    assert view is not None
+    first, second = view.lines
+    assert (first.sent, first.reached, first.not_reached) == (2, 1, 1)
+    assert second.made_by == {"short_call": 1}
+    lines = attempt_lines(view, ZONE)
+    assert "2nd on answered under min_talk 1" in " ".join(lines)

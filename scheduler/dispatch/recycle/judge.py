@@ -34,6 +34,7 @@ from scheduler.display import clock_time, local_time
 from scheduler.ledger.rows import WatchedRow
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.recycle_options import (
+    SHORT_CALL,
     TERMINAL_SMS_CODES,
     RecycleOptions,
     RetryRule,
@@ -91,7 +92,8 @@ def _retry_or_why_not(row: WatchedRow, rule: RetryRule, out: Outcome, *, now: da
         return (f"{out.said}: attempt {attempt} would be due after the run's last send "
                 "time")
     where = f", in the recipient's window {window_text(rule.window)}" if rule.window else ""
-    return Retry(rule.on, attempt, due,
+    # a short call's attempt says so (the funnel does not count it as reached)
+    return Retry(SHORT_CALL if out.short else rule.on, attempt, due,
                  f"{out.said}: attempt {attempt} due {_moment(due, now, zone)}{where}")
 
 

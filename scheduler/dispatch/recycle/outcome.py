@@ -51,6 +51,9 @@ class Outcome:
     code: str | None = None
     #: Whether another channel may still be tried (False: an invalid or blocked number).
     may_fall_back: bool = True
+    #: Voice: answered, but shorter than ``min_talk`` (``no_answer`` by the rules; its
+    #: next attempt records :data:`SHORT_CALL` as what made it).
+    short: bool = False
 
     @property
     def reached(self) -> bool:
@@ -89,7 +92,8 @@ def _voice(row: WatchedRow, min_talk_s: float | None) -> Outcome:
         if talk >= min_talk_s:
             return Outcome(REACHED, f"answered for {_seconds(talk)}")
         return Outcome("no_answer", f"answered for {_seconds(talk)}, less than min_talk "
-                                    f"{_seconds(min_talk_s)}: counted as not reached")
+                                    f"{_seconds(min_talk_s)}: counted as not reached",
+                       short=True)
     if row.state == S.NOT_ANSWERED:
         cause, words = _cause(row.details)
         if cause in BUSY_CAUSES:

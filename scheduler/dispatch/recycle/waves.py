@@ -15,10 +15,12 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.dispatch.recycle.verdicts import Fallback, Retry, Verdict
+from scheduler.recycle_options import SHORT_CALL
 
 #: A rule's outcome in words, and what its attempt does.
 RULE_WORDS = {"no_answer": "not answered", "busy": "busy", "failed": "failed",
-              "undelivered": "undelivered", "not_answered": "not answered"}
+              "undelivered": "undelivered", "not_answered": "not answered",
+              SHORT_CALL: "answered too briefly"}
 RULE_VERBS = {"undelivered": "sent again"}
 CHANNEL_WORDS = {"sms": "SMS", "voice": "voice call"}
 #: Lines shown before the rest of the retries are summed up in one.

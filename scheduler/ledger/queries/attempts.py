@@ -4,11 +4,10 @@ Why this is hot: ``campaign status``, every page and live update of a run on the
 dashboard show the funnel per attempt. A 1,000,000-row run's first attempts are never
 scanned for it: the run's counters by step, state and marks come from its trigger-kept
 tallies (:mod:`.tallies`), and the first attempts are those counters minus the attempt
-rows (``first_id`` set: retries, read here grouped through the partial index of attempt
-rows, ``ux_deliveries_attempt``). Attempt rows are few next to first attempts (the not
-reached ones of a step with retry rules, at most ``max_attempts - 1`` each); that index
-holds the attempt rows of every run, so a read walks past other runs' too (see
-:func:`attempt_rows`). A fallback run holds attempt rows only: its own tallies count it
+rows (``first_id`` set: retries, read here grouped through the partial index of each
+run's attempt rows, ``ix_deliveries_attempts``). Attempt rows are few next to first
+attempts (the not reached ones of a step with retry rules, at most ``max_attempts - 1``
+each). A fallback run holds attempt rows only: its own tallies count it
 (no scan).
 
 Rows awaiting a verdict (``watch`` set, settled past ``dispatching``) are counted through
@@ -67,14 +66,14 @@ def _aware(moment: Any) -> datetime | None:
     return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
 
 
-# The run's attempt rows, grouped. They are read through the partial unique index
-# ux_deliveries_attempt (first_id, attempt) WHERE first_id IS NOT NULL, which holds attempt
-# rows only: SQLite would take the claim index (run_id, state, seq) for "run_id = ?" and
-# read every first attempt of the run, hence INDEXED BY; PostgreSQL's planner weighs the
-# two by their sizes. The marks are the tallies' own expression, so the funnel of these
-# rows is computed exactly as the run's.
+# The run's attempt rows, grouped. They are read through the partial index
+# ix_deliveries_attempts (run_id) WHERE first_id IS NOT NULL, which holds attempt rows only,
+# by run (not other runs' retries): SQLite would take the claim index (run_id, state, seq)
+# for "run_id = ?" and read every first attempt of the run, hence INDEXED BY; PostgreSQL's
+# planner weighs the two by their sizes. The marks are the tallies' own expression, so the
+# funnel of these rows is computed exactly as the run's.
 def _attempts_from(dialect: str) -> str:
-    hint = " INDEXED BY ux_deliveries_attempt" if dialect == "sqlite" else ""
+    hint = " INDEXED BY ix_deliveries_attempts" if dialect == "sqlite" else ""
     return f"FROM deliveries d{hint} WHERE d.first_id IS NOT NULL AND d.run_id = :run"
 
 

@@ -68,6 +68,9 @@ def upgrade() -> None:
                     postgresql_where=sa.text("first_id IS NOT NULL"))
     op.create_index("ix_deliveries_watch", "deliveries", ["run_id", "id"],
                     sqlite_where=sa.text(WATCHED), postgresql_where=sa.text(WATCHED))
+    op.create_index("ix_deliveries_attempts", "deliveries", ["run_id"],
+                    sqlite_where=sa.text("first_id IS NOT NULL"),
+                    postgresql_where=sa.text("first_id IS NOT NULL"))
     op.create_index("ux_runs_parent", "runs", ["parent_run_id"], unique=True,
                     sqlite_where=sa.text("parent_run_id IS NOT NULL"),
                     postgresql_where=sa.text("parent_run_id IS NOT NULL"))
@@ -76,6 +79,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     """Revert this revision."""
     op.drop_index("ux_runs_parent", table_name="runs")
+    op.drop_index("ix_deliveries_attempts", table_name="deliveries")
     op.drop_index("ix_deliveries_watch", table_name="deliveries")
     op.drop_index("ux_deliveries_attempt", table_name="deliveries")
     op.drop_column("runs", "parent_run_id")
