@@ -10,6 +10,9 @@ from typing import Any
 
 from scheduler.display import local_time
 from scheduler.ledger.attempt_funnel import NOUNS, AttemptsView, label, read_attempts, rules_text
+from scheduler.ledger.models import Run
+from scheduler.ledger.states import RunStatus
+from scheduler.views.parts import Wait
 
 
 def _packed(parts: list[str], width: int, indent: str = "  ") -> list[str]:
@@ -81,4 +84,22 @@ def attempt_table(view: AttemptsView | None) -> list[dict[str, Any]]:
              "reached_as": x.reached_as, "due": x.due} for x in view.lines]
 
 
-__all__ = ["attempt_lines", "attempt_table", "read_attempts"]
+def second_chance_waits(run: Run, view: AttemptsView | None, planned: int) -> list[Wait]:
+    """Why a running run with nothing left to send is not over: sends awaiting their
+    outcome (or the fallback's ``after``) before their second chance is decided; a
+    fallback run waiting for its parent's rows."""
+    if run.status != RunStatus.RUNNING or planned or view is None:
+        return []
+    if run.parent_run_id is not None:
+        return [Wait(kind="second_chances",
+                     text=f"a fallback run: it gets the recipients run {run.parent_run_id} "
+                          "did not reach, while that run goes on")]
+    if view.awaiting:
+        over = "over " if view.awaiting_counted else ""
+        return [Wait(kind="second_chances",
+                     text=f"{over}{view.awaiting:,} sends await their outcome (or the "
+                          "fallback's time): a retry or the fallback is decided then")]
+    return []
+
+
+__all__ = ["attempt_lines", "attempt_table", "read_attempts", "second_chance_waits"]

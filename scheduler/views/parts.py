@@ -121,7 +121,9 @@ class Wait(BaseModel):
     #: ``window`` (the sending window is closed), ``cap`` (daily cap or plan limit),
     #: ``in_doubt`` (sends being verified), ``sender_held`` (paused, disconnected, logged
     #: out, throttled to nothing), ``unserved`` (no process sends it), ``paused``,
-    #: ``not_started``, ``scheduled`` (its first rows are due later).
+    #: ``not_started``, ``scheduled`` (its first rows are due later), ``second_chances``
+    #: (sends await their outcome before a retry or the fallback is decided; a fallback
+    #: run waits for its parent).
     kind: str
     text: str
     until: datetime | None = None

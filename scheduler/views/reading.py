@@ -36,7 +36,7 @@ from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.run_options import RunOptions, from_snapshot
 from scheduler.units import load_zone
 from scheduler.views import facts as vf
-from scheduler.views.attempts import read_attempts
+from scheduler.views.attempts import read_attempts, second_chance_waits
 from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
 
@@ -172,6 +172,8 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         unserved=(unserved.reason, unserved.advice) if unserved else None,
         planned_rate=vf.planned_rate(options.rate_per_s, senders),
         last_send_at=last_send, latest=dispatch.latest)
+    attempts = read_attempts(conn, run, options, every_row=every_row)
+    facts.extra = second_chance_waits(run, attempts, facts.planned)
     waits: list[Wait] = run_waits(facts, now)
     claimed = tally.workers()  # PostgreSQL workers' rows (none on SQLite)
     view = RunView(
@@ -197,7 +199,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
                          "unknowable": len(verdicts.unknowable)}
                         if unknown and judged else {}),
-        attempts=read_attempts(conn, run, options, every_row=every_row))
+        attempts=attempts)
     view.version = version_of(view)
     return RunRead(view=view, run=run, options=options, senders=senders, capped=capped,
                    verdicts=verdicts, unserved=unserved, tracking=tracking)

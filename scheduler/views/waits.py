@@ -131,7 +131,7 @@ def run_waits(facts: RunFacts, now: datetime) -> list[Wait]:
 
 #: Waits that explain a run sending nothing at all.
 _BLOCKING = frozenset({"paused", "pause", "cancel", "unserved", "not_started", "window",
-                       "scheduled"})
+                       "scheduled", "second_chances"})
 
 
 def _blocked(facts: RunFacts, waits: Sequence[Wait]) -> Wait | None:

@@ -197,3 +197,25 @@ def test_a_call_answered_under_min_talk_is_not_counted_as_reached(ledger: Ledger
     assert second.made_by == {"short_call": 1}
     lines = attempt_lines(view, ZONE)
     assert "2nd on answered under min_talk 1" in " ".join(lines)
+
+
+def test_a_run_with_verdicts_to_come_says_why_it_is_not_over(ledger: Ledger,
+                                                            settings: Settings) -> None:
+    """Every call made, their outcomes not judged yet: the run is running with nothing to
+    send, and its waits say why (not 'stuck'); its fallback run says whose rows it gets."""
+    parent = voice_run(ledger, "ura-wait", "voice", RECYCLE)
+    ledger.store_plan(parent, [[voice_row(i) for i in range(3)]], start_at=T0)
+    child = ledger.create_fallback_run(parent, "sms", "{}")
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(deliveries).where(d.run_id == parent).values(
+            state="not_answered", dispatched_at=T0, ended_at=T0))
+    for run_id in (parent, child):
+        ledger.set_status(run_id, "running")
+    view = read_run_view(ledger, parent, settings=settings, now=NOW)
+    waits = {w.kind: w.text for w in view.waits}  # (nobody sends it here: 'unserved' too)
+    assert waits["second_chances"].startswith("3 sends await their outcome")
+    assert not view.stuck.stuck
+    fallback = read_run_view(ledger, child, settings=settings, now=NOW)
+    waits = {w.kind: w.text for w in fallback.waits}
+    assert f"run {parent} did not reach" in waits["second_chances"]
