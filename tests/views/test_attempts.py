@@ -205,7 +205,7 @@ def test_a_run_with_verdicts_to_come_says_why_it_is_not_over(ledger: Ledger,
     send, and its waits say why (not 'stuck'); its fallback run says whose rows it gets."""
     parent = voice_run(ledger, "ura-wait", "voice", RECYCLE)
     ledger.store_plan(parent, [[voice_row(i) for i in range(3)]], start_at=T0)
-    child = ledger.create_fallback_run(parent, "sms", "{}")
+    child = ledger.create_fallback_run(parent, "sms", ledger.get_run(parent).options or "")
     d = deliveries.c
     with access.transaction(ledger.engine) as conn:
         conn.execute(update(deliveries).where(d.run_id == parent).values(
