@@ -391,3 +391,21 @@ def test_the_migration_goes_down_and_up_with_rows(ledger_url: str, clock: FakeCl
         check_tallies(engine, run_id)
     finally:
         engine.dispose()
+
+
+def test_a_replan_keeps_the_retries_already_planned(ledger: Ledger) -> None:
+    """A re-plan replaces the rows never handed to the service, but not an attempt a rule
+    planned: the recipient's first call went out, so the new plan drops their step, and
+    losing the retry would leave them with one call instead of the rules' three."""
+    run_id = _run(ledger, 3)
+    store = RunStore(ledger, run_id)
+    rows = _call(ledger, run_id)
+    done = store.recycle(ENDED, [(rows[0], _retry(rows[0]))])
+    options = store.options()
+    _written, dropped = ledger.replan(run_id, [_rows(3)], start_at=T0, definition={},
+                                      fingerprint="{}", options=options)
+    assert dropped == 3  # the three recipients' steps were all sent
+    after = _all(ledger, run_id)
+    assert [(r["id"], r["attempt"], r["state"]) for r in after
+            if r["first_id"] is not None] == [(done.made_due[0], 2, "planned")]
+    check_tallies(ledger.engine, run_id)

@@ -68,9 +68,14 @@ def skip_previous_recipients(conn: Connection, run_id: int, campaign_name: str,
 
 
 def drop_replaceable_rows(conn: Connection, run_id: int) -> int:
-    """Delete the rows of a run that were never handed to the service; returns how many."""
+    """Delete the rows of a run that were never handed to the service; returns how many.
+
+    An attempt a retry rule planned (``first_id`` set) stays: its recipient's earlier
+    attempt was sent, so the new plan drops that recipient's step, and the retry is all
+    that is left of it (it keeps the message it was planned with)."""
     result = conn.execute(delete(deliveries).where(
-        deliveries.c.run_id == run_id, deliveries.c.state.in_(REPLACEABLE_STATES)))
+        deliveries.c.run_id == run_id, deliveries.c.state.in_(REPLACEABLE_STATES),
+        deliveries.c.first_id.is_(None)))
     return result.rowcount or 0
 
 
