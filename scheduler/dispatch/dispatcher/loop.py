@@ -152,6 +152,10 @@ class Dispatcher:
                         if not await self.recycling.let_events_in():
                             await self.waiting.idle(now, self.recycling.wake)
                         continue
+                    # a send just made counts as awaited before the clock moves on (the
+                    # last look was before it: its outcome would be judged a stride late)
+                    if self.recycling.active and self.recycling.check(now):
+                        continue
                     wake = self.recycling.wake
                     if wake is not None:
                         # a rehearsal gives awaited outcomes a real moment before its
