@@ -132,7 +132,7 @@ def retry_lines(report: dict[str, Any] | None, channel: str, zone: str) -> list[
     if report["steps"]:
         lines.append("retries (windows in each recipient's own zone):")
     for step in report["steps"]:
-        lines.append(f"  step {step['step']} ({step['kind']}): {step['recipients']:,} "
+        lines.append(f"  step {step['step'] + 1} ({step['kind']}): {step['recipients']:,} "
                      f"recipients, at most {step['max_sends']:,} {what} "
                      f"({step['max_attempts']} each)")
         if step["min_talk_s"]:
@@ -153,4 +153,5 @@ def retry_lines(report: dict[str, Any] | None, channel: str, zone: str) -> list[
                          fallback["not_eligible"].items())
         if fallback["sms_segments"]:
             lines.append(f"  at most {fallback['sms_segments']:,} SMS segments")
+    lines.append("(the finish below is the first attempts'; retries and fallback come later)")
     return lines

@@ -161,7 +161,7 @@ def test_plan_text_says_the_attempts_within_80_columns(project: Project) -> None
     out = _plan(write(project))
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "retries (windows in each recipient's own zone):" in out
-    assert "step 0 (voice): 3 recipients, at most 12 calls (4 each)" in out
+    assert "step 1 (voice): 3 recipients, at most 12 calls (4 each)" in out
     assert "not answered: again 2 h 00 min later, up to 3 calls, within 09:00-12:00" in out
     assert "earliest: attempt 2 at 09:00, 3 at 11:00 (2027-03-09 -03:00)" in out
     assert "an answered call under 10 s counts as not answered" in out
