@@ -174,14 +174,6 @@ class Store(Protocol):
         planned in this run, fallbacks in the fallback run; what was done."""
         ...
 
-    def fallback_run(self) -> int | None:
-        """This run's fallback run, if it has one."""
-        ...
-
-    def parent_open(self) -> bool:
-        """Whether this is a fallback run whose parent is not finished."""
-        ...
-
     def parent(self) -> tuple[int, str] | None:
         """A fallback run's parent run and its status (None: not a fallback run)."""
         ...

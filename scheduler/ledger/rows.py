@@ -315,3 +315,47 @@ class Recycled:
     def written(self) -> int:
         """Verdicts written (every non-Wait decision this transaction took)."""
         return sum(self.retried.values()) + self.fell_back + self.final
+
+
+# ---- verdicts on watched rows: made by scheduler.dispatch.recycle.judge, written by the
+# ledger's recycle transaction (plain data, so both sides hold the same types)
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Plan attempt ``attempt`` of the same step, due at ``due_at``, made by rule ``rule``
+    (the outcome it reacted to: ``no_answer``, ``busy``, …)."""
+
+    rule: str
+    attempt: int
+    due_at: datetime
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """Plan the fallback step on ``channel`` as attempt ``attempt``, due now."""
+
+    attempt: int
+    channel: str
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Nothing to decide before ``until`` (the outcome is not in, or ``after`` has not
+    come)."""
+
+    until: datetime
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Final:
+    """No more attempts: ``reached`` says whether the recipient was reached."""
+
+    why: str
+    reached: bool
+
+
+#: A verdict on a watched row (the dispatcher's ``Verdict``).
+RecycleVerdict = Retry | Fallback | Wait | Final

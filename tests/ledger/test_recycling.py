@@ -283,7 +283,7 @@ def test_each_row_gets_its_own_values_across_chunks(ledger: Ledger,
     done = store.recycle(ENDED, list(zip(reversed(rows), reversed(verdicts), strict=True)))
     assert (done.retried, done.fell_back, done.final, done.reached) == (
         {"busy": 1, "no_answer": 1, "failed": 1}, 1, 1, 1)
-    child = store.fallback_run()
+    child = ledger.fallback_run_of(run_id)
     assert child is not None
     made = {r["first_id"]: (r["run_id"], r["rule"], r["due_at"], r["to"])
             for r in _all(ledger, run_id) + _all(ledger, child) if r["first_id"]}
@@ -307,10 +307,11 @@ def test_a_fallback_lands_in_the_child_run(ledger: Ledger) -> None:
     rows = _call(ledger, run_id)
     with pytest.raises(RunStateError, match="has no fallback run"):
         store.recycle(ENDED, [(rows[0], Fallback(2, "sms", "not delivered in 6h"))])
-    assert store.fallback_run() is None and store.watched(ENDED) == rows  # nothing written
+    assert ledger.fallback_run_of(run_id) is None and store.watched(ENDED) == rows  # nothing
+    # written
     child = ledger.create_fallback_run(run_id, "sms", '{"version": 1}')
     assert ledger.create_fallback_run(run_id, "sms", "{}") == child  # made once
-    assert store.fallback_run() == child == ledger.fallback_run_of(run_id)
+    assert ledger.fallback_run_of(run_id) == child
     later = ENDED + timedelta(hours=6)
     done = store.recycle(later, [(rows[0], Fallback(2, "sms", "not answered in 6h")),
                                  (rows[2], Final("no fallback: landline", reached=False))])
@@ -338,11 +339,12 @@ def test_a_fallback_run_lives_and_dies_with_its_parent(ledger: Ledger) -> None:
     run_id = _run(ledger, 2)
     child = ledger.create_fallback_run(run_id, "sms", "{}")
     assert ledger.discard_interrupted_plans() == []  # planned empty on purpose
-    assert RunStore(ledger, child).parent_open() and not RunStore(ledger, run_id).parent_open()
+    assert RunStore(ledger, child).parent() == (run_id, RunStatus.PLANNED)
+    assert RunStore(ledger, run_id).parent() is None
     rows = _call(ledger, run_id)
     RunStore(ledger, run_id).recycle(ENDED, [(rows[0], Fallback(2, "sms", "6h"))])
     ledger.set_status(run_id, RunStatus.COMPLETED)
-    assert not RunStore(ledger, child).parent_open()
+    assert RunStore(ledger, child).parent() == (run_id, RunStatus.COMPLETED)
     assert unfinished_run_for(ledger, "dial") is None  # the child is not the campaign's run
     ledger.set_status(run_id, RunStatus.RUNNING)
     assert unfinished_run_for(ledger, "dial").id == run_id  # type: ignore[union-attr]
