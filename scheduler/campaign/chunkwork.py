@@ -332,7 +332,6 @@ class ChunkPlanner:
                 rows.append(item)
         return result
 
-
     def _fallback(self, result: ChunkResult, row: int, ctx: dict[str, Any], digits: str,
                   line_type: str | None) -> dict[str, Any] | None:
         """The row's ``fallback`` (see :mod:`scheduler.campaign.fallback_render`); a render
