@@ -22,9 +22,9 @@ from scheduler.cli import app
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _hook() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("docs_reference",
-                                                  REPO / "docs" / "hooks" / "reference.py")
+def _hook(name: str = "reference") -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"docs_{name}",
+                                                  REPO / "docs" / "hooks" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -32,6 +32,7 @@ def _hook() -> ModuleType:
 
 
 HOOK = _hook()
+LISTS = _hook("lists")
 
 
 def _models(model: type[BaseModel], key: str = "") -> list[tuple[str, type[BaseModel]]]:
@@ -114,9 +115,64 @@ def test_the_hook_adds_the_pages_the_nav_names() -> None:
     from mkdocs.structure.files import Files
 
     config = load_config(str(REPO / "mkdocs.yml"))
-    assert [Path(h.__file__).name for h in config["hooks"].values()] == ["reference.py"]
+    assert [Path(h.__file__).name for h in config["hooks"].values()] == ["reference.py",
+                                                                         "lists.py"]
     files = config.plugins.on_files(Files([]), config=config)  # as a build runs it
     assert sorted(f.src_uri for f in files) == sorted(HOOK.PAGES)
     nav = (REPO / "mkdocs.yml").read_text(encoding="utf-8")
     for page in HOOK.PAGES:
         assert f": {page}\n" in nav
+
+
+def _html(markdown_text: str) -> str:
+    """A page's HTML as the site's Markdown extensions render it."""
+    import markdown
+    from mkdocs.config import load_config
+
+    config = load_config(str(REPO / "mkdocs.yml"))
+    return markdown.markdown(markdown_text, extensions=config["markdown_extensions"],
+                             extension_configs=config["mdx_configs"])
+
+
+BROKEN_LIST = """Steps:
+
+1. **One.** Set it:
+
+   ```toml
+   a = 1
+   ```
+
+2. **Two.** Then:
+
+   ```
+   campaign run
+   ```
+
+3. **Three.** Done.
+"""
+
+
+def test_a_numbered_list_split_by_a_three_space_code_block_is_named_with_its_line() -> None:
+    html = _html(BROKEN_LIST)
+    assert LISTS.top_lists(html) == [1, 1, 1]  # what the browser shows as 1., 1., 1.
+    assert LISTS.list_restarts(BROKEN_LIST, html) == [
+        "line 9: item 2. starts a new numbered list, shown as 1. (indent the blocks inside "
+        "item 1. by four spaces)",
+        "line 15: item 3. starts a new numbered list, shown as 1. (indent the blocks inside "
+        "item 2. by four spaces)"]
+    fixed = BROKEN_LIST.replace("\n   ", "\n    ")
+    assert LISTS.top_lists(_html(fixed)) == [3]
+    assert LISTS.list_restarts(fixed, _html(fixed)) == []
+
+
+def test_two_lists_the_source_numbers_from_1_each_are_not_a_restart() -> None:
+    text = "1. a\n2. b\n\nBetween.\n\n1. c\n2. d\n\n```\n1. not an item\n```\n"
+    assert LISTS.top_lists(_html(text)) == [2, 2]
+    assert LISTS.list_restarts(text, _html(text)) == []
+
+
+@pytest.mark.parametrize("page", sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md")))
+def test_no_numbered_list_of_the_docs_restarts(page: str) -> None:
+    text = (REPO / page).read_text(encoding="utf-8")
+    assert LISTS.list_restarts(text, _html(text)) == []
