@@ -19,6 +19,7 @@ from scheduler.ledger.changes import AudienceCheck, Changes, InDoubt, ProofRule,
 from scheduler.ledger.queries import ambiguous as aq
 from scheduler.ledger.queries import audience as aq_audience
 from scheduler.ledger.queries import caps as capq
+from scheduler.ledger.queries import claim_locks
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import leases as lq
@@ -355,11 +356,11 @@ def _audience(conn: Connection, claims: Sequence[tuple[int, str]], rules: Audien
 def _within_caps(conn: Connection, claims: Sequence[tuple[int, str]],
                  caps: Mapping[str, tuple[datetime, int]]) -> list[tuple[int, str]]:
     """The claims that keep each capped sender within its cap, counted in this transaction
-    with the sender held (:func:`~scheduler.ledger.queries.sender_health.hold_senders`)."""
+    with the sender held (:func:`~scheduler.ledger.queries.claim_locks.hold_senders`)."""
     capped = {s for _i, s in claims if s in caps}
     if not capped:
         return list(claims)
-    shq.hold_senders(conn, capped)
+    claim_locks.hold_senders(conn, capped)
     left: dict[str, int] = {}
     for sender in capped:
         since, cap = caps[sender]

@@ -17,9 +17,11 @@ would add its round trip to every send. Measured on SQLite (2 cores, loaded), 10
 deliveries, four earlier messages per number: about 0.3 ms a batch of 1, 2.5 ms (40 µs a
 row) a batch of 64, 25 µs a row a batch of 512.
 
-Two transactions claiming rows to one number at the same moment (two PostgreSQL workers,
-two runs) do not see each other's uncommitted claims: each may let one more message
-through than a cap allows. Serialising them would need a lock per number until commit.
+Exact across processes: before counting, the claim transaction holds the batch's numbers
+until it commits (:func:`~scheduler.ledger.queries.claim_locks.hold_numbers`: an advisory
+lock per number on PostgreSQL, the write lock on SQLite), so two workers claiming rows to
+one number at the same moment count one after the other, and the second counts the
+first's claim (before, each could let one more message through than a cap allows).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Connection, and_, bindparam, case, func, or_, select
 from sqlmodel.sql.sqltypes import UTCDateTime
 
+from scheduler.ledger.queries.claim_locks import hold_numbers
 from scheduler.ledger.queries.dispatch import record_final, skip_later_steps
 from scheduler.ledger.queries.tables import deliveries, replies
 from scheduler.ledger.states import RECEIVED_STATES
@@ -72,10 +75,13 @@ def held_back(conn: Connection, claims: Sequence[tuple[int, str]], now: datetime
     it: an earlier row of the batch to the same number counts when it passes (two rows to
     one number never both pass a cap of 1). The batch's own rows are left out of the
     ledger's count, so the answer is the same called before or after the claim in the
-    same transaction. No rule set: no statement, an empty answer."""
+    same transaction. The batch's numbers are held until the transaction ends (see the
+    module), so call it in the claim's transaction, before the claim. No rule set: no
+    statement, an empty answer."""
     if not claims or (max_per_day is None and max_per_week is None
                       and hold_unengaged_after is None):
         return {}
+    hold_numbers(conn, [to for _i, to in claims])
     week_start = now - timedelta(days=7)
     month_start = now - timedelta(days=UNENGAGED_DAYS)
     counts = _counts(conn, claims, day_start=day_start, week_start=week_start,

@@ -86,18 +86,6 @@ def last_sends(conn: Connection, senders: Collection[str]) -> dict[str, datetime
     return out
 
 
-def hold_senders(conn: Connection, senders: Collection[str]) -> None:
-    """PostgreSQL: lock each sender for the rest of the transaction (advisory, in name
-    order, so two holders never wait on each other), so the count of its sends and the
-    claim that follows it are one step for every process — workers, ``campaign run`` and
-    ``serve`` alike — and a warm-up cap is never passed by two claims counted at once.
-    SQLite needs none: its one writer serialises the claims."""
-    if conn.dialect.name != "postgresql":
-        return
-    for sender in sorted(senders):
-        conn.execute(select(func.pg_advisory_xact_lock(func.hashtext(f"sender:{sender}"))))
-
-
 def sends_by_sender(conn: Connection, run_id: int) -> dict[str | None, int]:
     """The run's rows by sender, every state but ``skipped`` (what each sender took)."""
     d = deliveries.c
@@ -106,4 +94,4 @@ def sends_by_sender(conn: Connection, run_id: int) -> dict[str | None, int]:
         .group_by(d.sender))}
 
 
-__all__ = ["SenderSignals", "hold_senders", "last_sends", "sends_by_sender", "signals_since"]
+__all__ = ["SenderSignals", "last_sends", "sends_by_sender", "signals_since"]
