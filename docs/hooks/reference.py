@@ -17,6 +17,7 @@ calls them too.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -177,8 +178,33 @@ def campaign_file_page() -> str:
     lines += ["", "### A default value", "", docstring(blank.get("description")), ""]
     lines += table(("key", "type", "default", "description"), field_rows(blank, link))
     steps = schema["properties"]["steps"]["items"]
-    lines += ["", "## steps", "", "`[[steps]]`: " + docstring(steps.get("description")), ""]
-    lines += table(("key", "type", "default", "description"), field_rows(steps, link))
+    defs = schema["$defs"]
+    keys = {**defs["WhatsAppStep_text"]["properties"], **defs["VoiceStep"]["properties"]}
+    common = {"properties": {k: keys[k] for k in ("type", "delay", "product", "variants",
+                                                  "retry", "min_talk")}}
+    common["properties"]["type"] = {"type": "string", "description": (
+        "What the step sends: required on WhatsApp (text, image, …, template, call_event: "
+        "it chooses the fields), optional on sms (sms, text), voice (voice, call) and calls "
+        "(call).")}
+    common["properties"]["variants"] = {**keys["variants"], "items": {"type": "object"}}
+    link["VoiceRetryRule"] = ("rule", "#retry")
+    lines += ["", "## steps", "", "`[[steps]]`: " + docstring(steps.get("description")),
+              "Besides its body's fields ([Steps reference](steps.md)), a step may have:", ""]
+    lines += table(("key", "type", "default", "description"), field_rows(common, link))
+    lines += ["", "`retry` is for sms, voice and calls steps, `min_talk` for voice steps. "
+              "A variant is a table of a `name`, an optional `weight` (1) and body fields. "
+              "The `[fallback]` table's `step` is a step of the fallback's channel, without "
+              "`delay`, `variants`, `product`, `retry` or `min_talk`.", ""]
+    rule = copy.deepcopy(defs["SmsRetryRule"])
+    codes = rule["properties"]["codes"]
+    codes["items"] = {"type": "string", "examples": codes["items"]["examples"]}
+    outcomes = ", ".join(f"{name.removesuffix('RetryRule').lower()}: "
+                         + " or ".join(_literal(o) for o in defs[name]["properties"]["on"]["enum"])
+                         for name in sorted(defs) if name.endswith("RetryRule"))
+    lines += ["### retry", "", "Each rule of a step's `retry` list; `on` is one of its "
+              f"channel's outcomes ({outcomes}), and only an SMS rule has `codes` (in any "
+              "case).", ""]
+    lines += table(("key", "type", "default", "description"), field_rows(rule, link))
     product = schema["$defs"]["ProductRef"]
     lines += ["", "### product", "", docstring(product.get("description")), ""]
     lines += table(("key", "type", "default", "description"), field_rows(product, link))
