@@ -40,6 +40,7 @@ from scheduler.campaign.steps import (
 )
 from scheduler.campaign.suggest import closest
 from scheduler.campaign.variant_render import HELD, VariantRows
+from scheduler.experiments.exact import ExactSplit
 from scheduler.links.render import LINK_ROW, LINK_STEP, LinkBinding
 
 #: One non-blank CSV row: (row, index of its first plan row, digits — None when the number
@@ -216,6 +217,28 @@ class ChunkPlanner:
             )
         return self._undefined[name]
 
+    def numbers(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]
+                ) -> list[tuple[int, str | None, bool]]:
+        """(row, digits — None when invalid or unreachable —, whether ``[blanks]`` skips
+        it) of each non-blank line: what :meth:`plan` decides before rendering (the plan's
+        first pass for an exact test share)."""
+        found: list[tuple[int, str | None, bool]] = []
+        numbers = self.normalizer.normalize_many(columns[self.phone_slug])
+        values = [columns[s] for s in self.slugs]
+        for i, is_blank in enumerate(blank):
+            if is_blank:
+                continue
+            digits, _region, _why, line_type, _added = numbers[i]
+            if digits is not None and self.lines.reason(line_type) is not None:
+                digits = None
+            skip = False
+            if digits is not None and self.blanks is not None:
+                verdict = self.blanks.apply(dict(zip(self.slugs, [c[i] for c in values],
+                                                     strict=True)))
+                skip = verdict is not None and verdict.skip is not None
+            found.append((first_row + i, digits, skip))
+        return found
+
     def plan(self, first_row: int, columns: dict[str, list[str]], blank: list[bool]) -> ChunkResult:
         """Rows of every non-blank line: skipped for invalid numbers, else rendered."""
         result = ChunkResult()
@@ -353,10 +376,10 @@ _WORKER: ChunkPlanner | None = None
 def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str],
                 blanks: BlankRules | None = None,
                 contexts: list[dict[str, Any]] | None = None,
-                links: LinkBinding | None = None) -> None:
+                links: LinkBinding | None = None, exact: ExactSplit | None = None) -> None:
     """Process-pool initializer: load and compile the campaign once in this worker, with
-    the steps' variables from the service (``contexts``, read once by the parent) and the
-    parent's tracked-link binding (``links``)."""
+    the steps' variables from the service (``contexts``, read once by the parent), the
+    parent's tracked-link binding (``links``) and its counted test share (``exact``)."""
     global _WORKER
     campaign = load_campaign(Path(campaign_path))
     if links is not None:
@@ -364,6 +387,8 @@ def init_worker(campaign_path: str, phone_slug: str, variable_slugs: list[str],
     for step, context in zip(campaign.steps, contexts or [], strict=False):
         step.context = context
     _WORKER = ChunkPlanner(campaign, phone_slug, variable_slugs, blanks)
+    if _WORKER.variants is not None:
+        _WORKER.variants.exact = exact
 
 
 def plan_chunk_in_worker(

@@ -14,8 +14,8 @@ the winner to the rest.
 
 The variants themselves are the steps' ``variants`` (:mod:`scheduler.campaign.variants`);
 the first variant is the control. Without ``[experiment]`` the variants are a plain split,
-compared in the report. The test share and the split are drawn from SHA-256
-(:mod:`scheduler.experiments.assignment`), the decision by
+compared in the report. The test share is counted by the plan, exactly round(share × N)
+recipients split by weight within one (:mod:`scheduler.experiments.exact`), the decision by
 :func:`scheduler.experiments.decide` once the test share is sent and ``wait`` has passed.
 """
 

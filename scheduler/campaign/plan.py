@@ -84,6 +84,7 @@ from scheduler.campaign.recipients import (
     read_layout,
 )
 from scheduler.campaign.variant_render import HELD, count_split, split_of
+from scheduler.experiments.exact import ExactSplit, exact_split
 
 __all__ = ["Plan", "PlanStats", "build_plan", "load_campaign"]
 
@@ -142,15 +143,19 @@ class Plan:
             label=label,
             problems=None if self.strict else self._problems,
         )
+        exact = self._exact_split()
         if self.workers == 1:
             planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs,
                                    self.blanks)
+            if planner.variants is not None:
+                planner.variants.exact = exact
             for chunk in reader:
                 yield planner.plan(chunk.first_row, chunk.columns, chunk.blank)
             return
         context = multiprocessing.get_context("spawn")  # safe beside threads, on any OS
         init = (str(self.campaign.path), self.phone_slug, self.variable_slugs, self.blanks,
-                [step.context for step in self.campaign.steps], self.campaign.linker.binding)
+                [step.context for step in self.campaign.steps], self.campaign.linker.binding,
+                exact)
         with ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=init_worker, initargs=init
         ) as pool:
@@ -169,6 +174,33 @@ class Plan:
             finally:
                 for future in pending:
                     future.cancel()
+
+    def _exact_split(self) -> ExactSplit | None:
+        """With ``[experiment]``, the test share counted over every recipient the plan
+        keeps (a first pass over the file: numbers, opt-outs, duplicates, blanks, labels,
+        no rendering); None otherwise."""
+        experiment = self.campaign.spec.experiment
+        if self.split is None or experiment is None:
+            return None
+        return exact_split(self.campaign.spec.name, self._kept(), experiment.test_share,
+                           self.split.pairs)
+
+    def _kept(self) -> Iterator[str]:
+        """The number of each recipient the plan keeps, as :meth:`_settle` decides it."""
+        planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs, self.blanks)
+        seen: set[str] = set()
+        for chunk in read_chunks(self.campaign.recipients_file, self.layout,
+                                 chunk_rows=self.chunk_rows, label=str(planner.csv_label),
+                                 problems=None if self.strict else []):
+            for _row, digits, blank_skip in planner.numbers(chunk.first_row, chunk.columns,
+                                                            chunk.blank):
+                if digits is None or digits in self.suppressed or digits in seen:
+                    continue
+                seen.add(digits)
+                if blank_skip or (self.labels is not None and
+                                  self.labels.reason(digits) is not None):
+                    continue
+                yield digits
 
     def chunks(self) -> Iterator[list[dict[str, Any]]]:
         """Lists of plan rows, in CSV order then step order; resets :attr:`stats`."""

@@ -1,8 +1,10 @@
 """Rendering a campaign's variants, recipient by recipient (for the chunk planner).
 
-Each valid recipient gets a variant from :func:`scheduler.experiments.variant_of` (the
-campaign's name and the normalised number); with ``[experiment]``, a recipient outside
-the test share (:func:`scheduler.experiments.in_test_share`) is **held**: their rows are
+Each valid recipient of a plain split gets a variant from
+:func:`scheduler.experiments.variant_of` (the campaign's name and the normalised number);
+with ``[experiment]``, the plan's first pass counts the test share
+(:mod:`scheduler.experiments.exact`: exactly round(share × N) recipients, the variants
+split by weight within one), and a recipient outside it is **held**: their rows are
 stored ``held``, each varied step with every variant's payload (``choices``), so that the
 decision only has to pick one (:mod:`scheduler.ledger.queries.experiments`). A recipient
 in the test share (or of a plain split) has only their own variant rendered.
@@ -20,6 +22,7 @@ from scheduler.campaign.loader import Campaign
 from scheduler.campaign.step_compile import CompiledStep, campaign_split
 from scheduler.campaign.variants import Split
 from scheduler.experiments import in_test_share, variant_of
+from scheduler.experiments.exact import ExactSplit
 
 #: A plan row's state while its recipient waits for the test's winner.
 HELD = "held"
@@ -53,6 +56,8 @@ class VariantRows:
         self.pairs = split.pairs
         experiment = experiment_of(campaign)
         self.share = experiment.test_share if experiment is not None else None
+        #: The counted test share (set by the plan's first pass; None: drawn per recipient).
+        self.exact: ExactSplit | None = None
         self.renderers: dict[int, dict[str, Renderer | None]] = {
             step.index: {v.name: make(dataclasses.replace(step, tree=v.tree, variants=[]))
                          if v.ok and step.ok else None for v in step.variants}
@@ -67,6 +72,9 @@ class VariantRows:
 
     def assign(self, digits: str) -> tuple[str, bool]:
         """The recipient's variant, and whether they are held for the winner."""
+        if self.exact is not None:
+            variant, in_test = self.exact.assign(digits)
+            return variant, not in_test
         variant = variant_of(self.name, digits, self.pairs)
         held = self.share is not None and not in_test_share(self.name, digits, self.share)
         return variant, held

@@ -1,7 +1,10 @@
 """A/B tests of a campaign's variants: who gets which variant, and which one won (pure).
 
 - :mod:`~scheduler.experiments.assignment`: a recipient's variant and test share, from
-  SHA-256 (stable across processes, workers and resumes).
+  SHA-256 (stable across processes, workers and resumes), each drawn on its own;
+- :mod:`~scheduler.experiments.exact`: the test share counted over every recipient of a
+  plan (exactly round(share × N), the variants split by weight within one), which the
+  plan uses.
 - :mod:`~scheduler.experiments.stats`: the test (Pearson chi-squared, 1 df, no continuity
   correction), Wilson and Newcombe intervals, Holm's correction.
 - :mod:`~scheduler.experiments.decision`: :func:`decide` over the arms' counts, giving a

@@ -13,6 +13,10 @@ process, worker, resume after ``kill -9`` and ``--replan``, on every machine:
   share when it is below the share. A variant's recipients are thus spread evenly over the
   test share and the rest: being in the test never depends on the variant.
 
+The plan counts the test share instead of drawing it (:mod:`.exact`: exactly round(share ×
+N) recipients, the variants split by weight within one); a plain split (no
+``[experiment]``) keeps :func:`variant_of`'s draw.
+
 The recipient key should be the normalised address (the E.164 number), so one person
 listed twice gets one variant. Changing the weights, the variants' order or the campaign's
 name moves some recipients to another variant: the run stores each recipient's variant in

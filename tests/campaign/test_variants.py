@@ -10,7 +10,8 @@ import pytest
 
 from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.plan import build_plan, load_campaign
-from scheduler.experiments import in_test_share, variant_of
+from scheduler.experiments import variant_of
+from scheduler.experiments.exact import exact_split
 from tests.factories import Project
 
 TWO = ('[[steps]]\ntype = "text"\ntext = "base {{ nome }}"\n'
@@ -68,16 +69,18 @@ def test_experiment_holds_the_rest_with_every_variants_payload(project: Project)
     rows = [r for chunk in plan.chunks() for r in chunk]
     held = [r for r in rows if r["state"] == "held"]
     test = [r for r in rows if r["state"] == "planned"]
-    assert abs(len(test) / len(rows) - 0.2) < 0.03
+    assert len(test) == 400  # 20% of 2,000 counted, not drawn (scheduler.experiments.exact)
+    split = exact_split("t", [r["to"] for r in rows], 0.2, [("A", 1), ("B", 3)])
     for row in held:
-        assert not in_test_share("t", row["to"], 0.2)
+        assert not split.assign(row["to"])[1]
         assert row["variant"] is None
         name = row["variables"]["nome"]
         assert row["choices"] == {"A": {"text": f"A: Oi {name}"},
                                   "B": {"text": f"B: Olá {name}"}}
     for row in test:
-        assert in_test_share("t", row["to"], 0.2)
-        assert row["variant"] in ("A", "B") and row["choices"] is None
+        assert split.assign(row["to"]) == (row["variant"], True)
+        assert row["choices"] is None
+    assert Counter(r["variant"] for r in test) == {"A": 100, "B": 300}  # by weight, exactly
     assert plan.stats.held_recipients == len(held)
     assert sum(plan.stats.variant_recipients.values()) == len(test)
 

@@ -114,7 +114,7 @@ def test_variants_stay_the_same_across_kill_and_resume(tmp_path: Path, ledger_ur
     import signal
     import time
 
-    from scheduler.experiments import in_test_share, variant_of
+    from scheduler.experiments.exact import exact_split
 
     service = service_factory(reply_rate=0.0, delivered_rate=0.0)
     asyncio.run(service.connect("s1"))
@@ -142,8 +142,9 @@ def test_variants_stay_the_same_across_kill_and_resume(tmp_path: Path, ledger_ur
     goes = status["experiment"]["goes"]
     per_recipient = Counter(s["to"] for s in service.sends())
     assert max(per_recipient.values()) == 1  # nobody twice, so never two variants
+    split = exact_split("ab-cli", list(per_recipient), 0.4, [("A", 1), ("B", 1)])
     for send in service.sends():
         text = send["body"]["text"]
-        drawn = variant_of("ab-cli", send["to"], [("A", 1), ("B", 1)])
-        expected = drawn if in_test_share("ab-cli", send["to"], 0.4) else goes
+        planned, in_test = split.assign(send["to"])
+        expected = planned if in_test else goes
         assert f"[{expected}]" in text

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from scheduler.app.planning import plan_run
 from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.start import dispatch
-from scheduler.experiments import variant_of
+from scheduler.experiments.exact import exact_split
 from scheduler.ledger import access, rows
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries.tables import deliveries
@@ -101,8 +102,11 @@ async def test_test_share_then_wait_then_the_winner_to_the_rest(
     assert all(r["dispatched_at"] >= experiment.decided_at for r in rest)
     assert all(r["variant"] == "B" and "[B]" in json.loads(r["payload"])["text"]
                for r in rest)
-    for r in test:  # the test share got the variant drawn for it
-        assert r["variant"] == variant_of("ab", r["to"], [("A", 1), ("B", 1)])
+    assert len(test) == 120  # 30% of 400, counted (scheduler.experiments.exact)
+    split = exact_split("ab", [r["to"] for r in rows], 0.3, [("A", 1), ("B", 1)])
+    for r in test:  # the test share got the variant planned for it, 60 each
+        assert split.assign(r["to"]) == (r["variant"], True)
+    assert Counter(r["variant"] for r in test) == {"A": 60, "B": 60}
     sends = service.sends()
     assert len(sends) == N and len({s["to"] for s in sends}) == N  # nobody twice
     arms = {a["name"]: a for a in experiment.decision["arms"]}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from scheduler.experiments import in_test_share, variant_of
+from scheduler.experiments.exact import exact_split
 from scheduler.ledger import access
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import experiments as xq
@@ -56,13 +56,15 @@ def test_workers_share_a_test_and_decide_it_once(tmp_path: Path, pg_url: str, ma
     assert len(rows) == N and all(r.state in SENT_STATES for r in rows)
     sent = sends_by_recipient(sandbox)
     assert len(sent) == N and max(sent.values()) == 1  # nobody twice
+    split = exact_split("ab", [r.to for r in rows], 0.4, [("A", 1), ("B", 1)])
     for send in sandbox.sends():
         to = str(send["to"])
-        drawn = variant_of("ab", to, [("A", 1), ("B", 1)])
-        expected = drawn if in_test_share("ab", to, 0.4) else experiment.goes
+        planned, in_test = split.assign(to)
+        expected = planned if in_test else experiment.goes
         assert f"[{expected}]" in str(send.get("body", send))
     assert experiment.decided_at is not None and experiment.decision is not None
-    rest = [r for r in rows if not in_test_share("ab", r.to, 0.4)]
+    rest = [r for r in rows if not split.assign(r.to)[1]]
+    assert len(rest) == N - 48  # 40% of 120 in the test, counted
     assert rest and {r.variant for r in rest} == {experiment.goes}  # one winner, released
     assert len({r.worker for r in rows}) >= 2  # the workers shared the run
     ledger.close()
