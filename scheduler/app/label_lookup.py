@@ -3,7 +3,9 @@
 :func:`label_audience` reads the state of the campaign's sender sessions from a ledger (the
 run's, when planning a run); :func:`project_label_audience` from the project's ledger for
 ``campaign validate`` / ``plan`` / ``preview``, which create none: without a ledger there
-is no label state, and a label filter is then an error that says how to get one.
+is no label state, and a label filter is then an error that says how to get one. The
+project's ledger is only read (:func:`~scheduler.ledger.read_only.read_only`): never
+created, never migrated.
 """
 
 from __future__ import annotations
@@ -45,20 +47,21 @@ def _ledger_exists(settings: Settings) -> bool:
 
 
 def project_label_audience(campaign: Campaign) -> LabelAudience | None:
-    """The label filter from the project's ledger, which is not created for this."""
+    """The label filter from the project's ledger, read only (not created, not migrated:
+    :class:`~scheduler.ledger.read_only.LedgerOutOfDate` when its schema is behind)."""
     if not has_label_filter(campaign):
         return None
-    from scheduler.ledger.db import open_ledger
+    from scheduler.ledger.read_only import read_only
 
     settings = load_settings(near=campaign.path)
+    key = "labels" if campaign.spec.labels else "exclude_labels"
+    missing = DefinitionError(Issue(
+        campaign.label, "no label state yet: this project has no ledger; the receiver "
+        "keeps the sessions' label events while `campaign serve` (or a run) listens",
+        key=key, line=campaign.line_of(key)))
     if not _ledger_exists(settings):
-        key = "labels" if campaign.spec.labels else "exclude_labels"
-        raise DefinitionError(Issue(
-            campaign.label, "no label state yet: this project has no ledger; the receiver "
-            "keeps the sessions' label events while `campaign serve` (or a run) listens",
-            key=key, line=campaign.line_of(key)))
-    engine = open_ledger(settings.resolved_database_url())
-    try:
+        raise missing
+    with read_only(settings.resolved_database_url()) as engine:
+        if engine is None:
+            raise missing
         return label_audience(engine, campaign)
-    finally:
-        engine.dispose()

@@ -3,7 +3,10 @@
 The rehearsal plans the file into a throw-away ledger, starts the embedded sandbox with
 the same simulated clock, and dispatches with the campaign's real pacing, windows, caps
 and latest send time. Sleeping advances the clock instead of waiting, so a week-long
-campaign finishes in seconds. It never touches the configured service or ledger.
+campaign finishes in seconds. It never touches the configured service, and only reads the
+configured ledger (each sender's warm-up day and state, the sessions' labels), read-only:
+it neither creates a missing ledger nor migrates one (:mod:`scheduler.ledger.read_only`);
+a ledger whose schema is behind is not read, and the rehearsal says so.
 """
 
 from __future__ import annotations
@@ -14,12 +17,13 @@ import dataclasses
 import random
 import secrets
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from scheduler.app.lookups import rehearsal_connections
@@ -32,6 +36,7 @@ from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
 from scheduler.display import clean_markup, span
 from scheduler.ledger.db import open_ledger
+from scheduler.ledger.read_only import LedgerOutOfDate
 from scheduler.ledger.runs import Ledger
 from scheduler.run_options import SESSION_CHANNELS, RunOptions
 from scheduler.timeutil import SimulatedClock, utcnow
@@ -88,6 +93,8 @@ class Rehearsal:
     #: Requests to the service, and the messages or calls they carried (bulk: many each).
     sends: int
     per_sender: dict[str, int]
+    #: What the rehearsal could not take from the project (a ledger it did not read).
+    notes: list[str] = field(default_factory=list)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
@@ -104,6 +111,7 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
     from scheduler.service.client import ServiceClient
 
     clock = SimulatedClock(start)
+    notes: list[str] = []
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as folder:
         engine = open_ledger(f"sqlite:///{Path(folder) / 'rehearsal.db'}")
         try:
@@ -136,7 +144,12 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                     # the project's [senders] (warm-up and health) apply as in a real run,
                     # each sender starting where the project's ledger has it
                     project = load_settings(near=path)
-                    seed_profiles(engine, project_profiles(project, senders), start)
+                    try:
+                        profiles = project_profiles(project, senders)
+                    except LedgerOutOfDate as exc:
+                        profiles = []
+                        notes.append(f"{exc}; every sender starts as new")
+                    seed_profiles(engine, profiles, start)
                     setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
                                      rng=random.Random(seed), care=project.senders)
                     result = await dispatch(run_store(ledger, run.id), client, run, setup)
@@ -162,7 +175,7 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                     per_sender[who] = per_sender.get(who, 0) + (
                         len(to) if isinstance(to, list) else 1)
             return Rehearsal(run.campaign_name, run.timezone, start, clock(), result,
-                             len(sends), per_sender)
+                             len(sends), per_sender, notes)
         finally:
             engine.dispose()
 
@@ -183,6 +196,8 @@ def print_rehearsal(rehearsal: Rehearsal, console: Console) -> None:
     for entry in rehearsal.timeline:
         table.add_row(f"{entry.at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}", clean_markup(entry.what))
     console.print(table)
+    for note in rehearsal.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}")
     took = span(rehearsal.finish - rehearsal.start)
     carried = sum(rehearsal.per_sender.values())
     requests = f"requests {rehearsal.sends:,} · " if carried != rehearsal.sends else ""
