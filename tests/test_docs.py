@@ -176,3 +176,12 @@ def test_two_lists_the_source_numbers_from_1_each_are_not_a_restart() -> None:
 def test_no_numbered_list_of_the_docs_restarts(page: str) -> None:
     text = (REPO / page).read_text(encoding="utf-8")
     assert LISTS.list_restarts(text, _html(text)) == []
+
+
+@pytest.mark.parametrize("page", sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "docs").rglob("*.md")))
+def test_no_escaped_pipe_shows_in_the_built_page(page: str) -> None:
+    """A table's ``\\|`` inside backticks is shown as typed (backslash and all) by
+    Python-Markdown: a table cell says its alternatives with words or commas instead."""
+    html = _html((REPO / page).read_text(encoding="utf-8"))
+    assert "\\|" not in html
