@@ -227,6 +227,15 @@ def _step_kinds() -> list[tuple[str, str, Any]]:
     return kinds
 
 
+def _without_path(text: str, path: str) -> str:
+    """A body model's docstring without the endpoint it starts with (the page says it)."""
+    import re
+
+    for said in (path, path.removeprefix("/api/v1/"), f"POST {path}"):
+        text = re.sub(rf"^`{re.escape(said)}`\s*[.:;]?\s*", "", text)
+    return text[:1].upper() + text[1:]
+
+
 def steps_page() -> str:
     """The fields of each step type, from the body models the steps are checked with."""
     from scheduler.campaign.steps import DISPATCHER_KEYS
@@ -234,10 +243,12 @@ def steps_page() -> str:
     skip = frozenset(DISPATCHER_KEYS | {"async"})
     lines = [GENERATED, "", "# Steps reference", "",
              "Each `[[steps]]` table is one message (or call) per recipient. Its keys are "
-             "`type`, `delay`, `product` (see the [campaign file](campaign-file.md#steps)) "
-             "and the fields of the body below, under the wire's names. Every text field "
-             "is a Jinja2 template rendered per recipient; any field can instead come from "
-             "a template file as `NAME_file` (`text_file = \"aviso.txt.j2\"`). The "
+             "`type`, `delay`, `product`, `variants`, and on sms, voice and calls `retry` "
+             "(voice: `min_talk`) (see the [campaign file](campaign-file.md#steps)), and "
+             "the fields of the body below, under the wire's names. Every text field is a "
+             "Jinja2 template rendered per recipient, and so may a number or a true/false "
+             "be (`pixAmount = \"{{ valor|amount }}\"`); such a field can instead come "
+             "from a template file as `NAME_file` (`text_file = \"aviso.txt.j2\"`). The "
              "dispatcher sets `sessionId` and `to`: a step must not. These tables are "
              "generated from the models each step is checked against, so a field that is "
              "here is accepted and a field that is not is an error naming the step.", ""]
@@ -249,7 +260,7 @@ def steps_page() -> str:
             schema = kind.model.model_json_schema(ref_template="#/$defs/{model}")
             lines += [f"### {channel}: {name}", "",
                       f"`type = \"{name}\"`, sent as `POST {kind.path}`. "
-                      + docstring(kind.model.__doc__), ""]
+                      + _without_path(docstring(kind.model.__doc__), kind.path), ""]
             if name == "template":
                 lines += ["In the campaign file, `template.variables` is the list the "
                           "model calls `bodyVariables` (`{{1}}`…`{{n}}` of the template).",

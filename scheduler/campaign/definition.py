@@ -308,7 +308,8 @@ class BoundsSpec(Strict):
 
 
 class CampaignSpec(Strict):
-    """The whole definition file. ``steps`` are raw tables, checked per channel later."""
+    """The whole definition file. ``steps`` are tables whose fields depend on the channel
+    and the step's type (the Steps reference)."""
 
     name: NonEmpty = Field(description=(
         "The campaign's name: its runs, reports and schedule are known by it."))
