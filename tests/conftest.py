@@ -39,6 +39,7 @@ from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink
 from tests.databases import ENV as DATABASE_ENV
 from tests.databases import LedgerUrls
 from tests.factories import FakeClock, Service, open_test_ledger, start_service
+from tests.waiting import leaked
 
 # Property tests check behaviour, not speed: no per-example deadline (a loaded CI machine
 # would otherwise fail them at random).
@@ -51,6 +52,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--database-url", default=os.environ.get(DATABASE_ENV) or None,
                      help=f"admin URL of a PostgreSQL server for the ledgers (else SQLite); "
                           f"default ${DATABASE_ENV}")
+    parser.addoption("--leaks", action="store_true", default=False,
+                     help="after each test, collect garbage and fail the test that left a "
+                          "socket, file or transport open (ResourceWarning) instead of the "
+                          "later test whose run the collector happens to fall in")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -97,6 +102,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _URLS = pytest.StashKey[LedgerUrls]()
+
+
+@pytest.fixture(autouse=True)
+def _no_leaks(request: pytest.FixtureRequest) -> Iterator[None]:
+    """With ``--leaks``: what this test left open (found by a full collection after its
+    other fixtures ended) fails this test, by name (see :func:`tests.waiting.leaked`)."""
+    yield
+    if request.config.getoption("--leaks"):
+        found = leaked()
+        assert not found, "left open by this test:\n" + "\n".join(found)
 
 
 @pytest.fixture

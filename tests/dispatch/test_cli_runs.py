@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories import Service, write_project
+from tests.waiting import running, wait_for
 
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
 
@@ -29,13 +30,6 @@ def _env(service: Service, tmp_path: Path, ledger_url: str) -> dict[str, str]:
                # holds its receiver that long after its last send in doubt
                CAMPAIGN_WEBHOOK_RETRY_HORIZON_S="3")
     return env
-
-
-def _wait(predicate, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def _campaign(env: dict[str, str], *args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -62,11 +56,11 @@ def project(tmp_path: Path, ledger_url: str, service_factory):
 
 def test_sigkill_mid_run_then_run_again_continues_without_duplicates(project) -> None:
     service, path, env = project
-    child = subprocess.Popen([*CAMPAIGN, "run", str(path)], env=env, cwd=path.parent.parent,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _wait(lambda: len(service.sends()) >= 15)
-    child.send_signal(signal.SIGKILL)
-    child.communicate(timeout=10)
+    with running([*CAMPAIGN, "run", str(path)], env=env, cwd=path.parent.parent,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as child:
+        wait_for(lambda: len(service.sends()) >= 15, 30, "15 sends")
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=10)
     killed_at = len(service.sends())
     assert killed_at < 60
 
@@ -89,13 +83,13 @@ def test_pause_resume_and_cancel_from_other_processes(project) -> None:
     service, _, env = project
     path = _.parent / "grande.toml"
     cwd = path.parent.parent
-    child = subprocess.Popen([*CAMPAIGN, "run", str(path)], env=env, cwd=cwd,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait(lambda: len(service.sends()) >= 5)
-    paused = _campaign(env, "pause", "1", cwd=cwd)
-    assert paused.returncode == 0, paused.stderr
-    asked = datetime.now(UTC)
-    out, err = child.communicate(timeout=30)
+    with running([*CAMPAIGN, "run", str(path)], env=env, cwd=cwd,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        wait_for(lambda: len(service.sends()) >= 5, 30, "5 sends")
+        paused = _campaign(env, "pause", "1", cwd=cwd)
+        assert paused.returncode == 0, paused.stderr
+        asked = datetime.now(UTC)
+        out, err = child.communicate(timeout=30)
     assert "paused" in out, err
     frozen = service.sends()
     last = max(datetime.fromisoformat(s["at"].replace("Z", "+00:00")) for s in frozen)
@@ -111,11 +105,11 @@ def test_pause_resume_and_cancel_from_other_processes(project) -> None:
 
     # a second campaign, cancelled mid-run from another process
     other = write_project(cwd, 200, rate="15/s", name="outra")
-    child = subprocess.Popen([*CAMPAIGN, "run", str(other)], env=env, cwd=cwd,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    _wait(lambda: len(service.sends()) >= 305)
-    assert _campaign(env, "cancel", "2", cwd=cwd).returncode == 0
-    out, _ = child.communicate(timeout=30)
+    with running([*CAMPAIGN, "run", str(other)], env=env, cwd=cwd,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        wait_for(lambda: len(service.sends()) >= 305, 30, "305 sends")
+        assert _campaign(env, "cancel", "2", cwd=cwd).returncode == 0
+        out, _ = child.communicate(timeout=30)
     status = _status(env, cwd, 2)
     assert status["status"] == "cancelled"
     assert status["counts"].get("skipped", 0) > 0

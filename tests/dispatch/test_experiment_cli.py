@@ -15,6 +15,7 @@ import pytest
 
 from tests.dispatch.test_cli_runs import CAMPAIGN, _env, _status
 from tests.factories import Project
+from tests.waiting import running, wait_for
 
 N = 200
 FILE = """
@@ -112,7 +113,6 @@ def test_variants_stay_the_same_across_kill_and_resume(tmp_path: Path, ledger_ur
     """SIGKILL while the test share is sent, run again: each recipient keeps the variant
     drawn for them, nobody gets two, the test is decided once."""
     import signal
-    import time
 
     from scheduler.experiments.exact import exact_split
 
@@ -125,14 +125,11 @@ def test_variants_stay_the_same_across_kill_and_resume(tmp_path: Path, ledger_ur
     path = project.campaign(FILE.replace('rate = "60/s"', 'rate = "20/s"')
                             .replace('wait = "3s"', 'wait = "1s"'), "ab.toml")
     env = _env(service, tmp_path, ledger_url)
-    child = subprocess.Popen([*CAMPAIGN, "run", str(path)], env=env, cwd=project.root,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while len(service.sends()) < 20:
-        assert time.monotonic() < deadline, "no sends"
-        time.sleep(0.05)
-    child.send_signal(signal.SIGKILL)
-    child.communicate(timeout=10)
+    with running([*CAMPAIGN, "run", str(path)], env=env, cwd=project.root,
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as child:
+        wait_for(lambda: len(service.sends()) >= 20, 60, "20 sends")
+        child.send_signal(signal.SIGKILL)
+        child.communicate(timeout=10)
     assert len(service.sends()) < 0.4 * N  # killed inside the test share
     again = subprocess.run([*CAMPAIGN, "run", str(path)], env=env, cwd=project.root,
                            capture_output=True, text=True, timeout=120)

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox.testing import SandboxHandle
+from tests.waiting import wait_for
 
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
 #: Short leases keep the takeover tests quick (a tick every 0.5 s).
@@ -83,15 +83,8 @@ class WorkerPool:
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str,
                pool: WorkerPool | None = None) -> Any:
     """Poll ``predicate`` until it is truthy; fail naming ``what`` (and the workers' output)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}\n"
-                                 + (pool.output() if pool else ""))
-        time.sleep(0.1)
+    return wait_for(predicate, timeout, what, every=0.1,
+                    details=pool.output if pool else None)
 
 
 def live_worker_ids(ledger: Ledger, lease_s: float = LEASE_S) -> list[str]:

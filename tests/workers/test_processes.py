@@ -20,6 +20,7 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DONE_STATES, SENT_STATES
 from scheduler.sandbox.testing import SandboxHandle, text_project_phone, write_text_project
+from tests.waiting import log_lines
 from tests.workers.support import (
     CAMPAIGN,
     LEASE_S,
@@ -44,6 +45,9 @@ def _start(workers: WorkerPool, n: int, root: Path, sandbox: SandboxHandle, url:
     for _ in range(n):
         workers.start(root, env)
     wait_until(lambda: len(live_worker_ids(ledger)) == n, 60, f"{n} live workers", workers)
+    # what the tests read next: each worker's "serving as worker ... receiver URL" line
+    wait_until(lambda: len(_receivers(workers)) == n, 60,
+               f"the {n} workers' 'serving as worker' lines", workers)
 
 
 def _finished(ledger: Ledger, run_id: int) -> bool:
@@ -54,8 +58,8 @@ def _receivers(workers: WorkerPool) -> dict[str, str]:
     """Each worker's id and its receiver's URL, as it printed them when it started."""
     found = {}
     for log in workers.logs:
-        for line in log.read_text().splitlines():
-            if line.startswith("serving as worker "):
+        for line in log_lines(log, "serving as worker "):
+            if "receiver " in line:
                 found[line.split()[3].rstrip(",")] = line.rsplit("receiver ", 1)[1]
     return found
 
