@@ -2,8 +2,9 @@
 
 ``sandbox_process`` runs ``campaign sandbox --port 0`` in another process (the way a user
 would run a service next to the scheduler) and waits until it answers; ``cli`` runs the
-``campaign`` command in a subprocess from an empty folder, with only the ``CAMPAIGN_*``
-variables the test gives it.
+``campaign`` console script (in this process) from an empty folder, with only the
+``CAMPAIGN_*`` variables the test gives it; ``process_cli`` the same in a process of its
+own (the journey from an API key to a connected sender runs that way).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.incli import campaign
 from tests.sessions.support import CAMPAIGN, Cli, CliResult, SandboxProcess, clean_env
 
 
@@ -61,13 +63,27 @@ def workdir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cli(workdir: Path) -> Cli:
-    """``cli(*args, env={...}, cwd=...)``: run ``campaign`` from ``workdir``."""
+def process_cli(workdir: Path) -> Cli:
+    """``process_cli(*args, env={...}, cwd=...)``: run ``campaign`` from ``workdir`` in a
+    process of its own, the way a user runs it."""
 
     def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
         done = subprocess.run([*CAMPAIGN, *args], env={**clean_env(), **(env or {})},
                               cwd=cwd or workdir, capture_output=True, text=True,
                               encoding="utf-8", timeout=120, check=False)
+        return CliResult(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+@pytest.fixture
+def cli(workdir: Path) -> Cli:
+    """``cli(*args, env={...}, cwd=...)``: the same console script (its ``main()``) with the
+    same environment and folder, run in this process (no interpreter start-up per command:
+    see :mod:`tests.incli`)."""
+
+    def run(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> CliResult:
+        done = campaign(*args, env={**clean_env(), **(env or {})}, cwd=cwd or workdir)
         return CliResult(done.returncode, done.stdout, done.stderr)
 
     return run

@@ -1,7 +1,8 @@
 """``campaign sessions``: from an API key to a connected sender, as a user runs it.
 
-The sandbox runs in its own process; every command runs in a subprocess from a folder that
-is not the project, pointed at the sandbox by ``CAMPAIGN_BASE_URL`` / ``CAMPAIGN_API_KEY``.
+The sandbox runs in its own process; every command runs from a folder that is not the
+project (in a subprocess for the journey from a key to a connected sender, in this process
+for the others), pointed at the sandbox by ``CAMPAIGN_BASE_URL`` / ``CAMPAIGN_API_KEY``.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def assert_clean_failure(result) -> None:
     assert len(result.err.strip().splitlines()) == 1, result.err
 
 
-def test_from_api_key_to_a_connected_sender(cli: Cli, service_env, workdir: Path,
+def test_from_api_key_to_a_connected_sender(process_cli: Cli, service_env, workdir: Path,
                                             sandbox_process: SandboxProcess, tmp_path: Path):
+    cli = process_cli  # each command in its own process, as a user runs it
     created = cli("sessions", "create", "loja-sp-01", "--webhook", "http://127.0.0.1:9/hook",
                   env=service_env)
     assert created.code == 0, created.both
