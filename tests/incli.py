@@ -55,3 +55,11 @@ def campaign(*args: str, env: Mapping[str, str] | None = None, cwd: Path | str |
             os.environ.update(saved_env)
     return subprocess.CompletedProcess(["campaign", *args], code, out.getvalue(),
                                        err.getvalue())
+
+
+def in_process(env: Mapping[str, str], *args: str, cwd: Path | str,
+               timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """:func:`campaign` with the signature of the subprocess helpers ``cli(env, *args,
+    cwd=...)`` of the test folders (``timeout`` is accepted and not needed here)."""
+    del timeout
+    return campaign(*args, env=env, cwd=cwd)

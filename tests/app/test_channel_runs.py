@@ -14,6 +14,7 @@ from typing import Any
 from scheduler.service.account_models import cause_text
 from tests.app.support import CAMPAIGN, clean_env, cli
 from tests.factories import REPO
+from tests.incli import in_process
 
 
 def _project(root: Path, example: str) -> Path:
@@ -46,7 +47,7 @@ def test_an_sms_run_sends_the_previewed_bulks_and_status_says_what_the_service_d
                        sms_report_delay_ms=(0.0, 50.0))
     campaign = _project(tmp_path / "shop", "sms_aviso")
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key)
-    preview = cli(env, "preview", str(campaign), "--rows", "1000", "--json", cwd=tmp_path)
+    preview = in_process(env, "preview", str(campaign), "--rows", "1000", "--json", cwd=tmp_path)
     assert preview.returncode == 0, preview.stderr
     shown = [(item["endpoint"], item["body"]) for item in json.loads(preview.stdout)]
     run = cli(env, "run", str(campaign), cwd=tmp_path)
@@ -55,7 +56,7 @@ def test_an_sms_run_sends_the_previewed_bulks_and_status_says_what_the_service_d
     assert _bodies(sent) == _bodies(shown)
     assert any(len(body["to"]) > 1 for path, body in shown if path.endswith("/sms/bulk"))
 
-    status = cli(env, "status", "--json", cwd=tmp_path / "shop")
+    status = in_process(env, "status", "--json", cwd=tmp_path / "shop")
     outcomes = json.loads(status.stdout)["outcomes"]
     decided = [o for o in box.outcomes("sms") if o["outcome"] != "skipped"]
     by_outcome = Counter(o["outcome"] for o in decided)
@@ -68,7 +69,7 @@ def test_an_sms_run_sends_the_previewed_bulks_and_status_says_what_the_service_d
     assert outcomes["by_error_code"] == dict(codes)
     assert outcomes["segments"] == sum(o["segments"] for o in decided)
     assert outcomes["cost_micro_reais"] == sum(o["costMicroReais"] for o in decided)
-    human = cli(env, "status", cwd=tmp_path / "shop")
+    human = in_process(env, "status", cwd=tmp_path / "shop")
     assert f"SMS: delivered {by_outcome['delivered']}" in human.stdout
     assert "cost so far R$ " in human.stdout
 
@@ -81,7 +82,7 @@ def _settled(env: dict[str, str], shop: Path) -> dict[str, Any]:
     try:
         deadline = time.monotonic() + 60
         while True:
-            status = cli(env, "status", "--json", cwd=shop)
+            status = in_process(env, "status", "--json", cwd=shop)
             calls = json.loads(status.stdout)["outcomes"]
             if calls["no_outcome_yet"] == 0 and calls["in_progress"] == 0:
                 return calls
@@ -100,7 +101,7 @@ def test_a_voice_run_sends_the_previewed_bulks_and_status_says_how_each_call_wen
     campaign = _project(tmp_path / "shop", "voice_lembrete")
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key,
                     CAMPAIGN_REPORT_WAIT_S="5")
-    preview = cli(env, "preview", str(campaign), "--rows", "1000", "--json", cwd=tmp_path)
+    preview = in_process(env, "preview", str(campaign), "--rows", "1000", "--json", cwd=tmp_path)
     assert preview.returncode == 0, preview.stderr
     items = json.loads(preview.stdout)
     shown = [(item["endpoint"], item["body"]) for item in items]
@@ -125,5 +126,5 @@ def test_a_voice_run_sends_the_previewed_bulks_and_status_says_how_each_call_wen
     top = dict(sorted(digits.items(), key=lambda kv: (-kv[1], kv[0]))[:5])
     assert calls["top_digits"] == top
     assert calls["talk_seconds"] == sum(o["talkSeconds"] or 0 for o in decided)
-    human = cli(env, "status", cwd=tmp_path / "shop")
+    human = in_process(env, "status", cwd=tmp_path / "shop")
     assert f"calls: answered {by_outcome['answered']} · not answered" in human.stdout

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from tests.app.support import clean_env, cli, text_sends
 from tests.factories import write_project
+from tests.incli import in_process
 
 
 def member_key(service, permission: str, sessions: list[str]) -> str:
@@ -35,7 +36,7 @@ def test_a_read_members_key_stops_the_run_at_once_and_says_why(make_sandbox, tmp
     assert "write" in said and "owner" in said  # what to do about it
     assert key not in said
     assert service.sends() == []
-    status = json.loads(cli(env, "status", "--json", cwd=tmp_path / "shop").stdout)
+    status = json.loads(in_process(env, "status", "--json", cwd=tmp_path / "shop").stdout)
     assert status["counts"].get("accepted", 0) == 0
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from tests.app.support import clean_env, cli, text_sends
 from tests.factories import write_project
+from tests.incli import in_process
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def test_a_busy_fixed_port_stops_the_run_before_planning(make_sandbox, tmp_path,
     assert out.returncode == 1 and f"receiver_port {busy_port}" in out.stderr
     assert "Traceback" not in out.stderr
     assert not (cwd / "state" / "campaign.db").exists()  # it made no ledger either
-    runs = json.loads(cli(env, "runs", "--json", cwd=cwd).stdout)["runs"]
+    runs = json.loads(in_process(env, "runs", "--json", cwd=cwd).stdout)["runs"]
     assert runs == [] and service.sends() == []
 
 

@@ -12,6 +12,7 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from tests.app.support import CAMPAIGN, clean_env, cli, text_sends, wait_for
 from tests.factories import write_project
+from tests.incli import in_process
 
 
 def _service_env(service, **extra: str) -> dict[str, str]:
@@ -50,7 +51,7 @@ def test_a_finished_one_off_campaign_is_not_sent_again_by_accident(make_sandbox,
     everyone = cli(env, "run", str(campaign), "--new-run", "--include-previous", cwd=cwd)
     assert everyone.returncode == 0, everyone.stderr
     assert len(text_sends(service.sends())) == 14
-    status = json.loads(cli(env, "status", "2", "--json", cwd=cwd).stdout)
+    status = json.loads(in_process(env, "status", "2", "--json", cwd=cwd).stdout)
     assert status["counts"]["skipped"] == 6 and status["deliveries"] == 7
 
 

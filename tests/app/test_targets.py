@@ -9,6 +9,7 @@ from openpyxl import load_workbook
 
 from tests.app.support import clean_env, cli, text_sends
 from tests.factories import write_project
+from tests.incli import in_process
 
 
 def test_a_service_without_its_key_is_an_error_and_nothing_is_sent(make_sandbox, tmp_path
@@ -28,7 +29,7 @@ def test_a_service_without_its_key_is_an_error_and_nothing_is_sent(make_sandbox,
     assert out.returncode == 1 and "no service address" in out.stderr
     assert service.api_key not in out.stderr + out.stdout
     assert service.sends() == []
-    runs = cli(clean_env(), "runs", "--json", cwd=tmp_path / "shop")
+    runs = in_process(clean_env(), "runs", "--json", cwd=tmp_path / "shop")
     assert json.loads(runs.stdout)["runs"] == []  # nothing planned, nothing recorded
 
 
@@ -39,11 +40,11 @@ def test_a_sandbox_run_says_so_in_every_place_that_shows_it(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
     assert "embedded sandbox" in first and "CAMPAIGN_BASE_URL" in first
-    status = cli(env, "status", cwd=tmp_path / "shop")
+    status = in_process(env, "status", cwd=tmp_path / "shop")
     assert "sent to the embedded sandbox" in status.stdout
-    runs = json.loads(cli(env, "runs", "--json", cwd=tmp_path / "shop").stdout)
+    runs = json.loads(in_process(env, "runs", "--json", cwd=tmp_path / "shop").stdout)
     assert runs["runs"][0]["target"] == "sandbox"
-    report = cli(env, "report", "1", cwd=tmp_path / "shop")
+    report = in_process(env, "report", "1", cwd=tmp_path / "shop")
     assert report.returncode == 0, report.stderr
     book = load_workbook(next((tmp_path / "shop" / "reports").glob("*.xlsx")))
     summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True) if row[0]}
@@ -63,13 +64,13 @@ def test_the_same_campaign_reaches_the_same_ledger_from_any_folder(make_sandbox,
     assert cli(env, "run", str(campaign), cwd=elsewhere).returncode == 0
     assert not (elsewhere / "state").exists() and (shop / "state" / "campaign.db").is_file()
     # a subfolder of the project finds the same ledger
-    status = cli(env, "status", "--json", cwd=shop / "data")
+    status = in_process(env, "status", "--json", cwd=shop / "data")
     assert json.loads(status.stdout)["run"] == 1
     # outside every project: said plainly, and no empty ledger is made
-    lost = cli(env, "runs", cwd=elsewhere)
+    lost = in_process(env, "runs", cwd=elsewhere)
     assert lost.returncode == 1 and "no campaign project" in lost.stderr
     assert not (elsewhere / "state").exists()
-    named = cli({**env, "CAMPAIGN_PROJECT_DIR": str(shop)}, "runs", cwd=elsewhere)
+    named = in_process({**env, "CAMPAIGN_PROJECT_DIR": str(shop)}, "runs", cwd=elsewhere)
     assert str(shop / "state" / "campaign.db") in named.stdout.replace("\n", "")
     # the same file run again from the project itself is the same campaign: not re-sent
     again = cli(env, "run", "campaigns/lote.toml", cwd=shop)

@@ -21,6 +21,7 @@ from typing import Any
 from scheduler.service.template_models import SEND_TEMPLATE_PATH
 from tests.app.support import clean_env, cli
 from tests.factories import REPO, Project
+from tests.incli import in_process
 
 CSV = "nome;telefone;pedido\nMaria Silva;11987654321;A-1\nJoão Souza;21998765432;B-2\n" \
       "Ana Lima;31997654321;C-3\n"
@@ -72,7 +73,7 @@ def test_a_wrong_variable_count_is_refused_at_plan_time_naming_file_step_and_tem
         language="pt_BR", variables='"{{ nome }}"'))
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key)
     for command in ("plan", "run"):
-        out = cli(env, command, str(campaign), cwd=tmp_path)
+        out = in_process(env, command, str(campaign), cwd=tmp_path)
         said = out.stdout + out.stderr
         assert out.returncode == 1, said
         assert "Traceback" not in said
@@ -80,7 +81,7 @@ def test_a_wrong_variable_count_is_refused_at_plan_time_naming_file_step_and_tem
         assert ("template 'pedido_enviado' (pt_BR) of connection oficial takes 2 body "
                 "variable(s); the step gives 1") in said
     assert template_sends(box) == []
-    runs = json.loads(cli(env, "runs", "--json", cwd=tmp_path / "shop").stdout)["runs"]
+    runs = json.loads(in_process(env, "runs", "--json", cwd=tmp_path / "shop").stdout)["runs"]
     assert runs == []  # nothing was stored
 
 
@@ -103,7 +104,7 @@ def test_other_mismatches_are_refused_at_plan_time(make_sandbox: Any, tmp_path: 
     }
     for name, (steps, senders, message) in cases.items():
         campaign = project(tmp_path / name, steps, senders)
-        out = cli(env, "plan", str(campaign), cwd=tmp_path)
+        out = in_process(env, "plan", str(campaign), cwd=tmp_path)
         said = out.stdout + out.stderr
         assert out.returncode == 1 and "Traceback" not in said, said
         assert message in said, said
@@ -117,7 +118,7 @@ def test_the_right_template_is_planned_sent_per_recipient_and_delivered(
     campaign = project(tmp_path / "shop", RIGHT)
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key,
                     CAMPAIGN_VERIFY_GRACE_S="5")
-    planned = cli(env, "plan", str(campaign), "--json", cwd=tmp_path)
+    planned = in_process(env, "plan", str(campaign), "--json", cwd=tmp_path)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     report = json.loads(planned.stdout)
     assert [(s["kind"], s["path"], s["planned"]) for s in report["steps"]] == [
@@ -128,7 +129,7 @@ def test_the_right_template_is_planned_sent_per_recipient_and_delivered(
     assert bodies == [("5511987654321", ["Maria", "A-1"]), ("5521998765432", ["João", "B-2"]),
                       ("5531997654321", ["Ana", "C-3"])]
     assert {s["body"]["template"]["name"] for s in template_sends(box)} == {"pedido_enviado"}
-    status = json.loads(cli(env, "status", "--json", cwd=tmp_path / "shop").stdout)
+    status = json.loads(in_process(env, "status", "--json", cwd=tmp_path / "shop").stdout)
     assert status["counts"] == {"delivered": 3}, status
 
 
@@ -197,13 +198,13 @@ def test_the_example_template_campaign_plans_as_its_comments_say(make_sandbox: A
                  ["templates", "create", "oficial-01", "pedido_enviado", "-l", "pt_BR",
                   "--category", "UTILITY", "--body",
                   "Olá {{1}}, seu pedido {{2}} saiu para entrega e chega em {{3}}."]):
-        done = cli(env, *args, cwd=root)
+        done = in_process(env, *args, cwd=root)
         assert done.returncode == 0, done.stdout + done.stderr
-    planned = cli(env, "plan", "campaigns/entrega_template.toml", "--json", cwd=root)
+    planned = in_process(env, "plan", "campaigns/entrega_template.toml", "--json", cwd=root)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     [step] = json.loads(planned.stdout)["steps"]
     assert (step["kind"], step["planned"]) == ("template", 6)
-    shown = cli(env, "preview", "campaigns/entrega_template.toml", "--rows", "1", "--json",
+    shown = in_process(env, "preview", "campaigns/entrega_template.toml", "--rows", "1", "--json",
                 cwd=root)
     [first] = json.loads(shown.stdout)
     assert first["body"]["template"] == {"name": "pedido_enviado", "language": "pt_BR",

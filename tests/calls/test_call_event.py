@@ -14,6 +14,7 @@ from scheduler.campaign.plan import build_plan
 from scheduler.sandbox.testing import SandboxHandle
 from tests.app.support import clean_env, cli
 from tests.factories import Project
+from tests.incli import in_process
 
 CSV = ("nome;telefone;data;hora;sala\n"
        "Maria da Silva;(11) 98765-4321;2026-12-07;10:00;https://meet.example.com/maria\n"
@@ -119,7 +120,7 @@ def test_a_call_event_run_sends_exactly_the_documented_body(
          "scheduledTime": "2026-12-07T11:30:00-03:00", "callType": "video",
          "customCallLinkUrl": "https://meet.example.com/joao"},
     ]
-    status = json.loads(cli(env, "status", "1", "--json", cwd=project.root).stdout)
+    status = json.loads(in_process(env, "status", "1", "--json", cwd=project.root).stdout)
     # no messages.sent follows an event message (the interface emits it for
     # /messages/send/* and /interactive/send/* only): the service's answer is the proof
     assert status["counts"] == {"accepted": 2}

@@ -20,6 +20,7 @@ from scheduler.sandbox.testing import SandboxHandle
 from tests.app.support import clean_env, cli
 from tests.calls.support import call_spans, calls_project, number, outgoing_calls, set_call_knobs
 from tests.factories import open_test_ledger
+from tests.incli import in_process
 
 N = 8
 SENDERS = ("central-1", "central-2")
@@ -94,7 +95,7 @@ def test_calls_to_a_list_go_one_at_a_time_per_session_with_their_outcomes(
             assert "recordingUrl" not in details and "durationMs" not in details
     assert 0 < answered < N
 
-    status = json.loads(cli(env, "status", "1", "--json", cwd=root).stdout)
+    status = json.loads(in_process(env, "status", "1", "--json", cwd=root).stdout)
     outcomes = status["outcomes"]
     assert (outcomes["answered"], outcomes["not_answered"], outcomes["in_progress"]) == \
         (answered, N - answered, 0)
@@ -104,7 +105,7 @@ def test_calls_to_a_list_go_one_at_a_time_per_session_with_their_outcomes(
     assert status["outcome_lines"][0] == \
         f"WhatsApp calls: answered {answered} · not answered {N - answered} · in progress 0"
 
-    report = cli(env, "report", "1", "--format", "csv", "--output", str(tmp_path / "r.csv"),
+    report = in_process(env, "report", "1", "--format", "csv", "--output", str(tmp_path / "r.csv"),
                  cwd=root)
     assert report.returncode == 0, report.stdout + report.stderr
     with open(tmp_path / "r.csv", encoding="utf-8-sig", newline="") as fh:

@@ -18,6 +18,7 @@ from tests.channels.support import (
     sms_number,
     voice_project,
 )
+from tests.incli import in_process
 
 N = 36
 MAX_CALLS = 6
@@ -61,7 +62,7 @@ def test_a_voice_survey_records_each_call_as_the_sandbox_decided(
 
     assert 1 < most_at_once(calls) <= MAX_CALLS
 
-    status = json.loads(cli(env, "status", "1", "--json", cwd=shop).stdout)["outcomes"]
+    status = json.loads(in_process(env, "status", "1", "--json", cwd=shop).stdout)["outcomes"]
     assert status["answered"] == outcomes["answered"]
     assert status["not_answered"] == outcomes["not_answered"]
     words = Counter(cause_text(c["cause"], c["causeDescription"]) for c in calls

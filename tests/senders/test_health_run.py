@@ -29,6 +29,7 @@ from scheduler.sandbox.testing import write_text_project
 from tests.app.support import cli
 from tests.channels.support import numbers_sent, run_env, sandbox_process
 from tests.factories import open_test_ledger
+from tests.incli import in_process
 
 N = 200
 SENDERS = ("s1", "s2", "s3", "s4", "s5")
@@ -94,11 +95,11 @@ def test_a_logged_out_sender_gets_no_send_and_the_others_finish_its_rows(
 
         sends = [s for s in box.sends() if TEXT in s["path"]]
         trouble = box._get("/sandbox/trouble")["s3"]
-        senders_text = cli(env, "senders", cwd=shop)
-        senders_json = cli(env, "senders", "--json", cwd=shop)
-        status_text = cli(env, "status", "1", cwd=shop)
-        status_json = cli(env, "status", "1", "--json", cwd=shop)
-        report = cli(env, "report", "1", cwd=shop)
+        senders_text = in_process(env, "senders", cwd=shop)
+        senders_json = in_process(env, "senders", "--json", cwd=shop)
+        status_text = in_process(env, "status", "1", cwd=shop)
+        status_json = in_process(env, "status", "1", "--json", cwd=shop)
+        report = in_process(env, "report", "1", cwd=shop)
     assert "Traceback" not in box.log and "sandbox bug" not in box.log, box.log
 
     # The sandbox's record: s3 was rate-limited, then logged out mid-run by its 8th send.
