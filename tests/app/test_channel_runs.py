@@ -11,6 +11,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler.service.account_models import cause_text
 from tests.app.support import CAMPAIGN, clean_env, cli
 from tests.factories import REPO
@@ -41,6 +43,7 @@ def _bodies(items: list[tuple[str, Any]]) -> Counter[str]:
     return Counter(json.dumps([path, body], sort_keys=True) for path, body in items)
 
 
+@pytest.mark.slow
 def test_an_sms_run_sends_the_previewed_bulks_and_status_says_what_the_service_decided(
         make_sandbox, tmp_path: Path) -> None:
     box = make_sandbox(sms_undelivered_rate=0.2, sms_failed_rate=0.1, sms_expired_rate=0.1,
@@ -93,6 +96,7 @@ def _settled(env: dict[str, str], shop: Path) -> dict[str, Any]:
         receiver.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_a_voice_run_sends_the_previewed_bulks_and_status_says_how_each_call_went(
         make_sandbox, tmp_path: Path) -> None:
     # webhooks retried for about a minute: the events of calls still going when the run

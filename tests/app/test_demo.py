@@ -10,10 +10,12 @@ import shutil
 from pathlib import Path
 
 import openpyxl
+import pytest
 
 from scheduler.sandbox.testing import SandboxHandle
 from scheduler.service.account_models import cause_text
 from tests.app.support import clean_env, cli, text_sends
+from tests.incli import in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 SMS_NUMBERS = {"5511987654301", "5521998765402", "5531976543203", "5541988881204",
@@ -65,6 +67,7 @@ def _calls_said(part: str) -> dict[str, str]:
     return {m.group(1): m.group(2) for m in re.finditer(r"(55\d{11}) (demo-\d\d): ", part)}
 
 
+@pytest.mark.slow
 def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path) -> None:
     root = _demo_project(tmp_path)
     out = cli(clean_env(), "demo", "--root", str(root), cwd=tmp_path, timeout=300)
@@ -117,6 +120,7 @@ def test_the_demo_shows_an_sms_and_a_voice_run_on_the_embedded_sandbox(tmp_path)
     assert summary["Planned"] == planned > 0
 
 
+@pytest.mark.slow
 def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, tmp_path
                                                                   ) -> None:
     service: SandboxHandle = make_sandbox(sms_undelivered_rate=0.3, sms_failed_rate=0.1,
@@ -180,7 +184,7 @@ def test_the_demo_runs_against_the_configured_service_and_says_so(make_sandbox, 
 
 def test_the_demo_refuses_a_half_configured_service(tmp_path) -> None:
     root = _demo_project(tmp_path)
-    out = cli(clean_env(CAMPAIGN_BASE_URL="http://127.0.0.1:9"), "demo", "--root", str(root),
+    out = in_process(clean_env(CAMPAIGN_BASE_URL="http://127.0.0.1:9"), "demo", "--root", str(root),
               cwd=tmp_path)
     assert out.returncode == 1 and "CAMPAIGN_API_KEY" in out.stderr
 
@@ -189,7 +193,7 @@ def test_the_demo_asks_before_sending_through_a_service_off_this_machine(tmp_pat
     root = _demo_project(tmp_path)
     env = clean_env(CAMPAIGN_BASE_URL="https://api.example.invalid",
                     CAMPAIGN_API_KEY="k" * 24)
-    out = cli(env, "demo", "--root", str(root), cwd=tmp_path)
+    out = in_process(env, "demo", "--root", str(root), cwd=tmp_path)
     assert out.returncode == 1, out.stdout
     message = " ".join(out.stderr.split())
     assert "SMS and calls" in message and "data/demo_voz.csv" in message

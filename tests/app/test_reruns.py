@@ -7,6 +7,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from scheduler.campaign.fingerprint import load_fingerprint
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
@@ -25,6 +27,7 @@ def _add_rows(campaign: Path, rows: list[str]) -> None:
     csv.write_text(csv.read_text(encoding="utf-8") + "\n".join(rows) + "\n", encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_a_finished_one_off_campaign_is_not_sent_again_by_accident(make_sandbox, tmp_path
                                                                    ) -> None:
     service = make_sandbox()
@@ -75,6 +78,7 @@ def _start_paused_run(env: dict[str, str], campaign: Path, service, cwd: Path, s
     assert "paused" in out
 
 
+@pytest.mark.slow
 def test_an_edited_paused_run_asks_how_to_continue_then_applies_the_pacing(
         make_sandbox, tmp_path) -> None:
     service = make_sandbox()
@@ -107,6 +111,7 @@ def test_an_edited_paused_run_asks_how_to_continue_then_applies_the_pacing(
     ledger.close()
 
 
+@pytest.mark.slow
 def test_an_edited_audience_and_text_are_planned_again_without_re_sending(
         make_sandbox, tmp_path) -> None:
     service = make_sandbox()
@@ -134,6 +139,7 @@ def test_an_edited_audience_and_text_are_planned_again_without_re_sending(
             assert send["body"]["text"].startswith("Olá de novo")
 
 
+@pytest.mark.slow
 def test_continuing_as_planned_keeps_the_old_plan(make_sandbox, tmp_path) -> None:
     service = make_sandbox()
     service.create_session("s1")

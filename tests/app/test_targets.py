@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from openpyxl import load_workbook
 
 from tests.app.support import clean_env, cli, text_sends
@@ -51,6 +52,7 @@ def test_a_sandbox_run_says_so_in_every_place_that_shows_it(tmp_path: Path) -> N
     assert "embedded sandbox" in str(summary["Sent to"])
 
 
+@pytest.mark.slow
 def test_the_same_campaign_reaches_the_same_ledger_from_any_folder(make_sandbox, tmp_path
                                                                    ) -> None:
     service = make_sandbox()

@@ -12,6 +12,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from scheduler.ledger import access
@@ -44,6 +45,7 @@ def _rows(ledger_url: str) -> dict[str, dict[str, Any]]:
             for to, state, sender, ended, details, call_id in found}
 
 
+@pytest.mark.slow
 def test_calls_to_a_list_go_one_at_a_time_per_session_with_their_outcomes(
         make_sandbox, tmp_path: Path, ledger_url: str) -> None:
     box = make_sandbox(seed=11)

@@ -102,6 +102,7 @@ def brazilian_shapes(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000, deadline=None)
 @given(brazilian_shapes())
 def test_fast_path_never_disagrees_with_phonenumbers(raw: str) -> None:

@@ -122,6 +122,7 @@ def test_the_plan_of_the_demo_accounts_for_every_recipient() -> None:
     assert len(planned) == plan.stats.valid
 
 
+@pytest.mark.slow
 def test_a_worker_pool_gives_the_same_rows_and_stats(project: Project) -> None:
     csv = "telefone;nome;cidade\n" + "".join(
         f"{'1234' if i % 17 == 0 else f'119{i % 40:08d}'};n{i};c{i % 3}\n" for i in range(120)

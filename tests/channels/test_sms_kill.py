@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scheduler.ledger.states import SENT_STATES
 from tests.app.support import cli
 from tests.channels.support import (
@@ -31,6 +33,7 @@ N = 200
 BATCH = 20
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_sends_no_sms_twice(tmp_path: Path, ledger_url: str) -> None:
     with sandbox_process() as box:
         # reports come 0.3-2.5 s after a send, so some reach the killed process and some

@@ -100,6 +100,7 @@ def _wait_for_status(ledger_url: str, run_id: int, status: str, root: Path) -> N
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_a_run_in_another_process_is_followed_and_steered_from_the_page(
         browser: Browser, ledger_url: str, tmp_path: Path) -> None:
     with sandbox_process() as box:

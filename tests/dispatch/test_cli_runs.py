@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.factories import Service, write_project
+from tests.incli import in_process
 from tests.waiting import running, wait_for
 
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
@@ -38,7 +39,7 @@ def _campaign(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Complete
 
 
 def _status(env: dict[str, str], cwd: Path, run: int = 1) -> dict:
-    out = _campaign(env, "status", str(run), "--json", cwd=cwd)
+    out = in_process(env, "status", str(run), "--json", cwd=cwd)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -54,6 +55,7 @@ def project(tmp_path: Path, ledger_url: str, service_factory):
     return service, path, _env(service, tmp_path, ledger_url)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_run_then_run_again_continues_without_duplicates(project) -> None:
     service, path, env = project
     with running([*CAMPAIGN, "run", str(path)], env=env, cwd=path.parent.parent,
@@ -79,6 +81,7 @@ def test_sigkill_mid_run_then_run_again_continues_without_duplicates(project) ->
     assert counts.get("unknown", 0) <= 1
 
 
+@pytest.mark.slow
 def test_pause_resume_and_cancel_from_other_processes(project) -> None:
     service, _, env = project
     path = _.parent / "grande.toml"

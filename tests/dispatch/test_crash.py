@@ -27,6 +27,7 @@ from tests.factories import make_run
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["after_claim", "before_http", "after_http", "after_commit"])
 @pytest.mark.parametrize("mode", ["at-most-once", "at-least-once"])
 async def test_kill_at_each_point_then_restart(point: str, mode: str, tmp_path: Path,

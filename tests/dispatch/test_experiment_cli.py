@@ -41,6 +41,7 @@ def _at(send: dict) -> datetime:
     return datetime.fromisoformat(send["at"].replace("Z", "+00:00"))
 
 
+@pytest.mark.slow
 def test_the_winner_goes_to_the_rest_after_the_wait(tmp_path: Path, ledger_url: str,
                                                     service_factory) -> None:
     service = service_factory(reply_rate=0.0, opt_out_rate=0.0, delivered_rate=1.0,
@@ -108,6 +109,7 @@ def test_the_winner_goes_to_the_rest_after_the_wait(tmp_path: Path, ledger_url: 
     assert arms["B"][12] == pytest.approx(decision["comparisons"][0]["p_value"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_variants_stay_the_same_across_kill_and_resume(tmp_path: Path, ledger_url: str,
                                                        service_factory) -> None:
     """SIGKILL while the test share is sent, run again: each recipient keeps the variant

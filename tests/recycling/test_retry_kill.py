@@ -65,6 +65,7 @@ def held_back(box: SandboxProcess, ledger_url: str, since: int) -> Callable[[], 
     return check
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("in_doubt", [False, True], ids=["clean", "a-retry-in-doubt"])
 def test_kill_9_while_retries_are_due_then_resume_calls_each_attempt_once(
         tmp_path: Path, ledger_url: str, in_doubt: bool) -> None:

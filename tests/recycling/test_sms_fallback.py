@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from openpyxl import load_workbook
 
 from tests.app.support import cli
@@ -52,6 +53,7 @@ def sheet(path: Path, name: str) -> list[dict[str, Any]]:
     return [dict(zip(headers, row, strict=False)) for row in rows[1:]]
 
 
+@pytest.mark.slow
 def test_only_the_undelivered_mobiles_get_the_sms_and_the_report_says_by_which_channel(
         tmp_path: Path, ledger_url: str) -> None:
     with open_test_ledger(ledger_url) as ledger:  # asked not to be contacted, before the run

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from openpyxl import load_workbook
 from sqlalchemy import select
 
@@ -77,6 +78,7 @@ def _ledger(url: str) -> tuple[list[Any], list[Any]]:
     return list(rows), sorted(changes, key=lambda change: change.id)
 
 
+@pytest.mark.slow
 def test_a_logged_out_sender_gets_no_send_and_the_others_finish_its_rows(
         tmp_path: Path, ledger_url: str) -> None:
     with sandbox_process(seed=7) as box:

@@ -11,6 +11,7 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 import zxingcpp
 from PIL import Image
 
@@ -40,6 +41,7 @@ def assert_clean_failure(result) -> None:
     assert len(result.err.strip().splitlines()) == 1, result.err
 
 
+@pytest.mark.slow
 def test_from_api_key_to_a_connected_sender(process_cli: Cli, service_env, workdir: Path,
                                             sandbox_process: SandboxProcess, tmp_path: Path):
     cli = process_cli  # each command in its own process, as a user runs it

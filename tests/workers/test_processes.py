@@ -68,6 +68,7 @@ def _number(i: int) -> str:
     return "55" + text_project_phone(i)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_workers", [2, 3])
 def test_workers_share_one_run_with_no_duplicate_and_every_delivery_final(
         n_workers: int, tmp_path: Path, pg_url: str, make_sandbox,
@@ -107,6 +108,7 @@ def test_workers_share_one_run_with_no_duplicate_and_every_delivery_final(
     ledger.close()
 
 
+@pytest.mark.slow
 def test_a_killed_worker_s_senders_move_within_the_lease_and_keep_their_pace(
         tmp_path: Path, pg_url: str, make_sandbox, workers: WorkerPool) -> None:
     sandbox = make_sandbox()
@@ -167,6 +169,7 @@ def test_a_killed_worker_s_senders_move_within_the_lease_and_keep_their_pace(
     ledger.close()
 
 
+@pytest.mark.slow
 def test_pause_from_any_process_is_obeyed_by_every_worker(
         tmp_path: Path, pg_url: str, make_sandbox, workers: WorkerPool) -> None:
     sandbox = make_sandbox()

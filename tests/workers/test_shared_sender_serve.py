@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox.testing import write_text_project
@@ -21,6 +23,7 @@ from tests.workers.support import (
 RATE = 2.0
 
 
+@pytest.mark.slow
 def test_two_runs_on_one_session_keep_its_rate_between_them(
         make_sandbox, tmp_path: Path, ledger_url: str, workers: WorkerPool) -> None:
     box = make_sandbox()
