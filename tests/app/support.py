@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+from tests import waiting
 
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]
 
@@ -30,12 +31,10 @@ def cli(
     )
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 60.0) -> None:
-    """Poll ``predicate`` until it holds."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+def wait_for(predicate: Callable[[], bool], timeout: float = 60.0,
+             what: str = "the condition") -> None:
+    """Poll ``predicate`` until it holds (:func:`tests.waiting.wait_for`)."""
+    waiting.wait_for(predicate, timeout, what)
 
 
 def text_sends(sends: list[dict]) -> list[dict]:

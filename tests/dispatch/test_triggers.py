@@ -25,6 +25,7 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Fire
 from scheduler.ledger.runs import Ledger
 from tests.dispatch.support import RECIPIENTS, scheduled_project
+from tests.waiting import wait_for
 
 
 def _project(tmp_path: Path, at: datetime) -> Path:
@@ -37,10 +38,7 @@ def _fires(ledger: Ledger) -> list[Fire]:
 
 
 def _wait(predicate, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+    wait_for(predicate, timeout)
 
 
 def test_a_fire_is_recorded_once(ledger_url: str) -> None:

@@ -5,7 +5,6 @@ service's payload shapes (``sent``, ``receipt``, ``received``, ``sms``, ``voice`
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import session_webhook_url
 from scheduler.tracking.intake import sign
+from tests import waiting
 from tests.factories import T0, make_run, number
 
 TOKEN = "test-token-5f1c0d9e"
@@ -39,15 +39,9 @@ def settings(**overrides: Any) -> Settings:
 
 
 def wait_until(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
-    """Poll ``predicate`` until it is truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(0.01)
+    """Poll ``predicate`` until it is truthy; fail after ``timeout`` seconds
+    (:func:`tests.waiting.wait_for`)."""
+    return waiting.wait_for(predicate, timeout, "the condition", every=0.01)
 
 
 class ReceiverHandle:
