@@ -8,8 +8,9 @@ first on ``sys.path``); no script imports another.
   (its accepted sends, fetched incrementally), :data:`QUIET` (the reliability figures');
 - the ledger: :func:`store_text_run` stores a one-step text run without planning;
 - ``campaign run``: :func:`write_project`, :func:`campaign_env`, :func:`spawn_run`,
-  :func:`kill_group`; :func:`verdict`: duplicates, losses and unknowns of a campaign's
-  runs, from its ledger and the sandbox's sends.
+  :func:`kill_group`, :func:`kill_moments` and :func:`wait_for_moment` (seeded kills);
+  :func:`verdict`: duplicates, losses and unknowns of a campaign's runs, from its ledger
+  and the sandbox's sends.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import resource
 import signal
 import socket
@@ -322,6 +324,44 @@ def run_to_end(
     finally:
         sendlog.close()
     return exit_code, wall, sendlog.sends
+
+
+def kill_moments(rng: random.Random, kills: int, deliveries: int) -> list[tuple[str, float]]:
+    """``kills`` seeded moments: ("delay", seconds after start) or ("sends", new sends)."""
+    span = max(2, int(1.6 * deliveries / kills))  # on average ~80 % of the run is covered
+    moments: list[tuple[str, float]] = []
+    for _ in range(kills):
+        if rng.random() < 0.25:
+            moments.append(("delay", rng.uniform(0.2, 4.0)))
+        else:
+            moments.append(("sends", float(rng.randint(1, span))))
+    return moments
+
+
+def wait_for_moment(
+    child: subprocess.Popen[bytes],
+    moment: tuple[str, float],
+    sendlog: SendLog,
+    rng: random.Random,
+    *,
+    limit_s: float = 180.0,
+) -> bool:
+    """Wait for the kill moment; False when the process ended by itself first."""
+    kind, amount = moment
+    start = time.monotonic()
+    base = len(sendlog.sends)
+    while child.poll() is None:
+        waited = time.monotonic() - start
+        if kind == "delay" and waited >= amount:
+            return True
+        if kind == "sends" and sendlog.refresh() - base >= amount:
+            time.sleep(rng.uniform(0.0, 0.3))
+            return child.poll() is None
+        if waited > limit_s:
+            log(f"  no kill moment after {limit_s:.0f} s: killing anyway")
+            return True
+        time.sleep(0.02)
+    return False
 
 
 def kill_group(proc: subprocess.Popen[Any]) -> None:

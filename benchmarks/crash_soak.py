@@ -49,11 +49,13 @@ from _harness import (
     emit,
     free_port,
     kill_group,
+    kill_moments,
     log,
     spawn_run,
     start_sandbox,
     stop_process,
     verdict,
+    wait_for_moment,
     write_project,
 )
 
@@ -73,44 +75,6 @@ class Restart:
     moment: str = ""
     exit_code: int | None = None
     resume_s: float | None = None
-
-
-def kill_moments(rng: random.Random, kills: int, deliveries: int) -> list[tuple[str, float]]:
-    """``kills`` seeded moments: ("delay", seconds after start) or ("sends", new sends)."""
-    span = max(2, int(1.6 * deliveries / kills))  # on average ~80 % of the run is covered
-    moments: list[tuple[str, float]] = []
-    for _ in range(kills):
-        if rng.random() < 0.25:
-            moments.append(("delay", rng.uniform(0.2, 4.0)))
-        else:
-            moments.append(("sends", float(rng.randint(1, span))))
-    return moments
-
-
-def wait_for_moment(
-    child: subprocess.Popen[bytes],
-    moment: tuple[str, float],
-    sendlog: SendLog,
-    rng: random.Random,
-    *,
-    limit_s: float = 180.0,
-) -> bool:
-    """Wait for the kill moment; False when the process ended by itself first."""
-    kind, amount = moment
-    start = time.monotonic()
-    base = len(sendlog.sends)
-    while child.poll() is None:
-        waited = time.monotonic() - start
-        if kind == "delay" and waited >= amount:
-            return True
-        if kind == "sends" and sendlog.refresh() - base >= amount:
-            time.sleep(rng.uniform(0.0, 0.3))
-            return child.poll() is None
-        if waited > limit_s:
-            log(f"  no kill moment after {limit_s:.0f} s: killing anyway")
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def soak(args: argparse.Namespace, base_url: str, workdir: Path) -> dict[str, Any]:

@@ -60,6 +60,11 @@ def sandbox(
     reply_rate: float = typer.Option(
         0.05, "--reply-rate", min=0.0, max=1.0, help="Share of recipients who reply."
     ),
+    webhook_retry_base_s: float = typer.Option(
+        5.0, "--webhook-retry-base-s", min=0.0,
+        help="First webhook retry after this many seconds, doubling for each of the 7 "
+        "tries (the service's 5 s: 5, 10 ... 160 s; a smaller value gives up sooner).",
+    ),
 ) -> None:
     """Serve the sandbox (an emulation of the service) until Ctrl-C."""
     import uvicorn
@@ -83,6 +88,7 @@ def sandbox(
             timeout_rate=timeout_rate,
             throttle_rate=throttle_rate,
             reply_rate=reply_rate,
+            webhook_retry_base_s=webhook_retry_base_s,
         )
     except ValidationError as exc:
         problems = "; ".join(

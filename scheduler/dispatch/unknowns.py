@@ -7,14 +7,19 @@ URL registered when the message was sent; after its retry horizon (the setting
 ``webhook_retry_horizon_s``, :data:`RETRY_HORIZON` by default) no proof can come any more.
 Then a row with no proof is:
 
-- **unproven** (the service did not take it) only when the receivers' recorded uptime
-  covers the row's whole horizon, from its dispatch time to the end of the service's
-  retries, at the URL its events were posted to: every attempt had somewhere to land.
-  Re-sending exactly these is safe; ``campaign resend RUN --unproven`` does it, or
+- **unproven** (the service did not take it) only when the product can show it: a receiver
+  at the URL its events were posted to listened *without a break* from its dispatch to the
+  end of the service's retries (every attempt, the first included, had somewhere to land),
+  took every event it was sent meanwhile (a receiver that refused one, 503 when the ledger
+  could not be written, starts a new interval: the refusal is a break), and no
+  ``messages.sent`` to its number from its sender arrived that matched no row. Re-sending
+  exactly these is safe; ``campaign resend RUN --unproven`` does it, or
   ``resend_unproven = true`` in the campaign file makes the run do it by itself.
-- **unknowable** otherwise: no receiver listened for part of that time (a process killed,
-  a run that stopped listening early, no receiver at all), so an event may have been lost;
-  only the recipient's phone can tell. The verdict says when nobody listened.
+- **unknowable** otherwise, with the reason in words: no receiver listened for part of that
+  time (a process killed, however briefly: no retry schedule is assumed, since a stand-in
+  may give up sooner than the service; a run that stopped listening early; no receiver at
+  all), a proof arrived that matched no row, or no dispatch time was recorded. The service
+  may have taken it; only the recipient's phone can tell.
 
 Pure functions over fixed datetimes; the ledger supplies the rows and the intervals (each
 receiver records when it started and, every few seconds, that it still listens).
@@ -22,7 +27,7 @@ receiver records when it started and, every few seconds, that it still listens).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -36,19 +41,16 @@ from scheduler.ledger.runs import Ledger
 #: The service's retry horizon (service-facts: 7 tries 5 to 160 s apart, about 315 s).
 RETRY_HORIZON = timedelta(minutes=6)
 #: A receiver records that it listens every 5 s: one heard from this recently may still be
-#: listening, and a gap this short between two receivers' intervals is no real gap...
+#: listening (its next heartbeat extends its interval). Between two intervals no gap is
+#: tolerated: a killed receiver's last heartbeat may be 5 s before it died, and a stand-in
+#: may retry every event within a second or two (the sandbox's tests do), so a restart
+#: however quick may have swallowed every attempt.
 HEARTBEAT_SLACK = timedelta(seconds=15)
-#: ...unless the horizon is short (a stand-in that retries faster): a tolerated gap is never
-#: more than this share of it (15 s of 6 min: a gap that short can swallow the service's
-#: first three attempts at most, 0, 5 and 15 s after the send; the four later ones land).
-GAP_SHARE = 24
 #: The most reasons told for the unknowable rows (the rest are counted).
 REASONS_SHOWN = 3
-
-
-def gap_tolerance(horizon: timedelta) -> timedelta:
-    """The longest stretch without a receiver that does not break coverage."""
-    return min(HEARTBEAT_SLACK, horizon / GAP_SHARE)
+#: Why a row with a stray proof is unknowable.
+STRAY_PROOF = ("a messages.sent to the number from its sender arrived and matched no row "
+               "(the service may have taken it)")
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,11 @@ class UnknownVerdicts:
     unknowable: list[int] = field(default_factory=list)
     #: When the last waiting row's horizon ends.
     settles_at: datetime | None = None
-    #: Why each unknowable row is so: when nobody listened (``None``: no dispatch time).
+    #: Why each unknowable row is so: when nobody listened (``None``: another reason, in
+    #: :attr:`causes`).
     gaps: dict[int, Gap | None] = field(default_factory=dict)
+    #: The reason in words of each unknowable row that is not a stretch without a receiver.
+    causes: dict[int, str] = field(default_factory=dict)
     #: Whether a receiver of the project was heard from lately and has not said it stopped
     #: (it may be listening now).
     listening: bool = False
@@ -92,9 +97,9 @@ class UnknownVerdicts:
                              "`campaign receiver` (or `campaign serve`) runs until then")
         if self.unproven:
             lines.append(f"{len(self.unproven):,} unknown with no proof although a receiver "
-                         "listened through all the service's retries: the service did not "
-                         f"take them; `campaign resend {run_id} --unproven` sends exactly "
-                         "those")
+                         "listened without a break from their send through all the "
+                         "service's retries: the service did not take them; "
+                         f"`campaign resend {run_id} --unproven` sends exactly those")
         if self.unknowable:
             lines.append(f"{len(self.unknowable):,} unknown that nothing can settle (the "
                          "service may have taken them; only the recipients can tell):")
@@ -114,39 +119,40 @@ class UnknownVerdicts:
 
     def reasons(self, zone: str = "UTC") -> list[str]:
         """Why the unknowable rows are so, one line per stretch without a receiver (rows
-        whose stretch began at the same moment together), the most common first."""
-        groups: dict[datetime | None, list[Gap | None]] = {}
+        whose stretch began at the same moment together) or other cause, the most common
+        first."""
+        groups: dict[datetime | str, list[Gap | None]] = {}
         for row_id in self.unknowable:
             gap = self.gaps.get(row_id)
-            groups.setdefault(gap.start if gap else None, []).append(gap)
+            key = gap.start if gap else self.causes.get(row_id, "no dispatch time recorded")
+            groups.setdefault(key, []).append(gap)
         ranked = sorted(groups.items(), key=lambda item: -len(item[1]))
         lines = []
-        for start, gaps in ranked[:REASONS_SHOWN]:
+        for key, gaps in ranked[:REASONS_SHOWN]:
             n = f"{len(gaps):,}: "
-            if start is None:
-                lines.append(n + "no dispatch time recorded")
+            if isinstance(key, str):
+                lines.append(n + key)
                 continue
             end = max(gap.end for gap in gaps if gap is not None)
-            lines.append(n + f"no receiver listened from {clock_time(start, zone)} to "
+            lines.append(n + f"no receiver listened from {clock_time(key, zone)} to "
                          f"{clock_time(end, zone)}")
         rest = sum(len(gaps) for _, gaps in ranked[REASONS_SHOWN:])
         if rest:
-            lines.append(f"{rest:,}: at other times, no receiver listened")
+            lines.append(f"{rest:,}: at other times, no receiver listened (or other causes)")
         return lines
 
 
-def first_gap(start: datetime, end: datetime, intervals: Sequence[UptimeInterval],
-              tolerance: timedelta) -> Gap | None:
-    """The first stretch of ``[start, end]`` that no interval covers (stretches up to
-    ``tolerance`` long do not count); ``None`` when covered. An interval covers from its
-    start to its last sign of life (its stop, when it stopped of its own accord), never
-    beyond: a killed receiver's last heartbeat may be seconds before it died, so the gap
-    found is never shorter than the real one."""
+def first_gap(start: datetime, end: datetime, intervals: Sequence[UptimeInterval]
+              ) -> Gap | None:
+    """The first stretch of ``[start, end]`` that no interval covers; ``None`` when covered.
+    An interval covers from its start to its last sign of life (its stop, when it stopped
+    of its own accord), never beyond: a killed receiver's last heartbeat may be seconds
+    before it died, so the gap found is never shorter than the real one."""
     reach = start
     for interval in sorted(intervals, key=lambda i: i.started_at):
         if interval.last_seen_at <= reach:
             continue
-        if interval.started_at - reach > tolerance:
+        if interval.started_at > reach:
             return Gap(reach, min(interval.started_at, end))
         reach = interval.last_seen_at
         if reach >= end:
@@ -154,18 +160,17 @@ def first_gap(start: datetime, end: datetime, intervals: Sequence[UptimeInterval
     return Gap(reach, end)
 
 
-def _row_gap(sent_at: datetime, end: datetime, intervals: Sequence[UptimeInterval],
-             tolerance: timedelta) -> Gap | None:
+def _row_gap(sent_at: datetime, end: datetime, intervals: Sequence[UptimeInterval]
+             ) -> Gap | None:
     """Where no receiver listened at the URL of the row's events within its horizon.
 
     The events go to the URL registered when the row was sent: a receiver listening then
     has its key. When several did (workers on different ports), each must have covered the
     horizon, since the ledger does not say which one the sender pointed at."""
-    keys = {i.url_key for i in intervals
-            if i.started_at - tolerance <= sent_at <= i.last_seen_at}
+    keys = {i.url_key for i in intervals if i.started_at <= sent_at <= i.last_seen_at}
     if not keys:
-        return first_gap(sent_at, end, intervals, tolerance) or Gap(sent_at, end)
-    found = [first_gap(sent_at, end, [i for i in intervals if i.url_key == key], tolerance)
+        return first_gap(sent_at, end, intervals) or Gap(sent_at, end)
+    found = [first_gap(sent_at, end, [i for i in intervals if i.url_key == key])
              for key in sorted(keys)]
     gaps = [gap for gap in found if gap is not None]
     return min(gaps, key=lambda gap: gap.start) if gaps else None
@@ -173,14 +178,15 @@ def _row_gap(sent_at: datetime, end: datetime, intervals: Sequence[UptimeInterva
 
 def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
                    intervals: Sequence[UptimeInterval], now: datetime, *,
-                   horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
+                   horizon: timedelta = RETRY_HORIZON,
+                   stray: Collection[int] = ()) -> UnknownVerdicts:
     """Sort ``(id, dispatched_at)`` rows (:class:`~scheduler.ledger.rows.UnknownRow`) into
-    waiting, unproven and unknowable at ``now``, given the receivers' uptime intervals.
+    waiting, unproven and unknowable at ``now``, given the receivers' uptime intervals;
+    ``stray``: rows to whose number a proof arrived that matched no row (never unproven).
 
     A row is waiting until its horizon has passed (``settles_at``), and a few seconds
     longer when the coverage only falls short at a receiver heard from lately: its next
     heartbeat decides."""
-    tolerance = gap_tolerance(horizon)
     recent = now - HEARTBEAT_SLACK
     heard = {i.last_seen_at for i in intervals
              if i.stopped_at is None and i.last_seen_at >= recent}
@@ -191,10 +197,14 @@ def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
             out.gaps[row_id] = None
             continue
         ends = sent_at + horizon
-        gap = None if ends > now else _row_gap(sent_at, ends, intervals, tolerance)
+        gap = None if ends > now else _row_gap(sent_at, ends, intervals)
         if ends > now or (gap is not None and gap.start in heard and gap.end == ends):
             out.waiting.append(row_id)
             out.settles_at = ends if out.settles_at is None else max(out.settles_at, ends)
+        elif row_id in stray:
+            out.unknowable.append(row_id)
+            out.gaps[row_id] = None
+            out.causes[row_id] = STRAY_PROOF
         elif gap is None:
             out.unproven.append(row_id)
         else:
@@ -220,4 +230,5 @@ def read_unknown_verdicts(conn: Connection, run_id: int, now: datetime, *,
     times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
     since = (min(times) if times else now) - horizon
     intervals = uq.uptime_intervals(conn, since)
-    return judge_unknowns(rows, intervals, now, horizon=horizon)
+    stray = uq.rows_with_stray_proof(conn, run_id)
+    return judge_unknowns(rows, intervals, now, horizon=horizon, stray=stray)

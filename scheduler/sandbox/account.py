@@ -176,6 +176,8 @@ class AccountHooks:
         headers = {CHANNEL_HEADER: channel}
         if settings.secret:
             headers[SIGNATURE_HEADER] = signature(settings.secret, content)
+        about = data.get("messageId") or data.get("callId")
         sandbox.webhooks.post_raw(
-            settings.url, content, event, channel=channel, headers=headers
+            settings.url, content, event, channel=channel, headers=headers,
+            message_id=str(about) if about else None,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from scheduler.sandbox.members import MemberRecord, body_fields, verdict
 if TYPE_CHECKING:
     from scheduler.sandbox.world import Sandbox
 
+log = logging.getLogger("scheduler.sandbox.app")
 _PREFIX = "/api/"
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -61,6 +63,15 @@ class ApiKeyMiddleware:
                 return
         delay = sandbox.faults.latency_s(sandbox.config)
         if delay:
+            if member is None and scope["method"] not in ("GET", "HEAD"):
+                # the request is read first, as the service reads it: a client that goes
+                # away during the latency (killed, timed out) does not undo its send
+                raw = await _read_all(receive)
+                if raw is None:  # gone before its request arrived whole: nothing taken
+                    log.info("client went away before its request was read: %s %s "
+                             "(nothing done)", scope["method"], scope["path"])
+                    return
+                receive = _replay(raw, receive)
             await asyncio.sleep(delay)
         handler = self._fast.get(scope["path"]) if scope["method"] == "POST" else None
         if handler is None:
@@ -117,3 +128,29 @@ class ApiKeyMiddleware:
             data = [sessions[s].record() for s in member.sessions if s in sessions]
             return receive, JSONResponse({"success": True, "data": data})
         return receive, None
+
+
+async def _read_all(receive: Receive) -> bytes | None:
+    """The whole body of a request; ``None`` when the client went away before it arrived."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(raw: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives ``raw`` as the whole body, then defers to ``receive``."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": raw, "more_body": False}
+
+    return replay

@@ -41,6 +41,8 @@ class Delivery:
     attempt: int = 1
     headers: Mapping[str, str] = dataclasses.field(default_factory=lambda: _HEADERS)
     channel: str | None = None
+    #: The message (or call) the event is about, for the log: which send's proof it carries.
+    message_id: str | None = None
 
 
 class WebhookDispatcher:
@@ -129,7 +131,12 @@ class WebhookDispatcher:
     def post(self, url: str, session_id: str, envelope: dict[str, Any]) -> None:
         """Queue ``envelope`` for ``url``, applying duplicate, delay and reorder faults."""
         content = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
-        self.post_raw(url, content, envelope["event"], session_id=session_id)
+        data = envelope.get("data")
+        about = None
+        if isinstance(data, dict):
+            about = data.get("id") or data.get("message_id") or data.get("callId")
+        self.post_raw(url, content, envelope["event"], session_id=session_id,
+                      message_id=str(about) if about else None)
 
     def post_raw(
         self,
@@ -140,9 +147,11 @@ class WebhookDispatcher:
         session_id: str | None = None,
         channel: str | None = None,
         headers: Mapping[str, str] | None = None,
+        message_id: str | None = None,
     ) -> None:
-        """Queue the exact bytes ``content`` (event ``event``) for ``url``, with ``headers``
-        added to the JSON ones; faults and retries as for :meth:`post`."""
+        """Queue the exact bytes ``content`` (event ``event``, about ``message_id``) for
+        ``url``, with ``headers`` added to the JSON ones; faults and retries as for
+        :meth:`post`."""
         if self._closed:
             return
         self.start()
@@ -152,7 +161,8 @@ class WebhookDispatcher:
         copies = 2 if duplicate else 1
         low, high = cfg.webhook_delay_ms
         for _ in range(copies):
-            delivery = Delivery(url, content, event, session_id, 1, all_headers, channel)
+            delivery = Delivery(url, content, event, session_id, 1, all_headers, channel,
+                                message_id)
             if high > 0:
                 self.call_later(self._rng.uniform(low, high) / 1000, self._route, delivery)
             else:
@@ -226,6 +236,7 @@ class WebhookDispatcher:
                 "sessionId": delivery.session_id,
                 "channel": delivery.channel,
                 "attempt": delivery.attempt,
+                "messageId": delivery.message_id,
                 "status": status,
                 "error": error,
                 "at": iso_ms(self._now()),

@@ -149,6 +149,10 @@ class Receiver:
         self.listen_port: int | None = None
         self._uptime_id: int | None = None
         self._uptime_touched = 0.0
+        #: An event was refused since the last heartbeat (the service retries it, maybe
+        #: for the last time): the next heartbeat starts a new interval, so the refusal
+        #: is a break in the recorded uptime and no row sent before it is called unproven.
+        self._refused = False
 
     @property
     def secret(self) -> bytes | None:
@@ -173,6 +177,10 @@ class Receiver:
         """Record that this receiver listens, or (``stopping``) that it stops listening now
         (see ``scheduler.dispatch.unknowns``)."""
         now = monotonic()
+        if self._refused and not stopping:
+            self._refused = False
+            self._uptime_id = None  # the interval so far ends at its last heartbeat
+            force = True
         if not force and now - self._uptime_touched < UPTIME_EVERY_S:
             return
         self._uptime_touched = now
@@ -259,14 +267,17 @@ class Receiver:
             stored = await self.writer.submit(item)
         except LedgerError as exc:
             logger.error("event not stored: %s", exc)
+            self._refused = True
             return _error(503, "the event could not be stored; try again later")
         return 200, (_DUPLICATE if stored.duplicate else _OK)
 
     async def webhook(self, path: str, request: RawRequest) -> tuple[int, bytes]:
         """``POST /webhooks/session?token=…`` or ``POST /webhooks/account`` (signed)."""
+        ours = False  # the token or signature was right: a refusal may lose a real event
         try:
             if path == SESSION_PATH:
                 check_token(request.query_param("token"), self.token)
+                ours = True
             elif self.secret is None:
                 raise Rejected(401, "account webhooks are refused: webhook_secret is not set "
                                "(and no secret is kept in the state folder)")
@@ -274,9 +285,11 @@ class Receiver:
             body = await read_body(request, self.limit)
             if path == ACCOUNT_PATH:
                 check_signature(body, request.header(b"x-dapi-signature"), self.secret)
+                ours = True
                 return await self.ingest("account", body)
             return await self.ingest("session", body)
         except Rejected as exc:
+            self._refused = self._refused or ours
             return _error(exc.status, exc.message)
 
     async def health(self, request: Request) -> Response:

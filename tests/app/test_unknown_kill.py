@@ -10,6 +10,13 @@ retry horizon (shortened to match the sandbox's). Then either it stops listening
 horizon. Either way, after the horizon ``campaign resend --unproven`` queues no send that
 the sandbox's record shows it took; with the receiver kept up, it queues exactly the sends
 of the resumed run that timed out and that the sandbox never took.
+
+Issue 31's kill test, made quick: a run killed five times (while it starts, mid-send, and
+while the sandbox holds its requests, which it then takes with the client gone), against a
+stand-in that gives up on an event sooner than the service (so the proof of a send taken
+while no receiver listens is lost, as in the issue): the sends taken after their client
+died stay ``unknown`` that nothing can settle, and ``--unproven`` queues none of them
+(``benchmarks/unproven_kill.py``: the full run, 3,000 recipients, 15 kills, 3 seeds).
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -124,3 +133,87 @@ def test_after_a_kill_resend_unproven_offers_no_send_the_service_took(
             # heard through: the resumed run's time-outs that the service never took
             assert queued == unknown - set(taken) - in_doubt and queued, (queued, unknown)
     assert "Traceback" not in box.log and "sandbox bug" not in box.log, box.log
+
+
+#: Issue 31's kill test, made quick: the moments at which each launch is killed. "start":
+#: 0.4 s after it starts (start-up, planning); "sends": after that many new sends, so that
+#: requests are in flight; "held": the sandbox holds every request 1.5 s before taking it,
+#: so the run dies with requests the sandbox takes after the client is gone.
+KILLS = (("start", 0.4), ("sends", 15), ("held", 8), ("sends", 20), ("held", 8))
+SENDERS = ("s1", "s2")
+#: A stand-in that gives up on an event 0.25 s after its first attempt (the service
+#: retries for 5 min): the proof of a send taken while no receiver listens is lost.
+GIVES_UP_SOON = {"webhook_retry_base_s": 0.25, "webhook_max_attempts": 2}
+
+
+def _launch_and_kill(box, campaign: Path, env: dict[str, str], moment: tuple[str, float]
+                     ) -> set[str]:
+    """One ``campaign run`` killed (SIGKILL) at ``moment``. Returns, once the sandbox has
+    taken what it will and given up on the events nobody received, the numbers it took
+    after the kill (requests whose client was gone)."""
+    proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=campaign.parents[1],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        kind, amount = moment
+        if kind == "start":
+            time.sleep(amount)
+        else:
+            before = len(box.sends())
+            wait_for(lambda: len(box.sends()) >= before + amount)
+            if kind == "held":
+                box.set_faults(latency_ms=[1500, 1500])
+                time.sleep(0.6)  # each sender's next request now waits in the sandbox
+        proc.send_signal(signal.SIGKILL)
+        killed_at = time.time()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    if moment[0] == "held":  # the held requests are taken, with no client and no receiver
+        wait_for(lambda: any(_epoch(s["at"]) > killed_at for s in box.sends()), timeout=10)
+    box.set_faults(latency_ms=[20, 200])
+    wait_for(lambda: _events_given_up(box, len(box.sends())), timeout=30)
+    return {s["to"] for s in box.sends() if _epoch(s["at"]) > killed_at}
+
+
+def test_killed_mid_request_again_and_again_resend_unproven_offers_no_send_the_sandbox_took(
+        tmp_path: Path, ledger_url: str) -> None:
+    with sandbox_process() as box:
+        box.set_faults(**QUIET, **GIVES_UP_SOON, latency_ms=[20, 200])
+        for sender in SENDERS:
+            box.create_session(sender)
+        shop = tmp_path / "shop"
+        campaign = write_project(shop, 120, rate="15/s", senders=SENDERS)
+        env = run_env(box.base_url, box.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="1",
+                      CAMPAIGN_WEBHOOK_RETRY_HORIZON_S="10")
+        # requests the sandbox took after the process that sent them was killed
+        taken_late = set().union(*(_launch_and_kill(box, campaign, env, moment)
+                                   for moment in KILLS))
+        assert taken_late
+
+        final = cli(env, "run", str(campaign), cwd=shop)  # listens through the horizon
+        assert final.returncode == 0, final.stdout + final.stderr
+        assert "run 1: completed" in final.stdout, final.stdout
+        wait_for(lambda: _status(env, shop)["unknown_detail"]["waiting"] == 0, timeout=30)
+        detail = _status(env, shop)["unknown_detail"]
+        rows = ledger_rows(ledger_url)
+        taken = numbers_sent(box.sends(), TEXT)
+        assert set(taken.values()) == {1} and len(rows) == 120  # nobody twice, nobody lost
+        unknown = {to for to, row in rows.items() if row.state == "unknown"}
+        # their proof was lost: they stay unknown, and nothing can settle them
+        assert taken_late <= unknown and detail["unknowable"] >= len(taken_late)
+        status = cli(env, "status", "1", cwd=shop).stdout
+        assert "unknown that nothing can settle" in status, status
+        assert "no receiver listened from" in status, status
+
+        resend = cli(env, "resend", "1", "--unproven", cwd=shop)
+        assert resend.returncode == 0, resend.stderr
+        queued = {to for to, row in ledger_rows(ledger_url).items() if row.state == "planned"}
+        assert not queued & set(taken), sorted(queued & set(taken))
+        assert len(queued) == detail["unproven"] and queued <= unknown
+    assert "Traceback" not in box.log and "sandbox bug" not in box.log, box.log
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

@@ -106,19 +106,44 @@ def test_fault_updates_are_validated(shared, update):
     )
 
 
-def test_a_client_gone_mid_request_is_one_plain_log_line(make_sandbox, caplog):
-    # a `campaign run` killed while its send waits out the sandbox's latency: normal
-    # traffic, not a sandbox bug with a traceback (the kill tests cut dozens of these)
-    box = make_sandbox(latency_ms=(300, 300))
-    box.create_session("s1")
-    body = json.dumps({"sessionId": "s1", "to": "5511987654321", "text": "oi"}).encode()
+def _post_and_vanish(box, body: bytes, *, cut: int = 0) -> None:
+    """POST a text send on a raw socket and close it at once (the last ``cut`` bytes of
+    the body never sent): a ``campaign run`` killed mid-request."""
     host, port = box.base_url.removeprefix("http://").split(":")
     head = (f"POST {SEND_KINDS['text'].path} HTTP/1.1\r\nHost: {host}\r\n"
             f"Authorization: {box.api_key}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\n\r\n")
-    caplog.set_level(logging.INFO)
     with socket.create_connection((host, int(port))) as conn:
-        conn.sendall(head.encode() + body)
+        conn.sendall(head.encode() + body[:len(body) - cut])
+
+
+def test_a_send_whose_client_vanished_mid_request_is_taken_and_its_event_posted(
+        make_sandbox, webhook_sink, caplog):
+    # issue 31: a `campaign run` killed while its send waits out the sandbox's latency;
+    # the request had arrived whole, so the sandbox takes it as the service does, and
+    # posts its messages.sent (no traceback, no sandbox bug)
+    box = make_sandbox(latency_ms=(300, 300))
+    box.create_session("s1", webhook_url=webhook_sink.url)
+    caplog.set_level(logging.INFO)
+    body = json.dumps({"sessionId": "s1", "to": "5511987654321", "text": "oi"}).encode()
+    _post_and_vanish(box, body)
+    deadline = time.monotonic() + 10
+    while not box.sends():
+        assert time.monotonic() < deadline, "the send was not taken"
+        time.sleep(0.05)
+    [taken] = box.sends()
+    [sent] = webhook_sink.wait_for(lambda e: e["event"] == "messages.sent")
+    assert sent["data"]["id"].lower() == taken["messageId"].lower()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+
+
+def test_a_client_gone_before_its_request_arrived_whole_is_one_plain_log_line(
+        make_sandbox, caplog):
+    box = make_sandbox(latency_ms=(300, 300))
+    box.create_session("s1")
+    caplog.set_level(logging.INFO)
+    body = json.dumps({"sessionId": "s1", "to": "5511987654321", "text": "oi"}).encode()
+    _post_and_vanish(box, body, cut=5)
     deadline = time.monotonic() + 10
     while not any("went away" in r.getMessage() for r in caplog.records):
         assert time.monotonic() < deadline, [r.getMessage() for r in caplog.records]

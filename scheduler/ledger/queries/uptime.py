@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, and_, insert, or_, select, update
 
-from scheduler.ledger.queries.tables import deliveries, uptime
+from scheduler.ledger.queries.tables import deliveries, events, uptime
 from scheduler.ledger.rows import UnknownRow, UptimeInterval
 from scheduler.ledger.states import DeliveryState as S
 
@@ -52,3 +52,24 @@ def unknown_rows(conn: Connection, run_id: int) -> list[UnknownRow]:
                         .where(deliveries.c.run_id == run_id,
                                deliveries.c.state == str(S.UNKNOWN)))
     return [UnknownRow(i, at) for i, at in rows]
+
+
+def rows_with_stray_proof(conn: Connection, run_id: int) -> set[int]:
+    """The run's ``unknown`` rows to whose number, from whose sender, a ``messages.sent``
+    arrived at or after their dispatch and is held by no delivery: a proof that matched
+    nothing (stored, not applied, or refused by the row's kind), so the row may have been
+    taken whatever the receivers' uptime says."""
+    holder = deliveries.alias("holder")
+    held = select(holder.c.id).where(
+        holder.c.message_id_norm == events.c.message_id_norm).exists()
+    stmt = (
+        select(deliveries.c.id).distinct()
+        .join(events, and_(events.c.number == deliveries.c.to,
+                           events.c.session_id == deliveries.c.sender))
+        .where(deliveries.c.run_id == run_id, deliveries.c.state == str(S.UNKNOWN),
+               events.c.event == "messages.sent", events.c.message_id_norm.is_not(None),
+               or_(deliveries.c.dispatched_at.is_(None),
+                   events.c.received_at >= deliveries.c.dispatched_at),
+               ~held)
+    )
+    return {int(i) for i in conn.execute(stmt).scalars()}
