@@ -13,9 +13,8 @@ import sys
 from typing import Protocol, runtime_checkable
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from scheduler import __version__
 from scheduler.commands import (
     catalog,
     dashboard,
@@ -55,15 +54,11 @@ for _module in COMMAND_MODULES:
 
 
 def _version(value: bool) -> None:
-    """``--version``: the installed package's version, from its metadata."""
+    """``--version``: the package's version, :data:`scheduler.__version__` (the installed
+    metadata's, as a test checks; reading the metadata would import ``importlib.metadata``,
+    a fifth of the start-up)."""
     if value:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            shown = version("campaign-scheduler")
-        except PackageNotFoundError:  # running from a checkout that was never installed
-            shown = "unknown (not installed)"
-        typer.echo(f"campaign {shown}")
+        typer.echo(f"campaign {__version__}")
         raise typer.Exit()
 
 
@@ -95,11 +90,16 @@ def main() -> None:
         if isinstance(code, int) and code:  # typer.Exit(code) in non-standalone mode
             sys.exit(code)
     except SchedulerError as exc:
+        from rich.console import Console
+        from rich.markup import escape
+
         Console(stderr=True, soft_wrap=True).print(
             f"[bold red]error:[/] {escape(str(exc))}", highlight=False, markup=True
         )
         sys.exit(1)
     except typer.Abort:
+        from rich.console import Console
+
         Console(stderr=True).print("aborted")
         sys.exit(130)
     except KeyboardInterrupt:

@@ -22,8 +22,6 @@ import re
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 
-from scheduler.units import load_zone
-
 if TYPE_CHECKING:  # rich is imported when a table or markup is made: the engine's notes
     from rich.table import Table  # use this module's times without it
 
@@ -45,6 +43,14 @@ def zone_label(moment: datetime) -> str:
     return f"{sign}{hours:02d}:{minutes:02d}"
 
 
+def _zone(zone: str | tzinfo) -> tzinfo:
+    """:func:`scheduler.units.load_zone`, imported when a time is shown (units builds
+    pydantic types: ``campaign --version`` and ``--help`` never need them)."""
+    from scheduler.units import load_zone
+
+    return load_zone(zone)
+
+
 def local_time(moment: datetime | None, zone: str | tzinfo, *, seconds: bool = False,
                empty: str = "–") -> str:
     """``moment`` in ``zone`` as ``YYYY-MM-DD HH:MM`` (``:SS`` with ``seconds``) and the
@@ -53,14 +59,14 @@ def local_time(moment: datetime | None, zone: str | tzinfo, *, seconds: bool = F
         return empty
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    local = moment.astimezone(load_zone(zone))
+    local = moment.astimezone(_zone(zone))
     shown = local.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
     return f"{shown} {zone_label(local)}"
 
 
 def clock_time(moment: datetime, zone: str | tzinfo, *, seconds: bool = True) -> str:
     """The time of day only, with the zone's label (``09:02:15 -03:00``), for log lines."""
-    local = moment.astimezone(load_zone(zone))
+    local = moment.astimezone(_zone(zone))
     return f"{local.strftime('%H:%M:%S' if seconds else '%H:%M')} {zone_label(local)}"
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
@@ -29,10 +30,12 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SenderStatus, describe_target
 from scheduler.run_options import SESSION_CHANNELS, OptionsError
 from scheduler.sender_care import SenderCare
-from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits
 from scheduler.units import load_zone
+
+if TYPE_CHECKING:  # the client (aiohttp, httpx) comes with the service, when limits are read
+    from scheduler.service.client import ServiceClient
 
 #: The state shown for a sender named by a run that has no profile yet.
 NEW = "new"

@@ -9,29 +9,29 @@ configured at all, the embedded sandbox on a free loopback port (half a configur
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import httpx
-import segno
-from rich.console import Console
 
 from scheduler.config import Settings, load_settings
 from scheduler.errors import ConfigError, SchedulerError
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET
-from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import Forbidden, ServiceError
-from scheduler.service.session_admin import explain
 from scheduler.timeutil import Clock, monotonic, utcnow
+
+# The service's client (aiohttp, httpx), QR codes and rich are imported where they are used:
+# `campaign status` and the other commands that only read the ledger open it through here.
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from scheduler.service.client import ServiceClient
 
 
 def open_project(near: Path | None = None) -> tuple[Settings, Ledger]:
@@ -121,6 +121,11 @@ async def connect_session(client: ServiceClient, base_url: str, session: str,
     A sandbox (embedded or in another process) is "scanned" through its inspection
     endpoint; a real service waits for a person to scan the code, up to ``SCAN_WAIT_S``.
     """
+    import asyncio
+
+    import httpx
+    import segno
+
     with contextlib.suppress(ServiceError):  # already there
         await client.create_session(session, webhook_url=webhook_url)
     if webhook_url:
@@ -149,6 +154,8 @@ async def ensure_senders(client: ServiceClient, target: ServiceTarget, senders: 
 
     A key that may not change a sender (an account member with ``read`` permission, or
     one outside that session) stops here, before any send, with what to do about it."""
+    from scheduler.service.session_admin import explain
+
     for name in senders:
         try:
             if target.is_sandbox:
@@ -182,5 +189,7 @@ async def ensure_account_webhook(client: ServiceClient, settings: Settings, chan
 
 def client_for(settings: Settings, target: ServiceTarget) -> ServiceClient:
     """The service client for ``target`` with the settings' time-out and concurrency."""
+    from scheduler.service.client import ServiceClient
+
     return ServiceClient(target.base_url, target.api_key, timeout_s=settings.http_timeout_s,
                          concurrency=settings.http_concurrency)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from scheduler.errors import ConfigError, SchedulerError
 
@@ -26,8 +25,6 @@ if TYPE_CHECKING:
 
     from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
-
-console = Console(highlight=False)
 
 
 def check_campaign(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -87,6 +84,9 @@ def dashboard_command(
     settings = settings.model_copy(update={"dashboard": conf})
     sock = listen(settings, conf.host, conf.port)
     url = conf.address(sock.getsockname()[1])
+    from rich.console import Console
+
+    console = Console(highlight=False)
     console.print(f"dashboard at {url} (Ctrl-C stops it)")
     console.print(f"ledger: {settings.ledger_label()}", soft_wrap=True)
     if not conf.users:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 
 def demo_command(
@@ -14,6 +13,8 @@ def demo_command(
                              "configured: really send the demo's messages through it."),
 ) -> None:
     """Sessions, every message type, a 200-recipient campaign and its report, in seconds."""
+    from rich.console import Console
+
     from scheduler.app.demo import run_demo
     from scheduler.errors import SchedulerError
 

@@ -13,7 +13,6 @@ from collections import defaultdict
 from typing import Any
 
 import typer
-from rich.console import Console
 
 from scheduler.errors import SchedulerError
 
@@ -62,6 +61,8 @@ def labels_command(
     if not state:
         raise SchedulerError("no label events stored yet: the receiver keeps them while "
                              "`campaign serve` or a run listens")
+    from rich.console import Console
+
     console = Console(highlight=False, soft_wrap=True)
     for session, labels in state.items():
         console.print(f"session {session}: {len(labels)} labels", markup=False)

@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import math
 from collections.abc import Callable
@@ -28,21 +27,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from scheduler.campaign.exceptions import CampaignError, Issue
-from scheduler.dispatch.pacing import Quota, estimate_finish, mean_interval
-from scheduler.dispatch.windows import SendWindow
 from scheduler.display import clean_markup, iso_utc
 from scheduler.engine_settings import ENGINE_DEFAULTS
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import utcnow
 
+# rich's console and tables, the campaign's loader and the engine's pacing (pydantic models,
+# SQLAlchemy) are imported when a command runs: `campaign --help` registers these commands.
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from scheduler.campaign.loader import Campaign
     from scheduler.campaign.plan import PlanStats
+    from scheduler.dispatch.pacing import Quota
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
 clock: Callable[[], datetime] = utcnow
@@ -58,31 +57,21 @@ def _fail() -> NoReturn:
 
 
 def _out() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
+
+
+def _note(text: str) -> None:
+    """A yellow note on stderr (rich markup in ``text``)."""
+    from rich.console import Console
+
+    Console(stderr=True).print(text, markup=True, highlight=False)
 
 
 def _print_issues(console: Console, issues: list[Issue]) -> None:
     for issue in issues:
         console.print(f"[red]✗[/] {clean_markup(issue)}", markup=True)
-
-
-def _stats_table(stats: PlanStats) -> Table:
-    table = Table(title="Recipients", show_header=False)
-    for name, value in (
-        ("rows read", stats.read),
-        ("valid", stats.valid),
-        ("duplicates (first kept)", stats.duplicates),
-        ("suppressed (opt-out)", stats.suppressed),
-        ("invalid or unreachable numbers", stats.invalid_total),
-        ("  of which a line type the channel does not reach", stats.unreachable),
-        (escape("skipped for a blank value ([blanks])"), stats.blank_skipped),
-        ("ninth digit added (add_ninth_digit)", stats.ninth_digit_added),
-        *((("not labelled (labels)", stats.not_labelled),
-           ("excluded by label (exclude_labels)", stats.label_excluded))
-          if stats.labels is not None else ()),
-    ):
-        table.add_row(name, f"{value:,}")
-    return table
 
 
 def _remote_issues(campaign: Campaign) -> list[Issue]:
@@ -94,8 +83,10 @@ def _remote_issues(campaign: Campaign) -> list[Issue]:
         facts = read_remote(campaign)
     except SchedulerError as exc:
         return [Issue(campaign.label, str(exc))]
+    from rich.markup import escape
+
     for note in facts.notes:
-        Console(stderr=True).print(f"[yellow]{escape(note)}[/]", markup=True, highlight=False)
+        _note(f"[yellow]{escape(note)}[/]")
     return facts.issues
 
 
@@ -147,10 +138,14 @@ def validate(file: Path = FileArg, as_json: bool = JsonOpt) -> None:
         }
         typer.echo(json.dumps(report, ensure_ascii=False))
     else:
+        from scheduler.commands.plan_text import stats_table
+
         console = _out()
         if stats.read or not issues:
-            console.print(_stats_table(stats))
+            console.print(stats_table(stats))
         if stats.invalid:
+            from rich.table import Table
+
             table = Table(title="Invalid numbers (skipped)")
             for col in ("row", "value", "reason"):
                 table.add_column(col)
@@ -185,6 +180,7 @@ def _parse_start(text: str | None, campaign: Campaign) -> datetime:
 
 async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
     from scheduler.config import load_settings
+    from scheduler.dispatch.pacing import Quota
     from scheduler.service.client import ServiceClient
 
     settings = load_settings(near=campaign.path)
@@ -211,14 +207,16 @@ def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
     """Per-sender plan limits and where they came from: service, file or none. SMS and
     voice send from the account, which has no per-session plan limit (as the engine's
     channels say): only the file's ``plan_limit`` applies to them."""
+    import asyncio
+
+    from scheduler.dispatch.pacing import Quota
+
     try:
         quotas = None
         if campaign.spec.channel == "whatsapp":
             quotas = asyncio.run(_service_quotas(campaign))
     except SchedulerError as exc:
-        Console(stderr=True).print(
-            f"[yellow]plan limits not read from the service:[/] {exc}", markup=True, highlight=False
-        )
+        _note(f"[yellow]plan limits not read from the service:[/] {exc}")
         quotas = None
     if quotas is not None:
         return quotas, "service"
@@ -237,6 +235,8 @@ def plan_report(path: Path, start_text: str | None, *,
     from scheduler.campaign.options import run_options
     from scheduler.commands import plan_channels as pc
     from scheduler.commands.preview import campaign_channel, engine_settings
+    from scheduler.dispatch.pacing import estimate_finish, mean_interval
+    from scheduler.dispatch.windows import SendWindow
 
     tallies: list[pc.BulkTally] = []
     settings: dict[str, Any] = {}

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from scheduler.commands.plan_channels import totals_lines
-from scheduler.commands.plan_retries import retry_lines
-from scheduler.commands.plan_variants import variant_lines
 from scheduler.display import local_time, span
+
+if TYPE_CHECKING:
+    from scheduler.campaign.plan_stats import PlanStats
 
 
 def _at(moment: str | None, zone: str) -> str:
@@ -63,8 +64,34 @@ def warmup_lines(warming: list[dict[str, Any]] | None) -> list[str]:
             "  per day it sends, as if it stayed healthy ([senders] in config.toml)"]
 
 
+def stats_table(stats: PlanStats) -> Table:
+    """What ``campaign validate`` says of the recipients: rows read, valid, and why others
+    are left out."""
+    table = Table(title="Recipients", show_header=False)
+    for name, value in (
+        ("rows read", stats.read),
+        ("valid", stats.valid),
+        ("duplicates (first kept)", stats.duplicates),
+        ("suppressed (opt-out)", stats.suppressed),
+        ("invalid or unreachable numbers", stats.invalid_total),
+        ("  of which a line type the channel does not reach", stats.unreachable),
+        (escape("skipped for a blank value ([blanks])"), stats.blank_skipped),
+        ("ninth digit added (add_ninth_digit)", stats.ninth_digit_added),
+        *((("not labelled (labels)", stats.not_labelled),
+           ("excluded by label (exclude_labels)", stats.label_excluded))
+          if stats.labels is not None else ()),
+    ):
+        table.add_row(name, f"{value:,}")
+    return table
+
+
 def print_plan(console: Console, report: dict[str, Any]) -> None:
     """The human form of a plan report; every line within 80 columns, nothing cut."""
+    # the channel's, variants' and retries' lines: with the engine's modules, for `plan` only
+    from scheduler.commands.plan_channels import totals_lines
+    from scheduler.commands.plan_retries import retry_lines
+    from scheduler.commands.plan_variants import variant_lines
+
     channel, zone = report["channel"], report["timezone"]
     steps = Table(title=f"Campaign {report['campaign']} ({channel})")
     columns = ["step", "kind", *(["endpoint"] if channel == "whatsapp" else []), "delay",

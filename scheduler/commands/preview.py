@@ -18,15 +18,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.json import JSON
-from rich.panel import Panel
-from rich.text import Text
 
 from scheduler.display import clean, clean_markup
-from scheduler.run_options import SESSION_CHANNELS
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported when the command runs (`campaign --help` registers it)
     from scheduler.campaign.loader import Campaign
     from scheduler.dispatch.channel import Channel
     from scheduler.ledger.rows import DueDelivery
@@ -43,6 +38,8 @@ def engine_settings(campaign: Campaign) -> dict[str, Any]:
     try:
         return load_settings(near=campaign.path).engine_overrides()
     except SchedulerError as exc:
+        from rich.console import Console
+
         Console(stderr=True).print(f"[yellow]settings not read, defaults used:[/] {exc}",
                                    markup=True, highlight=False)
         return {}
@@ -106,6 +103,7 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     from scheduler.app.link_setup import bind_preview, refuse_unlinkable
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign
+    from scheduler.run_options import SESSION_CHANNELS
 
     campaign = load_campaign(path)
     require_remote(campaign)
@@ -203,6 +201,11 @@ def preview(
     if as_json:
         typer.echo(json.dumps(items, ensure_ascii=False))
         return
+    from rich.console import Console
+    from rich.json import JSON
+    from rich.panel import Panel
+    from rich.text import Text
+
     console = Console(highlight=False)
     if any("variant" in item for item in items):
         console.print("variants: the recipient's follows the step; a name with ? is a "

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 _SUFFIX_FORMATS = {".xlsx": "xlsx", ".csv": "csv"}
 
@@ -61,6 +60,8 @@ def report_command(
         result = write_report(engine, ids, fmt=fmt, output=output, settings=settings)
     finally:
         engine.dispose()
+    from rich.console import Console
+
     console = Console(highlight=False, soft_wrap=True)
     counts = ", ".join(f"{result.rows[name]:,} {name.lower()}" for name in
                        ("Recipients", "Replies", "Opt-outs") if name in result.rows)  # fmt: skip

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from scheduler import display
 from scheduler.errors import SchedulerError
-from scheduler.ledger import access
 
-if TYPE_CHECKING:  # the app's modules are imported when a command runs
+if TYPE_CHECKING:  # the app's modules (and rich, the ledger) are imported when a command runs
+    from rich.console import Console
+
     from scheduler.app.choose_run import EditChoice
 
-console = Console()
+
+def _console() -> Console:
+    """The terminal of a command (rich's console is imported when one runs)."""
+    from rich.console import Console
+
+    return Console()
 
 
 def _parse_start(start: str | None) -> datetime | None:
@@ -64,6 +67,7 @@ def run_command(
     """Plan, store and dispatch a campaign now, with a progress bar (Ctrl-C pauses)."""
     from scheduler.app.launch import launch_run
 
+    console = _console()
     if rehearse:
         from scheduler.app.rehearsal import print_rehearsal, rehearse_campaign
 
@@ -83,7 +87,7 @@ def _control(action: str, run_id: int) -> None:
     settings, ledger = open_project()
     workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
     run = ledger.request(run_id, action, served=workers > 0)
-    console.print(f"run {run_id}: {action} requested (status {run.status})"
+    _console().print(f"run {run_id}: {action} requested (status {run.status})"
                   + (f"; {workers} live worker(s) obey within 2 s" if workers else ""))
 
 
@@ -99,6 +103,8 @@ def cancel_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
 def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     """Resume a paused or interrupted run; continues it here unless a process holds it."""
+    import asyncio
+
     from scheduler.app.choose_run import check_target
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.wiring import open_project, target_value
@@ -122,6 +128,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
     workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
     ledger.request(run_id, "resume", served=workers > 0)
+    console = _console()
     if workers:
         console.print(f"run {run_id} resumed: the {workers} live `campaign serve` worker(s) "
                       "continue it")
@@ -144,7 +151,9 @@ def resend_command(
                                  "deliveries again: they may reach someone twice."),
     unproven: bool = typer.Option(False, "--unproven", help="Queue the unknown deliveries "
                                   "the service did not take (no proof although a receiver "
-                                  "listened through all its retries): safe to send."),
+                                  "listened without a break through all its retries): "
+                                  "safe to send. The rest stay unknowable, and status "
+                                  "says why."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
     from scheduler.app.wiring import open_project
@@ -155,6 +164,7 @@ def resend_command(
         raise SchedulerError("say which deliveries to send again: --failed, --unproven or "
                              "--unknown")
     settings, ledger = open_project()
+    console = _console()
     n = 0
     if unproven and not unknown:
         verdicts = judge_run(ledger, run_id, utcnow(), horizon=settings.retry_horizon())
@@ -218,6 +228,7 @@ def status_command(
     from scheduler.timeutil import utcnow
     from scheduler.views.status import status_row
 
+    console = _console()
     settings, ledger = open_project()
     # one snapshot: counts, funnel, waits and senders all of the same moment
     row, sender_text = status_row(ledger, run_id, settings, utcnow(),
@@ -234,6 +245,8 @@ def status_command(
     console.print(_times_line(row), highlight=False)
     for line in unserved.lines() if unserved else []:
         console.print(line, style="yellow", highlight=False, markup=False)
+    from rich.table import Table
+
     table = Table("state", "deliveries", show_edge=False)
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
@@ -270,6 +283,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     """Every run, newest first."""
     from scheduler.app.unserved import Unserved
     from scheduler.app.wiring import open_project
+    from scheduler.ledger import access
     from scheduler.ledger.queries import schedules as sch
     from scheduler.timeutil import utcnow
     from scheduler.views.status import runs_rows
@@ -278,6 +292,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     # every run from one snapshot, each with the runs that nobody will send, why, and what
     # to do
     rows = runs_rows(ledger, settings, utcnow())
+    console = _console()
     unserved = {row["run"]: Unserved.model_validate(row["unserved"])
                 for row in rows if row["unserved"]}
     with access.read(ledger.engine, "read the scheduled fires that made no run") as conn:

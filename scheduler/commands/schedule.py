@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
 from scheduler.display import local_time
 from scheduler.errors import SchedulerError
 
-console = Console()
+if TYPE_CHECKING:  # rich's console is imported when a command runs
+    from rich.console import Console
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console()
 
 
 def schedule_command(file: Path = typer.Argument(..., help="Campaign definition (TOML).")) -> None:
@@ -36,6 +42,7 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
                 if t > now]
     _, ledger = open_project(near=file)
     add_schedule(ledger, campaign.spec.name, str(file.resolve()), trigger, spec.timezone)
+    console = _console()
     console.print(f"scheduled {campaign.spec.name!r} ({trigger}, {spec.timezone})")
     if upcoming:
         console.print("next: " + ", ".join(local_time(t, spec.timezone) for t in upcoming),
@@ -53,7 +60,7 @@ def unschedule_command(name: str = typer.Argument(..., help="Campaign name.")) -
     _, ledger = open_project()
     if not remove_schedule(ledger, name):
         raise SchedulerError(f"no schedule named {name!r} (see `campaign schedule FILE`)")
-    console.print(f"unscheduled {name!r}")
+    _console().print(f"unscheduled {name!r}")
 
 
 def serve_command(
@@ -61,6 +68,8 @@ def serve_command(
                                       "start late; later it is recorded as missed."),
 ) -> None:
     """Fire scheduled campaigns, receive webhooks and dispatch every unfinished run."""
+    import asyncio
+
     from scheduler.app.foreground import _sigint_sets
     from scheduler.app.serve import Server
     from scheduler.app.serve_log import serve_logging
@@ -68,6 +77,7 @@ def serve_command(
     from scheduler.commands.dashboard import serve_alongside
 
     settings, ledger = open_project()
+    console = _console()
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -18,9 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from scheduler.errors import SchedulerError
 
@@ -113,6 +110,10 @@ def list_command(connection: str = CONNECTION, as_json: bool = JSON_OPTION) -> N
     if as_json:
         typer.echo(json.dumps([_record(t) for t in found], ensure_ascii=False))
         return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console(highlight=False, soft_wrap=True)
     if not found:
         console.print(f"{connection} has no templates: add one with `campaign templates "

@@ -12,19 +12,22 @@ import json
 import signal
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from scheduler.display import clean, local_time
+
+if TYPE_CHECKING:  # rich's console is imported when a command runs
+    from rich.console import Console
 
 #: Seconds between two looks at the ledger with ``--tail``.
 TAIL_EVERY_S = 0.5
 
 
 def _out() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 
@@ -110,6 +113,7 @@ def receiver(
 ) -> None:
     """Serve the webhook receiver alone until Ctrl-C."""
     import uvicorn
+    from rich.markup import escape
 
     from scheduler.app.wiring import open_project
     from scheduler.tracking import create_receiver, session_webhook_url

@@ -6,10 +6,6 @@ from __future__ import annotations
 import json
 
 import typer
-from rich.console import Console
-from rich.table import Table
-
-console = Console()
 
 
 def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
@@ -30,6 +26,10 @@ def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JS
                                "unserved": [u.model_dump() for u in unserved]},
                               ensure_ascii=False, indent=2))
         return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
     console.print(f"ledger: {settings.ledger_label()}", highlight=False, soft_wrap=True)
     if not view.workers:
         console.print("no live workers: start one with `campaign serve`")

@@ -29,6 +29,20 @@ charts count), ``columns`` (row tables), ``summary`` (figures), ``workbook`` (xl
 
 from __future__ import annotations
 
-from scheduler.reports.api import ReportResult, campaign_runs, write_report
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# Re-exported lazily (PEP 562): ``reports.figures`` (``campaign status``) does not import
+# ``api`` and its pandas.
+if TYPE_CHECKING:
+    from scheduler.reports.api import ReportResult, campaign_runs, write_report
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name of :mod:`scheduler.reports.api`, imported when first asked for."""
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module("scheduler.reports.api"), name)
+
 
 __all__ = ["ReportResult", "campaign_runs", "write_report"]

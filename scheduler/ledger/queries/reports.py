@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Connection, bindparam, select, text
 
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.tables import runs
+
+if TYPE_CHECKING:  # pandas is imported by the queries that return frames (the report's):
+    import pandas as pd  # `campaign status` reads funnel_counts without it
 
 #: States that count as errors in the Errors sheet (besides any row with a last error).
 ERROR_STATES = ("failed", "unknown", "expired", "undelivered")
@@ -63,6 +65,8 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
     read time set), ``n_delivered`` (delivered or read time), ``n_read``, ``n_replied``. A
     few rows per (run, sender, step), whatever the run's size.
     """
+    import pandas as pd
+
     sql = ("SELECT run_id, sender, step, state, MIN(kind) AS kind, COUNT(*) AS n,"
            f" COUNT({_SENT_TIME}) AS n_sent,"
            f" COUNT({_DELIVERED_TIME}) AS n_delivered, COUNT(read_at) AS n_read,"
@@ -108,6 +112,8 @@ def send_minutes(conn: Connection, run_id: int) -> pd.DataFrame:
     """Sends of the run per UTC minute (``at``, ``n``): when each sent row left (dispatch
     time, else acceptance, else sent), from the trigger-kept ``run_minutes``
     (:func:`.tallies.minutes`): a few hundred rows, not the run's."""
+    import pandas as pd
+
     frame = pd.DataFrame(tallies.minutes(conn, run_id), columns=["at", "n"])
     frame["n"] = frame["n"].astype("int64")
     return frame
@@ -115,6 +121,8 @@ def send_minutes(conn: Connection, run_id: int) -> pd.DataFrame:
 
 def error_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
     """Errors grouped by run, state and message: count, first and last time, one number."""
+    import pandas as pd
+
     states = ", ".join(f"'{s}'" for s in ERROR_STATES)
     message = "COALESCE(last_error, reason, '')"
     when = "COALESCE(failed_at, updated_at, dispatched_at)"
@@ -132,6 +140,8 @@ def skip_reasons(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
     The database cuts the reason at its first ``:`` so people are counted once per reason
     word, whatever the details after it; one ``GROUP BY`` over the run's skipped rows.
     """
+    import pandas as pd
+
     reason = "COALESCE(reason, '')"
     word = (f"split_part({reason}, ':', 1)" if conn.dialect.name == "postgresql" else
             f"CASE WHEN instr({reason}, ':') > 0 THEN substr({reason}, 1, instr({reason}, ':') - 1)"
@@ -235,6 +245,8 @@ def count_replies(conn: Connection, run_ids: Sequence[int]) -> int:
 def reply_chunks(conn: Connection, run_ids: Sequence[int], chunk_rows: int
                  ) -> Iterator[pd.DataFrame]:  # fmt: skip
     """Replies to these runs, oldest first, with the replying recipient's CSV columns."""
+    import pandas as pd
+
     yield from pd.read_sql(_ids(_REPLY_SQL), conn, params={"ids": list(run_ids)},
                            chunksize=chunk_rows)  # fmt: skip
 
@@ -244,4 +256,6 @@ def optouts(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
 
     Read whole: a run's opt-outs are a small share of its recipients.
     """
+    import pandas as pd
+
     return pd.read_sql(_ids(_OPTOUT_SQL), conn, params={"ids": list(run_ids), "yes": True})
