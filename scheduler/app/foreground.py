@@ -330,8 +330,9 @@ async def _hold_for_proof(ledger: Ledger, run: Run, result: RunResult, stop: asy
         if resend and going_on and verdicts.unproven:
             n = ledger.requeue(run.id, ["unknown"], ids=verdicts.unproven)
             console.print(f"{n:,} unknown sends were not taken by the service (no proof "
-                          "within its retry horizon): sending them again "
-                          "(resend_unproven = true)", highlight=False)
+                          "although a receiver listened without a break through its retry "
+                          "horizon): sending them again (resend_unproven = true)",
+                          highlight=False)
             result = await dispatch_now(ledger.get_run(run.id))
             continue
         if not verdicts.waiting or verdicts.settles_at is None:

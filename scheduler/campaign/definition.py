@@ -329,10 +329,11 @@ class CampaignSpec(Strict):
         "Keep the window and days in each recipient's own time zone (from the number) "
         "rather than the campaign's."))
     # Re-send, by itself, an `unknown` send the service did not take (no proof within its
-    # webhook retry horizon while the receiver listened); see scheduler.dispatch.unknowns.
+    # webhook retry horizon while a receiver listened without a break); see
+    # scheduler.dispatch.unknowns.
     resend_unproven: bool = Field(default=False, description=(
         "Send again, by itself, an unknown send the service did not take (no proof while a "
-        "receiver listened through its whole retry horizon): what "
+        "receiver listened without a break through its whole retry horizon): what "
         "`campaign resend RUN --unproven` does."))
     # WhatsApp: label names (any case) of the senders' chats to target and to leave out,
     # resolved at plan time from the ledger's label state (scheduler.campaign.label_filter).

@@ -27,8 +27,10 @@ ROWS_SAID = {
     "failed": ("failed deliver", "The service refused them, or they failed for good after "
                "their retries. Each is sent again with its later steps."),
     "unproven": ("unproven deliver", "Sends in doubt that the service did not take: no "
-                 "event came for them although a receiver listened through all of the "
-                 "service's retries, so sending them again reaches nobody twice."),
+                 "event came for them although a receiver listened without a break from "
+                 "their send through all of the service's retries, so sending them again "
+                 "reaches nobody twice. Sends the product cannot show untaken (a process "
+                 "was killed meanwhile) are not among them."),
 }
 
 

@@ -10,11 +10,23 @@ import pytest
 from sqlalchemy import text
 
 from scheduler.config import Settings
+from scheduler.ledger.queries import uptime as uq
+from scheduler.ledger.rows import UptimeInterval
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import receiver_token, session_webhook_url
 from scheduler.tracking.intake import sign
 from tests.factories import T0, number
-from tests.tracking.support import SECRET, TOKEN, accepted_run, mid, received, rows, sent, table
+from tests.tracking.support import (
+    SECRET,
+    TOKEN,
+    accepted_run,
+    mid,
+    received,
+    rows,
+    sent,
+    table,
+    wait_until,
+)
 
 JSON = {"content-type": "application/json"}
 
@@ -251,3 +263,29 @@ def test_an_unknown_event_with_a_huge_number_is_stored(tledger: Ledger, make_rec
     [stored] = table(tledger, "events")
     assert stored["payload"] == body.decode()
 
+
+
+# --------------------------------------------------------------------------- uptime
+
+
+def _uptime(ledger: Ledger) -> list[UptimeInterval]:
+    with ledger.engine.connect() as conn:
+        return uq.uptime_intervals(conn, T0.replace(year=2000))
+
+
+def test_an_event_refused_after_the_right_token_breaks_the_recorded_uptime(
+        tledger: Ledger, make_receiver) -> None:
+    # issue 31: a receiver that refused an event (the service may not retry it again) did
+    # not listen for that moment: the refusal ends its interval, so no send made before
+    # it is called unproven (scheduler.dispatch.unknowns)
+    receiver = make_receiver(tledger)
+    wait_until(lambda: len(_uptime(tledger)) == 1)
+    wrong = receiver.post_raw(b'{"event": "x"}', path="/webhooks/session?token=wrong",
+                              headers=JSON)
+    assert wrong.status_code == 401  # anyone's knock: no break
+    assert receiver.post(sent(number(0), mid(0))).status_code == 200
+    refused = receiver.post_raw(b"{not json", headers=JSON)
+    assert refused.status_code == 400
+    first, second = wait_until(lambda: len(found := _uptime(tledger)) == 2 and found)
+    assert first.last_seen_at < second.started_at and first.stopped_at is None
+    assert first.url_key == second.url_key
