@@ -59,6 +59,7 @@ def _token(page: Page) -> str:
     return value
 
 
+@pytest.mark.slow
 def test_a_viewer_sees_no_button_and_a_forged_action_is_refused(
         browser: Browser, tmp_path: Path) -> None:
     root = tmp_path / "shop"

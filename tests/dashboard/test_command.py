@@ -54,6 +54,7 @@ def _project(root: Path, config: str = "") -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_campaign_dashboard_prints_its_address_and_serves_the_ledgers_runs(
         ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     run = make_run(ledger, 3, name="vitrine")
@@ -84,6 +85,7 @@ def test_a_busy_port_is_an_error_naming_it(tmp_path: Path, ledger_url: str) -> N
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_an_open_address_without_logins_is_refused(tmp_path: Path, ledger_url: str) -> None:
     done = cli(clean_env(CAMPAIGN_DATABASE_URL=ledger_url), "dashboard", "--host", "0.0.0.0",
                "--port", "0", cwd=_project(tmp_path))
@@ -105,6 +107,7 @@ def test_the_dashboard_never_takes_the_receivers_port(ledger: Ledger, ledger_url
         assert address is None  # `[dashboard] serve` is off unless config.toml turns it on
 
 
+@pytest.mark.slow
 def test_campaign_serve_serves_the_pages_on_their_own_port_not_the_receivers(
         ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     run = make_run(ledger, 2)

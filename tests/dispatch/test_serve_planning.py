@@ -60,6 +60,7 @@ async def _serve_until_settled(ledger: Ledger, settings: Settings,
         return runs, target.sandbox.state.sandbox.world.sends
 
 
+@pytest.mark.slow
 async def test_a_template_over_its_bounds_fails_its_fire_and_the_good_one_is_sent(
         tmp_path: Path, ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = datetime.now(UTC) + timedelta(seconds=1)
@@ -119,6 +120,7 @@ async def test_a_planning_that_hangs_past_every_bound_is_stopped_at_its_limit(
     assert "planning ran past its limit of 15 s and was stopped" in (hung.stop_reason or "")
 
 
+@pytest.mark.slow
 async def test_a_run_whose_sender_the_service_does_not_know_is_said_once(
         tmp_path: Path, ledger_url: str, make_sandbox: Any, db_backend: str) -> None:
     if db_backend != "sqlite":

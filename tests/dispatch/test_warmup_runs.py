@@ -7,6 +7,7 @@ import random
 from collections import Counter
 from datetime import date
 
+import pytest
 from sqlalchemy import select
 
 from scheduler.dispatch.options import DispatchOptions
@@ -33,6 +34,7 @@ def _sends_per_day(ledger: Ledger, sender: str) -> dict[date, int]:
     return dict(sorted(Counter(t.astimezone(load_zone(ZONE)).date() for t in times).items()))
 
 
+@pytest.mark.slow
 async def test_two_campaigns_sharing_a_new_number_never_pass_its_warm_up_caps_together(
         ledger: Ledger, service_factory, clock: FakeClock) -> None:
     service = service_factory(clock=clock)
