@@ -22,7 +22,6 @@ from scheduler.ledger.queries import channel_counts as cc
 from scheduler.ledger.queries import sender_calls
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.service.account_models import cause_text
 
 #: Digit sequences shown by ``status`` (the most frequent first).
 TOP_DIGITS = 5
@@ -173,6 +172,8 @@ def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
 
 
 def _voice(conn: Connection, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
+    from scheduler.service.account_models import cause_text  # its 50 wire models: voice only
+
     totals = cc.call_totals(conn, run_id)
     digits = cc.top_digits(conn, run_id, TOP_DIGITS)
     causes = cc.not_answered_causes(conn, run_id)

@@ -22,7 +22,7 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from scheduler.app.wiring import client_for, connect_session, service_target
 from scheduler.campaign.exceptions import DefinitionError, Issue
@@ -37,10 +37,11 @@ from scheduler.campaign.remote import (
 )
 from scheduler.config import Settings, load_settings
 from scheduler.errors import SchedulerError
-from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import ServiceError
-from scheduler.service.session_admin import explain
 from scheduler.service.template_models import CLOUD_API, TemplateRecord
+
+if TYPE_CHECKING:  # the client (aiohttp, httpx) is imported when a service is asked
+    from scheduler.service.client import ServiceClient
 
 T = TypeVar("T")
 
@@ -79,6 +80,8 @@ def _no_service_issues(campaign: Campaign, needs: Needs) -> list[Issue]:
 
 async def _kinds(client: ServiceClient, campaign: Campaign, needs: Needs, base_url: str,
                  facts: RemoteFacts) -> dict[str, str | None]:
+    from scheduler.service.session_admin import explain
+
     try:
         records = {r.sessionId: r for r in await client.list_sessions()}
     except ServiceError as exc:
@@ -98,6 +101,8 @@ async def _kinds(client: ServiceClient, campaign: Campaign, needs: Needs, base_u
 
 async def _templates(client: ServiceClient, campaign: Campaign, kinds: dict[str, str | None],
                      base_url: str, facts: RemoteFacts) -> dict[str, list[TemplateRecord]]:
+    from scheduler.service.session_admin import explain
+
     found: dict[str, list[TemplateRecord]] = {}
     for sender, kind in kinds.items():
         if kind != CLOUD_API:

@@ -181,12 +181,13 @@ def _parse_start(text: str | None, campaign: Campaign) -> datetime:
 async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
     from scheduler.config import load_settings
     from scheduler.dispatch.pacing import Quota
-    from scheduler.service.client import ServiceClient
 
     settings = load_settings(near=campaign.path)
     service = settings.service_endpoint()  # half a configuration is an error, said above
     if service is None:
         return None
+    from scheduler.service.client import ServiceClient
+
     quotas: list[Quota | None] = []
     async with ServiceClient(*service, timeout_s=settings.http_timeout_s) as client:
         for sender in campaign.senders:

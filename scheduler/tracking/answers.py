@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.ledger.access import Connection, Engine, read
 from scheduler.ledger.queries import answers as aq
-from scheduler.service.event_data import ListResponseData, MessageData, PollUpdateData
+
+if TYPE_CHECKING:  # the events' models (pydantic), for the receiver: `status` reads tallies
+    from scheduler.service.event_data import MessageData
 
 
 def answer_of(data: MessageData) -> dict[str, Any] | None:
     """The detail keys of a vote (``pollVote``) or a list choice (``listRowId``,
     ``listRowTitle``); None for any other message."""
+    from scheduler.service.event_data import ListResponseData, PollUpdateData
+
     typed = data.data
     if isinstance(typed, PollUpdateData):
         return {"pollVote": list(typed.selected_options)}

@@ -1,0 +1,86 @@
+"""What ``campaign --version``, ``--help``, ``status`` and ``runs`` import: never the web
+servers, the report's libraries or the dispatcher (issue 32: a command loads what it uses).
+
+Each command runs as users run it, in its own Python process; the names in ``sys.modules``
+when it exits are the modules it imported. FastAPI and uvicorn serve the receiver, the
+sandbox and the dashboard; pandas, xlsxwriter and openpyxl write and read reports; the
+dispatcher sends: none of them is needed to print a version, the help or a run's status.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from scheduler.ledger.runs import Ledger
+from tests.factories import make_run
+
+#: What these commands must not import (a package and its modules).
+HEAVY = ("fastapi", "uvicorn", "pandas", "xlsxwriter", "openpyxl",
+         "scheduler.dispatch.dispatcher")
+
+#: ``campaign ARGS`` in a fresh interpreter; the imported modules are written, as JSON, to
+#: the file named by ``MODULES_OUT`` when it exits (an exit code included).
+PROGRAM = """
+import json, os, sys
+sys.argv = ["campaign", *sys.argv[1:]]
+try:
+    from scheduler.cli import main
+    main()
+finally:
+    with open(os.environ["MODULES_OUT"], "w", encoding="utf-8") as out:
+        json.dump(sorted(sys.modules), out)
+"""
+
+
+def heavy_among(modules: list[str]) -> list[str]:
+    """The modules of :data:`HEAVY` packages among ``modules``."""
+    return [name for name in modules
+            if any(name == heavy or name.startswith(heavy + ".") for heavy in HEAVY)]
+
+
+def imported_by(args: list[str], tmp_path: Path, ledger_url: str) -> tuple[str, list[str]]:
+    """What ``campaign ARGS`` printed and the modules it imported (it must succeed)."""
+    out = tmp_path / f"modules-{'-'.join(a.strip('-') for a in args)}.json"
+    config = tmp_path / "empty-config.toml"
+    config.write_text("")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
+    env.update(MODULES_OUT=str(out), CAMPAIGN_CONFIG=str(config),
+               CAMPAIGN_DATABASE_URL=ledger_url, COLUMNS="80", NO_COLOR="1")
+    done = subprocess.run([sys.executable, "-c", PROGRAM, *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout, json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(("args", "shown"), [
+    (["--version"], "campaign "),
+    (["--help"], "Usage: campaign"),
+    (["status"], "run 1"),
+    (["runs"], "test"),
+], ids=["--version", "--help", "status", "runs"])
+def test_the_command_imports_no_server_report_library_or_dispatcher(
+        args: list[str], shown: str, ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    make_run(ledger, 20, senders=("s1", "s2"))
+    printed, modules = imported_by(args, tmp_path, ledger_url)
+    assert shown in printed
+    assert "scheduler.cli" in modules  # it read the interpreter's modules
+    if args[0] in ("status", "runs"):  # ...after reading the ledger
+        assert "scheduler.views.status" in modules
+    assert heavy_among(modules) == []
+
+
+def test_the_check_names_heavy_modules() -> None:
+    assert heavy_among(["fastapi", "fastapi.routing", "uvicorn.server", "pandas.core",
+                        "xlsxwriter", "openpyxl.reader", "scheduler.dispatch.dispatcher",
+                        "scheduler.dispatch.dispatcher.loop"]) == [
+        "fastapi", "fastapi.routing", "uvicorn.server", "pandas.core", "xlsxwriter",
+        "openpyxl.reader", "scheduler.dispatch.dispatcher",
+        "scheduler.dispatch.dispatcher.loop"]
+    assert heavy_among(["fastapi_extra", "pandasx", "scheduler.dispatch.dispatch_cpu",
+                        "scheduler.dispatch.windows", "sqlalchemy"]) == []
