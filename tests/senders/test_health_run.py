@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -162,8 +163,9 @@ def test_a_logged_out_sender_gets_no_send_and_the_others_finish_its_rows(
     # error only when its messages.sent beat the send's answer, so the Errors sheet may
     # or may not list the storm: not asserted.
     assert report.returncode == 0, report.stderr
-    book = load_workbook(next((shop / "reports").glob("*.xlsx")), read_only=True)
-    recipients = list(book["Recipients"].iter_rows(values_only=True))
+    with closing(load_workbook(next((shop / "reports").glob("*.xlsx")), read_only=True)) as book:
+        recipients = list(book["Recipients"].iter_rows(values_only=True))
+        senders_sheet = list(book["Senders"].iter_rows(values_only=True))
     header = recipients[0]
     by_sender = Counter(line[header.index("Sender")] for line in recipients[1:])
     assert by_sender == per_sender, (by_sender, per_sender)
@@ -171,8 +173,7 @@ def test_a_logged_out_sender_gets_no_send_and_the_others_finish_its_rows(
     assert attempts == {1: N - 2, 2: 2}, attempts
     # The Senders sheet: s3 logged out now with its reason, its 8 sends in this run, and
     # the change made by its session's status among the run's state changes.
-    senders_now, changes_seen = _senders_sheet(book["Senders"])
-    book.close()
+    senders_now, changes_seen = _senders_sheet(senders_sheet)
     s3_now = senders_now["s3"]
     assert (s3_now["State now"], s3_now["Reason"], s3_now["Sent (this run)"]) == (
         "logged_out", REASON, LOGOUT_AFTER), s3_now
@@ -181,10 +182,9 @@ def test_a_logged_out_sender_gets_no_send_and_the_others_finish_its_rows(
             and c["To"] == "logged_out"] == [("logged_out", REASON, "session status")]
 
 
-def _senders_sheet(sheet: Any) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """The Senders sheet's two tables: each sender's line by name, and the state changes
-    (each table starts at a header row whose second cell is "Sender")."""
-    lines = list(sheet.iter_rows(values_only=True))
+def _senders_sheet(lines: list[Any]) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """The Senders sheet's two tables (its rows' values): each sender's line by name, and the
+    state changes (each table starts at a header row whose second cell is "Sender")."""
     starts = [i for i, line in enumerate(lines) if len(line) > 1 and line[1] == "Sender"]
     assert len(starts) == 2, lines
     tables = []

@@ -6,6 +6,7 @@ during the run. The sentences are pure functions, tested with fixed datetimes.""
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -126,8 +127,8 @@ def test_status_and_the_report_say_a_paused_sender_and_why(project: Path, ledger
 
     report = write_report(ledger, [run_id], output=tmp_path / "report.xlsx")
     assert report.rows["Senders"] == 3
-    ws = openpyxl.load_workbook(report.path, read_only=True)["Senders"]
-    rows = [list(row) for row in ws.iter_rows(values_only=True)]
+    with closing(openpyxl.load_workbook(report.path, read_only=True)) as book:  # holds the file
+        rows = [list(row) for row in book["Senders"].iter_rows(values_only=True)]
     head = rows[0]
     table = {row[1]: dict(zip(head, row, strict=True)) for row in rows[1:4]}
     paused = table["s2"]

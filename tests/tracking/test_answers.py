@@ -5,6 +5,7 @@ the report."""
 from __future__ import annotations
 
 import json
+from contextlib import closing
 from datetime import timedelta
 from pathlib import Path
 
@@ -95,7 +96,8 @@ def test_the_report_shows_each_deliverys_vote_and_choice(
     assert sorted(votes) == ["Não", "Sim, Talvez"]
     assert [c for c in frame["List choice"] if c] == ["Plano anual (r2)"]
     book = write_report(tledger, [answered], fmt="xlsx", output=tmp_path / "r.xlsx")
-    sheet = openpyxl.load_workbook(book.path, read_only=True)["Recipients"]
-    cells = [str(c) for row in sheet.iter_rows(values_only=True) for c in row if c]
+    with closing(openpyxl.load_workbook(book.path, read_only=True)) as opened:  # holds the file
+        cells = [str(c) for row in opened["Recipients"].iter_rows(values_only=True)
+                 for c in row if c]
     assert "Poll vote" in " ".join(cells) and "Sim, Talvez" in cells
     assert "Plano anual (r2)" in cells
