@@ -18,6 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from scheduler.service.template_models import SEND_TEMPLATE_PATH
 from tests.app.support import clean_env, cli
 from tests.factories import REPO, Project
@@ -112,6 +114,7 @@ def test_other_mismatches_are_refused_at_plan_time(make_sandbox: Any, tmp_path: 
     assert template_sends(box) == []
 
 
+@pytest.mark.slow
 def test_the_right_template_is_planned_sent_per_recipient_and_delivered(
         make_sandbox: Any, tmp_path: Path) -> None:
     box = official_sandbox(make_sandbox, delivered_rate=1.0, read_rate=0.0)
@@ -133,6 +136,7 @@ def test_the_right_template_is_planned_sent_per_recipient_and_delivered(
     assert status["counts"] == {"delivered": 3}, status
 
 
+@pytest.mark.slow
 def test_a_product_step_is_fetched_once_and_rendered(make_sandbox: Any, tmp_path: Path) -> None:
     box = make_sandbox()
     box.create_session("loja")

@@ -12,6 +12,7 @@ from scheduler.campaign.exceptions import TemplateError
 from scheduler.campaign.render_bounds import RenderLimits
 from scheduler.campaign.rendering import compile_leaf, make_environment
 from tests.factories import Project
+from tests.incli import campaign
 
 CAMPAIGN = [sys.executable, "-c", "from scheduler.cli import main; main()"]
 
@@ -79,12 +80,12 @@ def test_a_bound_is_set_in_the_campaign(project: Project) -> None:
     steps = ('[[steps]]\ntype = "text"\n'
              'text = "{% for i in range(20) %}{{ i }}{% endfor %} {{ nome }}"\n')
     path = project.basic(steps, extra="[bounds]\nrender_max_loops = 10\n")
-    done = subprocess.run([*CAMPAIGN, "validate", str(path)], capture_output=True, text=True,
-                          timeout=60, check=False)
+    done = campaign("validate", str(path))  # the console script, in this process
     assert done.returncode == 1
     assert "looped more than 10 times; bound: bounds.render_max_loops" in done.stdout
 
 
+@pytest.mark.slow  # each in a process of its own: its peak memory is measured
 @pytest.mark.parametrize("command", ["validate", "preview", "plan", "run", "run --rehearse"])
 @pytest.mark.parametrize("name", ["repetition", "nested loops", "recursive macro"])
 def test_commands_stop_at_once_with_the_row_located(project: Project, command: str,
