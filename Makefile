@@ -26,9 +26,11 @@ demo: $(STAMP)
 # browser: scripts/ensure-chromium finds it, or installs it the same way. Tests spend
 # most of their time waiting on servers and subprocesses, so they run
 # in up to 4 pytest-xdist workers (one per CPU, at least 2); every test has its own files,
-# ports and database. PYTEST_WORKERS=0 runs them in one process.
+# ports and database. PYTEST_WORKERS=0 runs them in one process. Work stealing: a worker
+# left idle takes tests queued for another, so the slow tests (marked `slow`) do not end
+# the pass on one worker. While working: `pytest -n 2 -m "not slow"` (docs/development.md).
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
-PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS)
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist worksteal)
 
 test: $(STAMP)
 	@bash scripts/ensure-libreoffice >/dev/null
