@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 from scheduler.config import Settings, load_settings
 from scheduler.errors import ConfigError, SchedulerError
-from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.schema_head import open_current
 from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.exceptions import Forbidden, ServiceError
 from scheduler.timeutil import Clock, monotonic, utcnow
@@ -42,13 +42,14 @@ def open_project(near: Path | None = None) -> tuple[Settings, Ledger]:
 
 
 def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:
-    """The ledger of the configured database, migrated to the latest schema.
+    """The ledger of the configured database, migrated to the latest schema (Alembic runs
+    only when the schema is behind).
 
     Its pooled connections are closed when the ledger is dropped (the end of a command,
     also one invoked in-process): PostgreSQL connections left to the garbage collector
     are a ``ResourceWarning`` each.
     """
-    ledger = Ledger(open_ledger(settings.resolved_database_url()), clock=clock)
+    ledger = Ledger(open_current(settings.resolved_database_url()), clock=clock)
     weakref.finalize(ledger, ledger.engine.dispose)
     return ledger
 

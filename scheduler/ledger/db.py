@@ -7,15 +7,16 @@ SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit survives a killed 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
 from scheduler.ledger.exceptions import DatabaseUnavailable
+
+if TYPE_CHECKING:  # Alembic is imported to migrate (see scheduler.ledger.schema_head)
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -71,6 +72,8 @@ def redact_url(url: str) -> str:
 
 def alembic_config(engine: Engine) -> Config:
     """An Alembic configuration pointing at the packaged migrations and at ``engine``."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", engine.url.render_as_string(hide_password=False))
@@ -80,6 +83,8 @@ def alembic_config(engine: Engine) -> Config:
 
 def migrate(engine: Engine) -> None:
     """Bring the schema to the latest revision (creates it on a new database)."""
+    from alembic import command
+
     try:
         command.upgrade(alembic_config(engine), "head")
     except SQLAlchemyError as exc:
