@@ -124,7 +124,9 @@ class UnknownVerdicts:
         groups: dict[datetime | str, list[Gap | None]] = {}
         for row_id in self.unknowable:
             gap = self.gaps.get(row_id)
-            key = gap.start if gap else self.causes.get(row_id, "no dispatch time recorded")
+            # to the second, as told: stretches told alike are one line
+            key = (gap.start.replace(microsecond=0) if gap
+                   else self.causes.get(row_id, "no dispatch time recorded"))
             groups.setdefault(key, []).append(gap)
         ranked = sorted(groups.items(), key=lambda item: -len(item[1]))
         lines = []
