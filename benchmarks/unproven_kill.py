@@ -61,8 +61,13 @@ SENDERS = ("kill-1", "kill-2", "kill-3", "kill-4")
 
 def sandbox_config(seed: int, retry_base_s: float) -> dict[str, Any]:
     """The stand-in of the issue: latency, no faults, the service's webhook retries."""
-    return {"seed": seed, "auto_connect": True, "latency_ms": [20, 200],
-            "webhook_retry_base_s": retry_base_s, "webhook_max_attempts": 7}
+    return {
+        "seed": seed,
+        "auto_connect": True,
+        "latency_ms": [20, 200],
+        "webhook_retry_base_s": retry_base_s,
+        "webhook_max_attempts": 7,
+    }
 
 
 def _epoch(stamp: str) -> float:
@@ -71,8 +76,9 @@ def _epoch(stamp: str) -> float:
 
 def cli(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``campaign ARGS`` in the project folder."""
-    return subprocess.run([*campaign_command(), *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [*campaign_command(), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600
+    )
 
 
 def ledger_rows(state: Path) -> list[dict[str, Any]]:
@@ -85,9 +91,17 @@ def ledger_rows(state: Path) -> list[dict[str, Any]]:
     engine = open_ledger(f"sqlite:///{state / 'campaign.db'}")
     try:
         with engine.connect() as conn:
-            return [dict(r._mapping) for r in conn.execute(select(
-                deliveries.c.id, deliveries.c.to, deliveries.c.state,
-                deliveries.c.dispatched_at))]
+            return [
+                dict(r._mapping)
+                for r in conn.execute(
+                    select(
+                        deliveries.c.id,
+                        deliveries.c.to,
+                        deliveries.c.state,
+                        deliveries.c.dispatched_at,
+                    )
+                )
+            ]
     finally:
         engine.dispose()
 
@@ -104,16 +118,19 @@ def stored_events(state: Path) -> dict[str, list[str]]:
     try:
         with engine.connect() as conn:
             for norm, result in conn.execute(
-                    select(events.c.message_id_norm, events.c.result)
-                    .where(events.c.event == "messages.sent")):
+                select(events.c.message_id_norm, events.c.result).where(
+                    events.c.event == "messages.sent"
+                )
+            ):
                 out.setdefault(str(norm), []).append(str(result))
     finally:
         engine.dispose()
     return out
 
 
-def why_unsettled(message_id: str, attempts: list[dict[str, Any]],
-                  stored: dict[str, list[str]]) -> str:
+def why_unsettled(
+    message_id: str, attempts: list[dict[str, Any]], stored: dict[str, list[str]]
+) -> str:
     """Why a taken send's ``messages.sent`` did not settle its row."""
     norm = message_id.lower()
     if not attempts:
@@ -142,8 +159,9 @@ def _soak(args: argparse.Namespace, seed: int, workdir: Path, base_url: str) -> 
 
     rng = random.Random(seed)
     create_sessions(base_url, list(SENDERS))
-    path = write_project(workdir / "project", args.deliveries, rate=args.rate,
-                         senders=SENDERS, name="kill")
+    path = write_project(
+        workdir / "project", args.deliveries, rate=args.rate, senders=SENDERS, name="kill"
+    )
     extra = {"CAMPAIGN_WEBHOOK_RETRY_HORIZON_S": str(args.horizon_s)} if args.horizon_s else {}
     env = campaign_env(base_url, workdir, **extra)
     cwd = path.parent.parent
@@ -163,8 +181,10 @@ def _soak(args: argparse.Namespace, seed: int, workdir: Path, base_url: str) -> 
                     break
                 kill_group(child)
                 kills.append(time.time())
-                log(f"seed {seed}: kill {number}/{len(moments)} ({moment[0]}="
-                    f"{moment[1]:.2f}): {sendlog.refresh():,} sends so far")
+                log(
+                    f"seed {seed}: kill {number}/{len(moments)} ({moment[0]}="
+                    f"{moment[1]:.2f}): {sendlog.refresh():,} sends so far"
+                )
             else:
                 child = spawn_run(path, env, logfile)
                 child.wait(timeout=args.finish_timeout)
@@ -193,17 +213,19 @@ def _soak(args: argparse.Namespace, seed: int, workdir: Path, base_url: str) -> 
     stored = stored_events(workdir / "state")
     unknown = [r for r in before.values() if r["state"] == "unknown"]
     why = Counter(
-        why_unsettled(message_of[r["to"]], by_message.get(message_of[r["to"]].lower(), []),
-                      stored)
-        for r in unknown if taken[r["to"]])
+        why_unsettled(message_of[r["to"]], by_message.get(message_of[r["to"]].lower(), []), stored)
+        for r in unknown
+        if taken[r["to"]]
+    )
     mid = sum(1 for k in kills if any(_epoch(s["at"]) > k for s in ours))
     result = verdict(workdir / "state", sendlog.sends, args.deliveries, SENDERS)
     sendlog.close()
     offered_taken = sorted(r["to"] for r in queued if taken[r["to"]])
     if resend.returncode != 0:
         log(f"resend failed: {resend.stderr}")
-    reasons = [line.strip() for line in said.splitlines() if line.startswith("    ")
-               or "unknown" in line]
+    reasons = [
+        line.strip() for line in said.splitlines() if line.startswith("    ") or "unknown" in line
+    ]
     return {
         "figure": "R3",
         "value": len(offered_taken),
@@ -233,16 +255,25 @@ def _soak(args: argparse.Namespace, seed: int, workdir: Path, base_url: str) -> 
 def main() -> None:
     """Parse the flags; one soak per seed, each with its own sandbox and folder."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="400 recipients, 6 kills, seed 1, schedule scaled down")
+    parser.add_argument(
+        "--quick", action="store_true", help="400 recipients, 6 kills, seed 1, schedule scaled down"
+    )
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default 1,2,3)")
     parser.add_argument("--deliveries", type=int, default=None)
     parser.add_argument("--kills", type=int, default=None)
     parser.add_argument("--rate", default="10/s", help="pace of each of the 4 senders")
-    parser.add_argument("--retry-base-s", type=float, default=None,
-                        help="the sandbox's first webhook retry (the service: 5 s)")
-    parser.add_argument("--horizon-s", type=int, default=None,
-                        help="CAMPAIGN_WEBHOOK_RETRY_HORIZON_S (default: the product's 6 min)")
+    parser.add_argument(
+        "--retry-base-s",
+        type=float,
+        default=None,
+        help="the sandbox's first webhook retry (the service: 5 s)",
+    )
+    parser.add_argument(
+        "--horizon-s",
+        type=int,
+        default=None,
+        help="CAMPAIGN_WEBHOOK_RETRY_HORIZON_S (default: the product's 6 min)",
+    )
     parser.add_argument("--finish-timeout", type=float, default=1200.0)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folders")
     args = parser.parse_args()
