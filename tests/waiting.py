@@ -61,7 +61,7 @@ async def wait_for_async(predicate: Callable[[], T | Awaitable[T]], timeout: flo
         if asyncio.iscoroutine(value) or isinstance(value, Awaitable):
             value = await value
         if value:
-            return value  # type: ignore[return-value]
+            return value
         if time.monotonic() > deadline:
             raise AssertionError(_message(what, timeout, value, details))
         await asyncio.sleep(every)
