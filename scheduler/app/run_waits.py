@@ -43,13 +43,6 @@ def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) ->
     return caps.waits_from_counts(options, sent_today, now, nth_send)
 
 
-def cap_waits(ledger: Ledger, run: Run, options: DispatchOptions,
-              now: datetime) -> list[CapWait]:
-    """The run's senders at their daily cap or at the campaign's plan limit at ``now``."""
-    with access.read(ledger.engine, "count today's sends per sender") as conn:
-        return read_cap_waits(conn, options, now)
-
-
 def run_waits(ledger: Ledger, run: Run, counts: dict[str, int],
               now: datetime) -> dict[str, Any]:
     """What a running run with deliveries still planned waits for at ``now``:

@@ -285,11 +285,6 @@ class SenderPool:
         state.blocked_until = None
 
 
-def sending_senders(pool: SenderPool) -> list[str]:
-    """The senders of ``pool`` its profiles let send (none held back)."""
-    return [name for name, s in pool.senders.items() if s.held_reason is None]
-
-
 def pool_for_run(options: DispatchOptions, rng: random.Random, zone: tzinfo,
                  sent_today: dict[str, int], day_start: datetime,
                  quotas: dict[str, tuple[float, datetime | None]], now: datetime) -> SenderPool:
