@@ -34,7 +34,7 @@ OUTCOMES_BY_CHANNEL: dict[str, tuple[str, ...]] = {
     "calls": ("not_answered",),
     "whatsapp": (),
 }
-#: SMS error codes worth another try (service-facts.md lists every code).
+#: SMS error codes worth another try (docs/service-facts.md lists every code).
 RETRYABLE_SMS_CODES = ("NETWORK_ERROR", "NO_COVERAGE", "NOT_RECEIVED")
 #: SMS error codes that say the number will never get an SMS: never retried.
 TERMINAL_SMS_CODES = ("INVALID_NUMBER", "LANDLINE", "BLACKLIST", "CANCELED", "NO_WHATSAPP",

@@ -1,6 +1,6 @@
 """Bounds of a rendered body that the endpoint models do not check, found before sending.
 
-The service refuses a body that breaks a bound (``service-facts.md``), and a campaign
+The service refuses a body that breaks a bound (``docs/service-facts.md``), and a campaign
 learns it only in production, row by row. The request models check the counts (2–12 poll
 options, 1–4 native-flow buttons, ≤ 2 buttons a carousel card, 1–10 list sections and rows,
 2–10 album items); this module adds what depends on the rendered text:

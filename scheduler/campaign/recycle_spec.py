@@ -48,7 +48,7 @@ from scheduler.units import Rate, UnitError, parse_duration, parse_window
 STEP_KEYS = frozenset({"retry", "min_talk"})
 #: What a retry rule may say.
 RULE_KEYS = ("on", "delay", "max_attempts", "window", "codes")
-#: Every SMS error code the service reports (service-facts.md).
+#: Every SMS error code the service reports (docs/service-facts.md).
 SMS_CODES = (*RETRYABLE_SMS_CODES, *TERMINAL_SMS_CODES)
 #: Channels whose outcomes say whether a call was answered.
 CALL_CHANNELS = ("voice", "calls")

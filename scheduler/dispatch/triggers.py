@@ -1,6 +1,6 @@
 """Triggers: APScheduler 3 decides *when* a campaign is due; our ``fires`` table records it.
 
-APScheduler is used only as a trigger engine (DESIGN.md, Scheduling): its jobs live in the
+APScheduler is used only as a trigger engine (docs/guides/serve.md): its jobs live in the
 ledger's database (``apscheduler_jobs``), their only argument is the campaign name, and
 the job function does nothing by itself. What matters is the submission event, which
 carries the exact scheduled fire time: it is recorded in ``fires``, unique on (campaign,

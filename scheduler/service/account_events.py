@@ -1,6 +1,6 @@
 """The ``data`` payloads of the account webhook's events: SMS reports and voice (URA) calls.
 
-Shapes from ``service-facts.md`` (sections SMS and URA); their envelopes are in
+Shapes from ``docs/service-facts.md`` (sections SMS and URA); their envelopes are in
 :mod:`scheduler.service.events`. Unknown fields are ignored.
 """
 

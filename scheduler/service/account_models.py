@@ -1,4 +1,4 @@
-"""SMS, automated voice (URA) and account-webhook bodies and answers (``service-facts.md``).
+"""SMS, automated voice (URA) and account-webhook bodies and answers (``docs/service-facts.md``).
 
 Request models forbid unknown fields like every other wire model (:mod:`scheduler.service.
 requests`): an SMS body never carries ``sessionId``, a voice body has exactly one of

@@ -2,7 +2,7 @@
 
 The interface shows the request of ``POST /api/v1/catalog/product/get`` (``sessionId``,
 ``product_id``, ``business_jid``, ``async``) and says that ``async: true`` queues it and
-returns a ``commandId``; the rest is ours (``service-facts.md`` "Found nowhere"):
+returns a ``commandId``; the rest is ours (``docs/service-facts.md`` "Found nowhere"):
 
 - the product answer ``{success, data: {id, name, ...}}`` (or the product at the top level);
 - the queued acknowledgement ``{success, commandId, status: "queued"}`` (``commandId`` may also

@@ -2,7 +2,7 @@
 
 Messages (``messages.sent`` / ``messages.received``, with ``media_data`` and ``data`` typed
 by message type, answers to polls and lists, quoted messages), receipts and calls (incoming,
-outgoing, audio), from ``service-interface.md`` and ``service-facts.md``; labels are in
+outgoing, audio), from ``service-interface.md`` and ``docs/service-facts.md``; labels are in
 :mod:`scheduler.service.label_events`, the account webhook's SMS and voice payloads in
 :mod:`scheduler.service.account_events`.
 Models ignore fields they do not know; their envelopes live in

@@ -2,7 +2,7 @@
 
 The interface documents ``POST`` (add), ``PUT`` (update) and ``DELETE`` (remove, its body
 sent with the DELETE) at ``/api/v1/account/members``; the answers, the permission values
-beyond ``read`` and their meaning were found nowhere (ours, ``service-facts.md``): a member
+beyond ``read`` and their meaning were found nowhere (ours, ``docs/service-facts.md``): a member
 answer is ``{success, data: {user_id, name, email, permission, sessions}}``, ``read`` may
 list and read, ``write`` may also send, and a member's key sees only its ``sessions``.
 Listing the members (``GET`` on the same path, ``{success, data: [member, ...]}``) is ours

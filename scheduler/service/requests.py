@@ -1,4 +1,4 @@
-"""Request bodies of the service, exactly as ``service-facts.md`` lists them.
+"""Request bodies of the service, exactly as ``docs/service-facts.md`` lists them.
 
 Every model forbids unknown fields (the real schemas are ``additionalProperties: false``)
 and :func:`wire_body` leaves unset optionals out rather than sending ``null``. The same

@@ -1,7 +1,7 @@
 """Response bodies of the service: tolerant models that ignore fields they do not know.
 
 The interface leaves most response bodies "not shown"; these models take what
-``service-facts.md`` documents, accept a body wrapped in ``{success, data: {...}}`` or not,
+``docs/service-facts.md`` documents, accept a body wrapped in ``{success, data: {...}}`` or not,
 and never fail on an extra field. Message ids may differ in letter case between a send's
 answer and the events: compare them with :func:`normalise_message_id`.
 """

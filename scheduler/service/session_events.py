@@ -1,6 +1,6 @@
 """Session status events: ``connection.status``, ``connection.qrcode``, ``connection.paircode``.
 
-``service-facts.md`` gives the status values (``connecting``, ``connected``,
+``docs/service-facts.md`` gives the status values (``connecting``, ``connected``,
 ``disconnected``, ``qr_ready``, ``pair_code_ready``; a logged-out session reports
 ``logged_out`` in its status event) but neither interface document shows the payloads.
 What is **ours** (the sandbox sends exactly this, the client accepts more):

@@ -1,6 +1,6 @@
 """Official provider (``cloud_api``) connections and their message templates: bodies, answers.
 
-``service-facts.md`` saw these paths only in third-party callers:
+``docs/service-facts.md`` saw these paths only in third-party callers:
 ``GET /api/v1/connections/cloud-api/{id}/templates``, ``POST …/templates``,
 ``DELETE …/templates/{name}`` and ``POST /api/v1/messages/send/template`` with
 ``{sessionId, to, template: {name, language, bodyVariables: [..]}}``. Everything else is
