@@ -87,6 +87,8 @@ class Channel(Protocol):
 
     #: ``runs.channel`` of the runs it sends.
     name: str
+    #: The channel in words, as the retry lines say it ("the SMS fallback").
+    words: str
     #: Webhook events that prove the service took a send (reconciliation looks for these).
     proof_events: frozenset[str]
     #: Whether those events name the sending session (WhatsApp's do; the account's SMS

@@ -34,4 +34,10 @@ def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
                         f"sends on {', '.join(CHANNELS)}")
 
 
-__all__ = ["CHANNELS", "channel_for"]
+def channel_words(name: str) -> str:
+    """The channel ``name`` in words ("SMS", "voice call"); the name itself when unknown."""
+    known = {c.name: c.words for c in (WhatsAppChannel, SmsChannel, VoiceChannel, CallsChannel)}
+    return known.get(name, name)
+
+
+__all__ = ["CHANNELS", "channel_for", "channel_words"]

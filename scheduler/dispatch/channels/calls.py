@@ -32,6 +32,7 @@ class CallsChannel:
     """Places WhatsApp calls through ``/api/v1/calls/place`` or ``/calls/stream``."""
 
     name = "calls"
+    words = "WhatsApp call"
     #: a placed call's events (they name the session)
     proof_events = frozenset(OUTGOING_STATES)
     events_name_session = True

@@ -49,6 +49,7 @@ class SmsChannel:
     """Sends through ``/api/v1/sms/bulk`` (and ``/sms/send`` for a text of its own)."""
 
     name = "sms"
+    words = "SMS"
     proof_events = frozenset({"sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"})
     events_name_session = False
     has_calls = False

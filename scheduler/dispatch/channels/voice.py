@@ -43,6 +43,7 @@ class VoiceChannel:
     """Places calls through ``/api/v1/voice/bulk``; outcomes come from ``call.*`` events."""
 
     name = "voice"
+    words = "voice call"
     proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
     events_name_session = False
     has_calls = True

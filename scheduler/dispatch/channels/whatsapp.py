@@ -17,6 +17,7 @@ class WhatsAppChannel:
     """Sends through ``/api/v1/messages/send/*`` and ``/interactive/send/*`` (one by one)."""
 
     name = "whatsapp"
+    words = "WhatsApp"
     proof_events = frozenset({"messages.sent"})
     events_name_session = True
     batch_size = 1

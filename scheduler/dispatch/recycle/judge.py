@@ -44,8 +44,6 @@ from scheduler.recycle_options import (
 #: ``[fallback] when`` and channel, in words.
 WHEN_WORDS = {"not_delivered": "not delivered", "not_read": "not read",
               "not_answered": "not answered"}
-CHANNEL_WORDS = {"sms": "SMS", "voice": "voice call", "whatsapp": "WhatsApp",
-                 "calls": "WhatsApp call"}
 _NO_STEP_RULES = StepRecycle()
 
 
@@ -145,7 +143,8 @@ def judge(row: WatchedRow, recycle: RecycleOptions, *, channel: str, now: dateti
         return Final(why, reached=False)
     first = row.first_dispatched_at or row.dispatched_at or now
     decided = first + timedelta(seconds=fallback.after_s)
-    other = CHANNEL_WORDS.get(fallback.channel, fallback.channel)
+    from scheduler.dispatch.channels import channel_words  # the channels load when asked
+    other = channel_words(fallback.channel)
     if now < decided:
         return Wait(decided, f"{why}: the {other} fallback is decided "
                              f"{duration(fallback.after_s)} after the first send")

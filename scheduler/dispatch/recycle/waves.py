@@ -22,7 +22,6 @@ RULE_WORDS = {"no_answer": "not answered", "busy": "busy", "failed": "failed",
               "undelivered": "undelivered", "not_answered": "not answered",
               SHORT_CALL: "answered too briefly"}
 RULE_VERBS = {"undelivered": "sent again"}
-CHANNEL_WORDS = {"sms": "SMS", "voice": "voice call"}
 #: Lines shown before the rest of the retries are summed up in one.
 MAX_LINES = 6
 
@@ -57,7 +56,9 @@ def waves(decisions: Iterable[tuple[Any, Verdict] | Verdict],
     if rest:
         more = sum(sum(retries[key].values()) for key in rest)
         lines.append(f"{more:,} more attempts from {rest[0][1]} to {rest[-1][1]}")
+    if fallbacks:
+        from scheduler.dispatch.channels import channel_words  # loaded when a line says it
     for (channel, attempt), n in sorted(fallbacks.items()):
-        lines.append(f"{n:,} not reached: {CHANNEL_WORDS.get(channel, channel)} fallback "
+        lines.append(f"{n:,} not reached: {channel_words(channel)} fallback "
                      f"(attempt {attempt})")
     return lines
