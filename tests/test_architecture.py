@@ -388,3 +388,85 @@ def test_the_clock_finder_sees_every_way_of_reading_it() -> None:
         (2, "from time import monotonic"), (3, "time.monotonic"), (4, "time.perf_counter"),
         (5, "datetime.now"), (6, "datetime.datetime.utcnow"), (7, "loop.time"),
         (8, "get_running_loop().time"), (9, "date.today")]
+
+
+#: The names of the channels (``runs.channel``); their differences live in the channel modules.
+CHANNEL_NAMES = frozenset({"whatsapp", "sms", "voice", "calls"})
+#: Where a channel's name is still compared outside ``dispatch/channels/`` (issue 33), and how
+#: many times: a ratchet, lowered as each difference moves into its channel. A channel's name
+#: read as data (the campaign file's ``channel`` field, its step types) stays here by right.
+CHANNEL_COMPARISONS_LEFT = {
+    "app/channel_status.py": 6,
+    "app/fallback_run.py": 1,
+    "app/foreground.py": 4,
+    "app/launch.py": 1,
+    "app/progress_state.py": 1,
+    "app/reports_wait.py": 2,
+    "app/serve.py": 3,
+    "app/wiring.py": 1,
+    "campaign/chunkwork.py": 1,
+    "campaign/definition.py": 1,
+    "campaign/fallback_render.py": 1,
+    "campaign/recycle_spec.py": 4,
+    "campaign/step_schema.py": 7,
+    "campaign/steps.py": 6,
+    "commands/plan.py": 2,
+    "commands/plan_channels.py": 4,
+    "commands/plan_retries.py": 1,
+    "commands/plan_text.py": 7,
+    "commands/run.py": 2,
+    "dispatch/recycle/outcome.py": 3,
+    "ledger/attempt_funnel.py": 1,
+    "ledger/queries/suppression.py": 1,
+    "reports/channels.py": 2,
+    "reports/charts.py": 1,
+    "reports/details.py": 1,
+    "reports/summary.py": 5,
+    "reports/xlsxcharts.py": 1,
+    "sandbox/channels.py": 1,
+    "tracking/apply.py": 3,
+    "tracking/details.py": 1,
+    "tracking/intake.py": 2,
+    "views/facts.py": 2,
+    "views/reading.py": 1,
+}
+
+
+def _names_a_channel(node: ast.AST) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in CHANNEL_NAMES
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_a_channel(e) for e in node.elts)
+    return False
+
+
+def _channel_comparisons(tree: ast.AST) -> int:
+    """Comparisons (``==``, ``in (...)``, ``case "sms"``) with a channel's name in ``tree``."""
+    def compares(node: ast.AST) -> bool:
+        if isinstance(node, ast.MatchValue):
+            return _names_a_channel(node.value)
+        return isinstance(node, ast.Compare) and (
+            _names_a_channel(node.left) or any(map(_names_a_channel, node.comparators)))
+
+    return sum(1 for node in ast.walk(tree) if compares(node))
+
+
+def test_no_comparison_with_a_channel_name_outside_the_channel_modules() -> None:
+    found = {}
+    for path, _ in _modules():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith("dispatch/channels/"):
+            continue
+        n = _channel_comparisons(ast.parse(path.read_text(encoding="utf-8")))
+        if n:
+            found[rel] = n
+    more = {rel: n for rel, n in found.items() if n > CHANNEL_COMPARISONS_LEFT.get(rel, 0)}
+    assert not more, f"a channel's name compared outside dispatch/channels/: {more}"
+    fewer = {rel: n for rel, n in CHANNEL_COMPARISONS_LEFT.items() if found.get(rel, 0) < n}
+    assert not fewer, f"fewer comparisons than listed (lower the list): {fewer}"
+
+
+def test_the_channel_comparison_finder_sees_each_way_of_comparing() -> None:
+    source = ('if c == "sms": pass\nif c in ("voice", "x"): pass\nif "calls" != c: pass\n'
+              'match c:\n    case "whatsapp": pass\nif c == "email": pass\n')
+    assert _channel_comparisons(ast.parse(source)) == 4
