@@ -415,7 +415,6 @@ CHANNEL_COMPARISONS_LEFT = {
     "commands/plan_retries.py": 1,
     "commands/plan_text.py": 7,
     "commands/run.py": 2,
-    "dispatch/recycle/outcome.py": 3,
     "ledger/attempt_funnel.py": 1,
     "ledger/queries/suppression.py": 1,
     "reports/channels.py": 2,

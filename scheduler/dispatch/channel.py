@@ -34,7 +34,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from scheduler.ledger.rows import DueDelivery
+from scheduler.dispatch.recycle.outcome import Outcome
+from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits, SendResult
 
@@ -122,6 +123,12 @@ class Channel(Protocol):
         """
         ...
 
+
+    def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
+                when: str | None) -> Outcome:
+        """What a sent row's state says of the recipient, in a retry rule's terms
+        (:func:`scheduler.dispatch.recycle.outcome.classify` asks it)."""
+        ...
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """Each sender's remaining quota, where the service says it."""

@@ -23,7 +23,9 @@ from collections.abc import Hashable, Sequence
 import orjson
 
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.ledger.rows import DueDelivery
+from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
+from scheduler.ledger.rows import DueDelivery, WatchedRow
+from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.call_models import OUTGOING_STATES, STREAM_PATH, PlacedCall
 from scheduler.service.exceptions import ServiceError
 
@@ -43,6 +45,11 @@ class CallsChannel:
     def __init__(self, senders: int = 1) -> None:
         #: a call under way per sender at most
         self.max_calls: int | None = max(1, senders)
+
+    def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
+                when: str | None) -> Outcome:
+        """What a sent row's state says of the recipient, in a retry rule's terms."""
+        return _calls(row)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every call is a request of its own."""
@@ -77,3 +84,11 @@ class CallsChannel:
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """No message quota applies to calls; the campaign's ``daily_cap`` bounds them."""
         return {}
+
+
+def _calls(row: WatchedRow) -> Outcome:
+    if row.state == S.ANSWERED:
+        return Outcome(REACHED, "WhatsApp call answered")
+    if row.state == S.NOT_ANSWERED:
+        return Outcome("not_answered", "WhatsApp call not answered")
+    return Outcome(PENDING, "the WhatsApp call has not ended")

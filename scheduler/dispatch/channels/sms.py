@@ -22,7 +22,9 @@ import orjson
 
 from scheduler.campaign.segments import sms_segments
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.ledger.rows import DueDelivery
+from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
+from scheduler.ledger.rows import DueDelivery, WatchedRow
+from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.account_models import (
     SMS_BULK_PATH,
     SMS_SEND_PATH,
@@ -45,6 +47,10 @@ def _digits(number: str) -> str:
     return "".join(ch for ch in number if ch.isdigit())
 
 
+#: SMS error codes after which no other channel is tried either.
+NO_FALLBACK_SMS_CODES = frozenset({"INVALID_NUMBER", "BLACKLIST"})
+
+
 class SmsChannel:
     """Sends through ``/api/v1/sms/bulk`` (and ``/sms/send`` for a text of its own)."""
 
@@ -60,6 +66,11 @@ class SmsChannel:
                  prices: dict[str, int] | None = None) -> None:
         self.batch_size = max(1, min(batch_size or DEFAULT_BATCH, bulk_max))
         self.prices = dict(prices or {})
+
+    def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
+                when: str | None) -> Outcome:
+        """What a sent row's state says of the recipient, in a retry rule's terms."""
+        return _sms(row)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Rows with the same stored body (text, route, sender) share a bulk request."""
@@ -135,3 +146,14 @@ class SmsChannel:
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """No per-sender plan quota: the account's daily cap is the campaign's ``daily_cap``."""
         return {}
+
+
+def _sms(row: WatchedRow) -> Outcome:
+    if row.state in (S.DELIVERED, S.READ):
+        return Outcome(REACHED, "SMS delivered")
+    if row.state == S.UNDELIVERED:
+        raw = row.details.get("errorCode")
+        code = str(raw).strip().upper() if raw else None
+        return Outcome("undelivered", f"SMS undelivered ({code or 'no error code'})", code,
+                       may_fall_back=code not in NO_FALLBACK_SMS_CODES)
+    return Outcome(PENDING, "no delivery report yet")

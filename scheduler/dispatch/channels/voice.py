@@ -23,7 +23,9 @@ from typing import Any
 import orjson
 
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.ledger.rows import DueDelivery
+from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
+from scheduler.ledger.rows import DueDelivery, WatchedRow
+from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.account_models import VOICE_BULK_PATH, VoiceBulkResult, voice_key
 from scheduler.service.exceptions import InsufficientBalance, NoAnswer, ServiceError
 
@@ -37,6 +39,14 @@ def _split(payload: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
     body = orjson.loads(payload)
     variables = body.pop("variables", None)
     return body, variables
+
+
+#: Q.850 causes of an unanswered voice call, as the service reports them.
+BUSY_CAUSES = frozenset({17})
+NO_ANSWER_CAUSES = frozenset({19, 150, 151})
+CAUSE_WORDS = {16: "normal clearing", 17: "busy", 18: "no response", 19: "no answer",
+               21: "rejected", 27: "out of order", 34: "no circuit",
+               150: "ring time-out", 151: "voicemail"}
 
 
 class VoiceChannel:
@@ -53,6 +63,11 @@ class VoiceChannel:
                  max_calls: int | None = None) -> None:
         self.max_calls = max_calls or DEFAULT_MAX_CALLS
         self.batch_size = max(1, min(batch_size or DEFAULT_BATCH, bulk_max, self.max_calls))
+
+    def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
+                when: str | None) -> Outcome:
+        """What a sent row's state says of the recipient, in a retry rule's terms."""
+        return _voice(row, min_talk_s)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Rows with the same call settings (all but ``variables``) share a bulk request."""
@@ -107,3 +122,46 @@ def answers_for(rows: Sequence[DueDelivery], result: VoiceBulkResult) -> list[An
                 f"POST {VOICE_BULK_PATH}: dialed {result.dialed} and skipped "
                 f"{result.skipped} of {n}: this call is not accounted for")))
     return answers
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
+
+
+def _cause(details: dict[str, Any]) -> tuple[int | None, str]:
+    cause = _int(details.get("cause"))
+    if cause is None:
+        return None, "no cause reported"
+    words = CAUSE_WORDS.get(cause) or str(details.get("causeDescription") or "").strip()
+    return cause, f"{words[:40]}, cause {cause}" if words else f"cause {cause}"
+
+
+def _voice(row: WatchedRow, min_talk_s: float | None) -> Outcome:
+    if row.state == S.ANSWERED:
+        talk = row.details.get("talkSeconds")
+        if min_talk_s is None:
+            return Outcome(REACHED, "answered")
+        if row.ended_at is None:
+            return Outcome(PENDING, "answered, still talking")
+        if not isinstance(talk, int | float) or isinstance(talk, bool):
+            return Outcome(REACHED, "answered (its length was not reported)")
+        if talk >= min_talk_s:
+            return Outcome(REACHED, f"answered for {_seconds(talk)}")
+        return Outcome("no_answer", f"answered for {_seconds(talk)}, less than min_talk "
+                                    f"{_seconds(min_talk_s)}: counted as not reached",
+                       short=True)
+    if row.state == S.NOT_ANSWERED:
+        cause, words = _cause(row.details)
+        if cause in BUSY_CAUSES:
+            return Outcome("busy", f"busy (cause {cause})")
+        if cause in NO_ANSWER_CAUSES:
+            return Outcome("no_answer", f"not answered ({words})")
+        return Outcome("failed", f"call failed ({words})")
+    return Outcome(PENDING, "the call has not ended")

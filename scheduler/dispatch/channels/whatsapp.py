@@ -9,7 +9,9 @@ from datetime import datetime
 import orjson
 
 from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
-from scheduler.ledger.rows import DueDelivery
+from scheduler.dispatch.recycle.outcome import NOT_REACHED, REACHED, Outcome
+from scheduler.ledger.rows import DueDelivery, WatchedRow
+from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.exceptions import ServiceError
 
 
@@ -24,6 +26,11 @@ class WhatsAppChannel:
     has_calls = False
     max_calls: int | None = None
     one_call_per_sender = False
+
+    def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
+                when: str | None) -> Outcome:
+        """What a sent row's state says of the recipient, in a retry rule's terms."""
+        return _whatsapp(row, when)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every delivery is a request of its own."""
@@ -73,3 +80,14 @@ class WhatsAppChannel:
                     resets_at = datetime.fromisoformat(limits.resetsAt.replace("Z", "+00:00"))
             quotas[name] = (float(left), resets_at)
         return quotas
+
+
+def _whatsapp(row: WatchedRow, when: str | None) -> Outcome:
+    if row.state == S.READ or row.read_at is not None:
+        return Outcome(REACHED, "read")
+    delivered = row.state == S.DELIVERED or row.delivered_at is not None
+    if when == "not_read":
+        return Outcome(NOT_REACHED, "delivered, not read" if delivered else "not read")
+    if delivered:
+        return Outcome(REACHED, "delivered")
+    return Outcome(NOT_REACHED, "not delivered")

@@ -120,7 +120,8 @@ def judge(row: WatchedRow, recycle: RecycleOptions, *, channel: str, now: dateti
                      "attempts", reached=False)
     step = recycle.steps.get(row.step, _NO_STEP_RULES)
     fallback = recycle.fallback if row.step == 0 else None
-    out = classify(row, channel, min_talk_s=step.min_talk_s,
+    from scheduler.dispatch.channels import channel_for  # the channels load when asked
+    out = classify(row, channel_for(channel), min_talk_s=step.min_talk_s,
                    when=fallback.when if fallback else None)
     if out.kind == PENDING:
         sent = row.dispatched_at or row.first_dispatched_at
