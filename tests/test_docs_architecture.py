@@ -173,3 +173,15 @@ def test_the_checker_tells_real_names_from_made_up_ones() -> None:
     assert [span for span in made_up if problem(span) is None] == []
     assert spans("`channels.channel_for(name, options)` and `Ledger.read()`") == [
         "channels.channel_for", "Ledger.read"]
+
+
+def test_the_packages_table_names_every_package_and_loose_module() -> None:
+    """The page's table of packages leaves none out (``views/``, ``sender_care.py``, ...)."""
+    page = PAGE.read_text(encoding="utf-8")
+    table = "\n".join(line for line in page.splitlines() if line.startswith("| `"))
+    root = REPO / "scheduler"
+    packages = [p.parent.name for p in root.glob("*/__init__.py")]
+    modules = [p.name for p in root.glob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    left_out = ([f"{name}/" for name in packages if f"`{name}/`" not in table]
+                + [name for name in modules if f"{name}`" not in table])
+    assert not left_out, f"docs/architecture.md's packages table leaves out {left_out}"
