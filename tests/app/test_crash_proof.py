@@ -9,6 +9,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, text
 
 from tests.app.support import CAMPAIGN, clean_env, cli, text_sends, wait_for
@@ -20,6 +21,7 @@ def _webhook_url(service) -> str:
     return (body.get("data") or body)["webhookUrl"]
 
 
+@pytest.mark.slow
 def test_events_retried_after_a_kill_reach_the_next_process(make_sandbox, tmp_path) -> None:
     # retries at 0.4, 0.8, 1.6, 3.2 ... s: the next process starts well inside them
     service = make_sandbox(webhook_retry_base_s=0.4, webhook_max_attempts=8,

@@ -67,6 +67,7 @@ def _status(env: dict[str, str], cwd: Path) -> dict:
     return json.loads(out.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("listening", ["stops at once", "to the horizon"])
 def test_after_a_kill_resend_unproven_offers_no_send_the_service_took(
         tmp_path: Path, ledger_url: str, listening: str) -> None:
@@ -177,6 +178,7 @@ def _launch_and_kill(box, campaign: Path, env: dict[str, str], moment: tuple[str
     return {s["to"] for s in box.sends() if _epoch(s["at"]) > killed_at}
 
 
+@pytest.mark.slow
 def test_killed_mid_request_again_and_again_resend_unproven_offers_no_send_the_sandbox_took(
         tmp_path: Path, ledger_url: str) -> None:
     with sandbox_process() as box:
