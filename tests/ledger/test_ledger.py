@@ -64,6 +64,25 @@ def test_suppressed_numbers_are_skipped_when_stored(ledger: Ledger) -> None:
     assert [(r["state"], r["reason"]) for r in rows] == [("skipped", "suppressed")]
 
 
+@pytest.mark.parametrize("others", [0, 10], ids=["list-shorter-than-plan",
+                                                  "list-longer-than-plan"])
+def test_suppressed_numbers_are_skipped_whatever_the_lists_length(ledger: Ledger,
+                                                                  others: int) -> None:
+    # a short list is read whole, a long one looked up number by number: same rows skipped
+    for listed in ["5511900000001", "5511900000003",
+                   *(f"5521988{i:06d}" for i in range(others))]:
+        ledger.suppress(listed, source="test")
+    run_id = _run(ledger)
+    ledger.store_plan(run_id, [plan_rows(4, steps=2)], start_at=T0)
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(tables.deliveries.select().where(
+            tables.deliveries.c.state == "skipped")).mappings().all()
+    assert sorted((r["to"], r["step"], r["reason"]) for r in rows) == [
+        ("5511900000001", 0, "suppressed"), ("5511900000001", 1, "suppressed"),
+        ("5511900000003", 0, "suppressed"), ("5511900000003", 1, "suppressed")]
+    assert ledger.counts(run_id) == {"planned": 4, "skipped": 4}
+
+
 def test_claim_moves_only_planned_rows_once(ledger: Ledger) -> None:
     run_id = _run(ledger)
     ledger.store_plan(run_id, [plan_rows(3)], start_at=T0)
