@@ -60,3 +60,20 @@ def test_a_plan_is_copied_not_inserted_row_by_row_on_postgresql(
         event.remove(ledger.engine, "before_cursor_execute", seen)
     assert ledger.counts(run_id) == {"planned": 1000}
     assert not [s for s in statements if "INSERT INTO deliveries" in s]
+
+
+def test_steps_sharing_one_variables_dict_each_store_their_recipients(ledger: Ledger) -> None:
+    # the planner hands a recipient's steps one dict; the next recipient's differs
+    rows = plan_rows(3, steps=2)
+    for first in (0, 2, 4):
+        rows[first + 1]["variables"] = rows[first]["variables"]
+    rows[4]["variables"] = rows[5]["variables"] = None  # no variables at all: {}
+    run_id = _run(ledger)
+    ledger.store_plan(run_id, [rows], start_at=T0)
+
+    d = tables.deliveries
+    with ledger.engine.connect() as conn:
+        stored = conn.execute(select(d.c.variables).where(d.c.run_id == run_id)
+                              .order_by(d.c.seq)).scalars().all()
+    assert [json.loads(v) for v in stored] == [
+        {"nome": "Ana 0"}, {"nome": "Ana 0"}, {"nome": "Ana 1"}, {"nome": "Ana 1"}, {}, {}]

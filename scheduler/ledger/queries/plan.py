@@ -57,14 +57,22 @@ def insert_deliveries(
     due0: Any = start.strftime(_SQLITE_TIME) if sqlite else start
     planned_state = S.PLANNED.value
     batch: list[tuple[Any, ...]] = []
+    append = batch.append
     seq = first_seq
+    # a recipient's steps share one variables dict: encoded once, for its first step
+    last_variables: Any = None
+    variables_text = "{}"
     for row in rows:
         state = str(row["state"])
-        batch.append((
-            run_id, seq, row["row"], row["step"], row["kind"], row["path"], row["to"],
-            row.get("region"), dumps(row["payload"]), dumps(row.get("variables") or {}),
+        step = row["step"]
+        variables = row.get("variables")
+        if variables is not last_variables:
+            last_variables, variables_text = variables, dumps(variables or {})
+        append((
+            run_id, seq, row["row"], step, row["kind"], row["path"], row["to"],
+            row.get("region"), dumps(row["payload"]), variables_text,
             state, row.get("reason"),
-            due0 if state == planned_state and row["step"] == 0 else None, 0,
+            due0 if step == 0 and state == planned_state else None, 0,
             row.get("variant"), dumps(choices) if (choices := row.get("choices")) else None,
             row.get("watch"), dumps(fallback) if (fallback := row.get("fallback")) else None,
         ))
