@@ -23,7 +23,7 @@ from scheduler.ledger.access import Connection
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.lease import planner_alive
 from scheduler.ledger.models import Campaign, Run, Suppression
-from scheduler.ledger.planwriter import PlanWriter
+from scheduler.ledger.planwriter import PlanWriter, gc_paused
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import links as lq
@@ -223,17 +223,18 @@ class Ledger(RunControl):
     def _feed(self, writer: PlanWriter, chunks: Iterable[list[dict[str, Any]]],
               on_progress: Callable[[int], None] | None) -> int:
         run_id = writer.run_id
-        writer.start()
-        try:
-            for chunk in chunks:
-                if not writer.put(chunk):
-                    break
-                if on_progress is not None:
-                    on_progress(writer.queued)
-        except BaseException:
-            writer.abort()
-            raise
-        total = writer.finish()
+        with gc_paused():
+            writer.start()
+            try:
+                for chunk in chunks:
+                    if not writer.put(chunk):
+                        break
+                    if on_progress is not None:
+                        on_progress(writer.queued)
+            except BaseException:
+                writer.abort()
+                raise
+            total = writer.finish()
         self.release(run_id)  # the plan is stored: the planner's hold on the run ends
         if on_progress is not None:
             on_progress(total)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -77,3 +78,24 @@ def test_steps_sharing_one_variables_dict_each_store_their_recipients(ledger: Le
                               .order_by(d.c.seq)).scalars().all()
     assert [json.loads(v) for v in stored] == [
         {"nome": "Ana 0"}, {"nome": "Ana 0"}, {"nome": "Ana 1"}, {"nome": "Ana 1"}, {}, {}]
+
+
+def test_the_garbage_collector_is_as_it_was_after_a_plan_stored_or_refused(
+        ledger: Ledger) -> None:
+    # paused while the plan is stored, back on afterwards, whatever happened
+    def failing() -> Any:
+        yield plan_rows(2)
+        raise RuntimeError("CSV broke")
+
+    assert gc.isenabled()
+    ledger.store_plan(_run(ledger), [plan_rows(2)], start_at=T0)
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="CSV broke"):
+        ledger.store_plan(_run(ledger), failing(), start_at=T0)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        ledger.store_plan(_run(ledger), [plan_rows(2)], start_at=T0)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
