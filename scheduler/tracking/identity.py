@@ -18,9 +18,11 @@ what is kept.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -48,36 +50,81 @@ def _path(settings: Settings) -> Path | None:
         return None
 
 
-def load_identity(settings: Settings) -> ReceiverIdentity | None:
-    """The kept identity, created (with a new random token) on first use; ``None`` without
-    a state folder."""
-    path = _path(settings)
-    if path is None:
-        return None
-    if path.is_file():
-        try:
-            return ReceiverIdentity.model_validate_json(path.read_bytes())
-        except (ValidationError, OSError):
-            pass  # unreadable: make a new one (old in-flight events are then refused)
-    identity = ReceiverIdentity(token=secrets.token_urlsafe(32))
-    save_identity(settings, identity)
-    return identity
+@contextlib.contextmanager
+def _held(path: Path) -> Iterator[None]:
+    """Hold the identity's lock file (``receiver.json.lock``) while reading and changing it.
 
-
-def save_identity(settings: Settings, identity: ReceiverIdentity) -> None:
-    """Write the identity atomically, readable by its owner only."""
-    path = _path(settings)
-    if path is None:
-        return
+    Several processes of one project start at once (workers, a run beside ``serve``); without
+    the lock, two of them would each make a token on first use and one would refuse the
+    other's events, or one's kept port would overwrite the other's account secret.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _read(path: Path) -> ReceiverIdentity | None:
+    if not path.is_file():
+        return None
+    try:
+        return ReceiverIdentity.model_validate_json(path.read_bytes())
+    except (ValidationError, OSError):
+        return None  # unreadable: a new one is made (old in-flight events are then refused)
+
+
+def _write(path: Path, identity: ReceiverIdentity) -> None:
+    """Write atomically, readable by its owner only; the temporary file is this process's
+    own, so two writers never rename each other's."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(identity.model_dump_json())
         os.replace(tmp, path)
     except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
         raise ConfigError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _update(settings: Settings, change: Callable[[ReceiverIdentity], bool]
+            ) -> ReceiverIdentity | None:
+    """Read the kept identity (made with a new random token when there is none), let
+    ``change`` edit it, and write it back when ``change`` says it changed, all under the lock;
+    ``None`` without a state folder."""
+    path = _path(settings)
+    if path is None:
+        return None
+    with _held(path):
+        identity = _read(path)
+        made = identity is None
+        if identity is None:
+            identity = ReceiverIdentity(token=secrets.token_urlsafe(32))
+        if change(identity) or made:
+            _write(path, identity)
+    return identity
+
+
+def load_identity(settings: Settings) -> ReceiverIdentity | None:
+    """The kept identity, created (with a new random token) on first use; ``None`` without
+    a state folder."""
+    return _update(settings, lambda identity: False)
+
+
+def save_identity(settings: Settings, identity: ReceiverIdentity) -> None:
+    """Write ``identity`` as the kept one (atomically, readable by its owner only)."""
+    path = _path(settings)
+    if path is None:
+        return
+    with _held(path):
+        _write(path, identity)
 
 
 def account_secret(settings: Settings, *, create: bool = False) -> str | None:
@@ -88,13 +135,15 @@ def account_secret(settings: Settings, *, create: bool = False) -> str | None:
     path = _path(settings)
     if path is None or (not create and not path.is_file()):
         return None
-    identity = load_identity(settings)
-    if identity is None:
-        return None
-    if identity.account_secret is None and create:
-        identity.account_secret = secrets.token_hex(32)
-        save_identity(settings, identity)
-    return identity.account_secret
+
+    def give_secret(identity: ReceiverIdentity) -> bool:
+        if identity.account_secret is None and create:
+            identity.account_secret = secrets.token_hex(32)
+            return True
+        return False
+
+    identity = _update(settings, give_secret)
+    return identity.account_secret if identity is not None else None
 
 
 def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None
@@ -130,8 +179,13 @@ def bind_receiver_socket(settings: Settings, *, notes: list[str] | None = None
             notes.append(f"receiver port {kept} (kept from the last run) is in use; listening "
                          f"on {sock.getsockname()[1]} instead, so webhooks retried to the old "
                          "port for sends of an earlier process will not arrive here")
-    if identity is not None and identity.port != sock.getsockname()[1]:
-        identity.port = sock.getsockname()[1]
+    port = sock.getsockname()[1]
+    if identity is not None and identity.port != port:
+
+        def keep_port(kept_identity: ReceiverIdentity) -> bool:
+            kept_identity.port = port
+            return True
+
         with contextlib.suppress(ConfigError):
-            save_identity(settings, identity)
+            _update(settings, keep_port)
     return sock
