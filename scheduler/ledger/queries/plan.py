@@ -82,7 +82,8 @@ def insert_deliveries(
     if sqlite:  # counted in one grouped upsert, not by the row triggers (see tallies)
         tallies.count_bulk_insert(conn, run_id,
                                   lambda: conn.exec_driver_sql(_SQLITE_INSERT, batch),
-                                  send_times=bool(_SEND_TIMES & set(_INSERT_COLUMNS)))
+                                  send_times=bool(_SEND_TIMES & set(_INSERT_COLUMNS)),
+                                  senders="sender" in _INSERT_COLUMNS)
     elif conn.dialect.driver == "psycopg":
         _copy(conn, batch)
     else:

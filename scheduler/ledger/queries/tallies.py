@@ -32,12 +32,13 @@ must run :func:`create_statements` again.
 
 One exception to the row triggers, SQLite's plan insert (:func:`count_bulk_insert`): any
 row trigger on INSERT, even one whose ``WHEN`` is false, cost 3–4 µs per row, about 7 s
-of CPU for a 1,000,000-row plan's 2,000,000 rows. So the plan's insert drops the two
-INSERT triggers, inserts, counts its new rows in one grouped upsert and creates the
-triggers again, all in its transaction. Still counted in the same transaction: SQLite's
-DDL is transactional (a rollback brings the triggers back, a reader's snapshot never
-lacks them) and SQLite has one writer, so while the plan holds the write lock no other
-connection writes a row the missing triggers would not count.
+of CPU for a 1,000,000-row plan's 2,000,000 rows. So the plan's insert drops the
+INSERT triggers (these two and :mod:`sender_tallies`'s), inserts, counts its new rows in
+one grouped upsert per table and creates the triggers again, all in its transaction.
+Still counted in the same transaction: SQLite's DDL is transactional (a rollback brings
+the triggers back, a reader's snapshot never lacks them) and SQLite has one writer, so
+while the plan holds the write lock no other connection writes a row the missing
+triggers would not count.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
+from scheduler.ledger.queries import sender_tallies
 from scheduler.ledger.states import CONFIRMED_SENT_STATES, SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 
@@ -216,7 +218,8 @@ def backfill_statements(dialect: str) -> list[str]:
 # which each chunk would read the whole run again. The key expressions are the triggers'.
 _INSERT_TRIGGERS = text(
     "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'deliveries'"
-    " AND name IN ('run_tallies_insert', 'run_minutes_insert') ORDER BY name")
+    " AND name IN ('run_tallies_insert', 'run_minutes_insert',"
+    f" '{sender_tallies.INSERT_TRIGGER}') ORDER BY name")
 _MAX_ID = text("SELECT COALESCE(MAX(id), 0) FROM deliveries")
 _NEW_ROWS = "FROM deliveries d WHERE d.run_id + 0 = :run AND d.id > :before"
 _COUNT_NEW = text(f"{_TALLY_INSERT}SELECT {_tally_columns('d')}, 0, COUNT(*) {_NEW_ROWS} "
@@ -227,11 +230,13 @@ _COUNT_NEW_MINUTES = text(
 
 
 def count_bulk_insert(conn: Connection, run_id: int, insert: Callable[[], object], *,
-                      send_times: bool = True) -> None:
+                      send_times: bool = True, senders: bool = True) -> None:
     """SQLite: run ``insert`` (new rows of ``run_id`` only, in the caller's transaction)
     without the INSERT triggers, then count its rows in one grouped upsert per table
     (``send_times=False``: the caller writes no send time, ``run_minutes`` is left alone:
-    that scan of the new rows cost as much as the other).
+    that scan of the new rows cost as much as the other; ``senders=False``: the caller
+    writes no sender, so no new row counts in ``run_sender_tallies``, see
+    :mod:`sender_tallies`).
 
     The rows are counted and the triggers put back even when ``insert`` fails part way
     (the rows it wrote stay until the caller rolls back), so the counters equal the rows
@@ -256,6 +261,8 @@ def count_bulk_insert(conn: Connection, run_id: int, insert: Callable[[], object
         conn.execute(_COUNT_NEW, params)
         if send_times:
             conn.execute(_COUNT_NEW_MINUTES, params)
+        if senders:
+            conn.execute(sender_tallies.COUNT_NEW, params)
         for _name, sql in triggers:
             conn.exec_driver_sql(sql)
 
