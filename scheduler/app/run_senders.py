@@ -111,10 +111,12 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
                         now: datetime, *, with_counts: bool = True,
                         today: bool = True) -> list[RunSender]:
     """:func:`read_run_senders` read on ``conn`` (a caller's snapshot). ``with_counts``:
-    also this run's rows per sender (a ``GROUP BY`` over the run's sent rows, which
-    ``campaign status --json`` shows; the dashboard leaves it out: only the run's own
-    senders); ``today``: also the rows dispatched through each today (every run; as many
-    index entries as the day's sends; else None)."""
+    also this run's rows per sender (the trigger-kept ``run_sender_tallies`` and the run's
+    opt-out replies, a few rows each, see :func:`rsq.run_sender_counts`; ``campaign
+    status --json`` shows them, with every sender the run's rows went through; the
+    dashboard leaves them out: only the run's own senders); ``today``: also the rows
+    dispatched through each today (every run; as many index entries as the day's sends;
+    else None)."""
     counts = ({s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
               if with_counts else {})
     names = list(dict.fromkeys([*options.senders, *sorted(counts)]))

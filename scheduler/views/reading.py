@@ -128,10 +128,11 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
              sender_counts: bool = False, sends_today: bool = False,
              every_row: bool = False) -> RunRead:
     """Everything a run's page shows, read on ``conn``. ``campaign status`` asks for more:
-    ``sender_counts``, this run's rows per sender (a ``GROUP BY`` over the run's sent
-    rows); ``sends_today``, each sender's sends today (as many index entries as the day's
-    sends, so only while the day has at most :data:`SENDER_DAY_COUNTED`); ``every_row``,
-    every unknown row judged and every skipped row's reason (as many rows as there are)."""
+    ``sender_counts``, this run's rows per sender (read from the trigger-kept per-sender
+    tallies, no scan); ``sends_today``, each sender's sends today (as many index entries
+    as the day's sends, so only while the day has at most :data:`SENDER_DAY_COUNTED`);
+    ``every_row``, every unknown row judged and every skipped row's reason (as many rows
+    as there are)."""
     assert run.id is not None
     run_id = run.id
     options = options_of(run)

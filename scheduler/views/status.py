@@ -3,9 +3,9 @@
 
 The view's reads are bounded (:mod:`scheduler.views.reading`). ``status`` adds what only
 it shows, each a scan it states: SMS segments and cost and call totals (the channel's
-outcomes: the run's sent rows), this run's rows per sender (its rows that went through a
-sender), and the answers of poll and list steps (those steps' rows, only when the run
-has one).
+outcomes: the run's sent rows) and the answers of poll and list steps (those steps'
+rows, only when the run has one); and this run's rows per sender, read from the
+trigger-kept ``run_sender_tallies`` (no scan; issue 32).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: date
                width: int, sender_counts: bool = True) -> tuple[dict[str, Any], list[str]]:
     """``campaign status``'s row of run ``run_id`` (the newest run when None) and its
     senders' lines, in one snapshot; ``sender_counts``: this run's rows per sender in the
-    senders' entries (``--json``; a scan of the run's rows that went through a sender)."""
+    senders' entries (``--json``; from the kept per-sender tallies, no scan)."""
     from scheduler.errors import SchedulerError
     from scheduler.ledger.exceptions import RunNotFound
 

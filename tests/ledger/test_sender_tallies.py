@@ -68,7 +68,8 @@ def _group_by(conn: Connection, run_ids: list[int]
 
 
 def check(ledger: Ledger, *run_ids: int) -> dict[tuple[int, str], Any]:
-    """The kept counters give what the ``GROUP BY`` gives, run by run and together."""
+    """The kept counters give what the ``GROUP BY`` gives, run by run and together; what
+    ``campaign status --json`` reads (:func:`rsq.run_sender_counts`) is what it was."""
     with access.snapshot(ledger.engine, "compare") as conn:
         for ids in [[run_id] for run_id in run_ids] + [list(run_ids)]:
             counts, opted = _group_by(conn, ids)
@@ -76,9 +77,11 @@ def check(ledger: Ledger, *run_ids: int) -> dict[tuple[int, str], Any]:
                                              c["replies"])
                     for key, c in sender_tallies.read(conn, ids).items()}
             assert kept == counts, ids
-            together = dict(kept)
+            before = dict(counts)
             for key, n in opted.items():
-                together[key] = together.get(key, rsq.RunSenderCounts())._replace(opt_outs=n)
+                before[key] = before.get(key, rsq.RunSenderCounts())._replace(opt_outs=n)
+            together = rsq.run_sender_counts(conn, ids)
+            assert together == before, ids
         if conn.dialect.name == "sqlite":  # one shard: no counter is ever below 0
             assert conn.execute(text("SELECT COUNT(*) FROM run_sender_tallies "
                                      "WHERE n < 0")).scalar() == 0
