@@ -76,9 +76,11 @@ def test_the_winner_goes_to_the_rest_after_the_wait(tmp_path: Path, ledger_url: 
     assert (decided - test_sent).total_seconds() >= 3.0  # the wait
     first, rest = sends[:experiment["test_size"]], sends[experiment["test_size"]:]
     assert len(rest) == experiment["rest_size"]
-    # every send of the rest came after the test share's last, the wait apart (the
-    # status's times are whole seconds, the sandbox's to the millisecond)
-    assert (min(_at(s) for s in rest) - max(_at(s) for s in first)).total_seconds() >= 3.0
+    # every send of the rest reached the service after the test share's last, the wait
+    # apart: the wait counts from the ledger's record of that send (checked exactly above);
+    # what the service saw may differ by how long each request took to arrive on a loaded
+    # machine (seen: 2.996 s), which no wait can take out
+    assert (min(_at(s) for s in rest) - max(_at(s) for s in first)).total_seconds() >= 2.75
     assert all(_at(s) >= decided for s in rest)
     assert all("[B]" in s["body"]["text"] for s in rest)  # the winner to the rest
 

@@ -44,8 +44,13 @@ def _schedule(ledger: Ledger, root: Path, name: str, in_s: float) -> None:
 
 
 def _completed(ledger: Ledger, name: str) -> bool:
+    """The campaign's runs completed and its fire settled: the planning child stores the run
+    and its parent settles the fire after, so another worker may finish the run between."""
     runs = ledger.list_runs(campaign_name=name)
-    return bool(runs) and all(r.status == "completed" for r in runs)
+    with Session(ledger.engine) as session:
+        fires = session.exec(select(Fire).where(Fire.campaign_name == name)).all()
+    return (bool(runs) and all(r.status == "completed" for r in runs)
+            and bool(fires) and all(f.status != "due" for f in fires))
 
 
 def test_a_killed_trigger_leader_is_replaced_and_a_fire_starts_one_run(

@@ -108,6 +108,15 @@ def test_workers_share_one_run_with_no_duplicate_and_every_delivery_final(
     ledger.close()
 
 
+def _claim_times(rows: list) -> dict[str, list[datetime]]:
+    """Each sender's claim times (``dispatched_at``) in the ledger, in order."""
+    out: dict[str, list[datetime]] = {}
+    for row in rows:
+        if row.sender is not None and row.dispatched_at is not None:
+            out.setdefault(row.sender, []).append(row.dispatched_at)
+    return {sender: sorted(stamps) for sender, stamps in out.items()}
+
+
 @pytest.mark.slow
 def test_a_killed_worker_s_senders_move_within_the_lease_and_keep_their_pace(
         tmp_path: Path, pg_url: str, make_sandbox, workers: WorkerPool) -> None:
@@ -158,14 +167,21 @@ def test_a_killed_worker_s_senders_move_within_the_lease_and_keep_their_pace(
         after = [t for t in times[sender] if t > killed_at]
         assert after, f"{sender} was never taken over"
         assert (after[0] - killed_at).total_seconds() <= LEASE_S + 2.0, (sender, after[0])
-        before = [t for t in times[sender] if t <= killed_at]
-        if before:  # across the move: the new holder waited for the old one's last send
-            assert (after[0] - before[-1]).total_seconds() >= 1 / rate - 0.1
-    for sender, stamps in times.items():
-        # never faster than its rate: any 5 consecutive sends span at least 4 intervals
-        # (less 0.1 s of jitter between a claim and its arrival on a loaded machine)
+    # The pace, from each send's claim time in the ledger, also across the move (the new
+    # holder waits for the old one's last send): any 5 consecutive claims of a sender span
+    # at least 4 intervals, less the time a claim may wait for a core and the database
+    # after its slot on a loaded machine (a second holder sending beside the first would
+    # halve these spans, to about 1 s).
+    claimed = _claim_times(rows)
+    for sender, stamps in claimed.items():
         spans = [(b - a).total_seconds() for a, b in zip(stamps, stamps[4:], strict=False)]
-        assert min(spans) >= 4 / rate - 0.1, (sender, min(spans))
+        assert min(spans) >= 4 / rate - 0.3, (sender, min(spans))
+    # What the service saw keeps it too, less the arrival jitter of a loaded machine (a
+    # request may wait a few hundred ms for a core), which no pacing can take out; a second
+    # holder sending beside the first would halve these spans.
+    for sender, stamps in times.items():
+        spans = [(b - a).total_seconds() for a, b in zip(stamps, stamps[4:], strict=False)]
+        assert min(spans) >= 4 / rate - 0.5, (sender, min(spans))
     ledger.close()
 
 
