@@ -8,8 +8,10 @@ PostgreSQL: ``generate_series``): the deliveries' triggers keep the run's tallie
 they would for a plan and its sends. Then times, in this process (median of
 ``--repeat``), ``read_run_view`` of each run, ``read_overview``, and ``campaign status``'s
 reading (``status_row``, with ``--json``'s rows per sender and without, as the text);
-and ``campaign status RUN --json`` as a subprocess (wall time: Python's start, imports
-and the ledger's migration check included). Once the dashboard exists
+``campaign status RUN --json`` as a command in this process (Typer's runner: the project
+opened, the ledger checked, the row read and printed; Python's start and imports left
+out) and as a subprocess (wall time: Python's start, imports and the ledger's migration
+check included). Once the dashboard exists
 (:mod:`scheduler.dashboard`), each page and each live fragment through the real app,
 from the ``Server-Timing`` header it sets (:func:`dashboard_timings`).
 
@@ -20,7 +22,11 @@ Prints JSON lines::
 
 ``--database sqlite|postgresql|both`` (PostgreSQL: a throwaway server started by
 ``scripts/pg-test-server``), ``--rows 10000,1000000``, ``--quick`` (rows 10,000 and
-100,000; 3 repeats).
+100,000; 3 repeats). ``--url URL`` (one database): time the ledger at ``URL`` instead,
+seeding only the runs it lacks (runs ``d1-<rows>`` are reused), so a ledger seeded once
+serves many rounds, or two checkouts (a copy each: opening it migrates it; the first
+open's time is printed as ``D1-open``); ``--only status``: time ``campaign status``
+alone (in process: its reading with and without ``--json``, the command).
 """
 
 from __future__ import annotations
@@ -136,6 +142,23 @@ def _events_sql(dialect: str, run_id: int, n: int) -> list[str]:
     return [events, replies]
 
 
+def seeded(url: str, rows: list[int]) -> dict[int, int]:
+    """``{rows: run id}`` of the D1 runs the ledger at ``url`` already holds (by name,
+    ``d1-<rows>``, with that many deliveries)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(text(
+                "SELECT r.campaign_name, r.id, r.planned_count FROM runs r "
+                "WHERE r.campaign_name LIKE 'd1-%'")).all()
+    finally:
+        engine.dispose()
+    return {n: int(run_id) for name, run_id, n in found
+            if n in rows and name == f"d1-{n}"}
+
+
 def seed(url: str, rows: list[int]) -> list[int]:
     """Runs of ``rows`` deliveries each in the ledger at ``url`` (migrated); their ids."""
     from sqlalchemy import text
@@ -222,12 +245,40 @@ def _status_subprocess(url: str, run_id: int, repeat: int) -> dict[str, float]:
         return _median(once, max(1, repeat // 2))
 
 
+def _status_command(url: str, run_id: int, repeat: int) -> dict[str, float]:
+    """``campaign status RUN --json`` run in this process by Typer's runner, from a
+    project folder whose ledger is ``url``: the whole command but Python's start."""
+    from typer.testing import CliRunner
+
+    from scheduler.cli import app
+
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="d1-project-") as folder:
+        env = _project(url, Path(folder))
+        unset = {k: None for k in os.environ if k.startswith("CAMPAIGN_")}
+        runner = CliRunner()
+
+        def once() -> None:
+            done = runner.invoke(app, ["status", str(run_id), "--json"],
+                                 env={**unset, **env}, catch_exceptions=False)
+            if done.exit_code != 0:
+                raise RuntimeError(done.output)
+            json.loads(done.stdout)
+
+        os.chdir(folder)
+        try:
+            return _median(once, repeat)
+        finally:
+            os.chdir(here)
+
+
 def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
-               database: str) -> None:
-    """The views and status's reading, timed in this process."""
-    from scheduler.config import Settings
+               database: str, *, only: str = "all") -> None:
+    """The views and status's reading, timed in this process (``only="status"``:
+    ``campaign status``'s alone)."""
     from scheduler.ledger.db import open_ledger
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
     from scheduler.views.overview import read_overview
     from scheduler.views.run_view import read_run_view
     from scheduler.views.status import status_row
@@ -236,16 +287,24 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
     ledger, settings = Ledger(engine), Settings()
     base = {"figure": "D1", "database": database, "unit": "ms"}
     for run_id, n in zip(run_ids, rows, strict=True):
-        emit({**base, "what": "read_run_view", "rows": n, **_median(
-            lambda r=run_id: read_run_view(ledger, r, settings=settings, now=NOW), repeat)})
+        if only == "all":
+            emit({**base, "what": "read_run_view", "rows": n, **_median(
+                lambda r=run_id: read_run_view(ledger, r, settings=settings, now=NOW),
+                repeat)})
         emit({**base, "what": "status_row (campaign status --json, in process)", "rows": n,
               **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78),
                         repeat)})
         emit({**base, "what": "status_row (campaign status text, in process)", "rows": n,
               **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78,
                                                     sender_counts=False), repeat)})
-        emit({**base, "what": "campaign status --json (subprocess wall)", "rows": n,
-              **_status_subprocess(url, run_id, repeat)})
+        emit({**base, "what": "campaign status --json (command, in process)", "rows": n,
+              **_status_command(url, run_id, repeat)})
+        if only == "all":
+            emit({**base, "what": "campaign status --json (subprocess wall)", "rows": n,
+                  **_status_subprocess(url, run_id, repeat)})
+    if only != "all":
+        engine.dispose()
+        return
     emit({**base, "what": "read_overview", "rows": sum(rows), **_median(
         lambda: read_overview(ledger, settings=settings, now=NOW), repeat)})
     for name, n in _dashboard(ledger, settings, run_ids, rows, repeat):
@@ -318,7 +377,27 @@ def _postgres() -> Iterator[str]:
                        capture_output=True)
 
 
-def run_database(database: str, rows: list[int], repeat: int) -> None:
+def run_url(url: str, rows: list[int], repeat: int, only: str) -> None:
+    """Time the ledger at ``url``, seeding only the D1 runs it lacks (its first open,
+    a migration when it is behind, timed as ``D1-open``)."""
+    from scheduler.ledger.db import open_ledger
+
+    database = "sqlite" if url.startswith("sqlite") else "postgresql"
+    began = time.perf_counter()
+    open_ledger(url).dispose()
+    emit({"figure": "D1-open", "database": database,
+          "value": round(time.perf_counter() - began, 2), "unit": "s"})
+    found = seeded(url, rows)
+    missing = [n for n in rows if n not in found]
+    if missing:
+        began = time.perf_counter()
+        found.update(zip(missing, seed(url, missing), strict=True))
+        emit({"figure": "D1-seed", "database": database, "rows": sum(missing),
+              "value": round(time.perf_counter() - began, 1), "unit": "s"})
+    in_process(url, [found[n] for n in rows], rows, repeat, database, only=only)
+
+
+def run_database(database: str, rows: list[int], repeat: int, only: str = "all") -> None:
     """Seed and time one database."""
     with contextlib.ExitStack() as stack:
         if database == "sqlite":
@@ -330,7 +409,7 @@ def run_database(database: str, rows: list[int], repeat: int) -> None:
         run_ids = seed(url, rows)
         emit({"figure": "D1-seed", "database": database, "rows": sum(rows),
               "value": round(time.perf_counter() - began, 1), "unit": "s"})
-        in_process(url, run_ids, rows, repeat, database)
+        in_process(url, run_ids, rows, repeat, database, only=only)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -343,12 +422,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--quick", action="store_true",
                         help="rows 10,000 and 100,000, 3 repeats")
+    parser.add_argument("--url", help="time this ledger (seeded if it lacks the runs)")
+    parser.add_argument("--only", choices=("all", "status"), default="all",
+                        help="status: time campaign status alone")
     args = parser.parse_args(argv)
     rows = [10_000, 100_000] if args.quick else [int(r) for r in args.rows.split(",")]
     repeat = 3 if args.quick else args.repeat
     databases = ("sqlite", "postgresql") if args.database == "both" else (args.database,)
-    for database in databases:
-        run_database(database, rows, repeat)
+    if args.url:
+        run_url(args.url, rows, repeat, args.only)
+    for database in () if args.url else databases:
+        run_database(database, rows, repeat, args.only)
     emit({"figure": "D1-context", "cpus": os.cpu_count(),
           "load_avg_1m": round(os.getloadavg()[0], 2)})
     return 0
