@@ -7,11 +7,11 @@ import json
 from typing import Any
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, select, text
 
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
-from tests.factories import T0, plan_rows
+from tests.factories import T0, number, plan_rows
 
 #: Text that a hand-rolled COPY or CSV encoding would corrupt.
 AWKWARD = 'tab\there, new\nline, back\\slash, \\N, "quotes", \'single\', ação, 🎉, \r end'
@@ -99,3 +99,39 @@ def test_the_garbage_collector_is_as_it_was_after_a_plan_stored_or_refused(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_a_plans_rows_are_counted_as_built_and_the_tallies_equal_its_rows(
+        ledger: Ledger) -> None:
+    # planned, skipped, held and suppressed rows of two steps in three chunks, beside an
+    # earlier run; on SQLite the new rows are counted from the batch, never read back
+    ledger.suppress(number(7), source="test")
+    earlier = _run(ledger)
+    ledger.store_plan(earlier, [plan_rows(4, steps=2, skip={1})], start_at=T0)
+    rows = plan_rows(30, steps=2, skip={3, 11})
+    for held in rows[40:44]:
+        held["state"] = "held"
+    statements: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        statements.append(statement)
+
+    run_id = _run(ledger)
+    event.listen(ledger.engine, "before_cursor_execute", seen)
+    try:
+        assert ledger.store_plan(run_id, [rows[:21], rows[21:40], rows[40:]],
+                                 start_at=T0) == 60
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", seen)
+    assert ledger.counts(run_id) == {"planned": 50, "skipped": 6, "held": 4}
+    with ledger.engine.connect() as conn:
+        for run in (earlier, run_id):
+            rows_by_key = dict(conn.execute(text(
+                "SELECT step || ':' || state, COUNT(*) FROM deliveries WHERE run_id = :r"
+                " GROUP BY step, state"), {"r": run}).all())
+            tallied = {k: n for k, n in conn.execute(text(
+                "SELECT step || ':' || state, SUM(n) FROM run_tallies WHERE run_id = :r"
+                " GROUP BY step, state"), {"r": run}).all() if n}
+            assert tallied == rows_by_key
+    if ledger.engine.dialect.name == "sqlite":
+        assert not [s for s in statements if "d.id > " in s]  # no scan of the new rows

@@ -44,7 +44,7 @@ triggers would not count.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,19 +224,25 @@ _MAX_ID = text("SELECT COALESCE(MAX(id), 0) FROM deliveries")
 _NEW_ROWS = "FROM deliveries d WHERE d.run_id + 0 = :run AND d.id > :before"
 _COUNT_NEW = text(f"{_TALLY_INSERT}SELECT {_tally_columns('d')}, 0, COUNT(*) {_NEW_ROWS} "
                   "GROUP BY 1, 2, 3, 4, 5" + _TALLY_UPSERT)
+# the caller's own counts of its new rows (no time column, no worker: marks 0, worker '')
+_COUNT_GIVEN = text(f"{_TALLY_INSERT}VALUES (:run, :step, :state, 0, '', 0, :n)"
+                    + _TALLY_UPSERT)
 _COUNT_NEW_MINUTES = text(
     f"{_MINUTE_INSERT}SELECT d.run_id, {_minute('d', 'sqlite')}, 0, COUNT(*) {_NEW_ROWS} "
     f"AND {_sent_at('d')} IS NOT NULL GROUP BY 1, 2" + _MINUTE_UPSERT)
 
 
 def count_bulk_insert(conn: Connection, run_id: int, insert: Callable[[], object], *,
-                      send_times: bool = True, senders: bool = True) -> None:
+                      send_times: bool = True, senders: bool = True,
+                      counts: Mapping[tuple[int, str], int] | None = None) -> None:
     """SQLite: run ``insert`` (new rows of ``run_id`` only, in the caller's transaction)
     without the INSERT triggers, then count its rows in one grouped upsert per table
     (``send_times=False``: the caller writes no send time, ``run_minutes`` is left alone:
     that scan of the new rows cost as much as the other; ``senders=False``: the caller
     writes no sender, so no new row counts in ``run_sender_tallies``, see
-    :mod:`sender_tallies`).
+    :mod:`sender_tallies`; ``counts``: the caller's own count of its rows by (step,
+    state), when none of them has a time column or a worker: one upsert of those few
+    counters, not a scan of the new rows, 2.5 s of a 1,000,000-row plan's CPU).
 
     The rows are counted and the triggers put back even when ``insert`` fails part way
     (the rows it wrote stay until the caller rolls back), so the counters equal the rows
@@ -255,10 +261,17 @@ def count_bulk_insert(conn: Connection, run_id: int, insert: Callable[[], object
     params = {"run": run_id, "before": int(conn.execute(_MAX_ID).scalar_one())}
     for name, _sql in triggers:
         conn.exec_driver_sql(f"DROP TRIGGER {name}")
+    inserted = False
     try:
         insert()
+        inserted = True
     finally:
-        conn.execute(_COUNT_NEW, params)
+        if inserted and counts is not None:  # a failed insert: its rows are scanned
+            if counts:
+                conn.execute(_COUNT_GIVEN, [{"run": run_id, "step": step, "state": state,
+                                             "n": n} for (step, state), n in counts.items()])
+        else:
+            conn.execute(_COUNT_NEW, params)
         if send_times:
             conn.execute(_COUNT_NEW_MINUTES, params)
         if senders:
