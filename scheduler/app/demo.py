@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import shutil
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -163,7 +162,7 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
     from scheduler.app.demo_calls import calls_part
     from scheduler.app.demo_channels import SANDBOX_SETTINGS, channel_tour
-    from scheduler.app.demo_health import health_part
+    from scheduler.app.demo_health import start_health_part
     from scheduler.app.foreground import describe, run_foreground
     from scheduler.app.planning import plan_run
     from scheduler.app.wiring import ledger_from_settings, service_target
@@ -186,15 +185,52 @@ def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
                           target=target.ledger_value)
         run = ledger.get_run(run_id)
         console.print(f"   run {run_id}: {run.planned_count} deliveries planned")
-        result = asyncio.run(run_foreground(settings, ledger, run, console, target=target))
+        waited: list[float] = []
+
+        async def settle() -> None:  # the receiver is still up: the last receipts come in
+            waited.append(await last_receipts(ledger, run_id))
+
+        result = asyncio.run(run_foreground(settings, ledger, run, console, target=target,
+                                            settle=settle))
+        if waited:
+            console.print(f"   the last receipts came {waited[0]:.1f} s after the run's end",
+                          highlight=False)
         describe(result, console, ledger, horizon=settings.retry_horizon())
-        time.sleep(1.0)  # let the last receipts arrive before the report
-        _report(ledger, run_id, settings, console)
-        channel_tour(settings, ledger, target, root, console, first=5)
-        calls_part(settings, ledger, target, root, console, number=7)
-        health_part(settings, ledger, target, root, console, number=8)
+        # part 8 mostly waits (its pace, the engine's judgement of the storm): it runs in
+        # the background while parts 4 to 7 go on, and is said after them
+        health = start_health_part(settings, ledger, target, root)
+        try:
+            _report(ledger, run_id, settings, console)
+            channel_tour(settings, ledger, target, root, console, first=5)
+            calls_part(settings, ledger, target, root, console, number=7)
+        finally:
+            health.wait()
+        health.finish(console, number=8)
     console.print(f"demo finished in {seconds_since(started):.1f} s")
     _dashboard_hint(settings, console)
+
+
+#: After the demo campaign's last send: how long its receipts may still be awaited, and how
+#: long without a new one says they stopped coming (the sandbox sends each within 0.2 s).
+RECEIPTS_WAIT_S, RECEIPTS_QUIET_S = 3.0, 0.4
+
+
+async def last_receipts(ledger: Any, run_id: int, *, wait_s: float = RECEIPTS_WAIT_S,
+                        quiet_s: float = RECEIPTS_QUIET_S, poll_s: float = 0.05) -> float:
+    """Wait while the run's receipts still come in (its state counts changed within
+    ``quiet_s``, or a send still waits for its ``messages.sent``), at most ``wait_s``;
+    the seconds waited. A send never delivered sends no receipt: the quiet ends the wait."""
+    begun = monotonic()
+    counts = ledger.counts(run_id)
+    changed = begun
+    while monotonic() - begun < wait_s:
+        if not counts.get("accepted") and monotonic() - changed >= quiet_s:
+            break
+        await asyncio.sleep(poll_s)
+        now = ledger.counts(run_id)
+        if now != counts:
+            counts, changed = now, monotonic()
+    return changed - begun
 
 
 def _dashboard_hint(settings: Settings, console: Console) -> None:

@@ -12,14 +12,17 @@ part is skipped.
 
 from __future__ import annotations
 
+import io
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
 import httpx
 from rich.console import Console
 
-from scheduler.app.demo_channels import run_quietly, say
+from scheduler.app.demo_channels import WIDTH, run_quietly, say
 from scheduler.app.wiring import ServiceTarget
 from scheduler.config import Settings
 from scheduler.ledger import access
@@ -33,34 +36,91 @@ CAMPAIGN, TROUBLED = "campaigns/demo_health.toml", "demo-03"
 TROUBLE = {"rate_limit_storm": {TROUBLED: {"after_sends": 8, "for_s": 3,
                                            "retry_after_s": 1}},
            "logout_after": {TROUBLED: {"sends": 14}}}
+#: The trouble taken off again.
+CALM: dict[str, dict[str, object]] = {"rate_limit_storm": {}, "logout_after": {}}
 
 
 def health_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
                 console: Console, *, number: int) -> int | None:
     """Run the sender-care demo as part ``number``; its run id (None when skipped)."""
+    return start_health_part(settings, ledger, target, root).finish(console, number=number)
+
+
+@dataclass
+class HealthPart:
+    """The sender-care run going on in a thread of its own (the demo's other parts go on
+    meanwhile: its pace and the engine's judgement of the storm take seconds of waiting)."""
+
+    run_id: int | None
+    skipped: str | None
+    base_url: str
+    since: datetime
+    ledger: Ledger
+    thread: threading.Thread | None = None
+    failed: list[BaseException] = field(default_factory=list)
+    #: What the run said on its way (its end, when not completed).
+    notes: io.StringIO = field(default_factory=io.StringIO)
+
+    def wait(self) -> None:
+        """Until the run ended (the sandbox's trouble taken off again)."""
+        if self.thread is not None:
+            self.thread.join()
+            self.thread = None
+
+    def finish(self, console: Console, *, number: int) -> int | None:
+        """Wait for the run, then say part ``number``: the header, the run, its outcome."""
+        self.wait()
+        console.print(f"[bold]{number}. Keeping numbers healthy: {CAMPAIGN}[/]",
+                      highlight=False)
+        if self.skipped is not None or self.run_id is None:
+            say(console, [f"{CAMPAIGN} {self.skipped}: part skipped"])
+            return None
+        if self.failed:
+            raise self.failed[0]
+        storm, logout = TROUBLE["rate_limit_storm"][TROUBLED], TROUBLE["logout_after"][TROUBLED]
+        run = self.ledger.get_run(self.run_id)
+        say(console, [f"run {self.run_id}: {run.planned_count} texts from demo-01, demo-02 and "
+                      f"{TROUBLED}; the sandbox storms {TROUBLED} with 429s after "
+                      f"{storm['after_sends']} sends and logs it out at its "
+                      f"{logout['sends']}th"])
+        for line in self.notes.getvalue().splitlines():
+            console.print(line, highlight=False, markup=False)
+        say(console, _lines(self.ledger, self.run_id, self.since, self.base_url))
+        return self.run_id
+
+
+def start_health_part(settings: Settings, ledger: Ledger, target: ServiceTarget,
+                      root: Path) -> HealthPart:
+    """Stage the trouble, plan the run and start it in a thread; :meth:`HealthPart.finish`
+    says it."""
     from scheduler.app.planning import plan_run
     from scheduler.timeutil import utcnow
 
-    console.print(f"[bold]{number}. Keeping numbers healthy: {CAMPAIGN}[/]", highlight=False)
     path = root / CAMPAIGN
     if not path.is_file() or not target.is_sandbox:
         why = "not found" if not path.is_file() else \
             "needs the sandbox to stage a sender's trouble"
-        say(console, [f"{CAMPAIGN} {why}: part skipped"])
-        return None
+        return HealthPart(None, why, target.base_url, utcnow(), ledger)
     _stage(target.base_url, TROUBLE)
     try:
         run_id = plan_run(ledger, path, start_at=utcnow(), target=target.ledger_value)
-        run = ledger.get_run(run_id)
-        say(console, [f"run {run_id}: {run.planned_count} texts from demo-01, demo-02 and "
-                      f"{TROUBLED}; the sandbox storms {TROUBLED} with 429s after 8 sends "
-                      "and logs it out at its 14th"])
-        started = utcnow()
-        run_quietly(settings, ledger, run, target, console)
-        say(console, _lines(ledger, run_id, started, target.base_url))
-    finally:
-        _stage(target.base_url, {"rate_limit_storm": {}, "logout_after": {}})
-    return run_id
+    except BaseException:
+        _stage(target.base_url, CALM)
+        raise
+    part = HealthPart(run_id, None, target.base_url, utcnow(), ledger)
+
+    def run() -> None:
+        try:
+            run_quietly(settings, ledger, ledger.get_run(run_id), target,
+                        Console(file=part.notes, width=WIDTH))
+        except BaseException as error:  # said by finish(), in the demo's own thread
+            part.failed.append(error)
+        finally:
+            _stage(target.base_url, CALM)
+
+    part.thread = threading.Thread(target=run, name="demo-health", daemon=True)
+    part.thread.start()
+    return part
 
 
 def _stage(base_url: str, rules: Mapping[str, object]) -> None:
@@ -91,4 +151,4 @@ def _lines(ledger: Ledger, run_id: int, since: datetime, base_url: str) -> list[
     return lines
 
 
-__all__ = ["CAMPAIGN", "health_part"]
+__all__ = ["CAMPAIGN", "HealthPart", "health_part", "start_health_part"]

@@ -232,11 +232,14 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                          target: ServiceTarget | None = None,
                          option_overrides: dict[str, Any] | None = None,
                          show_progress: bool = True,
-                         receiver_socket: socket.socket | None = None) -> RunResult:
+                         receiver_socket: socket.socket | None = None,
+                         settle: Callable[[], Awaitable[None]] | None = None) -> RunResult:
     """Dispatch ``run`` against the configured service (or the embedded sandbox).
 
     ``receiver_socket``: the receiver's port, bound before planning (see
-    :func:`scheduler.tracking.identity.bind_receiver_socket`).
+    :func:`scheduler.tracking.identity.bind_receiver_socket`). ``settle``: awaited once
+    the dispatch ended, while the receiver is still up (the demo waits there for the
+    receipts of its last sends).
     """
 
     options = ledger.options(run)
@@ -300,6 +303,8 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                     assert child.id is not None
                     await wait_for_reports(ledger, child.id, child.channel, stop, console,
                                            wait_s=settings.report_wait_s)
+                if server is not None and settle is not None:
+                    await settle()
                 # events applied while the run ended change the counts the summary prints
                 result.counts.clear()
                 result.counts.update(ledger.counts(run_id))
