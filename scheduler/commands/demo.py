@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import typer
@@ -22,6 +23,9 @@ def demo_command(
         raise SchedulerError(f"{root / 'campaigns' / 'demo.toml'} not found: run the demo from "
                              "the project folder or pass --root")
     run_demo(Console(), root.resolve(), yes=yes)
+    # nothing of the demo's objects is needed any more: exit without the collector going
+    # through all of them (about two seconds of the interpreter's shutdown, for nothing)
+    gc.freeze()
 
 
 def register(app: typer.Typer) -> None:
