@@ -27,7 +27,8 @@ receiver records when it started and, every few seconds, that it still listens).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from bisect import bisect_right
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -150,30 +151,51 @@ def first_gap(start: datetime, end: datetime, intervals: Sequence[UptimeInterval
     An interval covers from its start to its last sign of life (its stop, when it stopped
     of its own accord), never beyond: a killed receiver's last heartbeat may be seconds
     before it died, so the gap found is never shorter than the real one."""
-    reach = start
-    for interval in sorted(intervals, key=lambda i: i.started_at):
-        if interval.last_seen_at <= reach:
-            continue
-        if interval.started_at > reach:
-            return Gap(reach, min(interval.started_at, end))
-        reach = interval.last_seen_at
-        if reach >= end:
-            return None
-    return Gap(reach, end)
+    return _Coverage(intervals).first_gap(start, end)
 
 
-def _row_gap(sent_at: datetime, end: datetime, intervals: Sequence[UptimeInterval]
-             ) -> Gap | None:
+class _Coverage:
+    """Intervals merged once into sorted, disjoint stretches, so that each row's horizon is
+    checked by a binary search (a run may leave thousands of rows ``unknown``)."""
+
+    def __init__(self, intervals: Iterable[UptimeInterval]) -> None:
+        starts: list[datetime] = []
+        ends: list[datetime] = []
+        for interval in sorted(intervals, key=lambda i: i.started_at):
+            last = max(interval.started_at, interval.last_seen_at)
+            if ends and interval.started_at <= ends[-1]:  # touching: no gap between
+                ends[-1] = max(ends[-1], last)
+            else:  # a start with no later sign of life stays: a gap ends at its start
+                starts.append(interval.started_at)
+                ends.append(last)
+        self.starts = starts
+        self.ends = ends
+
+    def first_gap(self, start: datetime, end: datetime) -> Gap | None:
+        """As :func:`first_gap`, over these stretches."""
+        at = bisect_right(self.starts, start) - 1  # the last stretch starting by ``start``
+        if at >= 0 and self.ends[at] > start:  # ``start`` is covered: go to the stretch's end
+            if self.ends[at] >= end:
+                return None
+            start = self.ends[at]
+        following = at + 1
+        if following < len(self.starts):
+            return Gap(start, min(self.starts[following], end))
+        return Gap(start, end)
+
+
+def _row_gap(sent_at: datetime, end: datetime, intervals: Sequence[UptimeInterval],
+             coverage: Mapping[str | None, _Coverage]) -> Gap | None:
     """Where no receiver listened at the URL of the row's events within its horizon.
 
     The events go to the URL registered when the row was sent: a receiver listening then
     has its key. When several did (workers on different ports), each must have covered the
-    horizon, since the ledger does not say which one the sender pointed at."""
+    horizon, since the ledger does not say which one the sender pointed at. ``coverage``:
+    the intervals merged per key, and all of them under ``None``."""
     keys = {i.url_key for i in intervals if i.started_at <= sent_at <= i.last_seen_at}
     if not keys:
-        return first_gap(sent_at, end, intervals) or Gap(sent_at, end)
-    found = [first_gap(sent_at, end, [i for i in intervals if i.url_key == key])
-             for key in sorted(keys)]
+        return coverage[None].first_gap(sent_at, end) or Gap(sent_at, end)
+    found = [coverage[key].first_gap(sent_at, end) for key in sorted(keys)]
     gaps = [gap for gap in found if gap is not None]
     return min(gaps, key=lambda gap: gap.start) if gaps else None
 
@@ -193,13 +215,16 @@ def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
     heard = {i.last_seen_at for i in intervals
              if i.stopped_at is None and i.last_seen_at >= recent}
     out = UnknownVerdicts(listening=bool(heard))
+    coverage: dict[str | None, _Coverage] = {None: _Coverage(intervals)}
+    for key in {i.url_key for i in intervals}:
+        coverage[key] = _Coverage(i for i in intervals if i.url_key == key)
     for row_id, sent_at in rows:
         if sent_at is None:
             out.unknowable.append(row_id)
             out.gaps[row_id] = None
             continue
         ends = sent_at + horizon
-        gap = None if ends > now else _row_gap(sent_at, ends, intervals)
+        gap = None if ends > now else _row_gap(sent_at, ends, intervals, coverage)
         if ends > now or (gap is not None and gap.start in heard and gap.end == ends):
             out.waiting.append(row_id)
             out.settles_at = ends if out.settles_at is None else max(out.settles_at, ends)
