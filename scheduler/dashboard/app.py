@@ -4,7 +4,8 @@ Routes: the pages (:mod:`.pages`), their live streams (:mod:`.live`), the action
 (:mod:`.actions`), the reports to download (:mod:`.downloads`), /login and /logout
 (:mod:`.auth`), and ``/static/`` (our CSS and JavaScript, from the package). Middleware,
 outermost first: :class:`.headers.Headers` (timing, security headers, a bug's 500 page),
-then auth's (sessions, logins, CSRF). Errors a visitor can cause are pages (:mod:`.errors`).
+``GET /metrics`` (:mod:`scheduler.metrics.endpoint`: loopback, or a bearer token; no
+login), then auth's (sessions, logins, CSRF). Errors a visitor can cause are pages (:mod:`.errors`).
 
 ``campaign dashboard`` serves it alone; ``campaign serve`` serves it too, on its own port,
 when ``[dashboard] serve = true``. The webhook receiver's app never includes it.
@@ -23,6 +24,7 @@ from scheduler.dashboard.campaign_files import CampaignFiles, Check
 from scheduler.dashboard.errors import install_handlers
 from scheduler.dashboard.headers import Headers
 from scheduler.dashboard.web import STATIC, Dashboard
+from scheduler.metrics.endpoint import MetricsRoute
 from scheduler.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
@@ -47,5 +49,7 @@ def create_app(settings: Settings, ledger: Ledger, *, check: Check | None = None
     for module in (pages, live, actions, downloads):
         app.include_router(module.router())
     auth.install(app, settings.dashboard, clock=clock, secure_cookies=secure_cookies)
+    # GET /metrics before the login rules: a scraper holds no session (its own rule)
+    app.add_middleware(MetricsRoute, ledger=ledger, settings=settings, clock=clock)
     app.add_middleware(Headers)  # added last: the outermost
     return app

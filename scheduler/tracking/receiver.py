@@ -40,6 +40,7 @@ from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from scheduler.links.routes import add_link_routes
+from scheduler.metrics import intake
 from scheduler.timeutil import Clock, monotonic
 from scheduler.tracking import event_store
 from scheduler.tracking.apply import Applied, ApplyContext
@@ -322,7 +323,9 @@ class WebhookRoutes:
             status, body = _error(405, "use POST")
             headers.append((b"allow", b"POST"))
         else:
+            started = monotonic()
             status, body = await self.receiver.webhook(path, RawRequest(scope, receive))
+            intake.observe(path, status, monotonic() - started)  # /metrics' intake counters
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})
