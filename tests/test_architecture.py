@@ -422,10 +422,6 @@ CHANNEL_COMPARISONS_LEFT = {
     "reports/details.py": 1,
     "reports/summary.py": 5,
     "reports/xlsxcharts.py": 1,
-    "sandbox/channels.py": 1,
-    "tracking/apply.py": 3,
-    "tracking/details.py": 1,
-    "tracking/intake.py": 2,
     "views/facts.py": 2,
     "views/reading.py": 1,
 }

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import ast
 import re
+from types import SimpleNamespace
 
-from scheduler.dispatch.channels import channel_for
+from scheduler.dispatch.channels import channel_for, known_channel, progress_events
 from scheduler.dispatch.channels.calls import CallsChannel
 from scheduler.dispatch.channels.sms import SmsChannel
 from scheduler.dispatch.channels.voice import VoiceChannel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.dispatch.store import Store
 from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.states import DeliveryState as S
 from tests.test_architecture import ROOT, _imported, _modules, package_imports
 
 
@@ -73,6 +75,28 @@ def test_channels_say_what_proves_a_send_and_whether_events_name_the_session() -
     assert "sms.delivered" in by_name["sms"].proof_events
     for channel in by_name.values():
         assert not hasattr(channel, "verdict")  # one rule for every channel: retry.classify
+
+
+def test_channels_say_which_events_move_a_delivery_and_what_they_tell() -> None:
+    whatsapp, sms, voice, calls = (known_channel(n) for n in ("whatsapp", "sms", "voice",
+                                                               "calls"))
+    assert whatsapp and sms and voice and calls and known_channel("email") is None
+    assert known_channel(None) is None
+    assert whatsapp.progress_of("message.read", None) == (
+        S.READ, ("sent_at", "delivered_at", "read_at"))
+    assert sms.progress_of("sms.expired", None) == (S.UNDELIVERED, ("sent_at",))
+    assert sms.progress_of("message.read", None) is None
+    ended = SimpleNamespace(data=SimpleNamespace(answered=True))
+    assert voice.progress_of("call.ended", ended) == (S.ANSWERED, ("sent_at", "ended_at"))
+    assert voice.progress_of("call.ended", None) == (S.NOT_ANSWERED, ("sent_at", "ended_at"))
+    assert calls.progress == {}  # a WhatsApp call moves through tracking.call_events
+    assert set(progress_events()) == {*whatsapp.progress, *sms.progress, *voice.progress}
+    assert whatsapp.proven_kinds("video") == ("video", "album")
+    assert whatsapp.proven_kinds("text") == sms.proven_kinds("text") == ("text",)
+    assert [bool(c.detail_keys) for c in (whatsapp, sms, voice, calls)] == [
+        False, True, True, False]
+    assert [c.reports_keys for c in (whatsapp, sms, voice, calls)] == [
+        False, False, True, False]
 
 
 def test_the_ledger_store_has_every_method_of_the_protocol() -> None:

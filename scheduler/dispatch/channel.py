@@ -13,7 +13,9 @@ methods. A channel says
 - how they are sent and what the answer says of each delivery (:meth:`Channel.send`: one
   :class:`Answer` per delivery, the id the service's events will carry, or an error),
 - which events prove a send was taken (:attr:`Channel.proof_events`) and whether they
-  name the sending session (:attr:`Channel.events_name_session`), and
+  name the sending session (:attr:`Channel.events_name_session`), which move a delivery
+  later (:attr:`Channel.progress`) and what they tell beyond a state
+  (:attr:`Channel.detail_keys`), and
 - how much its senders may still send (:meth:`Channel.quotas`).
 
 How an error becomes an outcome is the same on every channel
@@ -27,7 +29,7 @@ dispatcher never holds an ``Any`` client. A new channel is a new module in
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -41,6 +43,9 @@ from scheduler.service.responses import Limits, SendResult
 
 #: A sender's remaining plan quota and when it resets (``None``: unknown).
 Quota = tuple[float, datetime | None]
+#: What an event moves a delivery to: the state it proves and the time columns it gives
+#: evidence for (``sent_at``, ``delivered_at``…).
+Progress = tuple[str, tuple[str, ...]]
 Answered = TypeVar("Answered", bound=BaseModel)
 
 
@@ -93,8 +98,17 @@ class Channel(Protocol):
     #: Webhook events that prove the service took a send (reconciliation looks for these).
     proof_events: frozenset[str]
     #: Whether those events name the sending session (WhatsApp's do; the account's SMS
-    #: and voice events do not: the number and the time must do).
+    #: and voice events do not: the number and the time must do; they come to the account
+    #: webhook).
     events_name_session: bool
+    #: Events (receipts, reports, a call's steps) that move the delivery holding their
+    #: message id, each with the progress it proves (:meth:`progress_of`).
+    progress: Mapping[str, Progress]
+    #: What its events tell beyond a state, kept in ``deliveries.details`` (the service's
+    #: spelling: SMS segments and error code, a voice call's length and cause).
+    detail_keys: tuple[str, ...]
+    #: Whether its events report keys pressed and whether a call was answered.
+    reports_keys: bool
     #: Deliveries per request: 1 for one-by-one endpoints, more for a bulk endpoint.
     batch_size: int
     #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).
@@ -105,6 +119,16 @@ class Channel(Protocol):
     @property
     def max_calls(self) -> int | None:
         """Calls the run may have in progress (``has_calls`` channels; None elsewhere)."""
+        ...
+
+    def progress_of(self, name: str, event: object) -> Progress | None:
+        """What event ``name`` (``event``, the parsed event) proves of its delivery; None
+        when it is not one of :attr:`progress`."""
+        ...
+
+    def proven_kinds(self, event_type: str) -> tuple[str, ...]:
+        """The step kinds a proof event of ``event_type`` (a ``messages.sent``'s type) may
+        prove sent (an album is sent as images and videos)."""
         ...
 
     def group_key(self, row: DueDelivery) -> Hashable:

@@ -29,5 +29,5 @@ class AccountChannels:
 
     def outcomes(self, channel: str, since: int = 0) -> list[dict[str, Any]]:
         """What the sandbox decided per recipient of ``channel``, from index ``since``."""
-        desk = self.sms if channel == "sms" else self.voice
+        desk = self.sms if channel == self.sms.channel else self.voice
         return desk.outcomes[max(since, 0) :]

@@ -71,6 +71,9 @@ def segments(text: str) -> tuple[str, int]:
 class SmsDesk:
     """Accepts SMS, decides their outcomes, reports them on the ``sms`` account webhook."""
 
+    #: The ``channel`` its events carry (and ``/sandbox/outcomes`` asks for).
+    channel = "sms"
+
     def __init__(
         self, sandbox: WorldView, wallet: Wallet, hooks: AccountHooks, seed: int | None
     ) -> None:
@@ -190,7 +193,7 @@ class SmsDesk:
         now = iso_ms(self._sandbox.now())
         entry["reportedAt"] = now
         outcome = entry["outcome"]
-        self._hooks.emit("sms", f"sms.{outcome}", {
+        self._hooks.emit(self.channel, f"sms.{outcome}", {
             "messageId": entry["messageId"],
             "to": entry["to"],
             "status": outcome,

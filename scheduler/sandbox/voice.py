@@ -79,6 +79,9 @@ class Call:
 class VoiceDesk:
     """Dials calls, plays them out in time, reports them on the ``voice`` account webhook."""
 
+    #: The ``channel`` its events carry (and ``/sandbox/outcomes`` asks for).
+    channel = "voice"
+
     def __init__(
         self, sandbox: WorldView, wallet: Wallet, hooks: AccountHooks, seed: int | None
     ) -> None:
@@ -296,7 +299,7 @@ class VoiceDesk:
             entry["startedAt"] = epoch_s()
         if event == "call.ended":
             self._end(call)
-        self._hooks.emit("voice", event, {
+        self._hooks.emit(self.channel, event, {
             "callId": entry["callId"], "bulkCallId": entry["bulkId"], "to": entry["to"],
             "answered": None, "talkSeconds": None, "digits": None, "cause": None,
             "causeDescription": None, **fields, "timestamp": iso_ms(self._sandbox.now()),

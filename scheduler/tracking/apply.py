@@ -18,6 +18,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from scheduler.dispatch.channel import Progress
+from scheduler.dispatch.channels import known_channel, progress_events
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import ambiguous as aq
 from scheduler.ledger.queries import answers as answers_q
@@ -39,24 +41,12 @@ from scheduler.tracking.replies import OptOutWords, reply_text
 SKEW = timedelta(seconds=5)
 UNMATCHED = "unmatched"
 SENT_STAMPS = ("sent_at",)
-#: (channel, event) → (state it proves, time columns it gives evidence for).
-PROGRESS: dict[tuple[str, str], tuple[str, tuple[str, ...]]] = {
-    ("whatsapp", "message.delivered"): (S.DELIVERED, ("sent_at", "delivered_at")),
-    ("whatsapp", "message.read"): (S.READ, ("sent_at", "delivered_at", "read_at")),
-    ("sms", "sms.delivered"): (S.DELIVERED, ("sent_at", "delivered_at")),
-    ("sms", "sms.undelivered"): (S.UNDELIVERED, ("sent_at",)),
-    ("sms", "sms.failed"): (S.UNDELIVERED, ("sent_at",)),
-    ("sms", "sms.expired"): (S.UNDELIVERED, ("sent_at",)),
-    ("voice", "call.started"): (S.SENT, ("sent_at",)),
-    ("voice", "call.answered"): (S.ANSWERED, ("sent_at",)),
-    ("voice", "call.dtmf"): (S.ANSWERED, ("sent_at",)),
-    ("voice", "call.ended"): (S.NOT_ANSWERED, ("sent_at", "ended_at")),
-}
 #: Step kinds whose ``messages.sent`` type is known: only such an event proves such a row.
 STRICT_KINDS = ("text", "image", "video", "audio", "document", "sticker", "location",
                 "contact", "reaction", "list", "carousel", "album")
-#: Event names matched to a delivery by message id (or call id) alone.
-MATCHED_BY_ID = tuple(sorted({name for _, name in PROGRESS}))
+#: Event names matched to a delivery by message id (or call id) alone (each channel's
+#: ``progress``).
+MATCHED_BY_ID = progress_events()
 
 
 @dataclass(frozen=True)
@@ -94,12 +84,16 @@ class Applied:
         self.unmatched.extend(other.unmatched)
 
 
-def _progress(item: Incoming) -> tuple[str, tuple[str, ...]] | None:
-    rule = PROGRESS.get((item.channel or "", item.name))
-    if rule is not None and item.channel == "voice" and item.name == "call.ended":
-        answered = getattr(getattr(item.event, "data", None), "answered", None)
-        return (S.ANSWERED, rule[1]) if answered else rule
-    return rule
+def _progress(item: Incoming) -> Progress | None:
+    channel = known_channel(item.channel)
+    return channel.progress_of(item.name, item.event) if channel is not None else None
+
+
+def _proves_a_send(item: Incoming) -> bool:
+    """A session's message event that proves a send (WhatsApp's ``messages.sent``)."""
+    channel = known_channel(item.channel)
+    return channel is not None and item.name in channel.proof_events \
+        and isinstance(item.event, MessageEvent)
 
 
 def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
@@ -109,7 +103,7 @@ def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyC
     sent: list[tuple[int, Incoming]] = []
     by_id: list[tuple[int, Incoming]] = []
     for event_id, item in batch:
-        if item.name == "messages.sent" and isinstance(item.event, MessageEvent):
+        if _proves_a_send(item):
             sent.append((event_id, item))
         elif _progress(item) is not None and item.message_id_norm:
             by_id.append((event_id, item))
@@ -149,7 +143,8 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
         if norm is None or item.number is None or data.is_group:
             out.results[event_id] = UNMATCHED
             continue
-        kinds = (data.type, "album") if data.type in ("image", "video") else (data.type,)
+        channel = known_channel(item.channel)
+        kinds = channel.proven_kinds(data.type) if channel is not None else (data.type,)
         row = aq.ambiguous_row_for(conn, item.number, item.session_id,
                                    item.when + ctx.skew, kinds=kinds, strict_kinds=STRICT_KINDS)
         if row is None or not aq.mark_proven_sent(conn, row, norm, item.when, now):
@@ -173,7 +168,7 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
         return
     held = tq.held_message_ids(conn, (i.message_id_norm for _, i in items
                                       if i.message_id_norm))
-    groups: dict[tuple[str, tuple[str, ...]], list[tuple[str, datetime]]] = defaultdict(list)
+    groups: dict[Progress, list[tuple[str, datetime]]] = defaultdict(list)
     for event_id, item in items:
         rule = _progress(item)
         assert rule is not None and item.message_id_norm is not None
@@ -188,13 +183,19 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
     for (target, stamps), params in groups.items():
         tq.track_progress(conn, target, params, now, stamps=stamps)
     extras = {i.message_id_norm for _, i in items
-              if i.channel in ("sms", "voice") and i.message_id_norm in held}
+              if _tells_details(i.channel) and i.message_id_norm in held}
     for norm in sorted(extras):
         stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
         details = fold(stored)
         tq.merge_details(conn, norm, details)
         if details.get("digits"):
             _ivr_opt_out(conn, norm, str(details["digits"]), now)
+
+
+def _tells_details(name: str | None) -> bool:
+    """Whether the events of channel ``name`` tell more than a state (SMS, voice)."""
+    channel = known_channel(name)
+    return channel is not None and bool(channel.detail_keys)
 
 
 def _ivr_opt_out(conn: Connection, norm: str, digits: str, now: datetime) -> None:
@@ -214,10 +215,12 @@ def _ivr_opt_out(conn: Connection, norm: str, digits: str, now: datetime) -> Non
 def _prove_account_row(conn: Connection, item: Incoming, now: datetime) -> bool:
     """An SMS or voice event whose id no delivery holds may prove a row in doubt (a bulk
     request whose answer a crash or a time-out lost) of the same channel to that number."""
-    if item.channel not in ("sms", "voice") or not item.number or not item.message_id_norm:
+    channel = known_channel(item.channel)
+    if channel is None or channel.events_name_session or not item.number \
+            or not item.message_id_norm:
         return False
     row = aq.ambiguous_row_for(conn, item.number, None, item.when + SKEW,
-                               only_kinds=(item.channel,))
+                               only_kinds=(channel.name,))
     return row is not None and aq.mark_proven_sent(conn, row, item.message_id_norm,
                                                    item.when, now)
 

@@ -1,8 +1,9 @@
 """What SMS and voice events tell beyond a state, folded into ``deliveries.details``.
 
-The report (:mod:`scheduler.reports.details`) reads these keys: SMS ``segments`` and
-``errorCode``; voice ``callId``, ``answered``, ``talkSeconds``, ``digits``, ``cause`` and
-``causeDescription``. They are recomputed from *every* stored event of the message (oldest
+The report (:mod:`scheduler.reports.details`) reads these keys, each channel's
+``detail_keys`` (SMS ``segments`` and ``errorCode``; voice ``callId``, ``talkSeconds``,
+``cause`` and ``causeDescription``) and, where its events report keys (voice),
+``answered`` and ``digits``. They are recomputed from *every* stored event of the message (oldest
 event time first), never updated piecemeal, so the result does not depend on the order the
 events arrived in: the latest non-null value of a key wins, ``answered`` is true once any
 event says so, and ``digits`` are the keys of the ``call.dtmf`` events in time order unless
@@ -16,13 +17,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from scheduler.dispatch.channels import known_channel
 from scheduler.tracking.intake import parse_stamp
-
-#: Keys kept per channel, as the service spells them.
-KEYS = {
-    "sms": ("segments", "errorCode"),
-    "voice": ("callId", "talkSeconds", "cause", "causeDescription"),
-}
 
 
 def _order(envelope: dict[str, Any], event_id: int) -> tuple[float, int]:
@@ -48,11 +44,11 @@ def fold(stored: Iterable[tuple[int, str]]) -> dict[str, Any]:
     whole: str | None = None
     answered: bool | None = None
     for _, envelope in envelopes:
-        data, channel = envelope["data"], envelope.get("channel")
-        for key in KEYS.get(str(channel), ()):
+        data, channel = envelope["data"], known_channel(envelope.get("channel"))
+        for key in channel.detail_keys if channel is not None else ():
             if data.get(key) is not None:
                 details[key] = data[key]
-        if channel != "voice":
+        if channel is None or not channel.reports_keys:
             continue
         name = envelope.get("event")
         if name in ("call.answered", "call.dtmf") or data.get("answered") is not None:

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 import orjson
 from starlette.types import Receive
 
+from scheduler.dispatch.channels import SESSION_CHANNEL, known_channel
 from scheduler.service.account_events import SmsStatus, VoiceCall
 from scheduler.service.account_models import voice_key
 from scheduler.service.event_data import MessageData, Receipt
@@ -259,14 +260,16 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
     if not isinstance(raw, dict):
         raise Rejected(422, f"an event must be a JSON object, got {type(raw).__name__}")
     # A per-session event naming its channel ("whatsapp") is still a per-session event.
+    named = known_channel(raw.get("channel"))
     plain = {k: v for k, v in raw.items() if k != "channel"} \
-        if raw.get("channel") == "whatsapp" else raw
+        if named is not None and named.events_name_session else raw
     try:
         event = parse_event(plain)
     except EventParseError as exc:
         raise Rejected(422, str(exc)) from None
     channel = raw.get("channel")
-    is_account = channel in ("sms", "voice")
+    # the account's channels (SMS, voice): their events name no session
+    is_account = named is not None and not named.events_name_session
     if route == "session" and is_account:
         raise Rejected(422, "account (SMS/voice) events must be posted to /webhooks/account")
     if route == "account" and not is_account:
@@ -275,7 +278,7 @@ def incoming_from(raw: Any, payload: str, received_at: datetime, *,
     number, message_id, stamp = _fields(event)
     occurred = parse_stamp(stamp) or parse_stamp(raw.get("timestamp"))
     if not is_account:  # per-session events are WhatsApp's; others keep what they say
-        channel = "whatsapp" if isinstance(event, SessionEvent) or isinstance(
+        channel = SESSION_CHANNEL if isinstance(event, SessionEvent) or isinstance(
             session_id, str) else (channel if isinstance(channel, str) else None)
     return Incoming(
         dedupe_key=call_dedupe_key(event, raw.get("sessionId")) or dedupe_key(raw),

@@ -9,7 +9,7 @@ from scheduler.dispatch.channels.voice import VoiceChannel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.run_options import CHANNELS
+from scheduler.settings.run import CHANNELS
 
 
 def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
@@ -20,13 +20,14 @@ def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
     if name == "sms":
         if options is None:
             return SmsChannel()
-        return SmsChannel(batch_size=options.batch_size, bulk_max=options.bulk_max,
-                          prices=dict(options.sms_price_micro))
+        return SmsChannel(batch_size=options.batch_size, bulk_max=options.engine.bulk_max,
+                          prices=dict(options.engine.sms_price_micro))
     if name == "voice":
         if options is None:
             return VoiceChannel()
-        limit = min(options.max_calls or options.voice_max_calls, options.voice_max_calls)
-        return VoiceChannel(batch_size=options.batch_size, bulk_max=options.bulk_max,
+        most = options.engine.voice_max_calls
+        limit = min(options.max_calls or most, most)
+        return VoiceChannel(batch_size=options.batch_size, bulk_max=options.engine.bulk_max,
                             max_calls=limit)
     if name == "calls":
         return CallsChannel(len(options.senders) if options is not None else 1)
@@ -34,10 +35,30 @@ def channel_for(name: str, options: DispatchOptions | None = None) -> Channel:
                         f"sends on {', '.join(CHANNELS)}")
 
 
+#: The channel of the per-session webhook's events (WhatsApp's messages, receipts, calls).
+SESSION_CHANNEL = WhatsAppChannel.name
+#: Each channel as it is without a run's options: what it says of itself (its words, its
+#: events, its rules), looked up by name (:func:`known_channel`).
+_KNOWN: dict[str, Channel] = {
+    c.name: c for c in (WhatsAppChannel(), SmsChannel(), VoiceChannel(), CallsChannel())}
+
+
+def known_channel(name: object) -> Channel | None:
+    """The channel of ``runs.channel`` (or of an event's ``channel``) ``name``, without a
+    run's options; None for a name this program does not send on."""
+    return _KNOWN.get(name) if isinstance(name, str) else None
+
+
 def channel_words(name: str) -> str:
     """The channel ``name`` in words ("SMS", "voice call"); the name itself when unknown."""
-    known = {c.name: c.words for c in (WhatsAppChannel, SmsChannel, VoiceChannel, CallsChannel)}
-    return known.get(name, name)
+    channel = known_channel(name)
+    return channel.words if channel is not None else name
 
 
-__all__ = ["CHANNELS", "channel_for", "channel_words"]
+def progress_events() -> tuple[str, ...]:
+    """Every event that moves the delivery holding its message id (sorted)."""
+    return tuple(sorted({name for c in _KNOWN.values() for name in c.progress}))
+
+
+__all__ = ["CHANNELS", "SESSION_CHANNEL", "channel_for", "channel_words", "known_channel",
+           "progress_events"]

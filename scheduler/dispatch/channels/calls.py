@@ -18,11 +18,11 @@ the delivery with the service's words.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 import orjson
 
-from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
@@ -38,6 +38,10 @@ class CallsChannel:
     #: a placed call's events (they name the session)
     proof_events = frozenset(OUTGOING_STATES)
     events_name_session = True
+    #: a call's events move it through :mod:`scheduler.tracking.call_events`
+    progress: Mapping[str, Progress] = {}
+    detail_keys: tuple[str, ...] = ()
+    reports_keys = False
     batch_size = 1
     has_calls = True
     one_call_per_sender = True
@@ -50,6 +54,14 @@ class CallsChannel:
                 when: str | None) -> Outcome:
         """What a sent row's state says of the recipient, in a retry rule's terms."""
         return _calls(row)
+
+    def progress_of(self, name: str, event: object) -> Progress | None:
+        """What event ``name`` proves of its delivery (see :attr:`progress`)."""
+        return self.progress.get(name)
+
+    def proven_kinds(self, event_type: str) -> tuple[str, ...]:
+        """A proof event proves a step of its own type."""
+        return (event_type,)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every call is a request of its own."""

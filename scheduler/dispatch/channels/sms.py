@@ -15,13 +15,13 @@ the row waits in the plan.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
 from scheduler.campaign.segments import sms_segments
-from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
@@ -58,6 +58,15 @@ class SmsChannel:
     words = "SMS"
     proof_events = frozenset({"sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"})
     events_name_session = False
+    #: delivery reports: (state, time columns they give evidence for)
+    progress: Mapping[str, Progress] = {
+        "sms.delivered": (S.DELIVERED, ("sent_at", "delivered_at")),
+        "sms.undelivered": (S.UNDELIVERED, ("sent_at",)),
+        "sms.failed": (S.UNDELIVERED, ("sent_at",)),
+        "sms.expired": (S.UNDELIVERED, ("sent_at",)),
+    }
+    detail_keys: tuple[str, ...] = ("segments", "errorCode")
+    reports_keys = False
     has_calls = False
     max_calls: int | None = None
     one_call_per_sender = False
@@ -71,6 +80,14 @@ class SmsChannel:
                 when: str | None) -> Outcome:
         """What a sent row's state says of the recipient, in a retry rule's terms."""
         return _sms(row)
+
+    def progress_of(self, name: str, event: object) -> Progress | None:
+        """What event ``name`` proves of its delivery (see :attr:`progress`)."""
+        return self.progress.get(name)
+
+    def proven_kinds(self, event_type: str) -> tuple[str, ...]:
+        """A proof event proves a step of its own type."""
+        return (event_type,)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Rows with the same stored body (text, route, sender) share a bulk request."""

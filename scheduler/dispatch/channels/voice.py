@@ -17,12 +17,12 @@ that number under the campaign's ``max_calls`` and the account's allowance
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
@@ -56,6 +56,15 @@ class VoiceChannel:
     words = "voice call"
     proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
     events_name_session = False
+    #: a call's steps: (state, time columns they give evidence for)
+    progress: Mapping[str, Progress] = {
+        "call.started": (S.SENT, ("sent_at",)),
+        "call.answered": (S.ANSWERED, ("sent_at",)),
+        "call.dtmf": (S.ANSWERED, ("sent_at",)),
+        "call.ended": (S.NOT_ANSWERED, ("sent_at", "ended_at")),
+    }
+    detail_keys: tuple[str, ...] = ("callId", "talkSeconds", "cause", "causeDescription")
+    reports_keys = True
     has_calls = True
     one_call_per_sender = False
 
@@ -68,6 +77,18 @@ class VoiceChannel:
                 when: str | None) -> Outcome:
         """What a sent row's state says of the recipient, in a retry rule's terms."""
         return _voice(row, min_talk_s)
+
+    def progress_of(self, name: str, event: object) -> Progress | None:
+        """What call event ``name`` proves; a ``call.ended`` saying ``answered`` was."""
+        rule = self.progress.get(name)
+        if rule is not None and name == "call.ended":
+            answered = getattr(getattr(event, "data", None), "answered", None)
+            return (S.ANSWERED, rule[1]) if answered else rule
+        return rule
+
+    def proven_kinds(self, event_type: str) -> tuple[str, ...]:
+        """A proof event proves a step of its own type."""
+        return (event_type,)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Rows with the same call settings (all but ``variables``) share a bulk request."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 
 import orjson
 
-from scheduler.dispatch.channel import Answer, Quota, SendRequest, ServiceCalls
+from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import NOT_REACHED, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
@@ -22,6 +22,13 @@ class WhatsAppChannel:
     words = "WhatsApp"
     proof_events = frozenset({"messages.sent"})
     events_name_session = True
+    #: receipts: (state, time columns they give evidence for)
+    progress: Mapping[str, Progress] = {
+        "message.delivered": (S.DELIVERED, ("sent_at", "delivered_at")),
+        "message.read": (S.READ, ("sent_at", "delivered_at", "read_at")),
+    }
+    detail_keys: tuple[str, ...] = ()
+    reports_keys = False
     batch_size = 1
     has_calls = False
     max_calls: int | None = None
@@ -31,6 +38,14 @@ class WhatsAppChannel:
                 when: str | None) -> Outcome:
         """What a sent row's state says of the recipient, in a retry rule's terms."""
         return _whatsapp(row, when)
+
+    def progress_of(self, name: str, event: object) -> Progress | None:
+        """What receipt ``name`` proves of its delivery (see :attr:`progress`)."""
+        return self.progress.get(name)
+
+    def proven_kinds(self, event_type: str) -> tuple[str, ...]:
+        """A ``messages.sent`` of an image or a video may be one of an album's."""
+        return (event_type, "album") if event_type in ("image", "video") else (event_type,)
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every delivery is a request of its own."""
