@@ -41,6 +41,8 @@ from scheduler.links.render import Linker, link_addresses
 
 _PLAIN_BUILTINS = ("upper", "lower", "title", "capitalize", "trim")
 _TEMPLATE_MARKERS = ("{{", "{%", "{#")
+#: Filters that always return a ``str`` (ours, :mod:`scheduler.campaign.filters`).
+_RETURN_STR = frozenset(FILTERS.values())
 
 
 def make_environment(folders: Sequence[Path] = (),
@@ -115,7 +117,10 @@ def _fast_expr(node: nodes.Node, env: SandboxedEnvironment) -> Part | None:
 def _bind(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Callable:
     """``fn`` with its constant arguments bound, memoised on the value (filters are pure, and
     names, dates and amounts repeat a lot in a campaign). An unhashable value raises
-    ``TypeError``, which sends the row to Jinja."""
+    ``TypeError``, which sends the row to Jinja. Without constant arguments the filter
+    itself is memoised (no wrapper to call on each miss)."""
+    if not args and not kwargs:
+        return lru_cache(maxsize=8192, typed=True)(fn)
     return lru_cache(maxsize=8192, typed=True)(lambda value: fn(value, *args, **kwargs))
 
 
@@ -143,7 +148,8 @@ class FastTemplate:
             for j, (fn, args, kwargs) in enumerate(chain):
                 namespace[f"_f{i}_{j}"] = _bind(fn, args, kwargs)
                 expr = f"_f{i}_{j}({expr})"
-            exprs.append(f"str({expr})")
+            # our filters return a str: only a bare name (or a built-in's result) needs str()
+            exprs.append(expr if chain and chain[-1][0] in _RETURN_STR else f"str({expr})")
         self._body = f"''.join(({', '.join(exprs)},))" if exprs else "''"
         #: Render with ``ctx``; raises :class:`_Fallback` when a name is missing.
         self.render: Callable[[dict[str, Any]], str] = self._compile(

@@ -15,6 +15,8 @@ import pytest
 from sqlalchemy import text
 from typer.testing import CliRunner
 
+from scheduler.campaign.bounds import body_checker
+from scheduler.campaign.definition import BoundsSpec
 from scheduler.campaign.exceptions import (
     DefinitionError,
     InvalidRenderedBodyError,
@@ -131,3 +133,15 @@ def test_an_empty_list_title_is_refused_per_row_or_in_the_file(project: Project)
     with pytest.raises(DefinitionError) as caught:
         load_campaign(constant)
     assert [i.key for i in caught.value.issues] == ["steps[0].title"]
+
+
+@pytest.mark.parametrize(("kind", "key"), [("text", "text"), ("image", "caption")])
+def test_a_text_at_its_bound_passes_and_one_character_more_does_not(kind: str,
+                                                                   key: str) -> None:
+    check = body_checker(kind, BoundsSpec(text=10, caption=5))
+    assert check is not None
+    limit = 10 if kind == "text" else 5
+    assert check({key: "é" * limit}) == []
+    assert check({}) == [] and check({key: None}) == [] and check({key: 12345678901}) == []
+    ((path, message),) = check({key: "é" * (limit + 1)})
+    assert path == key and f"is {limit + 1:,} characters, over the limit of {limit:,}" in message

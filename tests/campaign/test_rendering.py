@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
@@ -226,3 +227,14 @@ def test_amount_fast_paths_equal_the_decimal_path(whole: int, cents: int, sep: s
     )
     assert filters.number_br(text) == expected
     assert filters.brl(text) == f"R$ {expected}"
+
+
+@pytest.mark.parametrize("value", [5, 2.5, None, True, "1234,5", Decimal("7.10")])
+def test_bare_names_builtins_and_our_filters_render_any_value_as_jinja(value: object) -> None:
+    # our filters' results are joined as they are; the rest still goes through str()
+    ctx = {"n": value, "v": "1234,5"}
+    for source in ("{{ n }}", "{{ n|upper }} {{ n|lower|upper }}", "n={{ n }}{{ 3 }}",
+                   "{{ v|brl }} {{ v|number_br(0) }} {{ v|amount|brl }} {{ n|first_name }}"):
+        leaf = compile_leaf(ENV, source, key="k", file="f")
+        assert isinstance(leaf.fast, FastTemplate)
+        assert leaf.render(ctx) == leaf.template.render(ctx)
