@@ -16,6 +16,7 @@ import typer
 
 from scheduler import __version__
 from scheduler.commands import (
+    api,
     catalog,
     dashboard,
     dashboard_users,
@@ -48,7 +49,8 @@ app = typer.Typer(
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers, senders, labels, schema, dashboard, dashboard_users)
+                   sandbox, demo, workers, senders, labels, schema, dashboard, dashboard_users,
+                   api)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

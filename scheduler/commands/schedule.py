@@ -74,6 +74,7 @@ def serve_command(
     from scheduler.app.serve import Server
     from scheduler.app.serve_log import serve_logging
     from scheduler.app.wiring import open_project, service_target
+    from scheduler.commands.api import serve_alongside as api_alongside
     from scheduler.commands.dashboard import serve_alongside
     from scheduler.metrics import serving as metrics_port
 
@@ -84,11 +85,14 @@ def serve_command(
         stop = asyncio.Event()
         with service_target(settings) as target, _sigint_sets(stop), \
                 serve_alongside(settings, ledger) as pages, \
-                metrics_port.serve_alongside(settings, ledger) as metrics:
+                metrics_port.serve_alongside(settings, ledger) as metrics, \
+                api_alongside(settings, ledger) as api:
             if pages is not None:  # [dashboard] serve = true: on its own port
                 console.print(f"dashboard at {pages}", highlight=False)
             if metrics is not None:  # [metrics] serve = true: on its own port
                 console.print(f"metrics at {metrics}", highlight=False)
+            if api is not None:  # [api] serve = true: on its own port
+                console.print(f"API at {api}", highlight=False)
             if target.is_sandbox:
                 console.print("[yellow]No service configured (CAMPAIGN_BASE_URL and "
                               "CAMPAIGN_API_KEY): sending to the embedded sandbox; nothing "

@@ -1,0 +1,11 @@
+"""The versioned HTTP API, ``/api/v1`` (issue 34): FastAPI over the same reads and actions as
+the command line, behind bearer tokens (:mod:`scheduler.ledger.api_tokens`).
+
+- :mod:`~scheduler.api.app`: the application (:func:`~scheduler.api.app.create_api`);
+- :mod:`~scheduler.api.auth`: bearer authentication, roles and the failed-attempt limit;
+- :mod:`~scheduler.api.schemas`: the bodies and answers (pydantic);
+- :mod:`~scheduler.api.reads`: what the routes read and do, the CLI's own functions.
+
+Nothing here is imported by the command line until ``campaign api`` (or ``serve`` with
+``[api] serve = true``) runs: FastAPI stays out of every other command.
+"""

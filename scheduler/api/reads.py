@@ -1,0 +1,104 @@
+"""What the API's routes read and do: the functions the command line calls, so that the
+API's numbers and the CLI's cannot disagree.
+
+- :func:`runs_document`: ``campaign runs --json``;
+- :func:`run_document`: ``campaign status --json RUN``;
+- :func:`control_run`: ``campaign pause|resume|cancel RUN`` (the request written to the
+  ledger; a resumed run is continued by a live worker, never by the API's process);
+- :func:`senders_document`: ``campaign senders --json``;
+- the suppression list: look a number up, add it (as an opt-out does), remove it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, select
+
+from scheduler.ledger import access
+from scheduler.ledger.queries.tables import suppressions
+
+if TYPE_CHECKING:
+    from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
+
+
+def runs_document(ledger: Ledger, settings: Settings, now: datetime) -> dict[str, Any]:
+    """``campaign runs --json``: the ledger, every run newest first, and the scheduled fires
+    that made no run."""
+    from scheduler.ledger.db import ledger_label
+    from scheduler.ledger.queries import schedules as sch
+    from scheduler.views.status import runs_rows
+
+    rows = runs_rows(ledger, settings, now)
+    with access.read(ledger.engine, "read the scheduled fires that made no run") as conn:
+        unplanned = sch.unplanned_fires(conn)
+    fires = [{"campaign": fire.campaign_name, "fire_time": fire.fire_time.isoformat(),
+              "status": status, "reason": reason} for fire, status, reason in unplanned]
+    return {"ledger": ledger_label(settings), "runs": rows, "fires_without_run": fires}
+
+
+def run_document(ledger: Ledger, settings: Settings, run_id: int,
+                 now: datetime) -> dict[str, Any]:
+    """``campaign status --json RUN``: the run's row, its senders' counts and its A/B test."""
+    from scheduler.app.experiment_status import experiment_of_run
+    from scheduler.views.status import status_row
+
+    row, _lines = status_row(ledger, run_id, settings, now, width=78, sender_counts=True)
+    row["experiment"] = experiment_of_run(ledger.engine, row["run"])
+    return row
+
+
+def control_run(ledger: Ledger, settings: Settings, run_id: int, action: str,
+                now: datetime) -> dict[str, Any]:
+    """``campaign pause|resume|cancel RUN``: the request written as the command writes it;
+    the run's status after it and how many live workers obey."""
+    from scheduler.app.workers_view import served_by_workers
+
+    if action == "resume":
+        from scheduler.app.choose_run import check_target
+        from scheduler.app.wiring import target_value
+
+        check_target(ledger.get_run(run_id), target_value(settings))
+    workers = served_by_workers(ledger, settings.worker_lease_s, now)
+    run = ledger.request(run_id, action, served=workers > 0)
+    note = None
+    if action == "resume" and not workers and run.status == "paused":
+        note = ("no live worker continues it: `campaign serve` (or `campaign resume "
+                f"{run_id}`) dispatches it")
+    return {"run": run_id, "action": action, "status": run.status,
+            "live_workers": workers, "note": note}
+
+
+def senders_document(ledger: Ledger, settings: Settings, now: datetime) -> dict[str, Any]:
+    """``campaign senders --json``: every sender, its state, warm-up and plan limits."""
+    from scheduler.app.senders_view import senders_view
+    from scheduler.ledger.db import ledger_label
+
+    view = senders_view(ledger, settings, now)
+    return {"ledger": ledger_label(settings), **view.model_dump(mode="json")}
+
+
+def suppression_of(ledger: Ledger, number: str) -> dict[str, Any] | None:
+    """The suppression list's entry for ``number``, None when it is not listed."""
+    with access.read(ledger.engine, "look a number up in the suppression list") as conn:
+        row = conn.execute(select(suppressions).where(suppressions.c.number == number)).first()
+    if row is None:
+        return None
+    return {"number": row.number, "source": row.source, "reason": row.reason,
+            "created_at": row.created_at.isoformat()}
+
+
+def add_suppression(ledger: Ledger, number: str, reason: str | None) -> bool:
+    """List ``number`` (source ``api``) and skip its pending rows, as an opt-out does; False
+    when it was listed already."""
+    return ledger.suppress(number, source="api", reason=reason)
+
+
+def remove_suppression(ledger: Ledger, number: str) -> bool:
+    """Take ``number`` off the list (rows already skipped stay skipped); False when it was
+    not listed."""
+    with access.transaction(ledger.engine, "remove a number from the suppression list") as conn:
+        done = conn.execute(delete(suppressions).where(suppressions.c.number == number))
+    return bool(done.rowcount)

@@ -1,0 +1,99 @@
+"""The bodies and answers of ``/api/v1`` (pydantic; the OpenAPI document is made of them).
+
+A body's unknown fields are refused (422, naming them); strings have a bounded length. The
+run and sender views are the command line's own JSON (``status --json``, ``runs --json``,
+``senders --json``): their models name the main fields and allow the rest.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: A phone number as the ledger keeps it: digits with the country code ("+" allowed, dropped).
+NUMBER_PATTERN = r"^\+?[0-9]{6,20}$"
+NUMBER_FIELD = Field(pattern=NUMBER_PATTERN, max_length=21,
+                     description="The number with its country code, digits only (a "
+                                 "leading + is allowed), e.g. 5511987654321.",
+                     examples=["5511987654321"])
+
+
+class Problem(BaseModel):
+    """An error: what was wrong, in words (a 422 lists each field's problem)."""
+
+    detail: str | list[dict[str, Any]]
+
+
+class RunView(BaseModel):
+    """One run as ``campaign status --json RUN`` prints it (more fields than named here)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    run: int
+    campaign: str
+    channel: str
+    status: str
+    counts: dict[str, int] = Field(description="Deliveries by state.")
+
+
+class RunsList(BaseModel):
+    """Every run, newest first, as ``campaign runs --json`` prints them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    ledger: str = Field(description="The ledger (its URL without a password).")
+    runs: list[dict[str, Any]]
+    fires_without_run: list[dict[str, Any]]
+
+
+class SendersList(BaseModel):
+    """Every sender, as ``campaign senders --json`` prints them."""
+
+    model_config = ConfigDict(extra="allow")
+
+    ledger: str
+    senders: list[dict[str, Any]]
+
+
+class ControlResult(BaseModel):
+    """What a pause, resume or cancel request did."""
+
+    run: int
+    action: Literal["pause", "resume", "cancel"]
+    status: str = Field(description="The run's status after the request.")
+    live_workers: int = Field(description="Live `campaign serve` workers that obey it "
+                                          "(PostgreSQL; 0 on SQLite).")
+    note: str | None = None
+
+
+class SuppressionIn(BaseModel):
+    """A number to put on the suppression list (never sent anything again)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    number: str = NUMBER_FIELD
+    reason: str | None = Field(None, max_length=500, description="Why (kept with it).")
+
+
+class Suppression(BaseModel):
+    """A number on the suppression list."""
+
+    number: str
+    source: str = Field(description="Who listed it: reply, ivr, api...")
+    reason: str | None
+    created_at: str
+
+
+class SuppressionAdded(BaseModel):
+    """The answer to adding a number."""
+
+    number: str
+    added: bool = Field(description="False when it was listed already.")
+
+
+class SuppressionRemoved(BaseModel):
+    """The answer to removing a number."""
+
+    number: str
+    removed: bool
