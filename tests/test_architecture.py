@@ -417,12 +417,7 @@ CHANNEL_COMPARISONS_LEFT = {
     "commands/run.py": 2,
     "ledger/attempt_funnel.py": 1,
     "ledger/queries/suppression.py": 1,
-    "reports/channels.py": 2,
-    "reports/charts.py": 1,
     "reports/details.py": 1,
-    "reports/summary.py": 5,
-    "reports/xlsxcharts.py": 1,
-    "views/facts.py": 2,
     "views/reading.py": 1,
 }
 

@@ -107,8 +107,15 @@ class Channel(Protocol):
     #: What its events tell beyond a state, kept in ``deliveries.details`` (the service's
     #: spelling: SMS segments and error code, a voice call's length and cause).
     detail_keys: tuple[str, ...]
-    #: Whether its events report keys pressed and whether a call was answered.
+    #: Whether its events report keys pressed and whether a call was answered (voice: the
+    #: report's outcomes and digits sections, talk time).
     reports_keys: bool
+    #: Whether its delivery reports say why a send was not delivered, with an error code,
+    #: and its sends are priced by segment (SMS: the report's error-code section, segments
+    #: and cost).
+    error_codes: bool
+    #: What one delivery is counted as in a funnel ("messages", "calls").
+    unit: str
     #: Deliveries per request: 1 for one-by-one endpoints, more for a bulk endpoint.
     batch_size: int
     #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).

@@ -29,7 +29,7 @@ from scheduler.reports import (
     source,
     summary,
 )
-from scheduler.reports.channels import CHANNEL_SECTIONS
+from scheduler.reports.channels import sections_of
 from scheduler.reports.columns import (
     Column,
     OptOutsLayout,
@@ -185,10 +185,9 @@ def _channel_panels(summ: summary.Summary) -> dict[str, list[charts.Panel]]:
     and ``voice-outcomes`` (outcomes beside the digits pressed), for the channels present."""
     channels = {run.channel for run in summ.runs}
     out: dict[str, list[charts.Panel]] = {}
-    for channel, name in (("sms", "sms-delivery"), ("voice", "voice-outcomes")):
-        if channel in channels:
-            out[name] = [(title, [(m.label, int(m.total or 0)) for m in summ.section(title)])
-                         for title in CHANNEL_SECTIONS[channel]]  # fmt: skip
+    for name, titles in sections_of(channels):
+        out[name] = [(title, [(m.label, int(m.total or 0)) for m in summ.section(title)])
+                     for title in titles]
     return out
 
 

@@ -71,6 +71,7 @@ def funnel_png(path: Path, funnel: Sequence[tuple[str, int]], title: str,
     it (:mod:`scheduler.ledger.funnel`: sent of planned, later stages of sent)."""
     from matplotlib.figure import Figure
 
+    from scheduler.dispatch.channels import channel_unit
     from scheduler.ledger.funnel import labelled_shares
 
     fig = Figure(figsize=_SIZE)
@@ -84,7 +85,7 @@ def funnel_png(path: Path, funnel: Sequence[tuple[str, int]], title: str,
     for bar, value, share in zip(bars, values, labelled_shares(channel, values), strict=True):
         ax.text(bar.get_width() + top * 0.01, bar.get_y() + bar.get_height() / 2,
                 f"{value:,}" + (f" ({share})" if share else ""), va="center")  # fmt: skip
-    ax.set_xlabel("calls" if channel == "voice" else "messages")
+    ax.set_xlabel(channel_unit(channel))
     ax.set_title(f"{title}: funnel")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

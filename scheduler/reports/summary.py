@@ -22,7 +22,7 @@ import pandas as pd
 from scheduler.ledger import funnel as fn
 from scheduler.ledger.states import SENT_STATES, DeliveryState, describe_target
 from scheduler.reports import details as det
-from scheduler.reports.channels import CHANNEL_SECTIONS, channel_sections
+from scheduler.reports.channels import call_keys, channel_sections, error_codes, sections_of
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
 
@@ -67,7 +67,7 @@ class Summary:
         """The channel sections to draw, in order: those of the report's channels that have
         at least one row."""
         channels = {run.channel for run in self.runs}
-        return [title for channel, titles in CHANNEL_SECTIONS.items() if channel in channels
+        return [title for _, titles in sections_of(channels)
                 for title in titles if self.section(title)]  # fmt: skip
 
 
@@ -192,13 +192,14 @@ def _table(frame: pd.DataFrame, keys: list[Column], channel: str, extra_channels
         name = f"rate:{part}/{whole}"
         out[name] = [rate(p, w) for p, w in zip(out[part], out[whole], strict=True)]
         cols.append(Column(name, label, "percent", 12))
-    if "sms" in extra_channels:
+    if any(map(error_codes, extra_channels)):
+        in_funnel = any(key == "undelivered" for _, key in FUNNELS[channel])
         cols += [
-            *([] if channel == "sms" else [Column("undelivered", "Undelivered", "int", 12)]),
+            *([] if in_funnel else [Column("undelivered", "Undelivered", "int", 12)]),
             Column("segments", "SMS segments", "int", 13),
             Column("cost", "Cost (R$)", "money", 11),
         ]
-    if "voice" in extra_channels:
+    if any(map(call_keys, extra_channels)):
         out["talk_min"] = out["talk_seconds"] / 60
         cols += [
             Column("not_answered", "Not answered", "int", 13),
@@ -248,13 +249,13 @@ def build(runs: list[RunInfo], groups: pd.DataFrame, scan: det.DetailScan,
     sections.append(("Funnel", funnel))
     sections.append(("Rates", [_rate_metric(label, per_run, runs, part, whole)
                                for label, part, whole in _rates(channel)]))  # fmt: skip
-    if "sms" in channels or per_run["segments"].sum():
+    if any(map(error_codes, channels)) or per_run["segments"].sum():
         sections.append(("SMS", [
             _count("Delivered", per_run, runs, "delivered"),
             _count("Undelivered", per_run, runs, "undelivered"),
             _count("Segments", per_run, runs, "segments"),
             _count("Cost (R$)", per_run, runs, "cost", "money")]))  # fmt: skip
-    if "voice" in channels or per_run["talk_seconds"].sum():
+    if any(map(call_keys, channels)) or per_run["talk_seconds"].sum():
         per_run["talk_min"] = per_run["talk_seconds"] / 60
         sections.append(("Voice", [
             _count("Answered", per_run, runs, "answered"),

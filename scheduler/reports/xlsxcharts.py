@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.dispatch.channels import channel_unit
 from scheduler.reports.channels import DIGITS, SMS_CODES, VOICE_OUTCOMES
 from scheduler.reports.summary import Summary
 
@@ -82,7 +83,7 @@ def add_charts(book: Any, ws: Any, summary: Summary, sections: Mapping[str, tupl
     hourly.set_size({"width": WIDTH, "height": HEIGHT})
     charts = [hourly]
     last = len(summary.runs) + (1 if len(summary.runs) > 1 else 0)  # the Total column
-    unit = "Calls" if summary.channel == "voice" else "Messages"
+    unit = channel_unit(summary.channel).capitalize()
     first, end = sections["Funnel"]
     charts.append(_bar(book, "Funnel", ["Summary", first, 0, end, 0],
                        ["Summary", first, last, end, last], ("Stage", unit), BLUE))  # fmt: skip

@@ -55,10 +55,16 @@ def channel_words(name: str) -> str:
     return channel.words if channel is not None else name
 
 
+def channel_unit(name: str) -> str:
+    """What one delivery of channel ``name`` is counted as ("calls"); "messages" when unknown."""
+    channel = known_channel(name)
+    return channel.unit if channel is not None else "messages"
+
+
 def progress_events() -> tuple[str, ...]:
     """Every event that moves the delivery holding its message id (sorted)."""
     return tuple(sorted({name for c in _KNOWN.values() for name in c.progress}))
 
 
-__all__ = ["CHANNELS", "SESSION_CHANNEL", "channel_for", "channel_words", "known_channel",
-           "progress_events"]
+__all__ = ["CHANNELS", "SESSION_CHANNEL", "channel_for", "channel_unit", "channel_words",
+           "known_channel", "progress_events"]

@@ -42,6 +42,8 @@ class CallsChannel:
     progress: Mapping[str, Progress] = {}
     detail_keys: tuple[str, ...] = ()
     reports_keys = False
+    error_codes = False
+    unit = "calls"
     batch_size = 1
     has_calls = True
     one_call_per_sender = True

@@ -67,6 +67,8 @@ class SmsChannel:
     }
     detail_keys: tuple[str, ...] = ("segments", "errorCode")
     reports_keys = False
+    error_codes = True
+    unit = "messages"
     has_calls = False
     max_calls: int | None = None
     one_call_per_sender = False

@@ -65,6 +65,8 @@ class VoiceChannel:
     }
     detail_keys: tuple[str, ...] = ("callId", "talkSeconds", "cause", "causeDescription")
     reports_keys = True
+    error_codes = False
+    unit = "calls"
     has_calls = True
     one_call_per_sender = False
 

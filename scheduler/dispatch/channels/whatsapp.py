@@ -29,6 +29,8 @@ class WhatsAppChannel:
     }
     detail_keys: tuple[str, ...] = ()
     reports_keys = False
+    error_codes = False
+    unit = "messages"
     batch_size = 1
     has_calls = False
     max_calls: int | None = None
