@@ -146,3 +146,42 @@ def test_the_token_commands_import_no_server(ledger: Ledger, ledger_url: str, tm
     assert "no API tokens" in printed
     assert "scheduler.commands.api" in modules
     assert heavy_among(modules) == []
+
+
+def test_the_migration_goes_back_and_forth(ledger_url: str) -> None:
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from scheduler.ledger.db import alembic_config, open_ledger
+
+    engine = open_ledger(ledger_url)
+    try:
+        token = create_token(engine, "crm", "viewer", T0)
+        config = alembic_config(engine)
+        command.downgrade(config, "0014")
+        assert "api_tokens" not in inspect(engine).get_table_names()
+        command.upgrade(config, "head")
+        assert list_tokens(engine) == [] and authenticate(engine, token, T0) is None
+    finally:
+        engine.dispose()
+
+
+def test_serve_serves_the_api_on_its_own_port_when_the_setting_says_so(
+        ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    from scheduler.commands.api import serve_alongside
+    from scheduler.errors import ConfigError
+    from tests.api.support import project_settings
+
+    settings = project_settings(tmp_path, ledger_url, "receiver_port = 8799\n")
+    with serve_alongside(settings, ledger) as address:
+        assert address is None  # off unless [api] serve = true
+    settings = project_settings(tmp_path, ledger_url,
+                                "receiver_port = 8799\n[api]\nserve = true\nport = 0\n")
+    with serve_alongside(settings, ledger) as address:
+        assert address is not None and address.startswith("http://127.0.0.1:")
+        assert httpx.get(f"{address}/runs", timeout=30).status_code == 401
+    on_receiver = project_settings(tmp_path, ledger_url,
+                                   "receiver_port = 8799\n[api]\nserve = true\nport = 8799\n")
+    with pytest.raises(ConfigError, match="webhook receiver's"), \
+            serve_alongside(on_receiver, ledger):
+        pass
