@@ -4,9 +4,10 @@ What is read, and why it stays cheap at a million rows: the runs by status (``ru
 row per run), every run's rows by channel and state and per sender (the trigger-kept
 ``run_tallies`` and ``run_sender_tallies``, never ``deliveries``), each unfinished run's
 view (:func:`scheduler.views.reading.read_run`: the same bounded reads as ``campaign
-status`` and the dashboard's run page), the senders' profiles (``sender_profiles``),
-the workers and their leases (PostgreSQL), finished runs' durations (``runs``), and this
-process's webhook intake (:mod:`.intake`).
+status`` and the dashboard's run page; of a paused run only its counts, from its tallies:
+it sends nothing, so its pace and stuck verdict would say nothing), the senders' profiles
+(``sender_profiles``), the workers and their leases (PostgreSQL), finished runs'
+durations (``runs``), and this process's webhook intake (:mod:`.intake`).
 
 Labels are bounded: ``channel``, ``state``, ``status`` and ``group`` are fixed sets;
 ``sender`` is a sender of the ledger (``sender_profiles``: the configured sessions and
@@ -34,6 +35,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from scheduler.ledger import access
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import RunStatus, SenderStatus
 from scheduler.metrics import intake
 from scheduler.metrics import queries as mq
@@ -98,6 +100,12 @@ def read_figures(ledger: Ledger, settings: Settings, now: datetime) -> LedgerFig
         figures.senders = mq.sender_groups(conn)
         for run in mq.unfinished_runs(conn):
             assert run.id is not None
+            if run.status == RunStatus.PAUSED:  # sends nothing: its counts are enough
+                figures.runs.append(RunFigures(
+                    run_id=run.id, channel=run.channel, status=run.status,
+                    counts=tallies.state_counts(conn, run.id), pace={}, stuck=False,
+                    started_at=mq.aware(run.started_at), next_due=None))
+                continue
             read = read_run(conn, run, settings, now)
             running = run.status == RunStatus.RUNNING and bool(read.view.counts.get("planned"))
             figures.runs.append(_run_figures(

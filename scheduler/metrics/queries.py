@@ -62,7 +62,8 @@ def unfinished_runs(conn: Connection) -> list[Run]:
     return [Run(**row) for row in rows]
 
 
-def _aware(moment: Any) -> datetime | None:
+def aware(moment: Any) -> datetime | None:
+    """A time read from the ledger, in UTC (SQLite gives naive text or times)."""
     if moment is None:
         return None
     if isinstance(moment, str):
@@ -78,7 +79,7 @@ def finished_durations(conn: Connection) -> list[tuple[str, str, float]]:
         runs.c.finished_at.is_not(None))
     out = []
     for channel, status, started, finished in conn.execute(stmt):
-        start, end = _aware(started), _aware(finished)
+        start, end = aware(started), aware(finished)
         if start is not None and end is not None:
             out.append((str(channel), str(status), max((end - start).total_seconds(), 0.0)))
     return out
