@@ -34,11 +34,11 @@ from typing import Any
 from _harness import log, number
 from sqlalchemy import func, select, update
 
-from scheduler.config import Settings
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from scheduler.tracking import session_webhook_url, start_receiver
 
 TOKEN = "bench-token-0123456789abcdef"

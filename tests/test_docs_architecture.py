@@ -161,13 +161,13 @@ def test_every_name_the_architecture_page_cites_exists() -> None:
 def test_the_checker_tells_real_names_from_made_up_ones() -> None:
     real = ["scheduler/units.py", "ledger/queries/leases.py", "channels/whatsapp.py",
             "service/", "tests/factories.py", "scheduler.dispatch.retry", "SenderPool",
-            "scheduler.config.Settings.service_endpoint", "Settings.service_endpoint",
+            "scheduler.settings.load.Settings.service_endpoint", "Settings.service_endpoint",
             "SenderState.call_until", "limits.follow_sender_calls", "cli.COMMAND_MODULES",
             "EngineSettings.bulk_max", "SenderPool.held", "deliveries.worker",
             "messages.sent", "campaign run FILE", "--new-run"]
     assert {span: problem(span) for span in real} == dict.fromkeys(real)
     made_up = ["scheduler/nowhere.py", "channels/telegram.py", "nowhere/",
-               "scheduler.dispatch.nowhere", "scheduler.config.Settings.nothing",
+               "scheduler.dispatch.nowhere", "scheduler.settings.load.Settings.nothing",
                "Settings.nothing", "limits.nothing", "SenderPoolz", "Nowhere.thing",
                "SenderPool.nothing", "deliveries.nothing"]
     assert [span for span in made_up if problem(span) is None] == []

@@ -33,11 +33,11 @@ from fastapi import FastAPI, Request
 from rich.console import Console
 
 from scheduler.app.wiring import connect_session
-from scheduler.config import Settings
 from scheduler.display import clean_markup
 from scheduler.httpserver import BackgroundServer
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
+from scheduler.settings.load import Settings
 from scheduler.timeutil import monotonic, seconds_since
 
 DEMO_TO = "5511987654321"
@@ -128,8 +128,8 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
     """The demo's settings (its own ledger file) and whether it uses the embedded sandbox."""
     from urllib.parse import urlsplit
 
-    from scheduler.config import load_settings
     from scheduler.errors import SchedulerError
+    from scheduler.settings.load import load_settings
 
     base = load_settings(near=root / "campaigns" / "demo.toml")
     service = base.service_endpoint()  # half a configuration stops here

@@ -18,9 +18,9 @@ from rich.console import Console
 
 from scheduler.app.demo_channels import run_quietly, say
 from scheduler.app.wiring import ServiceTarget
-from scheduler.config import Settings
 from scheduler.ledger import access
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 
 #: The campaign of this part.
 CAMPAIGN = "campaigns/demo_calls.toml"

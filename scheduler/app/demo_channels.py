@@ -23,12 +23,12 @@ from typing import Any
 from rich.console import Console
 
 from scheduler.app.wiring import ServiceTarget
-from scheduler.config import Settings
 from scheduler.dispatch.channel import Channel, SendRequest
 from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 
 #: The campaigns of this part, in order, with their titles.
 PARTS = (("campaigns/demo_sms.toml", "SMS campaign"),

@@ -24,11 +24,11 @@ from rich.console import Console
 
 from scheduler.app.demo_channels import WIDTH, run_quietly, say
 from scheduler.app.wiring import ServiceTarget
-from scheduler.config import Settings
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 
 #: The campaign of this part, and the sender that gets into trouble.
 CAMPAIGN, TROUBLED = "campaigns/demo_health.toml", "demo-03"

@@ -50,7 +50,6 @@ from scheduler.app.wiring import (
     ensure_senders,
     service_target,
 )
-from scheduler.config import Settings
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
@@ -60,8 +59,9 @@ from scheduler.display import clean, clock_time, local_time
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
-from scheduler.run_options import SESSION_CHANNELS
 from scheduler.service.client import ServiceClient
+from scheduler.settings.load import Settings
+from scheduler.settings.run import SESSION_CHANNELS
 from scheduler.timeutil import Clock, monotonic, utcnow
 
 

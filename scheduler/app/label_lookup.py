@@ -13,9 +13,9 @@ from __future__ import annotations
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.label_filter import LabelAudience, resolve_labels
 from scheduler.campaign.loader import Campaign
-from scheduler.config import Settings, load_settings
 from scheduler.ledger.access import Engine, read
 from scheduler.ledger.queries import labels as lq
+from scheduler.settings.load import Settings, load_settings
 
 
 def has_label_filter(campaign: Campaign) -> bool:

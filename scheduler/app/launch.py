@@ -26,13 +26,13 @@ from scheduler.app.choose_run import (
     refuse_repeat,
 )
 from scheduler.campaign.loader import Campaign
-from scheduler.config import Settings, load_settings
 from scheduler.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus, describe_target
-from scheduler.run_options import SESSION_CHANNELS
+from scheduler.settings.load import Settings, load_settings
+from scheduler.settings.run import SESSION_CHANNELS
 from scheduler.timeutil import utcnow
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.rendering import leaves
-from scheduler.config import Settings, load_settings
 from scheduler.ledger.access import Engine, read
 from scheduler.ledger.queries import links as lq
 from scheduler.links.keys import link_base, link_key
 from scheduler.links.render import SETTING_HINT, LinkBinding, LinkKey, number_links
+from scheduler.settings.load import Settings, load_settings
 
 
 def _addresses(campaign: Campaign) -> list[tuple[int, list[str]]]:

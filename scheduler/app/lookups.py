@@ -35,10 +35,10 @@ from scheduler.campaign.remote import (
     sender_issues,
     template_spec,
 )
-from scheduler.config import Settings, load_settings
 from scheduler.errors import SchedulerError
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.template_models import CLOUD_API, TemplateRecord
+from scheduler.settings.load import Settings, load_settings
 
 if TYPE_CHECKING:  # the client (aiohttp, httpx) is imported when a service is asked
     from scheduler.service.client import ServiceClient

@@ -11,14 +11,14 @@ from __future__ import annotations
 from datetime import datetime, tzinfo
 from pathlib import Path
 
-from scheduler.config import Settings, load_settings
 from scheduler.dispatch.warmup import day_at
 from scheduler.dispatch.warmup_eta import RampStart, ramp_start
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.states import SenderStatus
-from scheduler.sender_care import WarmupProfile
+from scheduler.settings.load import Settings, load_settings
+from scheduler.settings.senders import WarmupProfile
 
 
 def warming_senders(settings: Settings, senders: list[str], *, start: datetime,

@@ -30,7 +30,7 @@ from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.windows import SendWindow
 from scheduler.display import clock_time, local_time, span
 from scheduler.ledger.states import HELD_STATES, SenderStatus
-from scheduler.run_options import RunOptions
+from scheduler.settings.run import RunOptions
 
 #: Held states a reconnection ends (the rest need a person's ``senders resume``).
 _SESSION_HELD = (SenderStatus.LOGGED_OUT, SenderStatus.DISCONNECTED)

@@ -38,14 +38,14 @@ from scheduler.display import clean_markup, span
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.read_only import LedgerOutOfDate
 from scheduler.ledger.runs import Ledger
-from scheduler.run_options import SESSION_CHANNELS, RunOptions
+from scheduler.settings.run import SESSION_CHANNELS, RunOptions
 from scheduler.timeutil import SimulatedClock, utcnow
 
 if TYPE_CHECKING:
     from scheduler.app.wiring import ServiceTarget
-    from scheduler.config import Settings
     from scheduler.ledger.models import Run
     from scheduler.service.client import ServiceClient
+    from scheduler.settings.load import Settings
 
 
 #: The sandbox's real seconds per simulated second of a call in a rehearsal with retry
@@ -107,8 +107,8 @@ class Rehearsal:
 async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
     from scheduler.app.label_lookup import project_label_audience
     from scheduler.campaign.loader import load_campaign
-    from scheduler.config import Settings, load_settings
     from scheduler.service.client import ServiceClient
+    from scheduler.settings.load import Settings, load_settings
 
     clock = SimulatedClock(start)
     notes: list[str] = []

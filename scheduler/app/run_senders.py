@@ -34,8 +34,8 @@ from scheduler.ledger.states import (
     RunStatus,
     SenderStatus,
 )
-from scheduler.run_options import RunOptions
-from scheduler.sender_care import SenderCare
+from scheduler.settings.run import RunOptions
+from scheduler.settings.senders import SenderCare
 from scheduler.units import load_zone
 
 #: Who made a change, as the text says it.

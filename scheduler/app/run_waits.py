@@ -24,7 +24,7 @@ from scheduler.ledger.queries.caps import nth_send_since
 from scheduler.ledger.queries.dispatch import sent_today_by_sender
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
-from scheduler.run_options import RunOptions
+from scheduler.settings.run import RunOptions
 from scheduler.units import load_zone
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from scheduler.config import Settings
 from scheduler.ledger import access
 from scheduler.ledger.access import Engine
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.read_only import read_only
 from scheduler.ledger.rows import SenderProfileRow
+from scheduler.settings.load import Settings
 
 
 def project_profiles(settings: Settings, senders: Sequence[str]) -> list[SenderProfileRow]:

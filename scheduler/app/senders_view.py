@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
-from scheduler.config import Settings
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.display import iso_utc
 from scheduler.errors import SchedulerError
@@ -28,10 +27,11 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SenderStatus, describe_target
-from scheduler.run_options import SESSION_CHANNELS, OptionsError
-from scheduler.sender_care import SenderCare
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits
+from scheduler.settings.load import Settings
+from scheduler.settings.run import SESSION_CHANNELS, OptionsError
+from scheduler.settings.senders import SenderCare
 from scheduler.units import load_zone
 
 if TYPE_CHECKING:  # the client (aiohttp, httpx) comes with the service, when limits are read

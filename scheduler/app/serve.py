@@ -30,7 +30,6 @@ from scheduler.app.wiring import (
     ensure_account_webhook,
     ensure_senders,
 )
-from scheduler.config import Settings
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.shared_senders import SharedSenders
@@ -47,6 +46,7 @@ from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.service.client import ServiceClient
+from scheduler.settings.load import Settings
 
 #: Webhooks pointed at once when a worker takes senders over (``follow_leases``).
 POINT_AT_ONCE = 16
@@ -325,7 +325,7 @@ class Server:
                                                         self.target, self.console)
             self.events_received = receiver is not None
             # rows a dead worker left in doubt wait for their events as a restart's do
-            self.seat.grace_s = self.settings.verify_grace_s if self.events_received else 0.0
+            self.seat.grace_s = self.settings.engine.verify_grace_s if self.events_received else 0.0
             if receiver is not None:
                 from scheduler.tracking import account_webhook_url
 

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scheduler.config import Settings, load_settings
 from scheduler.errors import ConfigError, SchedulerError
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.schema_head import open_current
 from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.exceptions import Forbidden, ServiceError
+from scheduler.settings.load import Settings, load_settings
 from scheduler.timeutil import Clock, monotonic, utcnow
 
 # The service's client (aiohttp, httpx), QR codes and rich are imported where they are used:

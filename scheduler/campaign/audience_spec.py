@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from scheduler.run_options import UNENGAGED_DAYS
+from scheduler.settings.run import UNENGAGED_DAYS
 
 
 class AudienceSpec(BaseModel):

@@ -84,7 +84,7 @@ from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.recycle_spec import FALLBACK_HELP, FallbackSpec
 from scheduler.campaign.render_bounds import RenderLimits
-from scheduler.run_options import (
+from scheduler.settings.run import (
     DEFAULT_DAYS,
     DEFAULT_DELIVERY,
     DEFAULT_JITTER,

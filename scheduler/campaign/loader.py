@@ -48,7 +48,7 @@ from scheduler.campaign.steps import (
 from scheduler.campaign.tomllines import key_lines, line_of
 from scheduler.campaign.variants import experiment_problem
 from scheduler.links.render import Linker
-from scheduler.run_options import CHANNELS, DEFAULT_TIMEZONE
+from scheduler.settings.run import CHANNELS, DEFAULT_TIMEZONE
 from scheduler.units import load_zone
 
 

@@ -2,15 +2,15 @@
 
 The values come parsed from the definition (:mod:`scheduler.units` values) and from the
 compiled steps (their delays, their retry rules); the result is stored with the run (see
-:mod:`scheduler.run_options`). A campaign with ``[fallback]`` has a second run, its
+:mod:`scheduler.settings.run`). A campaign with ``[fallback]`` has a second run, its
 fallback run, whose options :func:`fallback_run_options` gives.
 """
 
 from __future__ import annotations
 
 from scheduler.campaign.loader import Campaign
-from scheduler.recycle_options import FallbackOptions, RecycleOptions
-from scheduler.run_options import (
+from scheduler.settings.retry_rules import FallbackOptions, RecycleOptions
+from scheduler.settings.run import (
     DEFAULT_RATE,
     SESSION_CHANNELS,
     RunOptions,

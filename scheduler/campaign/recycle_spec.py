@@ -19,7 +19,7 @@
     step = { text = "Olá {{ nome }}, tentamos ligar para você." }
     rate = "5/s"                      # optional: the fallback run's pace
 
-The rules are parsed here into :class:`scheduler.recycle_options.StepRecycle` (every problem
+The rules are parsed here into :class:`scheduler.settings.retry_rules.StepRecycle` (every problem
 named by its step, rule and field); the fallback's step is compiled as a step of its own
 channel by :mod:`scheduler.campaign.step_compile` and rendered per row at plan time.
 """
@@ -31,7 +31,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
-from scheduler.recycle_options import (
+from scheduler.settings.retry_rules import (
     MAX_ATTEMPTS,
     OUTCOMES_BY_CHANNEL,
     RETRYABLE_SMS_CODES,

@@ -27,8 +27,8 @@ from scheduler.campaign.loader import Campaign, CompiledStep
 from scheduler.campaign.products import ProductRef
 from scheduler.campaign.rendering import Leaf
 from scheduler.campaign.steps import TEMPLATE_KIND
-from scheduler.run_options import SESSION_CHANNELS
 from scheduler.service.template_models import CLOUD_API, TemplateRecord
+from scheduler.settings.run import SESSION_CHANNELS
 
 _CALL_KINDS = frozenset({"call", "call_event"})
 

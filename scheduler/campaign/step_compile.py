@@ -41,7 +41,7 @@ from scheduler.campaign.variants import (
     split_of,
     variant_tables,
 )
-from scheduler.recycle_options import StepRecycle
+from scheduler.settings.retry_rules import StepRecycle
 from scheduler.units import parse_duration
 
 

@@ -40,7 +40,7 @@ from scheduler.campaign.steps import (
     StepKind,
     step_kind,
 )
-from scheduler.recycle_options import MAX_ATTEMPTS, OUTCOMES_BY_CHANNEL, RETRYABLE_SMS_CODES
+from scheduler.settings.retry_rules import MAX_ATTEMPTS, OUTCOMES_BY_CHANNEL, RETRYABLE_SMS_CODES
 
 Schema = dict[str, Any]
 

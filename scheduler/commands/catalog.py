@@ -17,9 +17,9 @@ import typer
 from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.service.catalog_models import CatalogProduct, CommandRecord
     from scheduler.service.client import ServiceClient
+    from scheduler.settings.load import Settings
 
 catalog_app = typer.Typer(
     name="catalog",
@@ -37,7 +37,7 @@ _SHOWN = (("name", "name"), ("description", "description"), ("availability", "av
 
 
 def _settings() -> Settings:
-    from scheduler.config import load_settings
+    from scheduler.settings.load import load_settings
 
     return load_settings()
 

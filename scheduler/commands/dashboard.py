@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
     from fastapi import FastAPI
 
-    from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 
 def check_campaign(path: Path) -> tuple[dict[str, Any], list[str]]:
@@ -86,9 +86,11 @@ def dashboard_command(
     url = conf.address(sock.getsockname()[1])
     from rich.console import Console
 
+    from scheduler.ledger.db import ledger_label
+
     console = Console(highlight=False)
     console.print(f"dashboard at {url} (Ctrl-C stops it)")
-    console.print(f"ledger: {settings.ledger_label()}", soft_wrap=True)
+    console.print(f"ledger: {ledger_label(settings)}", soft_wrap=True)
     if not conf.users:
         console.print("no logins configured: anyone on this machine acts as an operator "
                       "(add [dashboard.users] to config.toml to require logins)",

@@ -56,8 +56,8 @@ def _show(member: Member, verb: str, as_json: bool) -> None:
 
 
 def _call(action: Any, doing: str) -> Any:
-    from scheduler.config import load_settings
     from scheduler.service.session_admin import call_service
+    from scheduler.settings.load import load_settings
 
     return call_service(load_settings(), action, doing=doing)
 

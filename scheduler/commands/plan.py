@@ -30,8 +30,8 @@ import typer
 
 from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.display import clean_markup, iso_utc
-from scheduler.engine_settings import ENGINE_DEFAULTS
 from scheduler.errors import SchedulerError
+from scheduler.settings.engine import EngineSettings
 from scheduler.timeutil import utcnow
 
 # rich's console and tables, the campaign's loader and the engine's pacing (pydantic models,
@@ -179,8 +179,8 @@ def _parse_start(text: str | None, campaign: Campaign) -> datetime:
 
 
 async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
-    from scheduler.config import load_settings
     from scheduler.dispatch.pacing import Quota
+    from scheduler.settings.load import load_settings
 
     settings = load_settings(near=campaign.path)
     service = settings.service_endpoint()  # half a configuration is an error, said above
@@ -262,8 +262,8 @@ def plan_report(path: Path, start_text: str | None, *,
     channel = tallies[0].channel if tallies else campaign_channel(campaign, settings)
     bulk = tallies[0].finish() if tallies else None
     deliveries = sum(stats.planned_per_step.values())
-    call_s = call_seconds if call_seconds is not None else float(settings.get(
-        "voice_call_estimate_s", ENGINE_DEFAULTS.voice_call_estimate_s))
+    engine: EngineSettings = settings.get("engine") or EngineSettings()
+    call_s = call_seconds if call_seconds is not None else engine.voice_call_estimate_s
     totals = pc.totals(
         channel, bulk, recipients=stats.valid, deliveries=deliveries,
         encodings=dict(stats.sms_encodings),
@@ -271,7 +271,7 @@ def plan_report(path: Path, start_text: str | None, *,
         call_seconds_source="--call-seconds" if call_seconds is not None
         else "settings voice_call_estimate_s",
         max_calls_asked=options.max_calls,
-        account_calls=settings.get("voice_max_calls", ENGINE_DEFAULTS.voice_max_calls))
+        account_calls=engine.voice_max_calls)
     rate, jitter, limited_by = options.rate_per_s, options.jitter_s, "pace"
     if channel.has_calls:  # calls in progress bound the pace (see plan_channels)
         pace_s = mean_interval(rate, jitter)

@@ -20,8 +20,8 @@ from scheduler.campaign.plan_stats import PlanStats
 from scheduler.campaign.recycle_spec import when_words
 from scheduler.dispatch.windows import SendWindow
 from scheduler.display import iso_utc, local_time, span, zone_label
-from scheduler.recycle_options import RetryRule, RuleWindow
-from scheduler.run_options import RunOptions
+from scheduler.settings.retry_rules import RetryRule, RuleWindow
+from scheduler.settings.run import RunOptions
 from scheduler.units import load_zone
 
 _WHAT = {"voice": "calls", "calls": "calls", "sms": "SMS", "whatsapp": "sends"}

@@ -32,8 +32,8 @@ FileArg = typer.Argument(..., help="The campaign definition (TOML).", show_defau
 def engine_settings(campaign: Campaign) -> dict[str, Any]:
     """The settings' part of the engine's options (prices, bounds) for ``campaign``'s
     project; the defaults, said on stderr, when the settings cannot be read."""
-    from scheduler.config import load_settings
     from scheduler.errors import SchedulerError
+    from scheduler.settings.load import load_settings
 
     try:
         return load_settings(near=campaign.path).engine_overrides()
@@ -103,7 +103,7 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     from scheduler.app.link_setup import bind_preview, refuse_unlinkable
     from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign
-    from scheduler.run_options import SESSION_CHANNELS
+    from scheduler.settings.run import SESSION_CHANNELS
 
     campaign = load_campaign(path)
     require_remote(campaign)

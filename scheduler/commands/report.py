@@ -41,11 +41,11 @@ def report_command(
 ) -> None:
     """Write the spreadsheet report of runs: Summary, Recipients, Replies, Errors, Opt-outs,
     Senders."""
-    from scheduler.config import load_settings
     from scheduler.ledger.db import open_ledger
     from scheduler.reports import campaign_runs, write_report
     from scheduler.reports.api import check_format
     from scheduler.reports.exceptions import NothingToReport
+    from scheduler.settings.load import load_settings
 
     if not runs and not campaign:
         raise NothingToReport("nothing to report: give one or more run ids, or --campaign NAME")

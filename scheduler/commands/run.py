@@ -284,6 +284,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     from scheduler.app.unserved import Unserved
     from scheduler.app.wiring import open_project
     from scheduler.ledger import access
+    from scheduler.ledger.db import ledger_label
     from scheduler.ledger.queries import schedules as sch
     from scheduler.timeutil import utcnow
     from scheduler.views.status import runs_rows
@@ -301,10 +302,10 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     if as_json:
         fires = [{"campaign": fire.campaign_name, "fire_time": fire.fire_time.isoformat(),
                   "status": status, "reason": reason} for fire, status, reason in unplanned]
-        typer.echo(json.dumps({"ledger": settings.ledger_label(), "runs": rows,
+        typer.echo(json.dumps({"ledger": ledger_label(settings), "runs": rows,
                                "fires_without_run": fires}, ensure_ascii=False, indent=2))
         return
-    console.print(f"ledger: {settings.ledger_label()}", highlight=False, soft_wrap=True)
+    console.print(f"ledger: {ledger_label(settings)}", highlight=False, soft_wrap=True)
     for fire, status, reason in unplanned:  # a scheduled campaign that never became a run
         at = display.local_time(fire.fire_time, zones.get(fire.campaign_name, "UTC"))
         console.print(f"{fire.campaign_name} due at {at}: {status}, no run: {reason}",

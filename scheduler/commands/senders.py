@@ -42,15 +42,16 @@ def senders_command(
         return
     from scheduler.app.senders_view import senders_view
     from scheduler.app.wiring import open_project
+    from scheduler.ledger.db import ledger_label
     from scheduler.timeutil import utcnow
 
     settings, ledger = open_project()
     view = senders_view(ledger, settings, utcnow())
     if as_json:
-        typer.echo(json.dumps({"ledger": settings.ledger_label(),
+        typer.echo(json.dumps({"ledger": ledger_label(settings),
                                **view.model_dump(mode="json")}, ensure_ascii=False, indent=2))
         return
-    _print(view, settings.ledger_label())
+    _print(view, ledger_label(settings))
 
 
 #: Joins the words of a time so that wrapping never splits it (a space once wrapped).

@@ -20,10 +20,10 @@ from scheduler.display import clean, clean_markup, hide_url_secrets, local_time
 from scheduler.errors import SchedulerError
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.ledger.rows import SessionStatusRow
     from scheduler.service.client import ServiceClient
     from scheduler.service.responses import QrCode, SessionRecord
+    from scheduler.settings.load import Settings
 
 sessions_app = typer.Typer(
     name="sessions",
@@ -41,7 +41,7 @@ LINK_STEPS = "WhatsApp on the sender's phone → Settings → Linked devices →
 
 
 def _settings() -> Settings:
-    from scheduler.config import load_settings
+    from scheduler.settings.load import load_settings
 
     return load_settings()
 

@@ -41,8 +41,8 @@ NAME = typer.Argument(..., help="Template name: lower case letters, digits and _
 
 
 def _call(action: Any, doing: str, connection: str) -> Any:
-    from scheduler.config import load_settings
     from scheduler.service.session_admin import call_service
+    from scheduler.settings.load import load_settings
 
     return call_service(load_settings(), action, doing=doing, session_id=connection)
 

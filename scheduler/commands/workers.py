@@ -13,6 +13,7 @@ def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JS
     from scheduler.app.unserved import unserved_runs
     from scheduler.app.wiring import open_project
     from scheduler.app.workers_view import workers_view
+    from scheduler.ledger.db import ledger_label
     from scheduler.timeutil import utcnow
 
     settings, ledger = open_project()
@@ -21,7 +22,7 @@ def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JS
     # unfinished runs that no live worker (nor process) will send, why, what to do
     unserved = list(unserved_runs(ledger, settings.worker_lease_s, now).values())
     if as_json:
-        typer.echo(json.dumps({"ledger": settings.ledger_label(),
+        typer.echo(json.dumps({"ledger": ledger_label(settings),
                                **view.model_dump(mode="json"),
                                "unserved": [u.model_dump() for u in unserved]},
                               ensure_ascii=False, indent=2))
@@ -30,7 +31,7 @@ def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JS
     from rich.table import Table
 
     console = Console()
-    console.print(f"ledger: {settings.ledger_label()}", highlight=False, soft_wrap=True)
+    console.print(f"ledger: {ledger_label(settings)}", highlight=False, soft_wrap=True)
     if not view.workers:
         console.print("no live workers: start one with `campaign serve`")
     else:

@@ -28,8 +28,8 @@ from scheduler.metrics.endpoint import MetricsRoute
 from scheduler.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 
 def create_app(settings: Settings, ledger: Ledger, *, check: Check | None = None,

@@ -7,7 +7,7 @@ raises: ``VerifyMismatchError`` (the password is wrong), another ``VerificationE
 made with other parameters than this hasher's (it raises ``InvalidHashError`` on a string
 that is not a hash). Both a wrong password and a damaged hash are a failed login here; a
 string that is not shaped like a hash is refused when the settings are read
-(:class:`~scheduler.dashboard_settings.DashboardUser`).
+(:class:`~scheduler.settings.dashboard.DashboardUser`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Who is looking at a dashboard page: a signed-in user, or the open-access local operator.
 
 The logins themselves are settings (``[dashboard.users.NAME]``: a role and an argon2id
-hash), :class:`~scheduler.dashboard_settings.DashboardUser`. No users: the dashboard
+hash), :class:`~scheduler.settings.dashboard.DashboardUser`. No users: the dashboard
 answers on a loopback address only, and every visitor there acts as an operator (see
 :mod:`scheduler.dashboard.auth`).
 """
@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.dashboard_settings import DashboardUser
+from scheduler.settings.dashboard import DashboardUser
 
 Role = Literal["viewer", "operator"]
 

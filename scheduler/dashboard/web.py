@@ -25,9 +25,9 @@ from scheduler.display import local_time, span
 from scheduler.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.dashboard.campaign_files import CampaignFiles
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 PACKAGE = Path(__file__).resolve().parent
 TEMPLATES = PACKAGE / "templates"

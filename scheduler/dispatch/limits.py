@@ -46,11 +46,12 @@ def call_room(store: Store, channel: Channel, options: DispatchOptions, now: dat
     """
     if not channel.has_calls:
         return math.inf
-    last = options.voice_call_timeout_s if events_received else options.voice_call_estimate_s
+    last = options.engine.voice_call_timeout_s if events_received \
+        else options.engine.voice_call_estimate_s
     since = now - timedelta(seconds=last)
     mine, everyone = store.calls_in_progress(since, channel.name)
-    limit = channel.max_calls or options.voice_max_calls
-    return max(0, min(limit - mine, options.voice_max_calls - everyone))
+    limit = channel.max_calls or options.engine.voice_max_calls
+    return max(0, min(limit - mine, options.engine.voice_max_calls - everyone))
 
 
 def follow_sender_calls(store: Store, pool: SenderPool, options: DispatchOptions,
@@ -60,7 +61,7 @@ def follow_sender_calls(store: Store, pool: SenderPool, options: DispatchOptions
     time-out (``whatsapp_call_timeout_s``; the expected length of a call without events)."""
     if pool.call_hold is None:
         return
-    last = options.whatsapp_call_timeout_s if events_received \
-        else options.voice_call_estimate_s
+    last = options.engine.whatsapp_call_timeout_s if events_received \
+        else options.engine.voice_call_estimate_s
     since = now - timedelta(seconds=last)
     pool.follow_calls(store.calls_under_way(list(pool.senders), since))

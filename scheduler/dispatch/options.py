@@ -1,21 +1,21 @@
 """What the engine runs with: a run's stored options, resolved for this start and process.
 
-:class:`DispatchOptions` is :class:`scheduler.run_options.RunOptions` (stored with the run,
+:class:`DispatchOptions` is :class:`scheduler.settings.run.RunOptions` (stored with the run,
 already parsed) made ready to use: the send window as a :class:`SendWindow`, the latest
-send time on the run's start day, plus the engine's own settings (retries, concurrency,
-and this process's :class:`~scheduler.engine_settings.EngineSettings`: grace, bulk and call
-limits, SMS prices), which are per-process overrides and never stored.
+send time on the run's start day, plus the engine's own knobs (retries, concurrency) and
+this process's :class:`~scheduler.settings.engine.EngineSettings` (``engine``: grace, bulk
+and call limits, SMS prices), held whole, never copied field by field, never stored.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from scheduler.dispatch.windows import SendWindow
-from scheduler.engine_settings import EngineSettings
-from scheduler.run_options import (
+from scheduler.settings.engine import EngineSettings
+from scheduler.settings.run import (
     DEFAULT_DELIVERY,
     DEFAULT_JITTER,
     DEFAULT_RATE,
@@ -29,12 +29,13 @@ from scheduler.units import parse_jitter, parse_rate
 
 
 @dataclass(frozen=True, kw_only=True)
-class DispatchOptions(EngineSettings):
+class DispatchOptions:
     """Pacing, windows, retries and delivery mode of one run (the run's defaults are the
-    campaign definition's, from :mod:`scheduler.run_options`), with this process's engine
-    settings (inherited from :class:`EngineSettings`, their defaults written there)."""
+    campaign definition's, from :mod:`scheduler.settings.run`), with this process's engine
+    settings (``engine``, their defaults written in :class:`EngineSettings`)."""
 
     senders: tuple[str, ...]
+    engine: EngineSettings = field(default_factory=EngineSettings)
     rate: float = parse_rate(DEFAULT_RATE)
     jitter: tuple[float, float] = parse_jitter(DEFAULT_JITTER)
     daily_cap: int | None = None
@@ -71,7 +72,7 @@ class DispatchOptions(EngineSettings):
     def for_run(cls, stored: RunOptions, *, start: datetime,
                 **overrides: Any) -> DispatchOptions:
         """The options of a run stored with ``stored``, starting (or started) at ``start``;
-        ``overrides`` are this process's settings (``verify_grace_s``, ``concurrency``, …)."""
+        ``overrides`` are this process's (``engine``: ``Settings.engine``, ``concurrency``)."""
         values: dict[str, Any] = {
             "senders": stored.senders,
             "rate": stored.rate_per_s,

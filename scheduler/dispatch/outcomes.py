@@ -95,7 +95,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
         elif kind is Verdict.AMBIGUOUS:
             out.trouble.append((o.sender.name, "server_errors"))
             if events_received:
-                due = now + timedelta(seconds=options.verify_grace_s)
+                due = now + timedelta(seconds=options.engine.verify_grace_s)
                 out.verifying.append((row.id, due, f"{why}; verifying against events"))
             elif options.at_least_once:
                 out.retries.append((row.id, now, why))

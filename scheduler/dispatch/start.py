@@ -13,7 +13,7 @@ from scheduler.dispatch.store import Store
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.models import Run
 from scheduler.ledger.states import FINISHED_RUN_STATUSES
-from scheduler.run_options import SESSION_CHANNELS
+from scheduler.settings.run import SESSION_CHANNELS
 
 
 async def dispatch(store: Store, client: ServiceCalls, run: Run,

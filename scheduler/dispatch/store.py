@@ -29,7 +29,7 @@ from scheduler.ledger.rows import (
     Verdict,
     WatchedRow,
 )
-from scheduler.run_options import RunOptions
+from scheduler.settings.run import RunOptions
 
 
 class Store(Protocol):

@@ -38,9 +38,10 @@ from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.rows import UptimeInterval
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.engine import WEBHOOK_RETRY_HORIZON_S
 
-#: The service's retry horizon (service-facts: 7 tries 5 to 160 s apart, about 315 s).
-RETRY_HORIZON = timedelta(minutes=6)
+#: The service's retry horizon by default (the settings' ``webhook_retry_horizon_s``).
+RETRY_HORIZON = timedelta(seconds=WEBHOOK_RETRY_HORIZON_S)
 #: A receiver records that it listens every 5 s: one heard from this recently may still be
 #: listening (its next heartbeat extends its interval). Between two intervals no gap is
 #: tolerated: a killed receiver's last heartbeat may be 5 s before it died, and a stand-in

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, tzinfo
 
-from scheduler.sender_care import WarmupProfile
+from scheduler.settings.senders import WarmupProfile
 
 #: The ramp of a sender with no profile of its own.
 DEFAULT_PROFILE = WarmupProfile()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from scheduler.dispatch.pacing import DayCaps
 from scheduler.dispatch.warmup import cap_for_day, describe, is_warming
-from scheduler.sender_care import WarmupProfile
+from scheduler.settings.senders import WarmupProfile
 
 
 def ramp_caps(profile: WarmupProfile, day: int, normal_cap: int | None) -> DayCaps:

@@ -21,7 +21,7 @@ from functools import lru_cache
 import phonenumbers
 from phonenumbers import timezone as pn_timezone
 
-from scheduler.run_options import WindowOptions
+from scheduler.settings.run import WindowOptions
 from scheduler.units import UnitError, load_zone, parse_clock, parse_days, parse_window
 
 

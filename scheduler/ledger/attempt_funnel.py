@@ -24,8 +24,8 @@ from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.recycle_options import SHORT_CALL, RecycleOptions
-from scheduler.run_options import RunOptions, from_snapshot
+from scheduler.settings.retry_rules import SHORT_CALL, RecycleOptions
+from scheduler.settings.run import RunOptions, from_snapshot
 
 #: A view counts at most this many rows awaiting a verdict (``campaign status``: all).
 AWAITING_COUNTED = 10_000

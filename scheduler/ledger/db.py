@@ -18,6 +18,8 @@ from scheduler.ledger.exceptions import DatabaseUnavailable
 if TYPE_CHECKING:  # Alembic is imported to migrate (see scheduler.ledger.schema_head)
     from alembic.config import Config
 
+    from scheduler.settings.load import Settings
+
 MIGRATIONS = Path(__file__).parent / "migrations"
 
 
@@ -68,6 +70,13 @@ def redact_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except (ArgumentError, ValueError):  # e.g. a port that is not a number
         return "<unparseable URL>"
+
+
+def ledger_label(settings: Settings) -> str:
+    """The ledger as shown to people: its URL without a password, and the project."""
+    shown = redact_url(settings.resolved_database_url())
+    where = f" (project {settings.project_dir})" if settings.project_dir else ""
+    return f"{shown}{where}"
 
 
 def alembic_config(engine: Engine) -> Config:

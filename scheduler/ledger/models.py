@@ -62,7 +62,7 @@ class Run(SQLModel, table=True):
     target: str | None = None
     # What the run was planned from (JSON; see scheduler.campaign.fingerprint).
     fingerprint: str | None = Field(default=None, sa_type=Text)
-    # The run's options, parsed at plan time (JSON of scheduler.run_options.RunOptions, with
+    # The run's options, parsed at plan time (JSON of scheduler.settings.run.RunOptions, with
     # its version); NULL only for runs stored before migration 0003.
     options: str | None = Field(default=None, sa_type=Text)
     # A fallback run's parent (issue 25): its rows are the parent's recipients not reached.

@@ -43,7 +43,7 @@ from scheduler.ledger.rows import (
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus
-from scheduler.run_options import RunOptions
+from scheduler.settings.run import RunOptions
 
 #: Called with the message ids just stored on accepted deliveries, in their transaction.
 AcceptedHook = Callable[[Connection, Iterable[str | None], datetime], object]

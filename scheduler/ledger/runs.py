@@ -34,7 +34,7 @@ from scheduler.ledger.queries import suppression as sq
 from scheduler.ledger.rows import ExperimentPlan
 from scheduler.ledger.run_control import RunControl
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
-from scheduler.run_options import RunOptions, from_snapshot
+from scheduler.settings.run import RunOptions, from_snapshot
 
 
 def _json(value: dict[str, Any]) -> str:

@@ -18,9 +18,9 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from scheduler.config import Settings
 from scheduler.errors import ConfigError
 from scheduler.links.exceptions import LinkError
+from scheduler.settings.load import Settings
 
 KEY_FILE = "links.key"
 _SESSION_PATH = "/webhooks/session"  # tracking.urls.SESSION_PATH (tracking imports links)

@@ -28,7 +28,6 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from scheduler.config import Settings
 from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import links as lq
@@ -36,6 +35,7 @@ from scheduler.links.clicks import judge, stored_user_agent
 from scheduler.links.exceptions import BadToken, LinkError
 from scheduler.links.keys import link_key
 from scheduler.links.tokens import LINK_PATH, ParsedToken, parse_token
+from scheduler.settings.load import Settings
 
 logger = logging.getLogger("scheduler.links")
 

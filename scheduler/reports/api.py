@@ -52,8 +52,8 @@ from scheduler.reports.workbook import WorkbookWriter
 from scheduler.timeutil import monotonic, seconds_since
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 FORMATS = ("xlsx", "csv")
 
@@ -115,7 +115,7 @@ def write_report(
         with snapshot(_engine(ledger), "read the report's rows") as conn:
             runs = source.load_runs(conn, run_ids)
             if output is None and settings is None:
-                from scheduler.config import load_settings
+                from scheduler.settings.load import load_settings
 
                 settings = load_settings()
             folder = settings.reports_path() if settings is not None else Path("reports")

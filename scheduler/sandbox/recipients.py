@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from scheduler.config import DEFAULT_OPT_OUT_WORDS
 from scheduler.sandbox import payloads
 from scheduler.sandbox.common import seeded, user_jid
 from scheduler.sandbox.config import SandboxConfig
 from scheduler.sandbox.scripted import digits
+from scheduler.settings.load import DEFAULT_OPT_OUT_WORDS
 
 if TYPE_CHECKING:
     from scheduler.sandbox.state import Session

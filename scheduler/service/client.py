@@ -22,7 +22,6 @@ from typing import Any, Self, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from scheduler.config import DEFAULT_HTTP_CONCURRENCY, DEFAULT_HTTP_TIMEOUT_S, Settings
 from scheduler.errors import ConfigError
 from scheduler.service import requests as rq
 from scheduler.service.account_client import AccountCalls
@@ -51,6 +50,7 @@ from scheduler.service.responses import (
 from scheduler.service.sends_client import SendCalls
 from scheduler.service.templates_client import TemplateCalls
 from scheduler.service.transport import TransportKind, make_transport, no_answer
+from scheduler.settings.load import DEFAULT_HTTP_CONCURRENCY, DEFAULT_HTTP_TIMEOUT_S, Settings
 from scheduler.timeutil import epoch_s
 
 logger = logging.getLogger("scheduler.service")

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from scheduler.config import Settings
 from scheduler.errors import ConfigError, SchedulerError
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import (
@@ -38,6 +37,7 @@ from scheduler.service.exceptions import (
     Unauthorized,
 )
 from scheduler.service.responses import QrCode, SessionRecord
+from scheduler.settings.load import Settings
 
 T = TypeVar("T")
 #: Widest QR code printed in the terminal (columns, quiet zone included).

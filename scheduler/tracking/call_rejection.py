@@ -12,9 +12,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from scheduler.config import Settings
 from scheduler.errors import SchedulerError
 from scheduler.service.client import ServiceClient
+from scheduler.settings.load import Settings
 from scheduler.tracking.apply import CallToReject
 
 logger = logging.getLogger("scheduler.tracking")

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from scheduler.config import Settings
 from scheduler.errors import ConfigError
 from scheduler.httpserver import try_bind
+from scheduler.settings.load import Settings
 
 IDENTITY_FILE = "receiver.json"
 

@@ -33,7 +33,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
@@ -41,6 +40,7 @@ from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from scheduler.links.routes import add_link_routes
 from scheduler.metrics import intake
+from scheduler.settings.load import Settings
 from scheduler.timeutil import Clock, monotonic
 from scheduler.tracking import event_store
 from scheduler.tracking.apply import Applied, ApplyContext

@@ -6,8 +6,8 @@ from __future__ import annotations
 import secrets
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
+from scheduler.settings.load import Settings
 
 SESSION_PATH = "/webhooks/session"
 ACCOUNT_PATH = "/webhooks/account"

@@ -23,8 +23,8 @@ from scheduler.views.parts import SenderGlance
 from scheduler.views.reading import SENDER_DAY_COUNTED, day_start
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 __all__ = ["Overview", "RunSummary", "read_overview"]
 

@@ -33,7 +33,7 @@ from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries.skips import skipped_by_kind
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus, describe_target
-from scheduler.run_options import RunOptions, from_snapshot
+from scheduler.settings.run import RunOptions, from_snapshot
 from scheduler.units import load_zone
 from scheduler.views import facts as vf
 from scheduler.views.attempts import read_attempts, second_chance_waits
@@ -41,7 +41,7 @@ from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
+    from scheduler.settings.load import Settings
 
 #: The window of "recent" sends: pace per sender and per worker, the ETA.
 PACE_WINDOW = timedelta(minutes=5)

@@ -49,8 +49,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 
 def read_run_view(ledger: Ledger, run_id: int, *, settings: Settings,

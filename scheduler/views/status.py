@@ -28,8 +28,8 @@ from scheduler.tracking.answers import read_answer_tallies
 from scheduler.views.reading import RunRead, read_run
 
 if TYPE_CHECKING:
-    from scheduler.config import Settings
     from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
 
 #: Step kinds whose answers ``status`` tallies.
 ANSWERED_KINDS = frozenset({"poll", "list"})

@@ -17,7 +17,7 @@ from scheduler.campaign.options import run_options
 from scheduler.cli import app
 from scheduler.commands.plan_text import audience_line
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.run_options import RunOptions, from_snapshot
+from scheduler.settings.run import RunOptions, from_snapshot
 from tests.factories import REPO, Project
 
 runner = CliRunner()

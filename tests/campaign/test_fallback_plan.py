@@ -18,7 +18,7 @@ from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.plan import build_plan
 from scheduler.cli import app
 from scheduler.ledger.runs import Ledger
-from scheduler.run_options import RunOptions
+from scheduler.settings.run import RunOptions
 from tests.factories import REPO, Project
 
 runner = CliRunner()

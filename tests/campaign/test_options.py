@@ -12,7 +12,8 @@ import pytest
 from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.options import run_options
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.run_options import (
+from scheduler.settings.engine import EngineSettings
+from scheduler.settings.run import (
     OPTIONS_VERSION,
     OptionsError,
     RunOptions,
@@ -91,11 +92,12 @@ def test_the_engine_gets_the_window_and_latest_resolved(project: Project) -> Non
     extra = '[schedule]\nwindow = "09:00-20:00"\ndays = "mon-sat"\nlatest = "19:00"\n'
     options = run_options(load_campaign(project.basic(extra=extra)))
     start = datetime(2025, 3, 9, 12, 0, tzinfo=SP)  # a Sunday
-    engine = DispatchOptions.for_run(options, start=start, concurrency=1, verify_grace_s=5)
+    engine = DispatchOptions.for_run(options, start=start, concurrency=1,
+                                     engine=EngineSettings(verify_grace_s=5))
     assert engine.window is not None
     assert engine.window.next_open(start) == datetime(2025, 3, 10, 9, 0, tzinfo=SP)
     assert engine.latest == datetime(2025, 3, 9, 19, 0, tzinfo=SP)
-    assert (engine.concurrency, engine.verify_grace_s) == (1, 5)  # this process's overrides
+    assert (engine.concurrency, engine.engine.verify_grace_s) == (1, 5)  # this process's
 
 
 
@@ -115,9 +117,9 @@ def test_every_engine_setting_reaches_the_engine(project: Project, tmp_path: Pat
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """What config.toml says of the engine (grace, SMS prices, bulk and call bounds) is what
     a run's dispatch uses; unset, the settings and the engine default alike."""
-    from scheduler.config import Settings, load_settings
+    from scheduler.settings.load import Settings, load_settings
 
-    for name in Settings.model_fields:
+    for name in (*Settings.model_fields, *EngineSettings.model_fields):
         monkeypatch.delenv(f"CAMPAIGN_{name.upper()}", raising=False)
     options = run_options(load_campaign(project.basic()))
     start = datetime(2025, 3, 9, 12, 0, tzinfo=SP)
@@ -126,11 +128,18 @@ def test_every_engine_setting_reaches_the_engine(project: Project, tmp_path: Pat
         DispatchOptions.for_run(options, start=start)
     (tmp_path / "config.toml").write_text(ENGINE_TOML, encoding="utf-8")
     engine = DispatchOptions.for_run(
-        options, start=start, **load_settings(tmp_path / "config.toml").engine_overrides())
+        options, start=start, **load_settings(tmp_path / "config.toml").engine_overrides()
+    ).engine
     assert (engine.verify_grace_s, engine.bulk_max, engine.voice_max_calls,
             engine.voice_call_timeout_s, engine.voice_call_estimate_s,
             engine.whatsapp_call_timeout_s, engine.sms_price_micro) == (
-        5, 200, 4, 120, 45, 300, (("marketing", 2), ("otp", 1)))
+        5, 200, 4, 120, 45, 300, {"marketing": 2, "otp": 1})
+    monkeypatch.setenv("CAMPAIGN_BULK_MAX", "300")  # the environment wins over the file
+    monkeypatch.setenv("CAMPAIGN_SMS_PRICE_MICRO", '{"otp": 3}')
+    engine = load_settings(tmp_path / "config.toml").engine
+    assert (engine.verify_grace_s, engine.bulk_max, engine.sms_price_micro) == (
+        5, 300, {"otp": 3})
+
 
 def test_options_of_a_newer_program_are_refused() -> None:
     newer = from_snapshot({"senders": ["s1"]}).model_dump(mode="json") | {"version": 2}

@@ -12,8 +12,8 @@ import pytest
 from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.options import fallback_run_options, run_options
-from scheduler.recycle_options import RetryRule, RuleWindow, StepRecycle
-from scheduler.run_options import RunOptions
+from scheduler.settings.retry_rules import RetryRule, RuleWindow, StepRecycle
+from scheduler.settings.run import RunOptions
 from tests.factories import Project
 
 VOICE_CSV = "nome;telefone\nAna;(11) 98765-4321\nLoja;(11) 3456-7890\n"

@@ -18,8 +18,8 @@ from typing import Any, cast
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
-from scheduler.run_options import DeliveryMode
 from scheduler.service.client import ServiceClient
+from scheduler.settings.run import DeliveryMode
 from tests.engine import dispatcher_for
 
 BATCH = 10

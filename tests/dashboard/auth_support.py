@@ -15,8 +15,8 @@ from fastapi import Depends, FastAPI, Request
 from scheduler.dashboard import auth
 from scheduler.dashboard.auth import Guard
 from scheduler.dashboard.users import User
-from scheduler.dashboard_settings import DashboardSettings, DashboardUser
 from scheduler.httpserver import BackgroundServer
+from scheduler.settings.dashboard import DashboardSettings, DashboardUser
 from scheduler.timeutil import Clock
 
 #: Passwords of the test logins.

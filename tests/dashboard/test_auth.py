@@ -16,8 +16,8 @@ from fastapi import APIRouter, Depends, Request
 from scheduler.dashboard import auth
 from scheduler.dashboard.csrf import unguarded_posts
 from scheduler.dashboard.passwords import verify_password
-from scheduler.dashboard_settings import DashboardSettings
 from scheduler.errors import SchedulerError
+from scheduler.settings.dashboard import DashboardSettings
 from tests.dashboard.auth_support import (
     PASSWORDS,
     CountingHasher,

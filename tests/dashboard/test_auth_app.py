@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config import Settings
 from scheduler.dashboard import auth
 from scheduler.dashboard.app import create_app
 from scheduler.dashboard.csrf import unguarded_posts
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from tests.app.support import clean_env, cli
 from tests.dashboard.auth_support import (
     PASSWORDS,

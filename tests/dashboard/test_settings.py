@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config import load_settings
 from scheduler.errors import ConfigError
+from scheduler.settings.load import load_settings
 
 
 def test_the_dashboard_listens_on_loopback_unless_config_toml_says_otherwise(

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 
-from scheduler.config import Settings, load_settings
 from scheduler.dashboard.app import create_app
 from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings, load_settings
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 

@@ -22,6 +22,7 @@ from scheduler.dispatch.senders import SenderPool
 from scheduler.ledger.rows import DueDelivery
 from scheduler.service.account_models import SmsBulkResult, VoiceBulkResult, voice_key
 from scheduler.service.exceptions import InsufficientBalance
+from scheduler.settings.engine import EngineSettings
 
 T0 = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -159,7 +160,7 @@ def test_a_wallet_that_ran_out_pauses_and_keeps_the_rows() -> None:
 def test_calls_allowed_are_the_campaigns_within_the_accounts(
         campaign: int | None, account: int, expected: int) -> None:
     options = DispatchOptions(senders=("account",), max_calls=campaign,
-                              voice_max_calls=account)
+                              engine=EngineSettings(voice_max_calls=account))
     channel = channel_for("voice", options)
     assert isinstance(channel, VoiceChannel) and channel.max_calls == expected
 

@@ -14,7 +14,7 @@ from scheduler.dispatch.recycle.judge import judge
 from scheduler.dispatch.recycle.timing import recipient_zone
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry, Verdict, Wait
 from scheduler.ledger.rows import WatchedRow
-from scheduler.recycle_options import (
+from scheduler.settings.retry_rules import (
     FallbackOptions,
     RecycleOptions,
     RetryRule,

@@ -102,10 +102,10 @@ def test_a_rehearsal_starts_each_warming_sender_on_its_day_in_the_project_ledger
         tmp_path: Path, monkeypatch) -> None:
     from datetime import date
 
-    from scheduler.config import load_settings
     from scheduler.ledger import access
     from scheduler.ledger.db import open_ledger
     from scheduler.ledger.queries import sender_profiles as spq
+    from scheduler.settings.load import load_settings
 
     path = write_project(tmp_path, 100, rate="1/s")
     (tmp_path / "config.toml").write_text('[senders]\nwarmup = "default"\n', encoding="utf-8")

@@ -22,6 +22,7 @@ from scheduler.service.exceptions import (
     SessionNotFound,
     Unauthorized,
 )
+from scheduler.settings.engine import EngineSettings
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 
@@ -93,9 +94,9 @@ def test_settle_sorts_a_mixed_batch() -> None:
 
 def test_a_timeout_waits_for_events_when_they_can_come() -> None:
     pool = _pool("s1")
+    options = DispatchOptions(senders=("s1",), engine=EngineSettings(verify_grace_s=30))
     out = settle([Outcome(_row(1), pool.senders["s1"], error=ServiceTimeout("t"))], pool,
-                 DispatchOptions(senders=("s1",), verify_grace_s=30), random.Random(1), NOW,
-                 events_received=True)
+                 options, random.Random(1), NOW, events_received=True)
     assert out.verifying == [(1, NOW + timedelta(seconds=30), "t; verifying against events")]
     assert out.unknown == [] and out.retries == []
 

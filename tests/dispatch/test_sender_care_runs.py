@@ -12,8 +12,8 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import ChangeSource, RunStatus, SenderStatus
-from scheduler.sender_care import SenderCare
 from scheduler.service.client import ServiceClient
+from scheduler.settings.senders import SenderCare
 from tests.engine import dispatcher_for
 from tests.factories import T0, FakeClock, make_run
 

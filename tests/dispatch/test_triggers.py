@@ -13,7 +13,6 @@ from sqlmodel import Session, select
 
 from scheduler.app.serve import Server
 from scheduler.app.wiring import service_target
-from scheduler.config import Settings
 from scheduler.dispatch.triggers import (
     Triggers,
     add_schedule,
@@ -24,6 +23,7 @@ from scheduler.dispatch.triggers import (
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Fire
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from tests.dispatch.support import RECIPIENTS, scheduled_project
 from tests.waiting import wait_for
 

@@ -9,7 +9,7 @@ from scheduler.dispatch.pacing import estimate_finish, sender_finish
 from scheduler.dispatch.warmup import DEFAULT_PROFILE, day_at
 from scheduler.dispatch.warmup_eta import ramp_caps, ramp_start
 from scheduler.dispatch.windows import SendWindow
-from scheduler.sender_care import WarmupProfile
+from scheduler.settings.senders import WarmupProfile
 
 SP = ZoneInfo("America/Sao_Paulo")
 MONDAY = datetime(2027, 3, 8, 10, 0, tzinfo=SP)

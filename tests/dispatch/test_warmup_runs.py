@@ -16,8 +16,8 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
-from scheduler.sender_care import SenderCare
 from scheduler.service.client import ServiceClient
+from scheduler.settings.senders import SenderCare
 from scheduler.units import load_zone
 from tests.engine import dispatcher_for
 from tests.factories import FakeClock, make_run

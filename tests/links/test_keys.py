@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config import Settings
 from scheduler.links.exceptions import LinkError
 from scheduler.links.keys import KEY_FILE, link_base, link_key
+from scheduler.settings.load import Settings
 
 
 def test_the_key_is_made_once_readable_by_its_owner_only(tmp_path: Path) -> None:

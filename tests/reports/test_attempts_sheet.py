@@ -17,9 +17,9 @@ from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
-from scheduler.recycle_options import FallbackOptions, RecycleOptions
 from scheduler.reports import write_report
-from scheduler.run_options import from_snapshot
+from scheduler.settings.retry_rules import FallbackOptions, RecycleOptions
+from scheduler.settings.run import from_snapshot
 from tests.factories import T0, make_run, number
 from tests.views.support import DUE, SMS_PATH, ZONE, build_family, voice_run
 

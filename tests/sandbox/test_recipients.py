@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.config import DEFAULT_OPT_OUT_WORDS
+from scheduler.settings.load import DEFAULT_OPT_OUT_WORDS
 from tests.sandbox.support import TO
 
 RECEIPT_FIELDS = {"message_id", "remote_jid", "timestamp"}

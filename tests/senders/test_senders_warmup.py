@@ -17,7 +17,7 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import ChangeSource, SenderStatus
-from scheduler.sender_care import SenderCare, WarmupProfile
+from scheduler.settings.senders import SenderCare, WarmupProfile
 from tests.factories import T0, make_run
 
 runner = CliRunner()

@@ -180,7 +180,7 @@ async def test_a_twin_keeps_the_configured_time_out_and_pool(
         scripted: Scripted, transport: str, call: Call, monkeypatch: pytest.MonkeyPatch) -> None:
     """The receiver rejects calls through a twin of the run's client (its own pool, for its
     own loop): the twin keeps the settings' time-out and connections, not the defaults."""
-    from scheduler.config import load_settings
+    from scheduler.settings.load import load_settings
 
     for name in ("CAMPAIGN_HTTP_TIMEOUT_S", "CAMPAIGN_HTTP_CONCURRENCY"):
         monkeypatch.delenv(name, raising=False)

@@ -207,7 +207,7 @@ async def test_limits_tolerate_shapes(client: ServiceClient, scripted: Scripted)
 
 def test_construction_checks_and_from_settings(api_key: str,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    from scheduler.config import load_settings
+    from scheduler.settings.load import load_settings
 
     for name in ("CAMPAIGN_BASE_URL", "CAMPAIGN_API_KEY", "CAMPAIGN_API_KEY_FILE"):
         monkeypatch.delenv(name, raising=False)

@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 from sqlalchemy import select, update
 
-from scheduler.config import Settings
 from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from scheduler.tracking import session_webhook_url
 from scheduler.tracking.intake import sign
 from tests import waiting

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from scheduler.app.wiring import ensure_account_webhook
-from scheduler.config import Settings
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from scheduler.tracking import account_webhook_url
 from scheduler.tracking.identity import IDENTITY_FILE, account_secret
 from tests.factories import start_service

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from scheduler.config import Settings
+from scheduler.settings.load import Settings
 from scheduler.tracking.identity import (
     IDENTITY_FILE,
     ReceiverIdentity,

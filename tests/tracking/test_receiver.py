@@ -9,10 +9,10 @@ import httpx
 import pytest
 from sqlalchemy import text
 
-from scheduler.config import Settings
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.rows import UptimeInterval
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from scheduler.tracking import receiver_token, session_webhook_url
 from scheduler.tracking.intake import sign
 from tests.factories import T0, number

@@ -7,9 +7,9 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from scheduler.config import DEFAULT_OPT_OUT_WORDS
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import DEFAULT_OPT_OUT_WORDS
 from scheduler.tracking.replies import OptOutWords, fold
 from tests.factories import T0, number
 from tests.tracking.support import accepted_run, received, rows, table

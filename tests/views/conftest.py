@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.config import Settings, load_settings
+from scheduler.settings.load import Settings, load_settings
 
 
 @pytest.fixture

@@ -23,8 +23,8 @@ from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.recycle_options import FallbackOptions, RecycleOptions, RetryRule, StepRecycle
-from scheduler.run_options import from_snapshot
+from scheduler.settings.retry_rules import FallbackOptions, RecycleOptions, RetryRule, StepRecycle
+from scheduler.settings.run import from_snapshot
 from tests.factories import T0, number
 
 ZONE = "America/Sao_Paulo"

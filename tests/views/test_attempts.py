@@ -15,7 +15,6 @@ from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.config import Settings
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry
 from scheduler.display import local_time
 from scheduler.ledger import access
@@ -24,6 +23,7 @@ from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import Settings
 from scheduler.views.attempts import attempt_lines
 from scheduler.views.run_view import read_run_view
 from tests.factories import T0, command_project, make_run

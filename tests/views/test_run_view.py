@@ -13,7 +13,6 @@ from typing import Any
 
 from sqlalchemy import select
 
-from scheduler.config import Settings
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger import access
 from scheduler.ledger.queries import dispatch as dq
@@ -21,6 +20,7 @@ from scheduler.ledger.queries import tables, tallies
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, RunStatus
 from scheduler.service.client import ServiceClient
+from scheduler.settings.load import Settings
 from scheduler.views.overview import read_overview
 from scheduler.views.run_view import read_run_view
 from tests.engine import dispatcher_for

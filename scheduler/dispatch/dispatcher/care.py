@@ -23,7 +23,7 @@ from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.senders import SenderState
 from scheduler.ledger.rows import SenderProfileRow
 from scheduler.ledger.states import HELD_STATES, ChangeSource, SenderStatus
-from scheduler.sender_care import SenderCare, WarmupProfile
+from scheduler.settings.senders import SenderCare, WarmupProfile
 
 #: How often (seconds of the run's clock) the senders' health is judged.
 HEALTH_EVERY_S = 60.0

@@ -109,9 +109,9 @@ class Dispatcher:
                             ctx.store.sent_today(day_start), day_start, ctx.quotas, now)
         if ctx.channel.one_call_per_sender:
             options = ctx.options
-            pool.call_hold = timedelta(seconds=options.whatsapp_call_timeout_s
+            pool.call_hold = timedelta(seconds=options.engine.whatsapp_call_timeout_s
                                        if ctx.setup.events_received
-                                       else options.voice_call_estimate_s)
+                                       else options.engine.voice_call_estimate_s)
         return pool
 
     # ------------------------------------------------------------------ main loop

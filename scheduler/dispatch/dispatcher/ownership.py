@@ -66,7 +66,7 @@ class SoleOwner:
         options = ctx.options
         return reconcile.recover_after_crash(
             ctx.store, ctx.channel, now, at_least_once=options.at_least_once,
-            grace_s=options.verify_grace_s if ctx.setup.events_received else 0.0,
+            grace_s=options.engine.verify_grace_s if ctx.setup.events_received else 0.0,
             step_delays_s=options.step_delays_s)
 
     def due(self, now: datetime, *, limit: int, after_seq: int = -1) -> list[DueDelivery]:

@@ -32,7 +32,7 @@ from scheduler.dispatch.recycle.waves import waves
 from scheduler.display import local_time
 from scheduler.ledger.rows import WatchedRow
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
-from scheduler.recycle_options import RecycleOptions
+from scheduler.settings.retry_rules import RecycleOptions
 
 #: How often (seconds of the run's clock) the watched rows are looked at while the run
 #: still sends (outcomes arrive meanwhile; retries are planned as their rule fires).

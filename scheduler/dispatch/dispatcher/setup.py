@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from scheduler.dispatch.leases import Seat
 from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.shared_senders import SharedSenders
-from scheduler.sender_care import SenderCare
+from scheduler.settings.senders import SenderCare
 from scheduler.timeutil import Clock, utcnow
 
 #: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.

@@ -33,7 +33,7 @@ from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry, Verdict,
 from scheduler.display import clock_time, local_time
 from scheduler.ledger.rows import WatchedRow
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.recycle_options import (
+from scheduler.settings.retry_rules import (
     SHORT_CALL,
     TERMINAL_SMS_CODES,
     RecycleOptions,

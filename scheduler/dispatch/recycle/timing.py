@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, tzinfo
 
 from scheduler.dispatch.windows import SendWindow, zone_for_number, zone_for_region
 from scheduler.ledger.rows import WatchedRow
-from scheduler.recycle_options import RetryRule, RuleWindow
+from scheduler.settings.retry_rules import RetryRule, RuleWindow
 from scheduler.units import load_zone
 
 

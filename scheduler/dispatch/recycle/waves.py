@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.dispatch.recycle.verdicts import Fallback, Retry, Verdict
-from scheduler.recycle_options import SHORT_CALL
+from scheduler.settings.retry_rules import SHORT_CALL
 
 #: A rule's outcome in words, and what its attempt does.
 RULE_WORDS = {"no_answer": "not answered", "busy": "busy", "failed": "failed",

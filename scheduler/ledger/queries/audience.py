@@ -39,7 +39,7 @@ from scheduler.ledger.queries.dispatch import record_final, skip_later_steps
 from scheduler.ledger.queries.tables import deliveries, replies
 from scheduler.ledger.states import RECEIVED_STATES
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.run_options import UNENGAGED_DAYS
+from scheduler.settings.run import UNENGAGED_DAYS
 
 #: The rows whose dispatch counts as a message to their number (see the module doc).
 COUNTED_STATES = tuple(sorted(RECEIVED_STATES | {S.DISPATCHING}))

@@ -4,10 +4,10 @@ Revision ID: 0003
 Revises: 0002
 Create Date: 2026-11-24 09:00:00
 
-- ``runs.options``: JSON of the run's options (``scheduler.run_options.RunOptions``, with
+- ``runs.options``: JSON of the run's options (``scheduler.settings.run.RunOptions``, with
   its ``version``), parsed once when the run is planned. Runs stored before this revision
   keep NULL: their options are rebuilt from their definition snapshot when read
-  (``scheduler.run_options.from_snapshot``).
+  (``scheduler.settings.run.from_snapshot``).
 """
 
 from __future__ import annotations

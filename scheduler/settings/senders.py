@@ -1,6 +1,7 @@
 """How the engine looks after the senders: health rules and warm-up, as ``config.toml`` says.
 
-A leaf module (``config`` and the engine both read it)::
+The ``[senders]`` section of :class:`~scheduler.settings.load.Settings` (the engine reads
+it too)::
 
     [senders]
     health = true              # score every sender; throttle or pause it on trouble

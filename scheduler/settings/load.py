@@ -1,8 +1,10 @@
 """Settings: ``config.toml`` first, then ``CAMPAIGN_*`` environment variables (environment wins).
 
-Settings are built by :func:`load_settings`, never at import time. The API key only ever
-comes from the environment (``CAMPAIGN_API_KEY``) or from a key file outside the repository
-(``api_key_file``); it is held as a :class:`pydantic.SecretStr` and is never printed.
+Settings are built by :func:`load_settings`, never at import time; their sections are the
+engine's (:mod:`scheduler.settings.engine`, flat keys), ``[senders]`` and ``[dashboard]``.
+The API key only ever comes from the environment (``CAMPAIGN_API_KEY``) or from a key file
+outside the repository (``api_key_file``); it is held as a :class:`pydantic.SecretStr` and
+is never printed.
 
 The settings file and every relative path in the settings (``state_dir``, ``reports_dir``,
 ``api_key_file``) belong to the *project* (:mod:`scheduler.project`), not to the current
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import asdict, fields
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from scheduler.dashboard_settings import DashboardSettings
-from scheduler.engine_settings import ENGINE_DEFAULTS, EngineSettings
 from scheduler.errors import ConfigError
 from scheduler.project import locate_project, no_project_message
-from scheduler.sender_care import SenderCare
+from scheduler.settings.api import ApiSettings
+from scheduler.settings.dashboard import DashboardSettings
+from scheduler.settings.engine import EngineSettings
+from scheduler.settings.metrics import MetricsSettings
+from scheduler.settings.senders import SenderCare
 
 DEFAULT_CONFIG_FILE = "config.toml"
 #: The service client's defaults (:class:`scheduler.service.client.ServiceClient` takes them).
@@ -66,11 +69,6 @@ class Settings(BaseSettings):
     # None: a free port, kept in the state folder for the next process (see tracking.identity)
     receiver_port: int | None = Field(default=None, ge=0, le=65535)
     max_event_bytes: int = Field(default=1_000_000, ge=1024)
-    verify_grace_s: float = Field(default=ENGINE_DEFAULTS.verify_grace_s, ge=0)
-    # How long the service keeps retrying a webhook it could not deliver (service-facts:
-    # 7 tries, 5 to 160 s apart, about 315 s): an unknown send is judged once this has passed
-    # (see scheduler.dispatch.unknowns). Shorter only for a stand-in that retries faster.
-    webhook_retry_horizon_s: float = Field(default=360.0, gt=0)
     # `campaign serve` workers on PostgreSQL: a dead worker's senders move this long after
     # its last renewal (renewed every third of it); also how stale a worker's heartbeat is
     # before it no longer counts as live.
@@ -79,23 +77,8 @@ class Settings(BaseSettings):
     # this long is stopped and its run marked failed (scheduler.app.plan_process).
     plan_limit_s: float = Field(default=900.0, gt=0)
 
-    # SMS and voice (ours: the service documents none of these; every one can be changed).
-    # Their defaults are scheduler.engine_settings's (written once, for the engine too).
-    # Price per SMS segment by route, in micro-reais, to estimate and record each text's cost.
-    sms_price_micro: dict[str, int] = Field(
-        default_factory=lambda: dict(ENGINE_DEFAULTS.sms_price_micro))
-    # The most recipients the service takes in one bulk request.
-    bulk_max: int = Field(default=ENGINE_DEFAULTS.bulk_max, ge=1)
-    # Calls the account may have in progress at once (a campaign's max_calls is bounded by it).
-    voice_max_calls: int = Field(default=ENGINE_DEFAULTS.voice_max_calls, ge=1)
-    # A call with no call.ended after this long no longer counts as in progress.
-    voice_call_timeout_s: float = Field(default=ENGINE_DEFAULTS.voice_call_timeout_s, gt=0)
-    # How long a call is taken to last where no call.ended can come (no receiver, rehearsal).
-    voice_call_estimate_s: float = Field(default=ENGINE_DEFAULTS.voice_call_estimate_s, gt=0)
-    # WhatsApp calls to a list: a session places its next call after its call's end event,
-    # or after this long without one.
-    whatsapp_call_timeout_s: float = Field(default=ENGINE_DEFAULTS.whatsapp_call_timeout_s,
-                                           gt=0)
+    # The engine's settings: flat keys of config.toml and CAMPAIGN_* (read by _EngineEnv).
+    engine: EngineSettings = Field(default_factory=EngineSettings)
     # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
     report_wait_s: float = Field(default=30.0, ge=0)
 
@@ -103,6 +86,10 @@ class Settings(BaseSettings):
     senders: SenderCare = Field(default_factory=SenderCare)
     # The web dashboard: where it listens, `campaign serve` serving it, logins ([dashboard]).
     dashboard: DashboardSettings = Field(default_factory=DashboardSettings)
+    # The HTTP API: where `campaign api` listens, `campaign serve` serving it ([api]).
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    # /metrics: `campaign serve`'s own metrics port, a scraper's token ([metrics]).
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False
@@ -148,21 +135,12 @@ class Settings(BaseSettings):
 
     def retry_horizon(self) -> timedelta:
         """How long the service retries a webhook (``webhook_retry_horizon_s``)."""
-        return timedelta(seconds=self.webhook_retry_horizon_s)
-
-    def engine(self) -> EngineSettings:
-        """This process's settings of the engine: every field of :class:`EngineSettings`,
-        read from the setting of the same name (a mapping as its sorted items)."""
-        values: dict[str, Any] = {}
-        for field in fields(EngineSettings):
-            value = getattr(self, field.name)
-            values[field.name] = tuple(sorted(value.items())) if isinstance(value, dict) \
-                else value
-        return EngineSettings(**values)
+        return self.engine.retry_horizon()
 
     def engine_overrides(self) -> dict[str, Any]:
-        """:meth:`engine` as ``DispatchOptions.for_run`` overrides."""
-        return asdict(self.engine())
+        """This process's part of a run's options (``DispatchOptions.for_run`` overrides):
+        the engine's section, whole."""
+        return {"engine": self.engine}
 
     def state_path(self) -> Path:
         """The state folder (the ledger, the receiver's identity); needs a project."""
@@ -177,14 +155,6 @@ class Settings(BaseSettings):
         if self.reports_dir.is_absolute():
             return self.reports_dir
         return (self.project_dir or Path.cwd()) / self.reports_dir
-
-    def ledger_label(self) -> str:
-        """The ledger as shown to people: its URL without a password, and the project."""
-        from scheduler.ledger.db import redact_url
-
-        shown = redact_url(self.resolved_database_url())
-        where = f" (project {self.project_dir})" if self.project_dir else ""
-        return f"{shown}{where}"
 
     def resolved_api_key(self) -> str | None:
         """The API key from the environment, else from ``api_key_file``; ``None`` when unset."""
@@ -204,6 +174,25 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite:///{(self.state_path() / 'campaign.db').as_posix()}"
+
+
+class _EngineEnv(BaseSettings, EngineSettings):
+    """The engine's fields as environment variables (``CAMPAIGN_<FIELD>``, decoded as
+    pydantic-settings decodes every other: JSON for a table), for :func:`_engine_env`."""
+
+    model_config = SettingsConfigDict(env_prefix="CAMPAIGN_", extra="forbid")
+
+
+def _engine_env() -> dict[str, Any]:
+    """The engine's settings the environment sets."""
+    from pydantic_settings import EnvSettingsSource
+
+    return EnvSettingsSource(_EngineEnv)()
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    return [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+            for err in exc.errors()]
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -235,7 +224,8 @@ def load_settings(config_file: Path | str | None = None, *, near: Path | None = 
     if os.environ.get("CAMPAIGN_CONFIG") and not path.is_file():
         raise ConfigError(f"CAMPAIGN_CONFIG={path}: no such file")
     file_values = _read_config_file(path) if path.is_file() else {}
-    env_names = {f"CAMPAIGN_{name.upper()}" for name in Settings.model_fields}
+    engine_names = EngineSettings.model_fields.keys()
+    env_names = {f"CAMPAIGN_{name.upper()}" for name in (*Settings.model_fields, *engine_names)}
     from_env = {k for k in env_names if k in os.environ}
     # Environment wins over the file: drop file keys the environment also sets.
     values = {
@@ -243,14 +233,22 @@ def load_settings(config_file: Path | str | None = None, *, near: Path | None = 
     }
     values.update(overrides)
     values["project_dir"] = root
+    # The engine's keys are flat in the file and the environment; they make its section.
+    engine_values = {name: values.pop(name) for name in engine_names if name in values}
+    problems: list[str] = []
+    if "engine" in values:  # a section of the model, not a key of the file
+        problems.append("engine: Extra inputs are not permitted")
+    try:
+        values["engine"] = EngineSettings(**engine_values, **_engine_env())
+    except ValidationError as exc:
+        problems += _problems(exc)
     try:
         settings = Settings(**values)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-            for err in exc.errors()
-        )
-        raise ConfigError(f"settings ({path} and CAMPAIGN_* environment): {problems}") from None
+        problems += _problems(exc)
+    if problems:
+        raise ConfigError(f"settings ({path} and CAMPAIGN_* environment): "
+                          f"{'; '.join(problems)}")
     if root is not None and settings.api_key_file and not settings.api_key_file.is_absolute():
         key_file = settings.api_key_file.expanduser()
         if not key_file.is_absolute():

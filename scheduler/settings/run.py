@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from scheduler.errors import SchedulerError
-from scheduler.recycle_options import RecycleOptions
+from scheduler.settings.retry_rules import RecycleOptions
 from scheduler.units import (
     ClockTime,
     UnitError,

@@ -1,7 +1,8 @@
 """The ``[dashboard]`` settings: where ``campaign dashboard`` listens, whether ``campaign
 serve`` serves the pages too, and who may log in.
 
-A leaf module (``config`` reads it, and so does the dashboard), like ``sender_care``::
+The ``[dashboard]`` section of :class:`~scheduler.settings.load.Settings` (the dashboard
+reads it too)::
 
     [dashboard]
     host = "127.0.0.1"     # another address needs users (below)
@@ -32,9 +33,9 @@ _ARGON2ID = re.compile(r"\$argon2id\$v=\d+\$m=\d+,t=\d+,p=\d+\$[A-Za-z0-9+/]+\$[
 class DashboardUser(BaseModel):
     """One login of the dashboard (``[dashboard.users.NAME]``): a role and an argon2id hash.
 
-    Defined here, not in ``scheduler.dashboard.users``: ``config`` holds it and must not
-    import the dashboard package (which imports ``config``); the dashboard's auth uses this
-    class. The hash's shape is checked here; argon2-cffi checks it again at login.
+    Defined with the settings, which hold it, not in the dashboard package (which imports
+    the settings); the dashboard's auth uses this class. The hash's shape is checked here;
+    argon2-cffi checks it again at login.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
