@@ -167,7 +167,9 @@ def _scheduler_error(request: Request, exc: Exception) -> Response:
 def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *,
                clock: Clock = utcnow, monotonic_s: Callable[[], float] = monotonic) -> FastAPI:
     """The ``/api/v1`` app over ``ledger`` (None: for its OpenAPI document only)."""
-    per_minute = settings.api.failed_auth_per_minute if settings is not None else 10
+    from scheduler.settings.api import ApiSettings
+
+    per_minute = (settings.api if settings is not None else ApiSettings()).failed_auth_per_minute
     app = FastAPI(title="campaign API", version=VERSION, docs_url=None, redoc_url=None,
                   openapi_url=f"{PREFIX}/openapi.json",
                   description="Runs, senders and the suppression list of a campaign "

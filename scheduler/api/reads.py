@@ -14,10 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, select
-
 from scheduler.ledger import access
-from scheduler.ledger.queries.tables import suppressions
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger
@@ -82,12 +79,9 @@ def senders_document(ledger: Ledger, settings: Settings, now: datetime) -> dict[
 
 def suppression_of(ledger: Ledger, number: str) -> dict[str, Any] | None:
     """The suppression list's entry for ``number``, None when it is not listed."""
-    with access.read(ledger.engine, "look a number up in the suppression list") as conn:
-        row = conn.execute(select(suppressions).where(suppressions.c.number == number)).first()
-    if row is None:
-        return None
-    return {"number": row.number, "source": row.source, "reason": row.reason,
-            "created_at": row.created_at.isoformat()}
+    from scheduler.ledger import suppression_list
+
+    return suppression_list.entry(ledger.engine, number)
 
 
 def add_suppression(ledger: Ledger, number: str, reason: str | None) -> bool:
@@ -99,6 +93,6 @@ def add_suppression(ledger: Ledger, number: str, reason: str | None) -> bool:
 def remove_suppression(ledger: Ledger, number: str) -> bool:
     """Take ``number`` off the list (rows already skipped stay skipped); False when it was
     not listed."""
-    with access.transaction(ledger.engine, "remove a number from the suppression list") as conn:
-        done = conn.execute(delete(suppressions).where(suppressions.c.number == number))
-    return bool(done.rowcount)
+    from scheduler.ledger import suppression_list
+
+    return suppression_list.remove(ledger.engine, number)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from scheduler.settings.dashboard import LOOPBACK
+
 #: Where the API listens unless ``config.toml`` says otherwise.
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8791
-#: The addresses that only this machine reaches.
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+__all__ = ["LOOPBACK", "ApiSettings"]
 
 
 class ApiSettings(BaseModel):
