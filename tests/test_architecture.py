@@ -396,14 +396,7 @@ CHANNEL_NAMES = frozenset({"whatsapp", "sms", "voice", "calls"})
 #: many times: a ratchet, lowered as each difference moves into its channel. A channel's name
 #: read as data (the campaign file's ``channel`` field, its step types) stays here by right.
 CHANNEL_COMPARISONS_LEFT = {
-    "app/channel_status.py": 6,
-    "app/fallback_run.py": 1,
-    "app/foreground.py": 4,
-    "app/launch.py": 1,
     "app/progress_state.py": 1,
-    "app/reports_wait.py": 2,
-    "app/serve.py": 3,
-    "app/wiring.py": 1,
     "campaign/chunkwork.py": 1,
     "campaign/definition.py": 1,
     "campaign/fallback_render.py": 1,

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from scheduler.dispatch.channels import has_outcomes, known_channel
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import channel_counts as cc
@@ -194,7 +195,7 @@ def channel_outcomes(ledger: Ledger, run_id: int, channel: str,
                      counts: dict[str, int] | None = None) -> ChannelOutcomes | None:
     """The outcomes of an SMS, voice or calls run (None for WhatsApp: its funnel says
     them); ``counts``: the run's deliveries by state, when the caller has them."""
-    if channel not in ("sms", "voice", "calls"):
+    if not has_outcomes(channel):
         return None
     counts = ledger.counts(run_id) if counts is None else counts
     with access.read(ledger.engine, f"count the {channel} outcomes of run {run_id}") as conn:
@@ -205,20 +206,24 @@ def read_channel_outcomes(conn: Connection, run_id: int, channel: str,
                           counts: dict[str, int]) -> ChannelOutcomes | None:
     """:func:`channel_outcomes` read on ``conn`` (a caller's snapshot). SMS segments and
     cost, and call totals, scan the run's sent rows (``campaign status`` only)."""
-    if channel == "calls":
-        return _calls(conn, run_id, counts)
-    if channel == "sms":
+    known = known_channel(channel)
+    if known is None:
+        return None
+    if known.error_codes:  # SMS: delivery reports, segments and cost
         return _sms(conn, run_id, counts)
-    return _voice(conn, run_id, counts) if channel == "voice" else None
+    if known.reports_keys:  # voice: causes, keys pressed, talk time
+        return _voice(conn, run_id, counts)
+    return _calls(conn, run_id, counts) if known.has_calls else None
 
 
 def short_outcomes(channel: str, counts: dict[str, int],
                    tracking: dict[str, Any] | None = None) -> str:
     """A few words on how a run went, from its counts by state (``runs``, the bar)."""
-    if channel == "sms":
+    known = known_channel(channel)
+    if known is not None and known.error_codes:
         return (f"{counts.get(S.DELIVERED, 0):,} delivered · "
                 f"{counts.get(S.UNDELIVERED, 0):,} undelivered")
-    if channel in ("voice", "calls"):
+    if known is not None and known.has_calls:
         return (f"{counts.get(S.ANSWERED, 0):,} answered · "
                 f"{counts.get(S.NOT_ANSWERED, 0):,} not answered")
     if tracking:

@@ -36,7 +36,9 @@ async def point_webhook(client: ServiceClient, settings: Settings, child: Run,
                         server: Any) -> None:
     """Point the account's webhook of the fallback's channel (SMS, voice) at our receiver
     (no receiver: tracking is off, as for the parent)."""
-    if server is None or child.channel not in ("sms", "voice"):
+    from scheduler.dispatch.channels import from_account
+
+    if server is None or not from_account(child.channel):
         return
     from scheduler.tracking import account_webhook_url
 

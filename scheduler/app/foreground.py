@@ -50,6 +50,7 @@ from scheduler.app.wiring import (
     ensure_senders,
     service_target,
 )
+from scheduler.dispatch.channels import from_account, has_outcomes
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
@@ -210,7 +211,7 @@ class RunProgress:
         self._update_outcomes(counts, now, final)
 
     def _update_outcomes(self, counts: dict[str, int], now: float, final: bool) -> None:
-        if self.channel not in ("sms", "voice"):
+        if not from_account(self.channel):  # SMS segments and cost, voice calls
             return
         if self._outcomes is not None and (final or now - self._outcomes_at >= OUTCOMES_EVERY_S):
             self._outcomes_at = now
@@ -253,7 +254,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                                  sock=receiver_socket)
             if server is not None:
                 stack.callback(server.stop)
-            if run.channel in ("sms", "voice") and server is not None:
+            if from_account(run.channel) and server is not None:
                 from scheduler.tracking import account_webhook_url
 
                 await ensure_account_webhook(client, settings, run.channel,
@@ -294,12 +295,12 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                           option_overrides=overrides)
 
                 result = await with_fallback(dispatch_now(run), child, dispatch_now)
-                if server is not None and run.channel in ("sms", "voice", "calls") \
+                if server is not None and has_outcomes(run.channel) \
                         and result.status == "completed":
                     await wait_for_reports(ledger, run_id, run.channel, stop, console,
                                            wait_s=settings.report_wait_s)
                 if server is not None and child is not None and result.status == "completed" \
-                        and child.channel in ("sms", "voice"):
+                        and from_account(child.channel):
                     assert child.id is not None
                     await wait_for_reports(ledger, child.id, child.channel, stop, console,
                                            wait_s=settings.report_wait_s)

@@ -49,13 +49,14 @@ def _receiver_socket(settings: Settings, service: tuple[str, str] | None,
 
 def _check_senders(settings: Settings, service: tuple[str, str] | None,
                    campaign: Campaign) -> None:
+    from scheduler.dispatch.channels import places_session_calls
     from scheduler.service.sender_check import verify_senders
 
     # SMS and voice send from the account: there is no session to check
     channel = campaign.spec.channel
     if service is not None and campaign.spec.senders and channel in SESSION_CHANNELS:
         verify_senders(*service, campaign.spec.senders, timeout_s=settings.http_timeout_s,
-                       calls=channel == "calls")
+                       calls=places_session_calls(channel))
 
 
 def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from scheduler.dispatch.channels import known_channel
 from scheduler.ledger import access
 from scheduler.ledger.queries.voice_calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
@@ -32,9 +33,14 @@ def awaiting_reports(counts: dict[str, int]) -> int:
     return sum(counts.get(state, 0) for state in AWAITING)
 
 
+def _calls(channel: str) -> bool:
+    known = known_channel(channel)
+    return known is not None and known.has_calls
+
+
 def _outstanding(ledger: Ledger, run_id: int, channel: str) -> int:
     """SMS without a report; calls that have not ended (answered ones included)."""
-    if channel not in ("voice", "calls"):
+    if not _calls(channel):
         return awaiting_reports(ledger.counts(run_id))
     with access.read(ledger.engine, f"count the calls of run {run_id} still in progress") as conn:
         mine, _everyone = calls_in_progress(conn, run_id, datetime.min.replace(tzinfo=UTC),
@@ -48,7 +54,7 @@ async def wait_for_reports(ledger: Ledger, run_id: int, channel: str, stop: asyn
     left = _outstanding(ledger, run_id, channel)
     if left == 0 or wait_s <= 0:
         return left
-    what = "delivery reports" if channel == "sms" else "calls to end"
+    what = "calls to end" if _calls(channel) else "delivery reports"
     console.print(f"waiting up to {wait_s:.0f} s for {left} {what} (Ctrl-C stops waiting)")
     deadline = monotonic() + wait_s
     while left and not stop.is_set() and monotonic() < deadline:

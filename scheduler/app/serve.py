@@ -30,6 +30,7 @@ from scheduler.app.wiring import (
     ensure_account_webhook,
     ensure_senders,
 )
+from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.shared_senders import SharedSenders
@@ -197,10 +198,10 @@ class Server:
         self.channels[run.id] = run.channel
         try:
             if self.follows_leases:  # webhooks follow the leases (follow_leases)
-                if run.channel not in ("sms", "voice"):
+                if not from_account(run.channel):
                     await ensure_senders(client, self.target, list(self.ledger.options(run)
                                                                   .senders))
-            elif run.channel in ("sms", "voice"):
+            elif from_account(run.channel):
                 if self.account_url is not None:
                     await ensure_account_webhook(client, self.settings, run.channel,
                                                  self.account_url)
@@ -297,7 +298,7 @@ class Server:
         """Each held sender's webhook: a session's own, or the account's ``sms`` / ``voice``
         webhook of each run being dispatched that sends from the account."""
         account = sorted({channel for run_id, channel in self.channels.items()
-                          if channel in ("sms", "voice") and run_id in self.seat.wanted})
+                          if from_account(channel) and run_id in self.seat.wanted})
         hooks: set[tuple[str, str | None]] = set()
         for sender in set(self.seat.held) - self.seat.draining:
             if sender == "account":

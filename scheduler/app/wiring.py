@@ -176,6 +176,7 @@ async def ensure_account_webhook(client: ServiceClient, settings: Settings, chan
     """Point the account's ``sms`` or ``voice`` webhook at our receiver, signed with the
     settings' ``webhook_secret`` or the secret kept in the state folder (made on first use),
     the way each sender's session webhook is set before a WhatsApp run."""
+    from scheduler.dispatch.channels import known_channel
     from scheduler.tracking.identity import account_secret
 
     secret = account_secret(settings, create=True)
@@ -184,7 +185,9 @@ async def ensure_account_webhook(client: ServiceClient, settings: Settings, chan
             f"{channel} events are signed with a secret, and there is none: set "
             "webhook_secret (CAMPAIGN_WEBHOOK_SECRET), or run in a project folder, where one "
             "is made and kept in the state folder")
-    await client.set_account_webhook("sms" if channel == "sms" else "voice", url=url,
+    known = known_channel(channel)
+    assert known is not None and known.account_webhook is not None, channel
+    await client.set_account_webhook(known.account_webhook, url=url,
                                      secret=secret, events=[], enabled=True)
 
 

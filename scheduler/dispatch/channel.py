@@ -38,6 +38,7 @@ from pydantic import BaseModel
 
 from scheduler.dispatch.recycle.outcome import Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
+from scheduler.service.account_models import AccountChannel
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits, SendResult
 
@@ -101,6 +102,9 @@ class Channel(Protocol):
     #: and voice events do not: the number and the time must do; they come to the account
     #: webhook).
     events_name_session: bool
+    #: The account webhook its events come to (``sms``, ``voice``; None: each sender's
+    #: session webhook). Runs of such a channel send from the account: no session to check.
+    account_webhook: AccountChannel | None
     #: Events (receipts, reports, a call's steps) that move the delivery holding their
     #: message id, each with the progress it proves (:meth:`progress_of`).
     progress: Mapping[str, Progress]

@@ -61,10 +61,32 @@ def channel_unit(name: str) -> str:
     return channel.unit if channel is not None else "messages"
 
 
+def from_account(name: str) -> bool:
+    """Whether runs of channel ``name`` send from the account, their events coming to an
+    account webhook (SMS, voice): no session to check or point."""
+    channel = known_channel(name)
+    return channel is not None and channel.account_webhook is not None
+
+
+def has_outcomes(name: str) -> bool:
+    """Whether runs of channel ``name`` have outcomes of their own, which come after the
+    send and are worth waiting for: SMS delivery reports, calls that end."""
+    channel = known_channel(name)
+    return channel is not None and (channel.error_codes or channel.has_calls)
+
+
+def places_session_calls(name: str) -> bool:
+    """Whether runs of channel ``name`` place calls from WhatsApp sessions (their senders
+    must be able to call)."""
+    channel = known_channel(name)
+    return channel is not None and channel.has_calls and channel.events_name_session
+
+
 def progress_events() -> tuple[str, ...]:
     """Every event that moves the delivery holding its message id (sorted)."""
     return tuple(sorted({name for c in _KNOWN.values() for name in c.progress}))
 
 
 __all__ = ["CHANNELS", "SESSION_CHANNEL", "channel_for", "channel_unit", "channel_words",
-           "known_channel", "progress_events"]
+           "from_account", "has_outcomes", "known_channel", "places_session_calls",
+           "progress_events"]

@@ -26,6 +26,7 @@ from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, Ser
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.service.account_models import AccountChannel
 from scheduler.service.call_models import OUTGOING_STATES, STREAM_PATH, PlacedCall
 from scheduler.service.exceptions import ServiceError
 
@@ -38,6 +39,7 @@ class CallsChannel:
     #: a placed call's events (they name the session)
     proof_events = frozenset(OUTGOING_STATES)
     events_name_session = True
+    account_webhook: AccountChannel | None = None
     #: a call's events move it through :mod:`scheduler.tracking.call_events`
     progress: Mapping[str, Progress] = {}
     detail_keys: tuple[str, ...] = ()

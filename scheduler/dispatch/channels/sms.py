@@ -28,6 +28,7 @@ from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.account_models import (
     SMS_BULK_PATH,
     SMS_SEND_PATH,
+    AccountChannel,
     SmsBulkResult,
     SmsSendResult,
 )
@@ -58,6 +59,7 @@ class SmsChannel:
     words = "SMS"
     proof_events = frozenset({"sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"})
     events_name_session = False
+    account_webhook: AccountChannel | None = "sms"
     #: delivery reports: (state, time columns they give evidence for)
     progress: Mapping[str, Progress] = {
         "sms.delivered": (S.DELIVERED, ("sent_at", "delivered_at")),

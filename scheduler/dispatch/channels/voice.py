@@ -26,7 +26,12 @@ from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, Ser
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
-from scheduler.service.account_models import VOICE_BULK_PATH, VoiceBulkResult, voice_key
+from scheduler.service.account_models import (
+    VOICE_BULK_PATH,
+    AccountChannel,
+    VoiceBulkResult,
+    voice_key,
+)
 from scheduler.service.exceptions import InsufficientBalance, NoAnswer, ServiceError
 
 #: Recipients per bulk request when the campaign does not say (``[pace] batch``).
@@ -56,6 +61,7 @@ class VoiceChannel:
     words = "voice call"
     proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
     events_name_session = False
+    account_webhook: AccountChannel | None = "voice"
     #: a call's steps: (state, time columns they give evidence for)
     progress: Mapping[str, Progress] = {
         "call.started": (S.SENT, ("sent_at",)),

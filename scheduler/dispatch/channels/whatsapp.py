@@ -12,6 +12,7 @@ from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, Ser
 from scheduler.dispatch.recycle.outcome import NOT_REACHED, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.service.account_models import AccountChannel
 from scheduler.service.exceptions import ServiceError
 
 
@@ -22,6 +23,7 @@ class WhatsAppChannel:
     words = "WhatsApp"
     proof_events = frozenset({"messages.sent"})
     events_name_session = True
+    account_webhook: AccountChannel | None = None
     #: receipts: (state, time columns they give evidence for)
     progress: Mapping[str, Progress] = {
         "message.delivered": (S.DELIVERED, ("sent_at", "delivered_at")),
