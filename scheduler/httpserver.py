@@ -6,6 +6,7 @@ server on a real socket, never a mocked transport. Port 0 picks a free port.
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 import time
@@ -13,9 +14,38 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
+from starlette.datastructures import Headers
+from starlette.types import Scope
 
 from scheduler.errors import SchedulerError
 from scheduler.timeutil import monotonic
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` (an address, brackets allowed, or ``localhost``) is this machine."""
+    if not host:
+        return False
+    name = host.strip().strip("[]").lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def host_header(scope: Scope) -> str:
+    """The host name the browser asked for (the ``Host`` header without its port)."""
+    host = Headers(scope=scope).get("host", "")
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def client_host(scope: Scope) -> str:
+    """The peer's address ('' when the server does not say)."""
+    client = scope.get("client")
+    return str(client[0]) if client else ""
 
 
 def try_bind(host: str, port: int) -> socket.socket | None:

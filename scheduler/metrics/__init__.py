@@ -1,11 +1,10 @@
 """``/metrics``: the ledger and the receiver in Prometheus' text format.
 
-- :mod:`.intake`: the webhook receiver's counters (requests and their time), kept in plain
-  Python by the receiver of this process; no prometheus-client import on that path.
-- :mod:`.queries`: the few grouped reads over the kept tallies that no view needed yet.
 - :mod:`.collector`: one scrape's metrics, read in ONE snapshot through the views
-  (``campaign status`` and the dashboard's reads) and the kept tallies; never a scan of
-  the deliveries.
+  (``campaign status`` and the dashboard's reads), the kept tallies
+  (:mod:`scheduler.ledger.queries.metrics`: the few grouped reads no view needed yet) and
+  the receiver's counters (:mod:`scheduler.tracking.intake_counts`, kept in plain Python:
+  no prometheus-client on the receiver's path); never a scan of the deliveries.
 - :mod:`.endpoint`: ``GET /metrics`` as a raw ASGI middleware (the dashboard's app, and
   ``campaign serve``'s metrics port), with its rule of the address.
 - :mod:`.serving`: ``campaign serve``'s own metrics port (``[metrics] serve = true``).

@@ -7,7 +7,7 @@ view (:func:`scheduler.views.reading.read_run`: the same bounded reads as ``camp
 status`` and the dashboard's run page; of a paused run only its counts, from its tallies:
 it sends nothing, so its pace and stuck verdict would say nothing), the senders' profiles
 (``sender_profiles``), the workers and their leases (PostgreSQL), finished runs'
-durations (``runs``), and this process's webhook intake (:mod:`.intake`).
+durations (``runs``), and this process's webhook intake (:mod:`scheduler.tracking.intake_counts`).
 
 Labels are bounded: ``channel``, ``state``, ``status`` and ``group`` are fixed sets;
 ``sender`` is a sender of the ledger (``sender_profiles``: the configured sessions and
@@ -33,13 +33,13 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from scheduler.ledger import access
+from scheduler.ledger.queries import metrics as mq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import RunStatus, SenderStatus
-from scheduler.metrics import intake
-from scheduler.metrics import queries as mq
 from scheduler.timeutil import Clock, monotonic, utcnow
+from scheduler.tracking import intake_counts as intake
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger

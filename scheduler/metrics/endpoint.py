@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from scheduler.dashboard.auth.guard import client_host, host_header, is_loopback
+from scheduler.httpserver import client_host, host_header, is_loopback
 from scheduler.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:

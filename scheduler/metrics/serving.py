@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
 def listen(settings: Settings) -> socket.socket:
     """The metrics port's socket, or a :class:`SchedulerError` saying what to change."""
-    from scheduler.dashboard.auth.guard import is_loopback
-    from scheduler.httpserver import try_bind
+    from scheduler.httpserver import is_loopback, try_bind
 
     conf = settings.metrics
     if not is_loopback(conf.host) and conf.token_sha256 is None:

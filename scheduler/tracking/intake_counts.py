@@ -1,12 +1,12 @@
 """The webhook receiver's intake counters: requests by route and outcome, and how long
 each took, kept in plain Python (no prometheus-client on the receiver's hot path).
 
-The receiver of this process calls :func:`observe` once per webhook request; ``/metrics``
-served by the same process (``campaign serve`` with its dashboard or metrics port) reads
-:data:`INTAKE` with :meth:`IntakeStats.snapshot`. A process that runs no receiver (a
-lone ``campaign dashboard``) shows zeros. Labels stay bounded: the route (``session``,
-``account``) and the outcome (``stored``, ``refused``, ``failed``), never a number or a
-payload.
+The receiver of this process calls :func:`observe` once per webhook request (in
+:class:`~scheduler.tracking.receiver.WebhookRoutes`); ``/metrics`` served by the same
+process (``campaign serve`` with its dashboard or metrics port) reads :data:`INTAKE` with
+:meth:`IntakeStats.snapshot`. A process that runs no receiver (a lone ``campaign
+dashboard``) shows zeros. Labels stay bounded: the route (``session``, ``account``) and
+the outcome (``stored``, ``refused``, ``failed``), never a number or a payload.
 """
 
 from __future__ import annotations

@@ -39,10 +39,9 @@ from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from scheduler.links.routes import add_link_routes
-from scheduler.metrics import intake
 from scheduler.settings.load import Settings
 from scheduler.timeutil import Clock, monotonic
-from scheduler.tracking import event_store
+from scheduler.tracking import event_store, intake_counts
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.call_events import is_live_chunk
 from scheduler.tracking.call_rejection import CallRejecter, ClientSource
@@ -325,7 +324,7 @@ class WebhookRoutes:
         else:
             started = monotonic()
             status, body = await self.receiver.webhook(path, RawRequest(scope, receive))
-            intake.observe(path, status, monotonic() - started)  # /metrics' intake counters
+            intake_counts.observe(path, status, monotonic() - started)  # /metrics' intake counters
         headers.append((b"content-length", str(len(body)).encode()))
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body})

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from scheduler.metrics import intake
 from scheduler.metrics.collector import LedgerFigures, RunFigures, intake_metrics, ledger_metrics
+from scheduler.tracking import intake_counts as intake
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
 NOW = datetime(2026, 11, 23, 12, tzinfo=UTC)

@@ -3,7 +3,6 @@ facts about a request it decides on (loopback client and host, https, the cookie
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 
@@ -14,37 +13,15 @@ from scheduler.dashboard import passwords
 from scheduler.dashboard.auth.ratelimit import RateLimiter
 from scheduler.dashboard.auth.sessions import Session, SessionStore
 from scheduler.dashboard.users import LOCAL_OPERATOR, HasUsers, User
+
+# the request facts the rule of the address uses, shared with /metrics (scheduler.metrics)
+from scheduler.httpserver import client_host as client_host
+from scheduler.httpserver import host_header as host_header
+from scheduler.httpserver import is_loopback as is_loopback
 from scheduler.timeutil import Clock, utcnow
 
 #: The session cookie's name.
 COOKIE = "campaign_dashboard"
-
-
-def is_loopback(host: str | None) -> bool:
-    """Whether ``host`` (an address, brackets allowed, or ``localhost``) is this machine."""
-    if not host:
-        return False
-    name = host.strip().strip("[]").lower().rstrip(".")
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def host_header(scope: Scope) -> str:
-    """The host name the browser asked for (the ``Host`` header without its port)."""
-    host = Headers(scope=scope).get("host", "")
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
-def client_host(scope: Scope) -> str:
-    """The peer's address ('' when the server does not say)."""
-    client = scope.get("client")
-    return str(client[0]) if client else ""
 
 
 def over_https(scope: Scope) -> bool:

@@ -66,9 +66,8 @@ def aware(moment: Any) -> datetime | None:
     """A time read from the ledger, in UTC (SQLite gives naive text or times)."""
     if moment is None:
         return None
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    when: datetime = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def finished_durations(conn: Connection) -> list[tuple[str, str, float]]:
