@@ -1,13 +1,15 @@
 """The demo's sender-care part: a sender in trouble mid-run, and what the engine did.
 
 ``campaigns/demo_health.toml`` sends one text to the demo's 200 customers through three
-sessions. On the embedded sandbox, ``demo-03`` is made to hit a rate-limit storm after a
-few sends and to be logged out a little later (the sandbox's "Senders in trouble"
-settings); the run goes on through the other two. The part prints each sender's sends,
-``demo-03``'s state changes as its history keeps them (throttled by its health score,
-held when its session logged out), and how many sends went through it after the logout,
-from the sandbox's own record. Against a real service the trouble cannot be staged: the
-part is skipped.
+sessions of its own (``demo-03`` to ``demo-05``: the run goes on in a thread while the demo's
+other parts run, and the calls part points ``demo-01`` and ``demo-02`` at its own receiver,
+which stops before this run ends). On the embedded sandbox, ``demo-03`` is made to hit a
+rate-limit storm after a few sends and to be logged out a little later (the sandbox's
+"Senders in trouble" settings); the run goes on through the other two. The part prints
+each sender's sends, ``demo-03``'s state changes as its history keeps them (throttled by
+its health score, held when its session logged out), and how many sends went through it
+after the logout, from the sandbox's own record. Against a real service the trouble cannot
+be staged: the part is skipped.
 """
 
 from __future__ import annotations
@@ -79,9 +81,10 @@ class HealthPart:
             raise self.failed[0]
         storm, logout = TROUBLE["rate_limit_storm"][TROUBLED], TROUBLE["logout_after"][TROUBLED]
         run = self.ledger.get_run(self.run_id)
-        say(console, [f"run {self.run_id}: {run.planned_count} texts from demo-01, demo-02 and "
-                      f"{TROUBLED}; the sandbox storms {TROUBLED} with 429s after "
-                      f"{storm['after_sends']} sends and logs it out at its "
+        others = [name for name in self.ledger.options(run).senders if name != TROUBLED]
+        say(console, [f"run {self.run_id}: {run.planned_count} texts from "
+                      f"{', '.join(others)} and {TROUBLED}; the sandbox storms {TROUBLED} "
+                      f"with 429s after {storm['after_sends']} sends and logs it out at its "
                       f"{logout['sends']}th"])
         for line in self.notes.getvalue().splitlines():
             console.print(line, highlight=False, markup=False)
