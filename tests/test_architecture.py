@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -453,3 +453,117 @@ def test_the_channel_comparison_finder_sees_each_way_of_comparing() -> None:
     source = ('if c == "sms": pass\nif c in ("voice", "x"): pass\nif "calls" != c: pass\n'
               'match c:\n    case "whatsapp": pass\nif c == "email": pass\n')
     assert _channel_comparisons(ast.parse(source)) == 4
+
+
+# The settings: one package, every default written once, nothing copied field by field.
+#: The classes whose fields hold settings or a run's options: the settings package, and the
+#: engine's view of a run (which holds the engine's section whole).
+SETTINGS_MODULES = ("settings/", "dispatch/options.py")
+
+
+def _default_of(value: ast.expr, sections: Collection[str]) -> str | None:
+    """The default a field's value writes (``= 60.0``, ``Field(60.0, …)``,
+    ``Field(default=…)``, ``field(default_factory=…)``), as source; None when it writes
+    none, only ``None`` (no value chosen), or a section's class (its own defaults)."""
+    if isinstance(value, ast.Call) and _names(value.func)[-1:] in (["Field"], ["field"]):
+        given = [k.value for k in value.keywords if k.arg in ("default", "default_factory")]
+        value = (value.args or given or [ast.Constant(None)])[0]
+    if isinstance(value, ast.Constant) and value.value in (None, ...):
+        return None
+    if isinstance(value, ast.Name) and value.id in sections:
+        return None
+    return ast.unparse(value)
+
+
+def _classes(tree: ast.AST) -> list[ast.ClassDef]:
+    return [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+
+
+def field_defaults(tree: ast.AST, where: str,
+                   sections: Collection[str] = ()) -> dict[str, list[str]]:
+    """Field name → where a class of ``tree`` writes a default for it
+    (``settings/engine.py:EngineSettings.bulk_max = 1000``)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for cls in _classes(tree):
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
+                    and stmt.value is not None and stmt.target.id != "model_config":
+                default = _default_of(stmt.value, sections)
+                if default is not None:
+                    found[stmt.target.id].append(
+                        f"{where}:{cls.name}.{stmt.target.id} = {default}")
+    return found
+
+
+def settings_tables(trees: Mapping[str, ast.AST]) -> dict[str, str]:
+    """The modules of the settings file's tables (``[senders]``, ``[dashboard]``, …): each
+    names its own keys. Found as the modules of the classes of ``Settings``' fields, but
+    for ``engine``, whose keys are flat (the file's top level)."""
+    where = {c.name: rel for rel, tree in trees.items() for c in _classes(tree)}
+    settings = next(c for c in _classes(trees["settings/load.py"]) if c.name == "Settings")
+    return {rel: rel for stmt in settings.body if isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name) and stmt.target.id != "engine"
+            and isinstance(stmt.annotation, ast.Name)
+            and (rel := where.get(stmt.annotation.id, "")).startswith("settings/")}
+
+
+def test_the_settings_defaults_are_each_written_once() -> None:
+    trees = {rel: ast.parse(path.read_text("utf-8")) for path, _ in _modules()
+             if (rel := path.relative_to(ROOT).as_posix()).startswith(SETTINGS_MODULES)}
+    assert "settings/load.py" in trees, "Settings is not in scheduler/settings/load.py"
+    tables = settings_tables(trees)
+    sections = {c.name for tree in trees.values() for c in _classes(tree)}
+    defaults: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for rel, tree in trees.items():
+        for name, places in field_defaults(tree, rel, sections).items():
+            defaults[tables.get(rel, "top level"), name] += places
+    twice = {name: places for (_, name), places in defaults.items() if len(places) > 1}
+    assert not twice, f"a setting's default written more than once: {twice}"
+    assert ("top level", "bulk_max") in defaults and "settings/senders.py" in tables
+    stray = [p.relative_to(ROOT).as_posix() for p in ROOT.glob("*.py")
+             if p.stem in ("config", "engine_settings", "dashboard_settings", "sender_care",
+                           "run_options", "recycle_options")]
+    assert not stray, f"settings outside scheduler/settings/: {stray}"
+
+
+def reflection_copies(tree: ast.AST) -> list[int]:
+    """Lines of loops over a class's fields (``fields(X)``, ``X.model_fields``) that read
+    each field's value with ``getattr``: a copy of one class's fields into another."""
+    def over_fields(node: ast.expr) -> bool:
+        return any((isinstance(n, ast.Attribute) and n.attr == "model_fields")
+                   or (isinstance(n, ast.Call) and _names(n.func)[-1:] == ["fields"])
+                   for n in ast.walk(node))
+
+    lines = []
+    for node in ast.walk(tree):
+        loops = ([node.iter] if isinstance(node, ast.For)
+                 else [g.iter for g in node.generators]
+                 if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp,
+                                      ast.GeneratorExp)) else [])
+        if any(over_fields(i) for i in loops) and any(
+                isinstance(n, ast.Call) and _names(n.func) == ["getattr"]
+                for n in ast.walk(node)):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_settings_copied_field_by_field() -> None:
+    copies = {path.relative_to(ROOT).as_posix(): lines for path, _ in _modules()
+              if (lines := reflection_copies(ast.parse(path.read_text("utf-8"))))}
+    assert not copies, f"fields copied by reflection (hold the section instead): {copies}"
+
+
+def test_the_settings_checks_see_defaults_and_copies() -> None:
+    source = ("class A:\n    x: int = 1\n    y: int | None = None\n"
+              "    z: float = Field(2.0, gt=0)\n    w: dict = Field(default_factory=dict)\n"
+              "    s: S = Field(default_factory=S)\n"
+              "class B:\n    x: int = 1\n    v: int = field(default=3)\n    u: int\n")
+    found = field_defaults(ast.parse(source), "m.py", {"S"})
+    assert found == {"x": ["m.py:A.x = 1", "m.py:B.x = 1"], "z": ["m.py:A.z = 2.0"],
+                     "w": ["m.py:A.w = dict"], "v": ["m.py:B.v = 3"]}
+    copying = ("def engine(self):\n    values = {}\n"
+               "    for f in fields(EngineSettings):\n"
+               "        values[f.name] = getattr(self, f.name)\n"
+               "    return {n: getattr(s, n) for n in EngineSettings.model_fields}\n"
+               "names = {n.upper() for n in Settings.model_fields}\n")
+    assert reflection_copies(ast.parse(copying)) == [3, 5]
