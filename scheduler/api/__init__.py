@@ -4,7 +4,9 @@ the command line, behind bearer tokens (:mod:`scheduler.ledger.api_tokens`).
 - :mod:`~scheduler.api.app`: the application (:func:`~scheduler.api.app.create_api`);
 - :mod:`~scheduler.api.auth`: bearer authentication, roles and the failed-attempt limit;
 - :mod:`~scheduler.api.schemas`: the bodies and answers (pydantic);
-- :mod:`~scheduler.api.reads`: what the routes read and do, the CLI's own functions.
+- :mod:`~scheduler.api.reads`: what the routes read and do, the CLI's own functions;
+- :mod:`~scheduler.api.sender_routes`: a sender's pause, resume and retire;
+- :mod:`~scheduler.api.reference`: the docs site's page, from the OpenAPI document.
 
 Nothing here is imported by the command line until ``campaign api`` (or ``serve`` with
 ``[api] serve = true``) runs: FastAPI stays out of every other command.

@@ -153,7 +153,9 @@ def _problems(request: Request, exc: Exception) -> Response:
 
 
 def _scheduler_error(request: Request, exc: Exception) -> Response:
-    if isinstance(exc, RunNotFound):
+    from scheduler.app.sender_control import UnknownSender
+
+    if isinstance(exc, (RunNotFound, UnknownSender)):
         code = 404
     elif isinstance(exc, (RunStateError, RunLocked)) or type(exc).__name__ == "RunRefused":
         code = 409
@@ -227,6 +229,10 @@ def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *
         state = _state(request)
         ledger, settings = state.both()
         return _json(reads.senders_document(ledger, settings, state.clock()))
+
+    from scheduler.api.sender_routes import add_sender_routes
+
+    add_sender_routes(app, PREFIX, ACTION_ERRORS, _json)
 
     not_listed: dict[int | str, dict[str, Any]] = {
         404: {"model": Problem, "description": "The number is not listed."}}

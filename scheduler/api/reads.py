@@ -96,3 +96,13 @@ def remove_suppression(ledger: Ledger, number: str) -> bool:
     from scheduler.ledger import suppression_list
 
     return suppression_list.remove(ledger.engine, number)
+
+
+def change_sender(ledger: Ledger, sender: str, action: str, reason: str,
+                  now: datetime) -> dict[str, Any]:
+    """``campaign senders pause|resume|retire SENDER --reason TEXT``: the same change, in
+    the sender's history as the operator's."""
+    from scheduler.app.sender_control import change_sender as change
+
+    done = change(ledger, sender, action, reason, now)
+    return {**done.model_dump(), "sentence": done.sentence()}

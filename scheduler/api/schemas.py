@@ -97,3 +97,23 @@ class SuppressionRemoved(BaseModel):
 
     number: str
     removed: bool
+
+
+class SenderChangeIn(BaseModel):
+    """Why a sender is paused, resumed or retired (kept in its history)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=500, description="Why (kept in the "
+                                                                  "sender's history).")
+
+
+class SenderChangeResult(BaseModel):
+    """What a pause, resume or retire did to a sender (as `campaign senders ACTION`)."""
+
+    sender: str
+    changed: bool = Field(description="False when it was in that state already.")
+    from_state: str | None
+    to_state: str
+    reason: str
+    sentence: str = Field(description="The line `campaign senders ACTION` prints.")

@@ -22,7 +22,9 @@ from tests.factories import command_project, make_run, number
 
 ACTIONS = {("POST", "/api/v1/runs/{run_id}/pause"), ("POST", "/api/v1/runs/{run_id}/resume"),
            ("POST", "/api/v1/runs/{run_id}/cancel"), ("POST", "/api/v1/suppressions"),
-           ("DELETE", "/api/v1/suppressions/{number}")}
+           ("DELETE", "/api/v1/suppressions/{number}"),
+           ("POST", "/api/v1/senders/{sender}/pause"), ("POST", "/api/v1/senders/{sender}/resume"),
+           ("POST", "/api/v1/senders/{sender}/retire")}
 
 
 @pytest.fixture
@@ -40,7 +42,8 @@ def routes(api: Api) -> list[tuple[str, str]]:
 
 
 def concrete(path: str, run_id: int, phone: str = "5511900000001") -> str:
-    return path.replace("{run_id}", str(run_id)).replace("{number}", phone)
+    return (path.replace("{run_id}", str(run_id)).replace("{number}", phone)
+            .replace("{sender}", "s1"))
 
 
 def cli_json(*args: str) -> dict:
@@ -229,3 +232,30 @@ def test_a_422_names_the_field_and_never_echoes_the_input(api: Api) -> None:
     assert problem["loc"] == ["body", "reason"]
     assert re.search(r"at most 500 characters", problem["msg"])
     assert secret not in answer.text
+
+
+def test_senders_are_paused_resumed_and_retired_as_the_commands_do(
+        api: Api, ledger: Ledger) -> None:
+    make_run(ledger, 3, senders=("s1", "s2"))
+    operator = api.as_("operator")
+    paused = api.client.post("/api/v1/senders/s1/pause", headers=operator,
+                             json={"reason": "asked by the store"})
+    assert paused.status_code == 200, paused.text
+    assert paused.json()["changed"] and paused.json()["to_state"] == "paused"
+    again = api.client.post("/api/v1/senders/s1/pause", headers=operator,
+                            json={"reason": "asked by the store"}).json()
+    assert again["from_state"] == again["to_state"] == "paused"
+    listed = api.client.get("/api/v1/senders", headers=operator).json()
+    assert {s["sender"]: s["state"] for s in listed["senders"]}["s1"] == "paused"
+    assert listed == cli_json("senders")
+    resumed = api.client.post("/api/v1/senders/s1/resume", headers=operator,
+                              json={"reason": "back"}).json()
+    assert resumed["from_state"] == "paused" and resumed["to_state"] != "paused"
+    retired = api.client.post("/api/v1/senders/s2/retire", headers=operator,
+                              json={"reason": "number lost"}).json()
+    assert retired["to_state"] == "retired"
+    unknown = api.client.post("/api/v1/senders/s9/pause", headers=operator,
+                              json={"reason": "x"})
+    assert unknown.status_code == 404 and "no sender 's9'" in unknown.json()["detail"]
+    blank = api.client.post("/api/v1/senders/s1/pause", headers=operator, json={"reason": ""})
+    assert blank.status_code == 422
