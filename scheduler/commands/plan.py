@@ -210,11 +210,13 @@ def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
     channels say): only the file's ``plan_limit`` applies to them."""
     import asyncio
 
+    from scheduler.dispatch.channels import known_channel
     from scheduler.dispatch.pacing import Quota
 
+    channel = known_channel(campaign.spec.channel)
     try:
         quotas = None
-        if campaign.spec.channel == "whatsapp":
+        if channel is not None and channel.sender_quotas:
             quotas = asyncio.run(_service_quotas(campaign))
     except SchedulerError as exc:
         _note(f"[yellow]plan limits not read from the service:[/] {exc}")

@@ -31,7 +31,6 @@ from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.dispatcher.claims import REFILL
 from scheduler.ledger.queries.common import dumps
 from scheduler.ledger.rows import DueDelivery
-from scheduler.service.account_models import SMS_BULK_PATH, SMS_SEND_PATH
 
 
 @dataclass
@@ -96,9 +95,7 @@ class BulkTally:
         buffer.clear()
 
     def _path(self, path: str, size: int) -> str:
-        if self.channel.name == "sms":
-            return SMS_SEND_PATH if size == 1 else SMS_BULK_PATH
-        return path
+        return self.channel.request_path(path, size)
 
 
 def _route(payload: str) -> str:
@@ -156,7 +153,7 @@ def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, delive
     out["requests"] = {"total": tally.total, **dict(sorted(tally.requests.items()))}
     out["batch_size"] = channel.batch_size
     out["largest_request"] = tally.largest
-    if channel.name == "sms":
+    if channel.error_codes:  # SMS: priced by segment
         segments = sum(tally.segments_by_route.values())
         out["sms"] = {
             "segments": segments,
@@ -169,7 +166,7 @@ def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, delive
                             "CAMPAIGN_SMS_PRICE_MICRO); an estimate: the service's "
                             "answers say the real cost",
         }
-    if channel.name == "voice":
+    if channel.has_calls and not channel.one_call_per_sender:  # voice: max_calls at once
         max_calls = int(getattr(channel, "max_calls", account_calls))
         out["voice"] = {
             "max_calls": max_calls,

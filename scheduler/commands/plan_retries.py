@@ -29,6 +29,14 @@ _ON = {"no_answer": "not answered", "busy": "busy", "failed": "failed",
        "undelivered": "undelivered", "not_answered": "not answered"}
 
 
+def _segments(channel: str) -> bool:
+    """Whether ``channel``'s sends are priced by segment (SMS)."""
+    from scheduler.dispatch.channels import known_channel
+
+    known = known_channel(channel)
+    return known is not None and known.error_codes
+
+
 def _clock(minutes: int) -> str:
     return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
 
@@ -99,7 +107,7 @@ def retries_report(campaign: Campaign, stats: PlanStats, options: RunOptions,
             "eligible": stats.fallback_eligible,
             "not_eligible": dict(stats.fallback_none.most_common()),
             "not_eligible_total": sum(stats.fallback_none.values()),
-            "sms_segments": stats.fallback_segments if fallback.channel == "sms" else None,
+            "sms_segments": stats.fallback_segments if _segments(fallback.channel) else None,
         }
     return report
 

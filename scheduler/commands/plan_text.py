@@ -91,11 +91,16 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     from scheduler.commands.plan_channels import totals_lines
     from scheduler.commands.plan_retries import retry_lines
     from scheduler.commands.plan_variants import variant_lines
+    from scheduler.dispatch.channels import known_channel
 
     channel, zone = report["channel"], report["timezone"]
+    known = known_channel(channel)
+    segments = known is not None and known.error_codes  # SMS: priced by segment
+    # voice: calls from the account, max_calls at once (not one a sender)
+    calls = known is not None and known.has_calls and not known.one_call_per_sender
     steps = Table(title=f"Campaign {report['campaign']} ({channel})")
     columns = ["step", "kind", *(["endpoint"] if channel == "whatsapp" else []), "delay",
-               "planned", "skipped", *(["segments"] if channel == "sms" else [])]
+               "planned", "skipped", *(["segments"] if segments else [])]
     for col in columns:
         steps.add_column(col, overflow="fold")
     for s in report["steps"]:
@@ -103,7 +108,7 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
         if channel == "whatsapp":
             cells.append(s["path"].removeprefix("/api/v1/"))
         cells += [f"{s['delay_s']:g}s", f"{s['planned']:,}", f"{s['skipped']:,}"]
-        if channel == "sms":
+        if segments:
             cells.append(f"{s['sms_segments']:,}")
         steps.add_row(*cells)
     console.print(steps)
@@ -129,7 +134,7 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
         console.print(line, highlight=False, markup=False)
     for line in retry_lines(report.get("retries"), channel, zone):
         console.print(line, highlight=False, markup=False)
-    what = "call" if channel == "voice" else "send"
+    what = "call" if calls else "send"
     console.print(f"start  {_at(report['start'], zone)}\n"
                   f"finish {_at(report['finish'], zone)} (≈ {span(report['duration_s'])})\n"
                   f"pace   one {what} every {report['pace_interval_s']:.2f} s per sender")
@@ -140,7 +145,7 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
         console.print("       a request of n recipients spends n sends of the pace; the "
                       "finish")
         console.print("       is when the last request goes out"
-                      + (", plus one call's length" if channel == "voice" else ""))
+                      + (", plus one call's length" if calls else ""))
     audience = audience_line(report.get("audience"))
     if audience is not None:
         console.print(audience, highlight=False, markup=False)

@@ -117,12 +117,14 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     check_target(run, target)
     service = settings.service_endpoint()
     # the embedded sandbox makes its own sessions; SMS and voice send from the account
-    if service is not None and run.channel in ("whatsapp", "calls"):
+    from scheduler.dispatch.channels import from_sessions, places_session_calls
+
+    if service is not None and from_sessions(run.channel):
         from scheduler.service.sender_check import verify_senders
 
         senders = list(ledger.options(run).senders)
         verify_senders(*service, senders, timeout_s=settings.http_timeout_s,
-                       calls=run.channel == "calls")
+                       calls=places_session_calls(run.channel))
     from scheduler.app.workers_view import served_by_workers
     from scheduler.timeutil import utcnow
 

@@ -120,6 +120,9 @@ class Channel(Protocol):
     error_codes: bool
     #: What one delivery is counted as in a funnel ("messages", "calls").
     unit: str
+    #: Whether the service keeps a plan quota per sender (``GET /limits``: a WhatsApp
+    #: session's messages; :meth:`quotas` reads it).
+    sender_quotas: bool
     #: Deliveries per request: 1 for one-by-one endpoints, more for a bulk endpoint.
     batch_size: int
     #: Whether a delivery stays "in progress" after it is taken (a call, until it ends).
@@ -140,6 +143,10 @@ class Channel(Protocol):
     def proven_kinds(self, event_type: str) -> tuple[str, ...]:
         """The step kinds a proof event of ``event_type`` (a ``messages.sent``'s type) may
         prove sent (an album is sent as images and videos)."""
+        ...
+
+    def request_path(self, path: str, size: int) -> str:
+        """The endpoint of a request of ``size`` rows of a step stored with ``path``."""
         ...
 
     def group_key(self, row: DueDelivery) -> Hashable:

@@ -68,6 +68,13 @@ def from_account(name: str) -> bool:
     return channel is not None and channel.account_webhook is not None
 
 
+def from_sessions(name: str) -> bool:
+    """Whether runs of channel ``name`` send from WhatsApp sessions (their senders are
+    sessions to check; WhatsApp messages and calls)."""
+    channel = known_channel(name)
+    return channel is not None and channel.events_name_session
+
+
 def has_outcomes(name: str) -> bool:
     """Whether runs of channel ``name`` have outcomes of their own, which come after the
     send and are worth waiting for: SMS delivery reports, calls that end."""
@@ -88,5 +95,5 @@ def progress_events() -> tuple[str, ...]:
 
 
 __all__ = ["CHANNELS", "SESSION_CHANNEL", "channel_for", "channel_unit", "channel_words",
-           "from_account", "has_outcomes", "known_channel", "places_session_calls",
+           "from_account", "from_sessions", "has_outcomes", "known_channel", "places_session_calls",
            "progress_events"]

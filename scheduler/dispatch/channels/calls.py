@@ -46,6 +46,7 @@ class CallsChannel:
     reports_keys = False
     error_codes = False
     unit = "calls"
+    sender_quotas = False
     batch_size = 1
     has_calls = True
     one_call_per_sender = True
@@ -66,6 +67,10 @@ class CallsChannel:
     def proven_kinds(self, event_type: str) -> tuple[str, ...]:
         """A proof event proves a step of its own type."""
         return (event_type,)
+
+    def request_path(self, path: str, size: int) -> str:
+        """The step's own endpoint, whatever the request's size."""
+        return path
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every call is a request of its own."""

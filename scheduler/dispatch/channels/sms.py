@@ -71,6 +71,7 @@ class SmsChannel:
     reports_keys = False
     error_codes = True
     unit = "messages"
+    sender_quotas = False
     has_calls = False
     max_calls: int | None = None
     one_call_per_sender = False
@@ -92,6 +93,10 @@ class SmsChannel:
     def proven_kinds(self, event_type: str) -> tuple[str, ...]:
         """A proof event proves a step of its own type."""
         return (event_type,)
+
+    def request_path(self, path: str, size: int) -> str:
+        """``sms/send`` for one recipient, ``sms/bulk`` for more."""
+        return SMS_SEND_PATH if size == 1 else SMS_BULK_PATH
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Rows with the same stored body (text, route, sender) share a bulk request."""

@@ -73,6 +73,7 @@ class VoiceChannel:
     reports_keys = True
     error_codes = False
     unit = "calls"
+    sender_quotas = False
     has_calls = True
     one_call_per_sender = False
 
@@ -97,6 +98,10 @@ class VoiceChannel:
     def proven_kinds(self, event_type: str) -> tuple[str, ...]:
         """A proof event proves a step of its own type."""
         return (event_type,)
+
+    def request_path(self, path: str, size: int) -> str:
+        """The step's own endpoint, whatever the request's size."""
+        return path
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Rows with the same call settings (all but ``variables``) share a bulk request."""

@@ -33,6 +33,7 @@ class WhatsAppChannel:
     reports_keys = False
     error_codes = False
     unit = "messages"
+    sender_quotas = True
     batch_size = 1
     has_calls = False
     max_calls: int | None = None
@@ -50,6 +51,10 @@ class WhatsAppChannel:
     def proven_kinds(self, event_type: str) -> tuple[str, ...]:
         """A ``messages.sent`` of an image or a video may be one of an album's."""
         return (event_type, "album") if event_type in ("image", "video") else (event_type,)
+
+    def request_path(self, path: str, size: int) -> str:
+        """The step's own endpoint, whatever the request's size."""
+        return path
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Every delivery is a request of its own."""
