@@ -5,8 +5,9 @@ run's options.
   with its sections) and :func:`~scheduler.settings.load.load_settings`, the only way to
   build them (file, then environment);
 - :mod:`~scheduler.settings.engine`, :mod:`~scheduler.settings.senders`,
-  :mod:`~scheduler.settings.dashboard`: the sections (the engine's settings are flat keys of
-  ``config.toml``; ``[senders]`` and ``[dashboard]`` are tables);
+  :mod:`~scheduler.settings.dashboard`, :mod:`~scheduler.settings.api`,
+  :mod:`~scheduler.settings.metrics`: the sections (the engine's settings are flat keys of
+  ``config.toml``; ``[senders]``, ``[dashboard]``, ``[api]`` and ``[metrics]`` are tables);
 - :mod:`~scheduler.settings.run`, :mod:`~scheduler.settings.retry_rules`: a run's options,
   parsed from the campaign when it is planned and stored with the run.
 

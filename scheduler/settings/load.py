@@ -77,7 +77,7 @@ class Settings(BaseSettings):
     # this long is stopped and its run marked failed (scheduler.app.plan_process).
     plan_limit_s: float = Field(default=900.0, gt=0)
 
-    # The engine's settings: flat keys of config.toml and CAMPAIGN_* (read by _EngineEnv).
+    # The engine's settings: flat keys of config.toml and CAMPAIGN_* (see load_settings).
     engine: EngineSettings = Field(default_factory=EngineSettings)
     # After an SMS or voice run, how long `campaign run` waits for outstanding reports.
     report_wait_s: float = Field(default=30.0, ge=0)
