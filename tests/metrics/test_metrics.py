@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import socket
 from collections import Counter
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -16,9 +19,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
 from scheduler.errors import ConfigError, SchedulerError
+from scheduler.ledger import access
+from scheduler.ledger.queries import leases
 from scheduler.ledger.runs import Ledger
 from scheduler.metrics import serving
 from scheduler.settings.load import Settings
+from scheduler.timeutil import utcnow
+from scheduler.tracking.intake_counts import BUCKETS, IntakeStats
 from tests.app.support import clean_env
 from tests.dashboard.auth_support import user_settings
 from tests.dashboard.web_support import project_settings, served
@@ -180,3 +187,33 @@ def test_serves_metrics_port_refuses_open_or_shared_addresses(ledger: Ledger, le
         pass
     with pytest.raises(ConfigError, match="token_sha256"):
         _serve_settings(tmp_path, ledger_url, '[metrics]\ntoken_sha256 = "secret"\n')
+
+
+def test_workers_and_their_leases_on_postgresql(ledger: Ledger, ledger_url: str,
+                                                 tmp_path: Path) -> None:
+    if ledger.engine.dialect.name == "sqlite":
+        pytest.skip("workers lease senders on PostgreSQL only")
+    now = utcnow()
+    with access.transaction(ledger.engine, "register a worker") as conn:
+        leases.register_worker(conn, "w-metrics", socket.gethostname(), os.getpid(), now)
+        for sender in ("s1", "s2", "@trigger"):
+            leases.acquire(conn, sender, "w-metrics", now, now + timedelta(minutes=5))
+    with served(ledger, project_settings(tmp_path, ledger_url)) as web:
+        samples = _samples(web.get("/metrics").text)
+    assert _values(samples, "campaign_worker_leases") == {("w-metrics",): 2}  # not @trigger
+    assert _values(samples, "campaign_workers_live") == {(): 1}
+
+
+def test_the_intake_counters_bucket_and_judge_each_request() -> None:
+    stats = IntakeStats()
+    stats.observe("session", 200, BUCKETS[0])  # on a bound: counted in that bucket
+    stats.observe("session", 401, 0.2)
+    stats.observe("account", 503, 99.0)  # beyond the last bound: +Inf only
+    stats.observe("elsewhere", 200, 0.1)  # not a webhook route: not counted
+    seen = stats.snapshot()
+    assert seen.requests[("session", "stored")] == 1
+    assert seen.requests[("session", "refused")] == 1
+    assert seen.requests[("account", "failed")] == 1
+    assert sum(seen.requests.values()) == 3
+    assert seen.buckets["session"][0] == 1 and seen.buckets["account"][-1] == 1
+    assert sum(seen.buckets["session"]) == 2 and seen.seconds["session"] == BUCKETS[0] + 0.2
