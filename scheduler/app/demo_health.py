@@ -34,10 +34,13 @@ from scheduler.settings.load import Settings
 
 #: The campaign of this part, and the sender that gets into trouble.
 CAMPAIGN, TROUBLED = "campaigns/demo_health.toml", "demo-03"
-#: What the sandbox does to it: 429s for 3 s after its 8th send, logged out at its 14th.
+#: What the sandbox does to it: 429s for 3 s after its 8th send; once the engine has
+#: throttled it, the sandbox logs it out at its next send (:func:`_logout_once_throttled`:
+#: a count of sends fixed beforehand came before the engine's judgement, 5 s after the
+#: first 429, or after the run's end, as the machine's load made the run slower or faster).
 TROUBLE = {"rate_limit_storm": {TROUBLED: {"after_sends": 8, "for_s": 3,
                                            "retry_after_s": 1}},
-           "logout_after": {TROUBLED: {"sends": 14}}}
+           "logout_after": {}}
 #: The trouble taken off again.
 CALM: dict[str, dict[str, object]] = {"rate_limit_storm": {}, "logout_after": {}}
 
@@ -79,13 +82,13 @@ class HealthPart:
             return None
         if self.failed:
             raise self.failed[0]
-        storm, logout = TROUBLE["rate_limit_storm"][TROUBLED], TROUBLE["logout_after"][TROUBLED]
+        storm = TROUBLE["rate_limit_storm"][TROUBLED]
         run = self.ledger.get_run(self.run_id)
         others = [name for name in self.ledger.options(run).senders if name != TROUBLED]
         say(console, [f"run {self.run_id}: {run.planned_count} texts from "
                       f"{', '.join(others)} and {TROUBLED}; the sandbox storms {TROUBLED} "
-                      f"with 429s after {storm['after_sends']} sends and logs it out at its "
-                      f"{logout['sends']}th"])
+                      f"with 429s after {storm['after_sends']} sends, and logs it out at "
+                      "its next send once the engine has throttled it"])
         for line in self.notes.getvalue().splitlines():
             console.print(line, highlight=False, markup=False)
         say(console, _lines(self.ledger, self.run_id, self.since, self.base_url))
@@ -113,17 +116,40 @@ def start_health_part(settings: Settings, ledger: Ledger, target: ServiceTarget,
     part = HealthPart(run_id, None, target.base_url, utcnow(), ledger)
 
     def run() -> None:
+        done = threading.Event()
+        watch = threading.Thread(target=_logout_once_throttled,
+                                 args=(ledger, target.base_url, part.since, done),
+                                 name="demo-health-watch", daemon=True)
+        watch.start()
         try:
             run_quietly(settings, ledger, ledger.get_run(run_id), target,
                         Console(file=part.notes, width=WIDTH))
         except BaseException as error:  # said by finish(), in the demo's own thread
             part.failed.append(error)
         finally:
+            done.set()
+            watch.join()
             _stage(target.base_url, CALM)
 
     part.thread = threading.Thread(target=run, name="demo-health", daemon=True)
     part.thread.start()
     return part
+
+
+def _logout_once_throttled(ledger: Ledger, base_url: str, since: datetime,
+                           done: threading.Event) -> None:
+    """When the troubled sender's history says ``throttled`` (the engine judged the storm),
+    have the sandbox log its session out at its next send; give up when ``done`` is set."""
+    while not done.wait(0.1):
+        with access.read(ledger.engine, "read the troubled sender's history") as conn:
+            changes = spq.history(conn, TROUBLED)
+        if any(c.to_state == "throttled" and c.at >= since for c in changes):
+            with httpx.Client(base_url=base_url, timeout=10.0) as http:
+                trouble = http.get("/sandbox/trouble", params={"session_id": TROUBLED}).json()
+                report = trouble.get(TROUBLED, trouble) if isinstance(trouble, dict) else {}
+                sends = int(report.get("accepted", 0)) + 1 if isinstance(report, dict) else 1
+                _stage(base_url, {"logout_after": {TROUBLED: {"sends": sends}}})
+            return
 
 
 def _stage(base_url: str, rules: Mapping[str, object]) -> None:
