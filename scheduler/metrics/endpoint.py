@@ -7,7 +7,8 @@ page) is answered; one from elsewhere only with ``Authorization: Bearer TOKEN`` 
 SHA-256 is ``[metrics] token_sha256`` (401 without it or with a wrong one; 403 when no
 token is configured). A wrong token is never answered with metrics; a session cookie is
 neither needed nor made. The text is built in a worker thread (the ledger's reads are
-blocking), with a fresh registry per scrape (:func:`.collector.exposition`).
+blocking), with a fresh registry per scrape (:func:`.collector.exposition`); a ledger that
+cannot be read answers 503 with the reason, never a partial scrape.
 """
 
 from __future__ import annotations
@@ -79,10 +80,15 @@ class MetricsRoute:
             if status == 401:
                 headers.append((b"www-authenticate", b'Bearer realm="metrics"'))
         else:
+            from scheduler.ledger.exceptions import LedgerError
             from scheduler.metrics.collector import exposition
 
-            status = 200
-            body = await run_in_threadpool(exposition, self.ledger, self.settings, self.clock)
+            try:
+                status = 200
+                body = await run_in_threadpool(exposition, self.ledger, self.settings,
+                                               self.clock)
+            except LedgerError as exc:  # the scrape fails, saying why (no figure faked)
+                status, body = 503, f"{exc}\n".encode()
         ctype = CONTENT_TYPE if status == 200 else b"text/plain; charset=utf-8"
         headers += [(b"content-type", ctype), (b"content-length", str(len(body)).encode())]
         await send({"type": "http.response.start", "status": status, "headers": headers})

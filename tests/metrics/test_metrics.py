@@ -217,3 +217,15 @@ def test_the_intake_counters_bucket_and_judge_each_request() -> None:
     assert sum(seen.requests.values()) == 3
     assert seen.buckets["session"][0] == 1 and seen.buckets["account"][-1] == 1
     assert sum(seen.buckets["session"]) == 2 and seen.seconds["session"] == BUCKETS[0] + 0.2
+
+
+def test_a_ledger_that_cannot_be_read_fails_the_scrape_saying_why(
+        ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    make_run(ledger, 2)
+    with served(ledger, project_settings(tmp_path, ledger_url)) as web:
+        assert web.get("/metrics").status_code == 200
+        with access.transaction(ledger.engine, "drop a table") as conn:
+            conn.exec_driver_sql("DROP TABLE run_sender_tallies")
+        failed = web.get("/metrics")
+    assert failed.status_code == 503 and "could not read the metrics" in failed.text
+    assert "campaign_runs" not in failed.text  # no partial scrape
