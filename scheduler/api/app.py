@@ -230,8 +230,10 @@ def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *
         ledger, settings = state.both()
         return _json(reads.senders_document(ledger, settings, state.clock()))
 
+    from scheduler.api.run_routes import add_run_routes
     from scheduler.api.sender_routes import add_sender_routes
 
+    add_run_routes(app, PREFIX, ERRORS, ACTION_ERRORS, _json)
     add_sender_routes(app, PREFIX, ACTION_ERRORS, _json)
 
     not_listed: dict[int | str, dict[str, Any]] = {

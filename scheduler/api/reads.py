@@ -106,3 +106,37 @@ def change_sender(ledger: Ledger, sender: str, action: str, reason: str,
 
     done = change(ledger, sender, action, reason, now)
     return {**done.model_dump(), "sentence": done.sentence()}
+
+
+def run_events(ledger: Ledger, run_id: int) -> dict[str, Any]:
+    """The run's newest webhook events and replies together, newest first (the list of
+    ``status --json``'s ``view.events`` and the dashboard's run page)."""
+    from scheduler.ledger.queries import run_view as vq
+    from scheduler.views import facts as vf
+
+    ledger.get_run(run_id)  # RunNotFound
+    with access.snapshot(ledger.engine, f"read the events of run {run_id}") as conn:
+        found = vf.events(vq.recent_events(conn, run_id), vq.recent_replies(conn, run_id))
+    return {"run": run_id, "events": [event.model_dump(mode="json") for event in found]}
+
+
+def resend(ledger: Ledger, settings: Settings, run_id: int, states: set[str],
+           now: datetime) -> dict[str, Any]:
+    """``campaign resend RUN --failed/--unknown/--unproven``: those rows queued again, the
+    unknown rows' verdicts in words (``unproven``), how many were queued."""
+    ledger.get_run(run_id)  # RunNotFound
+    lines: list[str] = []
+    queued = 0
+    if "unproven" in states and "unknown" not in states:
+        from scheduler.dispatch.unknowns import judge_run
+
+        verdicts = judge_run(ledger, run_id, now, horizon=settings.retry_horizon())
+        zone = str(ledger.options(ledger.get_run(run_id)).timezone)
+        lines = list(verdicts.describe(run_id, zone))
+        if verdicts.unproven:
+            queued += ledger.requeue(run_id, ["unknown"], ids=verdicts.unproven)
+    wanted: list[str] = [s for s in ("failed", "unknown") if s in states]
+    if wanted:
+        queued += ledger.requeue(run_id, wanted)
+    return {"run": run_id, "queued": queued, "verdicts": lines,
+            "note": f"send them by resuming the run (POST /api/v1/runs/{run_id}/resume)"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 #: A phone number as the ledger keeps it: digits with the country code ("+" allowed, dropped).
 NUMBER_PATTERN = r"^\+?[0-9]{6,20}$"
@@ -117,3 +117,44 @@ class SenderChangeResult(BaseModel):
     to_state: str
     reason: str
     sentence: str = Field(description="The line `campaign senders ACTION` prints.")
+
+
+class RecentEvents(BaseModel):
+    """A run's newest webhook events and replies, newest first."""
+
+    run: int
+    events: list[dict[str, Any]] = Field(description="Each with id, event, at, number, "
+                                                     "text and recipient.")
+
+
+class ResendIn(BaseModel):
+    """Which of a run's rows to queue again (at least one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failed: bool = Field(False, description="The failed rows.")
+    unknown: bool = Field(False, description="Every unknown (maybe sent) row: some may "
+                                             "reach someone twice.")
+    unproven: bool = Field(False, description="The unknown rows the service did not take "
+                                              "(no proof although the receiver listened "
+                                              "through all its retries): safe to send.")
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> ResendIn:
+        if not (self.failed or self.unknown or self.unproven):
+            raise ValueError("say which rows to send again: failed, unproven or unknown")
+        return self
+
+    def states(self) -> set[str]:
+        """The chosen kinds of rows."""
+        return {name for name in ("failed", "unknown", "unproven") if getattr(self, name)}
+
+
+class ResendResult(BaseModel):
+    """What a resend queued."""
+
+    run: int
+    queued: int
+    verdicts: list[str] = Field(description="Why each unknown row is or is not safe to "
+                                            "send (with unproven).")
+    note: str

@@ -24,7 +24,7 @@ ACTIONS = {("POST", "/api/v1/runs/{run_id}/pause"), ("POST", "/api/v1/runs/{run_
            ("POST", "/api/v1/runs/{run_id}/cancel"), ("POST", "/api/v1/suppressions"),
            ("DELETE", "/api/v1/suppressions/{number}"),
            ("POST", "/api/v1/senders/{sender}/pause"), ("POST", "/api/v1/senders/{sender}/resume"),
-           ("POST", "/api/v1/senders/{sender}/retire")}
+           ("POST", "/api/v1/senders/{sender}/retire"), ("POST", "/api/v1/runs/{run_id}/resend")}
 
 
 @pytest.fixture
@@ -259,3 +259,41 @@ def test_senders_are_paused_resumed_and_retired_as_the_commands_do(
     assert unknown.status_code == 404 and "no sender 's9'" in unknown.json()["detail"]
     blank = api.client.post("/api/v1/senders/s1/pause", headers=operator, json={"reason": ""})
     assert blank.status_code == 422
+
+
+def test_a_runs_events_and_replies_and_a_resend(api: Api, ledger: Ledger) -> None:
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from scheduler.ledger import access
+    from scheduler.ledger.queries.tables import deliveries, replies
+    from tests.factories import T0
+
+    run_id = make_run(ledger, 4)
+    with access.transaction(ledger.engine, "test") as conn:
+        conn.execute(replies.insert().values(run_id=run_id, number=number(0), kind="text",
+                                             text="quero", received_at=T0))
+        conn.execute(replies.insert().values(run_id=run_id, number=number(1), kind="text",
+                                             text="SAIR", opt_out=True,
+                                             received_at=T0 + timedelta(minutes=1)))
+        conn.execute(update(deliveries).where(deliveries.c.run_id == run_id,
+                                              deliveries.c.to.in_([number(2), number(3)]))
+                     .values(state="failed", last_error="bad"))
+    viewer, operator = api.as_("viewer"), api.as_("operator")
+    found = api.client.get(f"/api/v1/runs/{run_id}/events", headers=viewer).json()
+    assert [(e["event"], e["text"]) for e in found["events"]] == [("opt_out", "SAIR"),
+                                                                  ("reply.text", "quero")]
+    assert found["events"] == cli_json("status", str(run_id))["view"]["events"]
+    assert api.client.get("/api/v1/runs/999/events", headers=viewer).status_code == 404
+    nothing = api.client.post(f"/api/v1/runs/{run_id}/resend", headers=operator, json={})
+    assert nothing.status_code == 422
+    assert "say which rows to send again" in nothing.json()["detail"][0]["msg"]
+    queued = api.client.post(f"/api/v1/runs/{run_id}/resend", headers=operator,
+                             json={"failed": True})
+    assert queued.status_code == 200, queued.text
+    assert queued.json()["queued"] == 2
+    assert ledger.counts(run_id) == {"planned": 4}
+    missing = api.client.post("/api/v1/runs/999/resend", headers=operator,
+                              json={"failed": True})
+    assert missing.status_code == 404
