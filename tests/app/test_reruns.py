@@ -74,6 +74,8 @@ def _start_paused_run(env: dict[str, str], campaign: Path, service, cwd: Path, s
     finally:
         if proc.poll() is None:
             proc.kill()
+        if proc.stdout is not None and not proc.stdout.closed:
+            proc.communicate()  # reaped, its pipes closed, even when a step above failed
     assert proc.returncode == 0, err
     assert "paused" in out
 
