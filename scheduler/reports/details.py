@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from scheduler.dispatch.channel import Channel
+from scheduler.dispatch.channels import known_channel
 from scheduler.service.account_models import cause_text
 
 #: Normalised key → canonical name.
@@ -59,27 +61,47 @@ _KEYS = {
     "mode": "call_mode",
 }
 
-#: Report columns from details: (key, header, kind, width, channel, canonical keys).
-DETAIL_COLUMNS = (
-    ("d:segments", "SMS segments", "int", 9, "sms", ("segments",)),
-    ("d:encoding", "Encoding", "user_text", 9, "sms", ("encoding",)),
-    ("d:cost", "Cost (R$)", "money", 10, "sms", ("cost_micro",)),
-    ("d:error_code", "Error code", "user_text", 16, "sms", ("error_code",)),
-    ("d:answered", "Answered", "text", 9, "voice", ("answered",)),
-    ("d:talk", "Talk time (s)", "int", 9, "voice", ("talk_seconds",)),
-    ("d:digits", "Digits", "user_text", 10, "voice", ("digits",)),
-    ("d:cause", "Cause", "user_text", 18, "voice", ("cause", "cause_description")),
-    ("d:call_id", "Call ID", "user_text", 20, "voice", ("call_id",)),
+def _sms(channel: Channel) -> bool:  # delivery reports with error codes, segments, cost
+    return channel.error_codes
+
+
+def _calls(channel: Channel) -> bool:  # voice calls and WhatsApp calls
+    return channel.has_calls
+
+
+def _voice(channel: Channel) -> bool:  # a call's length, cause and keys pressed
+    return channel.reports_keys
+
+
+def _session_calls(channel: Channel) -> bool:  # WhatsApp calls
+    return channel.has_calls and channel.events_name_session
+
+
+def _no_channel(channel: Channel) -> bool:  # shown only when some row has the key
+    return False
+
+
+#: Report columns from details: (key, header, kind, width, the runs' channels that show
+#: it, canonical keys).
+DETAIL_COLUMNS: tuple[tuple[str, str, str, float, Callable[[Channel], bool],
+                            tuple[str, ...]], ...] = (
+    ("d:segments", "SMS segments", "int", 9, _sms, ("segments",)),
+    ("d:encoding", "Encoding", "user_text", 9, _sms, ("encoding",)),
+    ("d:cost", "Cost (R$)", "money", 10, _sms, ("cost_micro",)),
+    ("d:error_code", "Error code", "user_text", 16, _sms, ("error_code",)),
+    ("d:answered", "Answered", "text", 9, _calls, ("answered",)),
+    ("d:talk", "Talk time (s)", "int", 9, _voice, ("talk_seconds",)),
+    ("d:digits", "Digits", "user_text", 10, _voice, ("digits",)),
+    ("d:cause", "Cause", "user_text", 18, _voice, ("cause", "cause_description")),
+    ("d:call_id", "Call ID", "user_text", 20, _calls, ("call_id",)),
     # WhatsApp answers (tracking/answers.py): only when some row has one
-    ("d:poll_vote", "Poll vote", "user_text", 20, "answers", ("poll_vote",)),
-    ("d:list_choice", "List choice", "user_text", 24, "answers",
+    ("d:poll_vote", "Poll vote", "user_text", 20, _no_channel, ("poll_vote",)),
+    ("d:list_choice", "List choice", "user_text", 24, _no_channel,
      ("list_row_id", "list_row_title")),
-    ("d:duration", "Call length (s)", "seconds", 10, "calls", ("duration_ms",)),
-    ("d:end_reason", "End reason", "user_text", 12, "calls", ("end_reason",)),
-    ("d:recording", "Recording", "user_text", 40, "calls", ("recording_url",)),
+    ("d:duration", "Call length (s)", "seconds", 10, _session_calls, ("duration_ms",)),
+    ("d:end_reason", "End reason", "user_text", 12, _session_calls, ("end_reason",)),
+    ("d:recording", "Recording", "user_text", 40, _session_calls, ("recording_url",)),
 )
-#: WhatsApp calls runs also show whether each call was answered, and its id.
-_CALLS_ALSO = frozenset({"d:answered", "d:call_id"})
 OTHER_COLUMN = ("d:other", "Other details", "user_text", 30)
 _TOTALS = ["run_id", "sender", "step", "segments", "cost", "talk_seconds", "digits"]
 #: Chart labels besides error codes, causes and digits.
@@ -189,12 +211,11 @@ class DetailScan:
 
     def columns(self, channels: Iterable[str]) -> list[tuple[str, str, str, float]]:
         """The detail columns a Recipients table needs: ``(key, header, kind, width)``."""
-        present = set(channels)
+        present = [c for c in map(known_channel, set(channels)) if c is not None]
         out: list[tuple[str, str, str, float]] = [
             (key, header, kind, width)
-            for key, header, kind, width, channel, needs in DETAIL_COLUMNS
-            if channel in present or self.keys.intersection(needs)
-            or ("calls" in present and key in _CALLS_ALSO)]  # fmt: skip
+            for key, header, kind, width, shows, needs in DETAIL_COLUMNS
+            if any(map(shows, present)) or self.keys.intersection(needs)]  # fmt: skip
         if self.keys - _CANONICAL:
             out.append(OTHER_COLUMN)
         return out
