@@ -1,4 +1,4 @@
-"""``campaign demo``: the whole product in under a minute, against the embedded sandbox, or
+"""``campaign demo``: the whole product in well under a minute, against the embedded sandbox, or
 against the configured service when ``CAMPAIGN_BASE_URL`` and ``CAMPAIGN_API_KEY`` are both
 set (and said so first; a service off this machine must be confirmed with ``--yes``, since
 the demo's recipients are made-up numbers that may belong to real people).
@@ -7,7 +7,8 @@ the demo's recipients are made-up numbers that may belong to real people).
    demo waits until someone scans it);
 2. one message of every type is sent, with each answer and each ``messages.sent`` event;
 3. ``campaigns/demo.toml`` (about 200 recipients, two senders) runs to completion with the
-   progress bar, tracked through the webhook receiver;
+   progress bar, tracked through the webhook receiver, which stays up for the receipts of
+   its last sends (:func:`last_receipts`);
 4. the run's spreadsheet report is written and its path printed;
 5. a short SMS run (``campaigns/demo_sms.toml``: one ``sms/bulk`` of a shared text, an
    ``sms/send`` per personal text) and 6. a short voice run (``campaigns/demo_voice.toml``:
@@ -15,7 +16,9 @@ the demo's recipients are made-up numbers that may belong to real people).
    requests and every recipient's outcome (``scheduler.app.demo_channels``);
 7. a few WhatsApp calls (``campaigns/demo_calls.toml``), one at a time per session, each
    with its events, length and recording (``scheduler.app.demo_calls``);
-8. a sender in trouble (``scheduler.app.demo_health``).
+8. a sender in trouble (``scheduler.app.demo_health``): it runs in a thread from the end of
+   part 3, while parts 4 to 7 go on (its pace and the engine's judgement are waits), and is
+   said after them.
 
 It ends by saying how to watch its runs in the web dashboard (``campaign dashboard`` on the
 demo's own ledger) and the address to open.
