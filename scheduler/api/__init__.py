@@ -5,7 +5,7 @@ the command line, behind bearer tokens (:mod:`scheduler.ledger.api_tokens`).
 - :mod:`~scheduler.api.auth`: bearer authentication, roles and the failed-attempt limit;
 - :mod:`~scheduler.api.schemas`: the bodies and answers (pydantic);
 - :mod:`~scheduler.api.reads`: what the routes read and do, the CLI's own functions;
-- :mod:`~scheduler.api.run_routes`: a run's newest events and replies, a resend;
+- :mod:`~scheduler.api.run_routes`: a run's newest events and replies, its report, a resend;
 - :mod:`~scheduler.api.sender_routes`: a sender's pause, resume and retire;
 - :mod:`~scheduler.api.reference`: the docs site's page, from the OpenAPI document.
 

@@ -31,14 +31,15 @@ No token, or an unknown or revoked one, gets 401; an address that sent
 The answers are the command line's own JSON: a run's view is `campaign status --json RUN`,
 the list `campaign runs --json`, the senders `campaign senders --json`; a sender's pause,
 resume and retire are `campaign senders ACTION SENDER --reason TEXT`'s; a run's events are
-its view's newest events and replies; a resend queues rows as `campaign resend` does. Errors are
+its view's newest events and replies; a resend queues rows as `campaign resend` does; the
+reports are the files `campaign report` writes (XLSX with charts, or the CSV). Errors are
 `{"detail": ...}`: 404 an unknown run or number, 409 an action the run's status refuses,
 413 a body over 64 KiB, 422 a body or parameter of the wrong shape (each problem named),
 503 a ledger that cannot be reached. `campaign api --openapi` prints the OpenAPI 3.1
 document below; the server also serves it at `/api/v1/openapi.json`.
 
-Not in this version yet: starting a run from a campaign file, and the reports (the
-command line and the dashboard do these).
+Not in this version yet: starting a run from a campaign file (`campaign run`, the
+dashboard's campaigns page).
 """
 
 

@@ -1,23 +1,53 @@
-"""``/api/v1/runs/{run_id}/events`` (a viewer's token) and ``/api/v1/runs/{run_id}/resend``
-(an operator's): a run's newest events and replies, and its failed or unknown rows queued
-again, as ``campaign status --json``'s ``view.events`` and ``campaign resend`` have them."""
+"""``/api/v1/runs/{run_id}/events`` and ``report.xlsx``/``report.csv`` (a viewer's token),
+``/api/v1/runs/{run_id}/resend`` (an operator's): a run's newest events and replies, its
+report, and its failed or unknown rows queued again, as ``campaign status --json``'s
+``view.events``, ``campaign report`` and ``campaign resend`` have them.
+
+A report is written by :func:`scheduler.reports.api.write_report` (one snapshot of the
+ledger, as the dashboard's downloads) into a temporary folder, sent, and deleted once sent.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import shutil
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi import Path as PathParam
-from fastapi.responses import Response
+from fastapi.responses import FileResponse, Response
+from starlette.background import BackgroundTask
 
 from scheduler.api import reads
 from scheduler.api.auth import caller, operator
 from scheduler.api.schemas import Problem, RecentEvents, ResendIn, ResendResult
 from scheduler.ledger.api_tokens import TokenInfo
 
+if TYPE_CHECKING:
+    from scheduler.ledger.runs import Ledger
+    from scheduler.settings.load import Settings
+
 Viewer = Annotated[TokenInfo, Depends(caller)]
 Operator = Annotated[TokenInfo, Depends(operator)]
 RunId = Annotated[int, PathParam(ge=1, le=2_147_483_647, description="The run's id.")]
+MEDIA = {"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+         "csv": "text/csv; charset=utf-8"}
+
+
+def write_report(ledger: Ledger, settings: Settings, run_id: int,
+                 fmt: str) -> tuple[Path, Path]:
+    """The run's report written into a new temporary folder: (its file, the folder)."""
+    from scheduler.reports.api import write_report as write
+
+    ledger.get_run(run_id)  # an unknown run: its 404 before any file is made
+    folder = Path(tempfile.mkdtemp(prefix=f"campaign-api-run-{run_id}-"))
+    try:
+        result = write(ledger, [run_id], fmt=fmt, output=folder, settings=settings)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return result.path, folder
 
 
 def add_run_routes(app: FastAPI, prefix: str, errors: dict[int | str, dict[str, Any]],
@@ -41,3 +71,23 @@ def add_run_routes(app: FastAPI, prefix: str, errors: dict[int | str, dict[str, 
         state = request.app.state.api
         ledger, settings = state.both()
         return answer(reads.resend(ledger, settings, run_id, body.states(), state.clock()))
+
+    def report_route(fmt: str) -> Any:
+        def report(request: Request, run_id: RunId, token: Viewer) -> FileResponse:
+            ledger, settings = request.app.state.api.both()
+            path, folder = write_report(ledger, settings, run_id, fmt)
+            return FileResponse(path, media_type=MEDIA[fmt], filename=path.name,
+                                background=BackgroundTask(shutil.rmtree, folder,
+                                                          ignore_errors=True))
+
+        report.__name__ = f"run_report_{fmt}"
+        return report
+
+    for fmt, what in (("xlsx", "The run's workbook (as `campaign report`: charts included)"),
+                      ("csv", "The run's Recipients table as CSV (as `campaign report "
+                              "--format csv`)")):
+        app.get(f"{prefix}/runs/{{run_id}}/report.{fmt}", response_class=FileResponse,
+                tags=["runs"], summary=what,
+                responses={**errors, **missing, 200: {"content": {MEDIA[fmt]: {}},
+                                                      "description": what}})(
+            report_route(fmt))

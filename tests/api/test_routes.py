@@ -297,3 +297,32 @@ def test_a_runs_events_and_replies_and_a_resend(api: Api, ledger: Ledger) -> Non
     missing = api.client.post("/api/v1/runs/999/resend", headers=operator,
                               json={"failed": True})
     assert missing.status_code == 404
+
+
+def test_a_runs_report_downloads_as_the_command_writes_it(
+        api: Api, ledger: Ledger, clock: object, tmp_path: Path) -> None:
+    import io
+
+    from openpyxl import load_workbook
+
+    from tests.reports.support import make_whatsapp_run
+
+    scenario = make_whatsapp_run(ledger, clock)  # type: ignore[arg-type]
+    run = scenario.run_id
+    viewer = api.as_("viewer")
+    table = api.client.get(f"/api/v1/runs/{run}/report.csv", headers=viewer)
+    assert table.status_code == 200 and table.headers["content-type"].startswith("text/csv")
+    written = CliRunner().invoke(cli_app, ["report", str(run), "--format", "csv",
+                                           "-o", str(tmp_path / "cli.csv")])
+    assert written.exit_code == 0, written.output
+    assert table.content == (tmp_path / "cli.csv").read_bytes()
+    book = api.client.get(f"/api/v1/runs/{run}/report.xlsx", headers=viewer)
+    assert book.status_code == 200
+    assert f'filename="promo-run-{run}.xlsx"' in book.headers["content-disposition"]
+    workbook = load_workbook(io.BytesIO(book.content), read_only=True)
+    assert {"Summary", "Recipients"} <= set(workbook.sheetnames)
+    assert len(list(workbook["Recipients"].iter_rows(values_only=True))) == 1 + 20
+    workbook.close()
+    assert api.client.get(f"/api/v1/runs/{run}/report.csv").status_code == 401
+    assert api.client.get("/api/v1/runs/999/report.xlsx", headers=viewer).status_code == 404
+    assert api.client.get(f"/api/v1/runs/{run}/report.pdf", headers=viewer).status_code == 404
