@@ -21,6 +21,9 @@ from scheduler.ledger.api_tokens import TokenInfo, authenticate
 
 #: The window of the failed-attempt limit.
 WINDOW_S = 60.0
+#: How many clients' failures are kept at most (beyond it, those with none in the window
+#: are dropped first): many addresses cannot grow the table without bound.
+MAX_CLIENTS = 10_000
 
 
 @dataclass
@@ -53,6 +56,12 @@ class FailureLimit:
         """Count a failed attempt of ``client``."""
         now = self.monotonic()
         with self._lock:
+            if client not in self._seen and len(self._seen) >= MAX_CLIENTS:
+                for other in list(self._seen):
+                    if not self._recent(other, now):
+                        del self._seen[other]
+                if len(self._seen) >= MAX_CLIENTS:  # all recent: the oldest one goes
+                    del self._seen[min(self._seen, key=lambda c: self._seen[c][-1])]
             self._recent(client, now).append(now)
 
 
