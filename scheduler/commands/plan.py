@@ -31,7 +31,6 @@ import typer
 from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.display import clean_markup, iso_utc
 from scheduler.errors import SchedulerError
-from scheduler.settings.engine import EngineSettings
 from scheduler.timeutil import utcnow
 
 # rich's console and tables, the campaign's loader and the engine's pacing (pydantic models,
@@ -264,6 +263,8 @@ def plan_report(path: Path, start_text: str | None, *,
     channel = tallies[0].channel if tallies else campaign_channel(campaign, settings)
     bulk = tallies[0].finish() if tallies else None
     deliveries = sum(stats.planned_per_step.values())
+    from scheduler.settings.engine import EngineSettings  # a pydantic model: not at start-up
+
     engine: EngineSettings = settings.get("engine") or EngineSettings()
     call_s = call_seconds if call_seconds is not None else engine.voice_call_estimate_s
     totals = pc.totals(

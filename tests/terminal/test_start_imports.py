@@ -84,3 +84,13 @@ def test_the_check_names_heavy_modules() -> None:
         "scheduler.dispatch.dispatcher.loop"]
     assert heavy_among(["fastapi_extra", "pandasx", "scheduler.dispatch.dispatch_cpu",
                         "scheduler.dispatch.windows", "sqlalchemy"]) == []
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"]], ids=["--version", "--help"])
+def test_version_and_help_build_no_model_and_open_no_database(
+        args: list[str], ledger_url: str, tmp_path: Path) -> None:
+    """Printing the version or the help builds no pydantic model and loads no SQLAlchemy:
+    option defaults in signatures stay plain values (a settings model imported at a
+    command module's top once cost --version a quarter of a second)."""
+    _, modules = imported_by(args, tmp_path, ledger_url)
+    assert [m for m in modules if m.split(".")[0] in ("pydantic", "sqlalchemy", "sqlmodel")] == []
