@@ -150,10 +150,10 @@ def worker_env(base_url: str, url: str, lease_s: float) -> dict[str, str]:
 def prepare_existing(url: str, name: str, base_url: str, deliveries: int,
                      rate: str, senders: list[str] = SENDERS) -> tuple[str, int]:
     """Store a run in the (migrated) database at ``url``; (url, run id)."""
-    from scheduler.app.wiring import target_of
     from scheduler.ledger.db import make_engine
     from scheduler.ledger.queries import runs as rq
     from scheduler.ledger.runs import Ledger
+    from scheduler.wiring import target_of
 
     ledger = Ledger(make_engine(url))
     run_id = store_text_run(ledger, deliveries, senders, rate=rate, name=name,

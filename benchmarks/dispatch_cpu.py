@@ -42,12 +42,12 @@ from _harness import (
     store_text_run,
 )
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
+from scheduler.wiring import run_store
 
 PATH = SEND_KINDS["text"].path
 SENDERS = 100

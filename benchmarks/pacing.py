@@ -44,13 +44,13 @@ from _harness import (
     store_text_run,
 )
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
 from scheduler.units import parse_rate
+from scheduler.wiring import run_store
 
 SENDERS = 50
 RATE = "2/s"

@@ -5,7 +5,7 @@ A project folder in a temporary directory holds a voice campaign (an IVR ``flowI
 ``--recipients`` generated mobiles (default 1,000; a third each in São Paulo, Manaus and Rio
 Branco, so the rules' windows fall at three local times), in São Paulo's zone, sent
 09:00-20:00, ``rate = "2/s"``, ``max_calls = 30``. It is rehearsed twice
-(:func:`scheduler.app.rehearsal.rehearse_campaign`: the simulated clock from Monday 09:00 in
+(:func:`scheduler.usecases.rehearsal.rehearse_campaign`: the simulated clock from Monday 09:00 in
 São Paulo, the embedded sandbox seeded with ``--seed``, each call answered with
 ``--answer-rate``, else a cause drawn among busy, no answer, rejected, ring time-out and
 voicemail), once as it is and once with
@@ -73,7 +73,7 @@ def write_project(root: Path, recipients: int, *, rules: bool) -> Path:
 def sandbox_settings(settings: dict[str, Any]) -> Iterator[list[Any]]:
     """Rehearsals inside get ``settings`` on top of their sandbox's own; yields the list
     receiving each rehearsal's sandbox, to read its record afterwards."""
-    from scheduler.app import rehearsal
+    from scheduler.usecases import rehearsal
 
     real = rehearsal.service_target
     seen: list[Any] = []
@@ -114,7 +114,7 @@ def calls_of(sandbox: Any) -> tuple[Counter[str], set[str]]:
 def rehearse(root: Path, recipients: int, *, rules: bool, seed: int,
              answer_rate: float) -> dict[str, Any]:
     """One rehearsal of the list; its C1 line."""
-    from scheduler.app.rehearsal import rehearse_campaign
+    from scheduler.usecases.rehearsal import rehearse_campaign
 
     path = write_project(root / ("rules" if rules else "plain"), recipients, rules=rules)
     os.environ["CAMPAIGN_STATE_DIR"] = str(root / "state")

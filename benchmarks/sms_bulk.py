@@ -42,8 +42,6 @@ from typing import Any
 
 from _harness import KEY, emit, log, number, sandbox_sends, start_sandbox, stop_process
 
-from scheduler.app.planning import plan_run
-from scheduler.app.stores import run_store
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
@@ -54,6 +52,8 @@ from scheduler.service.account_models import (
     SmsSendResult,
 )
 from scheduler.service.client import ServiceClient
+from scheduler.usecases.planning import plan_run
+from scheduler.wiring import run_store
 
 #: The offers of the generated list (GSM-7, one segment each once rendered).
 OFFERS = (

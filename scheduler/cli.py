@@ -2,9 +2,9 @@
 
 The command modules are listed below, in the order ``--help`` shows them; each adds its
 commands with ``register(app)``, and each command is a thin layer over a function of
-:mod:`scheduler.app` or of a package, which the tests call directly. A
-:class:`~scheduler.errors.SchedulerError` is printed as one line on stderr with exit code 1,
-never as a traceback; anything else is a bug and keeps its traceback.
+:mod:`scheduler.usecases`, :mod:`scheduler.views` or another package, which the tests call
+directly. A :class:`~scheduler.errors.SchedulerError` is printed as one line on stderr with
+exit code 1, never as a traceback; anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch.channel import ServiceCalls
 from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.dispatcher import Dispatcher, RunSetup, Timing
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import SimulatedClock
+from scheduler.wiring import run_store
 
 
 def dispatcher_for(ledger: Ledger, client: ServiceCalls, run_id: int,

@@ -153,7 +153,7 @@ def _problems(request: Request, exc: Exception) -> Response:
 
 
 def _scheduler_error(request: Request, exc: Exception) -> Response:
-    from scheduler.app.sender_control import UnknownSender
+    from scheduler.usecases.sender_control import UnknownSender
 
     if isinstance(exc, (RunNotFound, UnknownSender)):
         code = 404

@@ -39,7 +39,7 @@ def runs_document(ledger: Ledger, settings: Settings, now: datetime) -> dict[str
 def run_document(ledger: Ledger, settings: Settings, run_id: int,
                  now: datetime) -> dict[str, Any]:
     """``campaign status --json RUN``: the run's row, its senders' counts and its A/B test."""
-    from scheduler.app.experiment_status import experiment_of_run
+    from scheduler.views.experiment_status import experiment_of_run
     from scheduler.views.status import status_row
 
     row, _lines = status_row(ledger, run_id, settings, now, width=78, sender_counts=True)
@@ -51,11 +51,11 @@ def control_run(ledger: Ledger, settings: Settings, run_id: int, action: str,
                 now: datetime) -> dict[str, Any]:
     """``campaign pause|resume|cancel RUN``: the request written as the command writes it;
     the run's status after it and how many live workers obey."""
-    from scheduler.app.workers_view import served_by_workers
+    from scheduler.views.workers import served_by_workers
 
     if action == "resume":
-        from scheduler.app.choose_run import check_target
-        from scheduler.app.wiring import target_value
+        from scheduler.usecases.choose_run import check_target
+        from scheduler.wiring import target_value
 
         check_target(ledger.get_run(run_id), target_value(settings))
     workers = served_by_workers(ledger, settings.worker_lease_s, now)
@@ -70,8 +70,8 @@ def control_run(ledger: Ledger, settings: Settings, run_id: int, action: str,
 
 def senders_document(ledger: Ledger, settings: Settings, now: datetime) -> dict[str, Any]:
     """``campaign senders --json``: every sender, its state, warm-up and plan limits."""
-    from scheduler.app.senders_view import senders_view
     from scheduler.ledger.db import ledger_label
+    from scheduler.views.senders import senders_view
 
     view = senders_view(ledger, settings, now)
     return {"ledger": ledger_label(settings), **view.model_dump(mode="json")}
@@ -102,7 +102,7 @@ def change_sender(ledger: Ledger, sender: str, action: str, reason: str,
                   now: datetime) -> dict[str, Any]:
     """``campaign senders pause|resume|retire SENDER --reason TEXT``: the same change, in
     the sender's history as the operator's."""
-    from scheduler.app.sender_control import change_sender as change
+    from scheduler.usecases.sender_control import change_sender as change
 
     done = change(ledger, sender, action, reason, now)
     return {**done.model_dump(), "sentence": done.sentence()}

@@ -1,6 +1,6 @@
 """A step's catalog product: ``product = {id = "...", business = "5511...", session?}``.
 
-The product is fetched once at plan time (:mod:`scheduler.app.lookups`) and its fields are
+The product is fetched once at plan time (:mod:`scheduler.usecases.lookups`) and its fields are
 the template variable ``product`` of that step; see :mod:`scheduler.campaign.remote`.
 """
 

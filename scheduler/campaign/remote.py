@@ -1,7 +1,7 @@
 """What a plan needs to know from the service, and what it makes of it (no I/O here).
 
 Two step features depend on the service's state, read once at plan time
-(:mod:`scheduler.app.lookups` does the reading):
+(:mod:`scheduler.usecases.lookups` does the reading):
 
 - a ``template`` step (official provider) is checked against the templates each sender lists:
   every sender must be a ``cloud_api`` connection with a template of that name *and*

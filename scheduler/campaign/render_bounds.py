@@ -20,7 +20,7 @@ A breach raises :class:`RenderBoundError`, which the rendering layer reports wit
 file, line, row and the bound's name. The checks are compiled into the template (the AST
 is rewritten before code generation), so a template on the plan's fast path (plain
 ``{{ name|filter }}``) pays nothing. A call that never returns escapes every bound; the
-planner's own time limit (``scheduler.app.plan_process``) covers that.
+planner's own time limit (``scheduler.usecases.plan_process``) covers that.
 """
 
 from __future__ import annotations

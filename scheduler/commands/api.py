@@ -73,8 +73,8 @@ def api_command(
     import uvicorn
 
     from scheduler.api.app import create_api
-    from scheduler.app.wiring import open_project
     from scheduler.ledger.api_tokens import live_token_count
+    from scheduler.wiring import open_project
 
     settings, ledger = open_project()
     conf = settings.api.model_copy(update={"host": host or settings.api.host,
@@ -125,9 +125,9 @@ def create_command(
     role: str = typer.Option(..., "--role", help="viewer (reads) or operator (also acts)."),
 ) -> None:
     """Make a token and print it once (only its SHA-256 is stored)."""
-    from scheduler.app.wiring import open_project
     from scheduler.ledger.api_tokens import create_token
     from scheduler.timeutil import utcnow
+    from scheduler.wiring import open_project
 
     _, ledger = open_project()
     token = create_token(ledger.engine, name, role, utcnow())
@@ -139,8 +139,8 @@ def create_command(
 @tokens_app.command("list")
 def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every token: name, role, created, last used, revoked (never the token)."""
-    from scheduler.app.wiring import open_project
     from scheduler.ledger.api_tokens import list_tokens
+    from scheduler.wiring import open_project
 
     _, ledger = open_project()
     found = list_tokens(ledger.engine)
@@ -171,9 +171,9 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
 @tokens_app.command("revoke")
 def revoke_command(name: str = typer.Argument(..., help="The token's name.")) -> None:
     """Revoke a token: refused from now on (kept in the list as revoked)."""
-    from scheduler.app.wiring import open_project
     from scheduler.ledger.api_tokens import revoke_token
     from scheduler.timeutil import utcnow
+    from scheduler.wiring import open_project
 
     _, ledger = open_project()
     info = revoke_token(ledger.engine, name, utcnow())

@@ -75,7 +75,7 @@ def dashboard_command(
     """Serve the live dashboard: runs, senders, campaigns; pause, resume, cancel, resend."""
     import uvicorn
 
-    from scheduler.app.wiring import open_project
+    from scheduler.wiring import open_project
 
     settings, ledger = open_project()
     conf = settings.dashboard.model_copy(update={

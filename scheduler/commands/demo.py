@@ -16,7 +16,7 @@ def demo_command(
     """Sessions, every message type, a 200-recipient campaign and its report, in seconds."""
     from rich.console import Console
 
-    from scheduler.app.demo import run_demo
+    from scheduler.demo.tour import run_demo
     from scheduler.errors import SchedulerError
 
     if not (root / "campaigns" / "demo.toml").is_file():

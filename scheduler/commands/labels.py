@@ -19,9 +19,9 @@ from scheduler.errors import SchedulerError
 
 def label_state(session_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Session → its labels with their chats and messages (every session when none given)."""
-    from scheduler.app.wiring import open_project
     from scheduler.ledger.access import read
     from scheduler.ledger.queries import labels as lq
+    from scheduler.wiring import open_project
 
     _, ledger = open_project()
     with read(ledger.engine, "read the label state") as conn:

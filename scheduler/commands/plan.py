@@ -76,7 +76,7 @@ def _print_issues(console: Console, issues: list[Issue]) -> None:
 def _remote_issues(campaign: Campaign) -> list[Issue]:
     """What the service says of the campaign's templates, products and senders (notes, such
     as a service that could not be asked when nothing required it, go to stderr)."""
-    from scheduler.app.lookups import read_remote
+    from scheduler.usecases.lookups import read_remote
 
     try:
         facts = read_remote(campaign)
@@ -95,10 +95,10 @@ def _check(path: Path, now: datetime | None,
     """Every problem of a campaign in one pass (see the module doc); never raises a campaign
     error. ``now`` checks that a one-off ``schedule.at`` has not passed; ``on_rows`` sees
     each chunk of plan rows."""
-    from scheduler.app.label_lookup import project_label_audience
-    from scheduler.app.link_setup import bind_preview
     from scheduler.campaign.loader import start_issues
     from scheduler.campaign.plan import PlanStats, build_plan, load_campaign
+    from scheduler.usecases.label_lookup import project_label_audience
+    from scheduler.usecases.link_setup import bind_preview
 
     stats, issues = PlanStats(), []
     campaign = None
@@ -288,9 +288,9 @@ def plan_report(path: Path, start_text: str | None, *,
         rate, jitter = 1 / interval if interval > 0 else math.inf, (0.0, 0.0)
     timed = counts if bulk is None or channel.has_calls else \
         pc.effective_counts(counts, deliveries, bulk.total)
-    from scheduler.app.plan_warmup import plan_ramps
     from scheduler.commands.plan_variants import variants_report
     from scheduler.dispatch.warmup_eta import ramp_caps
+    from scheduler.usecases.plan_warmup import plan_ramps
 
     ramps = plan_ramps(campaign.path, senders, start=start, tz=options.zone,
                        normal_cap=options.daily_cap)

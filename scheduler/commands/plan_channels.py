@@ -26,11 +26,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.app.channel_status import money
 from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.dispatcher.claims import REFILL
 from scheduler.ledger.queries.common import dumps
 from scheduler.ledger.rows import DueDelivery
+from scheduler.views.channel_status import money
 
 
 @dataclass

@@ -99,11 +99,11 @@ def _preview(path: Path, rows: int) -> tuple[list[dict[str, Any]], int]:
     WhatsApp: ``{row, step, to, endpoint, body}`` per message; SMS and voice:
     ``{step, rows, to, endpoint, body}`` per request (``rows`` and ``to`` are lists).
     """
-    from scheduler.app.label_lookup import project_label_audience
-    from scheduler.app.link_setup import bind_preview, refuse_unlinkable
-    from scheduler.app.lookups import require_remote
     from scheduler.campaign.plan import build_plan, load_campaign
     from scheduler.settings.run import SESSION_CHANNELS
+    from scheduler.usecases.label_lookup import project_label_audience
+    from scheduler.usecases.link_setup import bind_preview, refuse_unlinkable
+    from scheduler.usecases.lookups import require_remote
 
     campaign = load_campaign(path)
     require_remote(campaign)

@@ -15,7 +15,7 @@ from scheduler.errors import SchedulerError
 if TYPE_CHECKING:  # the app's modules (and rich, the ledger) are imported when a command runs
     from rich.console import Console
 
-    from scheduler.app.choose_run import EditChoice
+    from scheduler.usecases.choose_run import EditChoice
 
 
 def _console() -> Console:
@@ -65,11 +65,11 @@ def run_command(
                                     "with the plan as it was."),
 ) -> None:
     """Plan, store and dispatch a campaign now, with a progress bar (Ctrl-C pauses)."""
-    from scheduler.app.launch import launch_run
+    from scheduler.usecases.launch import launch_run
 
     console = _console()
     if rehearse:
-        from scheduler.app.rehearsal import print_rehearsal, rehearse_campaign
+        from scheduler.usecases.rehearsal import print_rehearsal, rehearse_campaign
 
         print_rehearsal(rehearse_campaign(file, start=_parse_start(start)), console)
         return
@@ -80,9 +80,9 @@ def run_command(
 
 
 def _control(action: str, run_id: int) -> None:
-    from scheduler.app.wiring import open_project
-    from scheduler.app.workers_view import served_by_workers
     from scheduler.timeutil import utcnow
+    from scheduler.views.workers import served_by_workers
+    from scheduler.wiring import open_project
 
     settings, ledger = open_project()
     workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
@@ -105,11 +105,11 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
     """Resume a paused or interrupted run; continues it here unless a process holds it."""
     import asyncio
 
-    from scheduler.app.choose_run import check_target
-    from scheduler.app.foreground import describe, run_foreground
-    from scheduler.app.wiring import open_project, target_value
     from scheduler.ledger.exceptions import RunLocked
     from scheduler.ledger.states import describe_target
+    from scheduler.usecases.choose_run import check_target
+    from scheduler.usecases.foreground import describe, run_foreground
+    from scheduler.wiring import open_project, target_value
 
     settings, ledger = open_project()
     target = target_value(settings)
@@ -125,8 +125,8 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
         senders = list(ledger.options(run).senders)
         verify_senders(*service, senders, timeout_s=settings.http_timeout_s,
                        calls=places_session_calls(run.channel))
-    from scheduler.app.workers_view import served_by_workers
     from scheduler.timeutil import utcnow
+    from scheduler.views.workers import served_by_workers
 
     workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
     ledger.request(run_id, "resume", served=workers > 0)
@@ -158,9 +158,9 @@ def resend_command(
                                   "says why."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
-    from scheduler.app.wiring import open_project
     from scheduler.dispatch.unknowns import judge_run
     from scheduler.timeutil import utcnow
+    from scheduler.wiring import open_project
 
     if not (failed or unknown or unproven):
         raise SchedulerError("say which deliveries to send again: --failed, --unproven or "
@@ -224,11 +224,11 @@ def status_command(
     """A run's status: deliveries by state, and the channel's outcomes (WhatsApp: sent /
     delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
     voice: answered / not answered, digits pressed)."""
-    from scheduler.app.experiment_status import experiment_lines, experiment_of_run
-    from scheduler.app.unserved import Unserved
-    from scheduler.app.wiring import open_project
     from scheduler.timeutil import utcnow
+    from scheduler.views.experiment_status import experiment_lines, experiment_of_run
     from scheduler.views.status import status_row
+    from scheduler.views.unserved import Unserved
+    from scheduler.wiring import open_project
 
     console = _console()
     settings, ledger = open_project()
@@ -283,13 +283,13 @@ def status_command(
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
-    from scheduler.app.unserved import Unserved
-    from scheduler.app.wiring import open_project
     from scheduler.ledger import access
     from scheduler.ledger.db import ledger_label
     from scheduler.ledger.queries import schedules as sch
     from scheduler.timeutil import utcnow
     from scheduler.views.status import runs_rows
+    from scheduler.views.unserved import Unserved
+    from scheduler.wiring import open_project
 
     settings, ledger = open_project()
     # every run from one snapshot, each with the runs that nobody will send, why, and what

@@ -22,10 +22,10 @@ def _console() -> Console:
 
 def schedule_command(file: Path = typer.Argument(..., help="Campaign definition (TOML).")) -> None:
     """Register a campaign's schedule (its `at` or `cron`); `campaign serve` fires it."""
-    from scheduler.app.wiring import open_project
     from scheduler.campaign.plan import load_campaign
     from scheduler.dispatch.triggers import add_schedule, make_trigger, next_fire_times
     from scheduler.timeutil import utcnow
+    from scheduler.wiring import open_project
 
     campaign = load_campaign(file)
     spec = campaign.spec.schedule
@@ -54,8 +54,8 @@ def schedule_command(file: Path = typer.Argument(..., help="Campaign definition 
 
 def unschedule_command(name: str = typer.Argument(..., help="Campaign name.")) -> None:
     """Forget a campaign's schedule (runs already made are kept)."""
-    from scheduler.app.wiring import open_project
     from scheduler.dispatch.triggers import remove_schedule
+    from scheduler.wiring import open_project
 
     _, ledger = open_project()
     if not remove_schedule(ledger, name):
@@ -70,13 +70,13 @@ def serve_command(
     """Fire scheduled campaigns, receive webhooks and dispatch every unfinished run."""
     import asyncio
 
-    from scheduler.app.foreground import _sigint_sets
-    from scheduler.app.serve import Server
-    from scheduler.app.serve_log import serve_logging
-    from scheduler.app.wiring import open_project, service_target
     from scheduler.commands.api import serve_alongside as api_alongside
     from scheduler.commands.dashboard import serve_alongside
     from scheduler.metrics import serving as metrics_port
+    from scheduler.usecases.foreground import _sigint_sets
+    from scheduler.usecases.serve import Server
+    from scheduler.usecases.serve_log import serve_logging
+    from scheduler.wiring import open_project, service_target
 
     settings, ledger = open_project()
     console = _console()

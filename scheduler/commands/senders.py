@@ -1,8 +1,8 @@
 """``campaign senders [--json]``: every sender's state, warm-up and plan limits;
 ``campaign senders pause | resume | retire ID --reason TEXT``: a person moves a sender.
 
-Thin: :mod:`scheduler.app.senders_view` reads what is shown, and
-:mod:`scheduler.app.sender_control` makes the changes.
+Thin: :mod:`scheduler.views.senders` reads what is shown, and
+:mod:`scheduler.usecases.sender_control` makes the changes.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import typer
 from scheduler.display import clean, clean_markup, local_time
 
 if TYPE_CHECKING:
-    from scheduler.app.senders_view import PlanLimits, SenderInfo, SendersView
+    from scheduler.views.senders import PlanLimits, SenderInfo, SendersView
 
 senders_app = typer.Typer(
     name="senders",
@@ -40,10 +40,10 @@ def senders_command(
     speed, and each session's plan limits left today."""
     if ctx.invoked_subcommand is not None:
         return
-    from scheduler.app.senders_view import senders_view
-    from scheduler.app.wiring import open_project
     from scheduler.ledger.db import ledger_label
     from scheduler.timeutil import utcnow
+    from scheduler.views.senders import senders_view
+    from scheduler.wiring import open_project
 
     settings, ledger = open_project()
     view = senders_view(ledger, settings, utcnow())
@@ -141,9 +141,9 @@ def _print(view: SendersView, ledger_label: str) -> None:
 
 
 def _change(action: str, sender: str, reason: str) -> None:
-    from scheduler.app.sender_control import change_sender
-    from scheduler.app.wiring import open_project
     from scheduler.timeutil import utcnow
+    from scheduler.usecases.sender_control import change_sender
+    from scheduler.wiring import open_project
 
     _settings, ledger = open_project()
     _say(change_sender(ledger, sender, action, reason, utcnow()).sentence())

@@ -74,8 +74,8 @@ def events(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
 ) -> None:
     """List stored webhook events, newest last."""
-    from scheduler.app.wiring import open_project
     from scheduler.tracking.counts import stored_events
+    from scheduler.wiring import open_project
 
     _, ledger = open_project()
     zone = _zone(ledger, run)  # an unknown run: RunNotFound, one line, exit 1
@@ -115,8 +115,8 @@ def receiver(
     import uvicorn
     from rich.markup import escape
 
-    from scheduler.app.wiring import open_project
     from scheduler.tracking import create_receiver, session_webhook_url
+    from scheduler.wiring import open_project
 
     settings, ledger = open_project()
     host = host or settings.receiver_host

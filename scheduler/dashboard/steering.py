@@ -35,7 +35,7 @@ CHILD_SETTLES_S = 5.0
 
 
 def _workers(dash: Dashboard) -> int:
-    from scheduler.app.workers_view import served_by_workers
+    from scheduler.views.workers import served_by_workers
 
     return served_by_workers(dash.ledger, dash.settings.worker_lease_s, dash.clock())
 
@@ -55,8 +55,8 @@ def control(dash: Dashboard, run_id: int, action: Literal["pause", "cancel"]) ->
 
 def resume(dash: Dashboard, run_id: int) -> Notice:
     """Resume the run: the live workers or its holder continue it, else a started child."""
-    from scheduler.app.choose_run import check_target
-    from scheduler.app.wiring import target_value
+    from scheduler.usecases.choose_run import check_target
+    from scheduler.wiring import target_value
 
     run = dash.ledger.get_run(run_id)
     if run.status not in FINISHED_RUN_STATUSES:

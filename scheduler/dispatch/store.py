@@ -3,7 +3,7 @@
 The engine holds a :class:`Store`, never the concrete ledger or its queries, as listmonk
 keeps its campaign runner behind a small store interface. The ledger's implementation is
 :class:`scheduler.ledger.run_store.RunStore`, made by the wiring
-(:func:`scheduler.app.stores.run_store`), which also gives it the tracking layer's hook for
+(:func:`scheduler.wiring.run_store`), which also gives it the tracking layer's hook for
 events that arrived before their send's id was stored. Every method is one transaction or
 one read; a database error is a :class:`~scheduler.ledger.exceptions.LedgerError` naming
 what the dispatcher was doing.

@@ -58,7 +58,7 @@ class Run(SQLModel, table=True):
     owner_pid: int | None = None
     owner_host: str | None = None
     heartbeat_at: datetime | None = None
-    # Where the sends went: "sandbox" or "service:<host>" (see scheduler.app.wiring).
+    # Where the sends went: "sandbox" or "service:<host>" (see scheduler.wiring).
     target: str | None = None
     # What the run was planned from (JSON; see scheduler.campaign.fingerprint).
     fingerprint: str | None = Field(default=None, sa_type=Text)

@@ -4,7 +4,7 @@
 What a short link needs at render time and where it comes from:
 
 - the run id, the signing key and the public base: a :class:`LinkBinding` the planner binds
-  to the campaign's :class:`Linker` before rendering (``scheduler.app.link_setup``; worker
+  to the campaign's :class:`Linker` before rendering (``scheduler.usecases.link_setup``; worker
   processes of a plan get the same binding with their campaign);
 - the recipient's CSV row and number: the plan puts them in each row's render context under
   :data:`LINK_ROW` (a key no CSV column can have: slugs are ``[a-z0-9_]``);

@@ -89,8 +89,8 @@ def _run_figures(view: RunView, next_due: datetime | None) -> RunFigures:
 
 def read_figures(ledger: Ledger, settings: Settings, now: datetime) -> LedgerFigures:
     """The ledger's figures as of ``now``, in one snapshot."""
-    from scheduler.app.workers_view import read_workers
     from scheduler.views.reading import read_run
+    from scheduler.views.workers import read_workers
 
     started = monotonic()
     figures = LedgerFigures()

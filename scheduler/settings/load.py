@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     # before it no longer counts as live.
     worker_lease_s: float = Field(default=15.0, ge=0.5, le=600)
     # `campaign serve` plans each scheduled run in a child process; one still planning after
-    # this long is stopped and its run marked failed (scheduler.app.plan_process).
+    # this long is stopped and its run marked failed (scheduler.usecases.plan_process).
     plan_limit_s: float = Field(default=900.0, gt=0)
 
     # The engine's settings: flat keys of config.toml and CAMPAIGN_* (see load_settings).

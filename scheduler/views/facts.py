@@ -8,13 +8,12 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.app.channel_status import sms_failures_by
-from scheduler.app.run_senders import RunSender
 from scheduler.dispatch.channels import known_channel
 from scheduler.ledger import funnel as fn
 from scheduler.ledger.queries.run_view import ErrorRow, EventRow, RecentSends, SmsFailureRow
 from scheduler.ledger.queries.tallies import ENDED, Tally
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.views.channel_status import sms_failures_by
 from scheduler.views.parts import (
     CallFunnel,
     ErrorGroup,
@@ -26,6 +25,7 @@ from scheduler.views.parts import (
     StepFunnel,
     WorkerPace,
 )
+from scheduler.views.run_senders import RunSender
 
 #: Longest text of an event or a reply shown on the page.
 TEXT_AT_MOST = 200

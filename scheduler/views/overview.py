@@ -9,8 +9,6 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from scheduler.app.channel_status import short_outcomes
-from scheduler.app.run_senders import what_to_do
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
@@ -19,8 +17,10 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import HELD_STATES
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.views.channel_status import short_outcomes
 from scheduler.views.parts import SenderGlance
 from scheduler.views.reading import SENDER_DAY_COUNTED, day_start
+from scheduler.views.run_senders import what_to_do
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger
@@ -110,7 +110,7 @@ def read_overview(ledger: Ledger, *, settings: Settings, now: datetime,
     ``limit`` runs with their progress (tallies), today's sends (``run_minutes``; the day
     in the newest run's zone, UTC before any run), every sender's profile and sends today
     (the sender index alone, while the day has at most :data:`SENDER_DAY_COUNTED`)."""
-    from scheduler.app.workers_view import read_workers
+    from scheduler.views.workers import read_workers
 
     with access.snapshot(ledger.engine, "read the overview") as conn:
         runs = vq.newest_runs(conn, limit)

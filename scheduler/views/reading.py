@@ -15,10 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
-from scheduler.app.run_senders import RunSender, read_senders_of_run
-from scheduler.app.run_waits import read_cap_waits
-from scheduler.app.unserved import Unserved, held_by_a_process, judge_serving, read_serving_workers
-from scheduler.app.workers_view import read_workers
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.unknowns import UnknownVerdicts, read_unknown_verdicts
@@ -38,7 +34,16 @@ from scheduler.units import load_zone
 from scheduler.views import facts as vf
 from scheduler.views.attempts import read_attempts, second_chance_waits
 from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait
+from scheduler.views.run_senders import RunSender, read_senders_of_run
+from scheduler.views.run_waits import read_cap_waits
+from scheduler.views.unserved import (
+    Unserved,
+    held_by_a_process,
+    judge_serving,
+    read_serving_workers,
+)
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
+from scheduler.views.workers import read_workers
 
 if TYPE_CHECKING:
     from scheduler.settings.load import Settings

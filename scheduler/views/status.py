@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from scheduler.app.channel_status import read_channel_outcomes, short_outcomes
-from scheduler.app.run_senders import sender_lines
-from scheduler.app.run_waits import read_run_waits
 from scheduler.display import iso_utc
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
@@ -25,7 +22,10 @@ from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.reports.figures import funnel_of
 from scheduler.tracking.answers import read_answer_tallies
+from scheduler.views.channel_status import read_channel_outcomes, short_outcomes
 from scheduler.views.reading import RunRead, read_run
+from scheduler.views.run_senders import sender_lines
+from scheduler.views.run_waits import read_run_waits
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from scheduler.app.rehearsal import rehearse_campaign
+from scheduler.usecases.rehearsal import rehearse_campaign
 from tests.factories import REPO
 
 #: A Monday, before both windows open.

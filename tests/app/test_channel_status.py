@@ -17,9 +17,6 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from scheduler.app.channel_status import SmsOutcomes, VoiceOutcomes, channel_outcomes
-from scheduler.app.foreground import RunProgress
-from scheduler.app.stores import run_store
 from scheduler.cli import app
 from scheduler.ledger import access
 from scheduler.ledger.changes import Changes
@@ -30,6 +27,9 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
+from scheduler.usecases.foreground import RunProgress
+from scheduler.views.channel_status import SmsOutcomes, VoiceOutcomes, channel_outcomes
+from scheduler.wiring import run_store
 from tests.factories import T0, command_project, number
 from tests.tracking.support import sms, voice
 

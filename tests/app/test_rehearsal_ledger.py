@@ -13,12 +13,12 @@ from alembic import command
 from sqlalchemy import inspect, select
 from sqlalchemy.engine import make_url
 
-from scheduler.app.rehearsal import rehearse_campaign
 from scheduler.ledger import access
 from scheduler.ledger.db import alembic_config, make_engine, open_ledger
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.read_only import schema_head
+from scheduler.usecases.rehearsal import rehearse_campaign
 from tests.app.support import clean_env, cli
 from tests.factories import write_project
 

@@ -218,7 +218,7 @@ def test_the_example_template_campaign_plans_as_its_comments_say(make_sandbox: A
 
 def test_a_rehearsal_sends_the_templates_without_asking_the_configured_service(
         tmp_path: Path, monkeypatch: Any) -> None:
-    from scheduler.app.rehearsal import rehearse_campaign
+    from scheduler.usecases.rehearsal import rehearse_campaign
 
     root = tmp_path / "copy"
     for relative in ("campaigns/entrega_template.toml", "data/entregas.csv"):

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch import reconcile
 from scheduler.dispatch.channels import channel_for
 from scheduler.ledger.changes import Changes
@@ -21,6 +20,7 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
+from scheduler.wiring import run_store
 from tests.factories import T0, make_run, number
 from tests.tracking.support import iso, rows
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.app.rehearsal import rehearse_campaign
 from scheduler.dispatch.senders import SenderPool
+from scheduler.usecases.rehearsal import rehearse_campaign
 from tests.calls.support import calls_project
 
 T0 = datetime(2026, 11, 23, 9, 0, tzinfo=UTC)

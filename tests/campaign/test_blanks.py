@@ -129,7 +129,7 @@ def test_validate_counts_the_skipped_recipients(project: Project, monkeypatch,
 
 def test_status_says_why_deliveries_were_skipped(project: Project, ledger, ledger_url: str,
                                                  monkeypatch, tmp_path: Path) -> None:
-    from scheduler.app.planning import plan_run
+    from scheduler.usecases.planning import plan_run
     from tests.factories import T0
 
     (tmp_path / "empty.toml").write_text("")

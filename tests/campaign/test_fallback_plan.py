@@ -181,7 +181,7 @@ def test_the_example_campaign_plans_its_retries_and_fallback() -> None:
 def test_planning_a_run_makes_its_fallback_run(project: Project, ledger: Ledger) -> None:
     """The parent run stores its second chances; its fallback run is made with it, empty,
     on the fallback's channel and options; a re-plan keeps that same fallback run."""
-    from scheduler.app.planning import plan_run, replan_run
+    from scheduler.usecases.planning import plan_run, replan_run
 
     path = write(project)
     start = datetime(2027, 3, 8, 13, tzinfo=UTC)

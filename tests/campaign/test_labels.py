@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from scheduler.app.label_lookup import label_audience
 from scheduler.campaign.exceptions import DefinitionError
 from scheduler.campaign.plan import build_plan, load_campaign
 from scheduler.cli import app
 from scheduler.ledger.runs import Ledger
+from scheduler.usecases.label_lookup import label_audience
 from tests.campaign.support import label_event, store_events
 from tests.factories import T0, Project, open_test_ledger
 
@@ -163,7 +163,7 @@ def test_labels_on_sms_or_voice_are_an_error(project: Project, channel: str) -> 
 
 def test_a_rehearsal_sends_only_to_the_labelled_audience(project: Project,
                                                           ledger: Ledger) -> None:
-    from scheduler.app.rehearsal import rehearse_campaign
+    from scheduler.usecases.rehearsal import rehearse_campaign
 
     store_events(ledger, story(), NOW)
     path = campaign_file(project, 'labels = ["VIP"]\nexclude_labels = ["churned"]\n')

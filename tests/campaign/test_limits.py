@@ -87,7 +87,7 @@ def test_within_max_invalid_is_fine(project: Project) -> None:
 
 
 def test_a_run_over_max_invalid_stores_nothing(project: Project, ledger_url: str) -> None:
-    from scheduler.app.planning import plan_run
+    from scheduler.usecases.planning import plan_run
 
     path = _with_limit(project, '"10%"')
     engine = open_ledger(ledger_url)

@@ -136,7 +136,7 @@ def test_validate_lists_the_unreachable_numbers_as_warnings(project: Project) ->
 
 
 def test_the_ledger_keeps_the_reason_of_each_skip(project: Project, ledger_url: str) -> None:
-    from scheduler.app.planning import plan_run
+    from scheduler.usecases.planning import plan_run
 
     path = project.basic(TEXT_STEP, csv=MESSY)
     engine = open_ledger(ledger_url)

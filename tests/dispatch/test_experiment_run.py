@@ -11,8 +11,6 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
-from scheduler.app.planning import plan_run
-from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.start import dispatch
 from scheduler.experiments.exact import exact_split
@@ -22,6 +20,8 @@ from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES
 from scheduler.timeutil import SimulatedClock
+from scheduler.usecases.planning import plan_run
+from scheduler.wiring import run_store
 from tests.factories import T0, Project, open_test_ledger
 
 N = 400
@@ -125,7 +125,7 @@ def test_a_replan_keeps_each_recipients_variant_and_a_decided_winner(
         tmp_path: Path, ledger_url: str) -> None:
     """--replan of a run whose test was decided: the test share keeps its variants, the
     rest planned again is given the decided winner at once (not held again)."""
-    from scheduler.app.planning import replan_run
+    from scheduler.usecases.planning import replan_run
 
     path = _project(tmp_path / "p")
     with open_test_ledger(ledger_url, SimulatedClock(T0)) as ledger:

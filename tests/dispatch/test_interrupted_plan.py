@@ -7,10 +7,10 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from scheduler.app.planning import plan_run, unfinished_run_for
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries.tables import runs as runs_table
 from scheduler.ledger.runs import Ledger
+from scheduler.usecases.planning import plan_run, unfinished_run_for
 from tests.factories import write_project
 
 DEAD_PID = 2**22 + 4321

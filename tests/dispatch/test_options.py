@@ -7,13 +7,13 @@ from datetime import datetime, timedelta
 
 from alembic import command
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import alembic_config, open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.settings.run import from_snapshot
+from scheduler.wiring import run_store
 from tests.factories import T0, FakeClock, Service
 
 OLD_DEFINITION = {"name": "antiga", "senders": ["s1", "s2"], "pace": {"rate": "1/min"},

@@ -6,7 +6,7 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scheduler.app.rehearsal import rehearse_campaign
+from scheduler.usecases.rehearsal import rehearse_campaign
 from tests.factories import write_project
 
 

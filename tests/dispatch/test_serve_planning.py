@@ -16,14 +16,14 @@ from rich.console import Console
 from sqlmodel import Session, select
 from typer.testing import CliRunner
 
-from scheduler.app.serve import Server
-from scheduler.app.wiring import service_target
 from scheduler.cli import app
 from scheduler.dispatch.triggers import add_schedule
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Fire, Run
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
+from scheduler.usecases.serve import Server
+from scheduler.wiring import service_target
 from tests.dispatch.support import RECIPIENTS, scheduled_project
 from tests.factories import command_project
 

@@ -11,8 +11,6 @@ from apscheduler.triggers.cron import CronTrigger
 from rich.console import Console
 from sqlmodel import Session, select
 
-from scheduler.app.serve import Server
-from scheduler.app.wiring import service_target
 from scheduler.dispatch.triggers import (
     Triggers,
     add_schedule,
@@ -24,6 +22,8 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.models import Fire
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
+from scheduler.usecases.serve import Server
+from scheduler.wiring import service_target
 from tests.dispatch.support import RECIPIENTS, scheduled_project
 from tests.waiting import wait_for
 

@@ -334,7 +334,7 @@ def test_a_fallback_lands_in_the_child_run(ledger: Ledger) -> None:
 
 
 def test_a_fallback_run_lives_and_dies_with_its_parent(ledger: Ledger) -> None:
-    from scheduler.app.planning import unfinished_run_for
+    from scheduler.usecases.planning import unfinished_run_for
 
     run_id = _run(ledger, 2)
     child = ledger.create_fallback_run(run_id, "sms", "{}")

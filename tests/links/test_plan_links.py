@@ -72,8 +72,8 @@ def test_sms_segments_count_the_short_link(project: Project, ledger_url: str) ->
     on = link_campaign(project, PADDED, channel="sms")
     assert [s["sms_segments"] for s in _plan_json(on)["steps"]] == [4]  # 2 + 2
     # the run's own links (its run id, the project's key) have the length the plan counted
-    from scheduler.app.planning import plan_run
     from scheduler.campaign.segments import sms_segments
+    from scheduler.usecases.planning import plan_run
 
     engine = open_ledger(ledger_url)
     try:
@@ -114,8 +114,8 @@ def test_an_address_in_a_variable_cannot_be_numbered(project: Project) -> None:
 
 
 def test_worker_processes_render_the_same_links(project: Project) -> None:
-    from scheduler.app.link_setup import bind_preview
     from scheduler.campaign.plan import build_plan, load_campaign
+    from scheduler.usecases.link_setup import bind_preview
 
     with_public_address(project)
     path = link_campaign(project, 'Oi {{ nome }}: {{ link("https://loja.example/promo") }}')

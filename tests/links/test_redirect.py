@@ -14,7 +14,6 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from scheduler.app.planning import plan_run, replan_run
 from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
@@ -22,6 +21,7 @@ from scheduler.links.keys import link_key
 from scheduler.links.tokens import LinkRef, make_token, parse_token
 from scheduler.settings.load import Settings, load_settings
 from scheduler.tracking import create_receiver
+from scheduler.usecases.planning import plan_run, replan_run
 from tests.factories import FakeClock, Project, open_test_ledger
 from tests.links.support import PUBLIC, link_campaign, short_links, stored, with_public_address
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.app import rehearsal
+from scheduler.usecases import rehearsal
 
 
 def phone(i: int) -> str:

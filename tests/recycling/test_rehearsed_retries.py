@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from scheduler.app.rehearsal import rehearse_campaign
+from scheduler.usecases.rehearsal import rehearse_campaign
 from tests.recycling.support import (
     number,
     phone,

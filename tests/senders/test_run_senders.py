@@ -13,7 +13,6 @@ from pathlib import Path
 import openpyxl
 from typer.testing import CliRunner
 
-from scheduler.app.run_senders import RunSender, sender_lines
 from scheduler.cli import app
 from scheduler.display import iso_utc
 from scheduler.ledger import access
@@ -24,6 +23,7 @@ from scheduler.ledger.states import ChangeSource, RunStatus, SenderStatus
 from scheduler.reports import write_report
 from scheduler.timeutil import utcnow
 from scheduler.units import load_zone
+from scheduler.views.run_senders import RunSender, sender_lines
 from tests.factories import T0, make_run
 
 runner = CliRunner()

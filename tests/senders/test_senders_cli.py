@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from scheduler.app.senders_view import read_senders
 from scheduler.cli import app
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import ChangeSource, SenderStatus
 from scheduler.sandbox.testing import SandboxHandle
+from scheduler.views.senders import read_senders
 from tests.factories import T0, make_run, number
 from tests.senders.support import dispatched_run
 

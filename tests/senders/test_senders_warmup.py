@@ -11,13 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler import timeutil
-from scheduler.app.senders_view import add_warmup, read_senders
 from scheduler.cli import app
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import ChangeSource, SenderStatus
 from scheduler.settings.senders import SenderCare, WarmupProfile
+from scheduler.views.senders import add_warmup, read_senders
 from tests.factories import T0, make_run
 
 runner = CliRunner()

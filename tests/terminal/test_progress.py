@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 
-from scheduler.app.foreground import RunProgress, settled_counts
-from scheduler.app.progress_state import BarState, waiting_line
 from scheduler.dispatch.caps import cap_sentence
 from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.waits import recovered_note
 from scheduler.dispatch.windows import SendWindow
 from scheduler.units import load_zone
+from scheduler.usecases.foreground import RunProgress, settled_counts
+from scheduler.views.progress import BarState, waiting_line
 
 ZONE = "America/Sao_Paulo"
 #: Monday 2026-11-23 21:30 in São Paulo: after the 09:00-20:00 window.

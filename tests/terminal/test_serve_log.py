@@ -11,8 +11,8 @@ from apscheduler.executors.base import run_job
 from apscheduler.job import Job
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from scheduler.app.serve_log import misfire_message, serve_logging
 from scheduler.dispatch.triggers import campaign_due, make_trigger
+from scheduler.usecases.serve_log import misfire_message, serve_logging
 
 ZONE = "America/Sao_Paulo"
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scheduler.app.wiring import ensure_account_webhook
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
 from scheduler.tracking import account_webhook_url
 from scheduler.tracking.identity import IDENTITY_FILE, account_secret
+from scheduler.wiring import ensure_account_webhook
 from tests.factories import start_service
 from tests.tracking.support import ReceiverHandle, sms
 

@@ -16,7 +16,6 @@ from typing import Any
 
 from sqlalchemy import text, update
 
-from scheduler.app.stores import run_store
 from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tables
@@ -25,6 +24,7 @@ from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
+from scheduler.wiring import run_store
 from tests.factories import T0, make_run, number
 from tests.tracking.support import mid, receipt, rows, sent, table, wait_until
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.app.label_lookup import label_audience
 from scheduler.campaign.plan import build_plan, load_campaign
 from scheduler.ledger.runs import Ledger
+from scheduler.usecases.label_lookup import label_audience
 from tests.factories import REPO
 from tests.tracking.support import table, wait_until
 

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch import reconcile
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
 from scheduler.ledger.queries import dispatch as dq
@@ -15,6 +14,7 @@ from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.intake import incoming_from
+from scheduler.wiring import run_store
 from tests.factories import T0, make_run, number
 from tests.tracking.support import receipt, rows, sent, table, wait_until
 

@@ -8,7 +8,6 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from scheduler.app.stores import run_store
 from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool
@@ -19,6 +18,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
 from scheduler.timeutil import utcnow
+from scheduler.wiring import run_store
 from tests.engine import dispatcher_for
 from tests.factories import make_run
 from tests.tracking.support import iso, table, wait_until

@@ -16,14 +16,14 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from scheduler.app.planning import plan_run
-from scheduler.app.wiring import target_of
 from scheduler.ledger import access
 from scheduler.ledger.models import Delivery
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox.testing import SandboxHandle
+from scheduler.usecases.planning import plan_run
+from scheduler.wiring import target_of
 from tests.waiting import wait_for
 
 CAMPAIGN = [sys.executable, "-m", "scheduler.cli"]

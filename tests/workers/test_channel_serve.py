@@ -9,12 +9,12 @@ from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 
-from scheduler.app.planning import plan_run
-from scheduler.app.wiring import target_of
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DONE_STATES
 from scheduler.sandbox.testing import SandboxHandle, write_text_project
+from scheduler.usecases.planning import plan_run
+from scheduler.wiring import target_of
 from tests.channels.support import (
     SANDBOX_PRICES,
     numbers_sent,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.app.stores import store_for
 from scheduler.dispatch.workers import SecondWorkerRefused, WorkerSeat
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
+from scheduler.wiring import store_for
 from tests.workers.support import CAMPAIGN, worker_env
 
 

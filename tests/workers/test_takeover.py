@@ -12,7 +12,6 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import update
 
-from scheduler.app.stores import store_for
 from scheduler.dispatch.leases import LeaseGate
 from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.workers import WorkerSeat
@@ -20,6 +19,7 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.wiring import store_for
 from tests.factories import T0, FakeClock, make_run, number
 
 D = tables.deliveries

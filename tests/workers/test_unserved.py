@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from scheduler.app.stores import store_for
-from scheduler.app.unserved import ServingWorker, judge_serving, unserved_runs
 from scheduler.cli import app
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.ledger import access
@@ -25,6 +23,8 @@ from scheduler.ledger.models import Run
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
+from scheduler.views.unserved import ServingWorker, judge_serving, unserved_runs
+from scheduler.wiring import store_for
 from tests.factories import T0, command_project, make_run, open_test_ledger
 
 API = "service:api.example.com:443"

@@ -9,13 +9,13 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from scheduler.app.stores import store_for
 from scheduler.dispatch.shares import TRIGGER_LEASE
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.ledger import access
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
+from scheduler.wiring import store_for
 from tests.workers.support import CAMPAIGN
 
 

@@ -1,10 +1,12 @@
-"""Settings → the parts of a running program: the ledger, the service (or the sandbox).
+"""The wiring, in one module: settings → the parts of a running program (the ledger, the
+service or the sandbox, the engine's stores).
 
 One factory for what every command needs: :func:`ledger_from_settings` opens the project's
 ledger; :func:`service_target` gives the configured service or, only when no service is
 configured at all, the embedded sandbox on a free loopback port (half a configuration is a
 :class:`~scheduler.errors.ConfigError`, see ``Settings.service_endpoint``);
-:func:`ensure_senders` makes the run's sessions ready.
+:func:`ensure_senders` makes the run's sessions ready; :func:`run_store` gives the
+dispatcher its store with tracking's hook.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from scheduler.timeutil import Clock, monotonic, utcnow
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from scheduler.dispatch.store import StoreFor
+    from scheduler.ledger.run_store import RunStore
     from scheduler.service.client import ServiceClient
 
 
@@ -197,3 +201,22 @@ def client_for(settings: Settings, target: ServiceTarget) -> ServiceClient:
 
     return ServiceClient(target.base_url, target.api_key, timeout_s=settings.http_timeout_s,
                          concurrency=settings.http_concurrency)
+
+
+def run_store(ledger: Ledger, run_id: int) -> RunStore:
+    """Run ``run_id``'s store in ``ledger``, applying early events as sends are recorded.
+
+    The dispatcher sees a :class:`~scheduler.dispatch.store.Store` and never imports the
+    tracking layer; here, one floor above both, the ledger's store is given the hook that
+    applies the webhook events which arrived before their send's message id was stored
+    (:func:`scheduler.tracking.early.match_early_events`), in the same transaction.
+    """
+    from scheduler.ledger.run_store import RunStore
+    from scheduler.tracking.early import match_early_events
+
+    return RunStore(ledger, run_id, on_accepted=match_early_events)
+
+
+def store_for(ledger: Ledger) -> StoreFor:
+    """Any run's store in ``ledger`` (a ``serve`` worker settles runs it does not send)."""
+    return lambda run_id: run_store(ledger, run_id)

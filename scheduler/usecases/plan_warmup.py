@@ -32,7 +32,7 @@ def warming_senders(settings: Settings, senders: list[str], *, start: datetime,
             ramps[sender] = ramp
     if not ramps:
         return []
-    from scheduler.app.wiring import ledger_from_settings
+    from scheduler.wiring import ledger_from_settings
 
     ledger = ledger_from_settings(settings)
     with access.read(ledger.engine, "read the senders' warm-up days") as conn:

@@ -202,8 +202,8 @@ async def fetch_limits(client: ServiceClient, base_url: str, sessions: list[str]
     """Each session's plan limits, or the sentence saying why they could not be read (one
     session's failure does not hide the others'). ``connect_first``: the embedded sandbox,
     where a session exists once it is created and scanned, as before a run."""
-    from scheduler.app.wiring import connect_session
     from scheduler.service.session_admin import explain
+    from scheduler.wiring import connect_session
 
     async def one(session: str) -> PlanLimits | str:
         try:
@@ -225,7 +225,7 @@ async def fetch_limits(client: ServiceClient, base_url: str, sessions: list[str]
 def add_limits(view: SendersView, settings: Settings) -> SendersView:
     """``view`` with each WhatsApp session's plan limits from the configured service (the
     embedded sandbox when none is configured); the SMS/voice account has none per session."""
-    from scheduler.app.wiring import client_for, service_target
+    from scheduler.wiring import client_for, service_target
 
     sessions = [s.sender for s in view.senders if s.kind == SESSION]
     for info in view.senders:

@@ -21,15 +21,6 @@ from typing import Any
 
 from rich.console import Console
 
-from scheduler.app.foreground import start_tracking
-from scheduler.app.plan_process import PlanProcesses, run_of
-from scheduler.app.stores import run_store, store_for
-from scheduler.app.wiring import (
-    ServiceTarget,
-    client_for,
-    ensure_account_webhook,
-    ensure_senders,
-)
 from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
@@ -48,6 +39,16 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
+from scheduler.usecases.foreground import start_tracking
+from scheduler.usecases.plan_process import PlanProcesses, run_of
+from scheduler.wiring import (
+    ServiceTarget,
+    client_for,
+    ensure_account_webhook,
+    ensure_senders,
+    run_store,
+    store_for,
+)
 
 #: Webhooks pointed at once when a worker takes senders over (``follow_leases``).
 POINT_AT_ONCE = 16

@@ -22,13 +22,13 @@ from typing import Any
 
 from rich.console import Console
 
-from scheduler.app.wiring import ServiceTarget
 from scheduler.dispatch.channel import Channel, SendRequest
 from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
+from scheduler.wiring import ServiceTarget
 
 #: The campaigns of this part, in order, with their titles.
 PARTS = (("campaigns/demo_sms.toml", "SMS campaign"),
@@ -59,8 +59,8 @@ def channel_tour(settings: Settings, ledger: Ledger, target: ServiceTarget, root
 def run_channel_demo(settings: Settings, ledger: Ledger, target: ServiceTarget, path: Path,
                      console: Console) -> int:
     """Plan ``path``, say its requests, run it in the foreground, say its outcomes."""
-    from scheduler.app.planning import plan_run
     from scheduler.timeutil import utcnow
+    from scheduler.usecases.planning import plan_run
 
     run_id = plan_run(ledger, path, start_at=utcnow(), target=target.ledger_value)
     run = ledger.get_run(run_id)
@@ -79,7 +79,7 @@ def run_channel_demo(settings: Settings, ledger: Ledger, target: ServiceTarget, 
 def run_quietly(settings: Settings, ledger: Ledger, run: Run, target: ServiceTarget,
                 console: Console) -> None:
     """Run ``run`` in the foreground off the screen; say its end only when not completed."""
-    from scheduler.app.foreground import run_foreground
+    from scheduler.usecases.foreground import run_foreground
 
     # the bar and the engine's notes would take a dozen lines: kept off the screen
     quiet = Console(file=io.StringIO(), width=WIDTH)
@@ -181,7 +181,7 @@ def _recipients(ledger: Ledger, run: Run) -> list[tuple[str, str, dict[str, Any]
 def outcome_lines(ledger: Ledger, run: Run, variables: dict[str, dict[str, Any]]
                   ) -> list[str]:
     """Each recipient's outcome and the run's totals (SMS or voice)."""
-    from scheduler.app.channel_status import (
+    from scheduler.views.channel_status import (
         SmsOutcomes,
         VoiceOutcomes,
         channel_outcomes,

@@ -24,7 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from scheduler.app.wiring import client_for, connect_session, service_target
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.products import product_context
@@ -39,6 +38,7 @@ from scheduler.errors import SchedulerError
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.template_models import CLOUD_API, TemplateRecord
 from scheduler.settings.load import Settings, load_settings
+from scheduler.wiring import client_for, connect_session, service_target
 
 if TYPE_CHECKING:  # the client (aiohttp, httpx) is imported when a service is asked
     from scheduler.service.client import ServiceClient

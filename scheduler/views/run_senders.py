@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic import BaseModel, field_serializer
 
-from scheduler.app.senders_view import NEW
 from scheduler.dispatch import warmup
 from scheduler.display import iso_utc, local_time
 from scheduler.ledger import access
@@ -37,6 +36,7 @@ from scheduler.ledger.states import (
 from scheduler.settings.run import RunOptions
 from scheduler.settings.senders import SenderCare
 from scheduler.units import load_zone
+from scheduler.views.senders import NEW
 
 #: Who made a change, as the text says it.
 _BY = {ChangeSource.OPERATOR: "by a person", ChangeSource.ENGINE: "by the health rules",

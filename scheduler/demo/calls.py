@@ -16,11 +16,11 @@ from typing import Any
 
 from rich.console import Console
 
-from scheduler.app.demo_channels import run_quietly, say
-from scheduler.app.wiring import ServiceTarget
+from scheduler.demo.channels import run_quietly, say
 from scheduler.ledger import access
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
+from scheduler.wiring import ServiceTarget
 
 #: The campaign of this part.
 CAMPAIGN = "campaigns/demo_calls.toml"
@@ -32,8 +32,8 @@ STEPS = (("call.ringing", "ringing"), ("call.connected", "connected"),
 def calls_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
                console: Console, *, number: int) -> int | None:
     """Run the calls demo campaign as part ``number``; its run id (None when absent)."""
-    from scheduler.app.planning import plan_run
     from scheduler.timeutil import utcnow
+    from scheduler.usecases.planning import plan_run
 
     console.print(f"[bold]{number}. WhatsApp calls, one at a time per session: {CAMPAIGN}[/]",
                   highlight=False)
@@ -77,7 +77,7 @@ def _events(ledger: Ledger, call_id: str) -> list[str]:
 
 def call_lines(ledger: Ledger, run_id: int) -> list[str]:
     """Each call with its events, length and recording; then the totals."""
-    from scheduler.app.channel_status import CallsOutcomes, channel_outcomes
+    from scheduler.views.channel_status import CallsOutcomes, channel_outcomes
 
     lines = []
     for to, sender, state, details in _calls(ledger, run_id):

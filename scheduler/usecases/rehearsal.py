@@ -26,11 +26,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scheduler.app.lookups import rehearsal_connections
-from scheduler.app.planning import plan_run
-from scheduler.app.sender_seed import project_profiles, seed_profiles
-from scheduler.app.stores import run_store
-from scheduler.app.wiring import ensure_senders, service_target
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
@@ -40,12 +35,16 @@ from scheduler.ledger.read_only import LedgerOutOfDate
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.run import SESSION_CHANNELS, RunOptions
 from scheduler.timeutil import SimulatedClock, utcnow
+from scheduler.usecases.lookups import rehearsal_connections
+from scheduler.usecases.planning import plan_run
+from scheduler.usecases.sender_seed import project_profiles, seed_profiles
+from scheduler.wiring import ensure_senders, run_store, service_target
 
 if TYPE_CHECKING:
-    from scheduler.app.wiring import ServiceTarget
     from scheduler.ledger.models import Run
     from scheduler.service.client import ServiceClient
     from scheduler.settings.load import Settings
+    from scheduler.wiring import ServiceTarget
 
 
 #: The sandbox's real seconds per simulated second of a call in a rehearsal with retry
@@ -65,8 +64,8 @@ async def _receive(settings: Settings, ledger: Ledger, client: ServiceClient,
     """Start a receiver on a free loopback port for the throw-away ledger and point the
     sandbox's webhooks at it (the account's, for SMS and voice runs and fallbacks); the
     session webhook URL for the senders."""
-    from scheduler.app.wiring import ensure_account_webhook
     from scheduler.tracking import account_webhook_url, session_webhook_url, start_receiver
+    from scheduler.wiring import ensure_account_webhook
 
     server = start_receiver(settings, ledger, client, host="127.0.0.1", port=0)
     stack.callback(server.stop)
@@ -105,10 +104,10 @@ class Rehearsal:
 
 
 async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
-    from scheduler.app.label_lookup import project_label_audience
     from scheduler.campaign.loader import load_campaign
     from scheduler.service.client import ServiceClient
     from scheduler.settings.load import Settings, load_settings
+    from scheduler.usecases.label_lookup import project_label_audience
 
     clock = SimulatedClock(start)
     notes: list[str] = []

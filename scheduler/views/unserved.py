@@ -2,7 +2,7 @@
 ``campaign serve`` worker that may serve them.
 
 A worker leaves alone a run started against another target than its own (``runs.target``
-against the ``workers.target`` it registered with, see :mod:`scheduler.app.serve`). When
+against the ``workers.target`` it registered with, see :mod:`scheduler.usecases.serve`). When
 the worker that did serve a run dies, the run stays ``running`` with its rows ``planned``
 and nothing moves. ``campaign status``, ``runs`` and ``workers`` say so, why, and what to
 do: :func:`judge_serving` decides (pure), :func:`unserved_runs` reads the ledger for it.

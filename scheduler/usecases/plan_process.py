@@ -8,7 +8,7 @@ never returns) is stopped: the child is killed, and the run it created is marked
 with that reason, so ``runs`` and ``status`` say what happened. Nothing of a killed plan is
 stored (the plan is one transaction).
 
-The child is ``python -m scheduler.app.plan_process``: it reads a :class:`PlanRequest` as
+The child is ``python -m scheduler.usecases.plan_process``: it reads a :class:`PlanRequest` as
 JSON on its standard input (the database URL, with its password, never on a command line)
 and writes one :class:`PlanOutcome` as JSON on its standard output.
 """
@@ -74,7 +74,7 @@ class PlanProcesses:
         request = PlanRequest(database_url=self.database_url, campaign_path=str(campaign_path),
                               start_at=start_at, fire_time=fire_time, target=target)
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "scheduler.app.plan_process",
+            sys.executable, "-m", "scheduler.usecases.plan_process",
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
         try:
@@ -123,9 +123,9 @@ def _die_with_parent() -> None:
 def main() -> None:
     """The child: plan the request read on stdin; write its outcome on stdout."""
     _die_with_parent()
-    from scheduler.app.planning import plan_run
     from scheduler.errors import SchedulerError
     from scheduler.ledger.db import open_ledger
+    from scheduler.usecases.planning import plan_run
 
     request = PlanRequest.model_validate_json(sys.stdin.read())
     ledger = Ledger(open_ledger(request.database_url))

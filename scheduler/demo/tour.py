@@ -13,10 +13,10 @@ the demo's recipients are made-up numbers that may belong to real people).
 5. a short SMS run (``campaigns/demo_sms.toml``: one ``sms/bulk`` of a shared text, an
    ``sms/send`` per personal text) and 6. a short voice run (``campaigns/demo_voice.toml``:
    an IVR flow with per-recipient variables in one ``voice/bulk``), each printing its
-   requests and every recipient's outcome (``scheduler.app.demo_channels``);
+   requests and every recipient's outcome (``scheduler.demo.channels``);
 7. a few WhatsApp calls (``campaigns/demo_calls.toml``), one at a time per session, each
-   with its events, length and recording (``scheduler.app.demo_calls``);
-8. a sender in trouble (``scheduler.app.demo_health``): it runs in a thread from the end of
+   with its events, length and recording (``scheduler.demo.calls``);
+8. a sender in trouble (``scheduler.demo.sender_health``): it runs in a thread from the end of
    part 3, while parts 4 to 7 go on (its pace and the engine's judgement are waits), and is
    said after them.
 
@@ -35,13 +35,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from rich.console import Console
 
-from scheduler.app.wiring import connect_session
 from scheduler.display import clean_markup
 from scheduler.httpserver import BackgroundServer
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
 from scheduler.settings.load import Settings
 from scheduler.timeutil import monotonic, seconds_since
+from scheduler.wiring import connect_session
 
 DEMO_TO = "5511987654321"
 IMAGE = "https://picsum.photos/seed/campaign/640/480"
@@ -163,13 +163,13 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
 
 def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
-    from scheduler.app.demo_calls import calls_part
-    from scheduler.app.demo_channels import SANDBOX_SETTINGS, channel_tour
-    from scheduler.app.demo_health import start_health_part
-    from scheduler.app.foreground import describe, run_foreground
-    from scheduler.app.planning import plan_run
-    from scheduler.app.wiring import ledger_from_settings, service_target
+    from scheduler.demo.calls import calls_part
+    from scheduler.demo.channels import SANDBOX_SETTINGS, channel_tour
+    from scheduler.demo.sender_health import start_health_part
     from scheduler.timeutil import utcnow
+    from scheduler.usecases.foreground import describe, run_foreground
+    from scheduler.usecases.planning import plan_run
+    from scheduler.wiring import ledger_from_settings, service_target
 
     started = monotonic()
     settings, sandbox = _demo_settings(root, yes=yes, console=console)

@@ -13,13 +13,13 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from scheduler.app.wiring import ensure_account_webhook
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import FINISHED_RUN_STATUSES
 from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
+from scheduler.wiring import ensure_account_webhook
 
 
 def fallback_of(ledger: Ledger, run: Run) -> Run | None:

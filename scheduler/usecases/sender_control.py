@@ -14,13 +14,13 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from scheduler.app.senders_view import NEW, read_senders
 from scheduler.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.rows import SenderChangeRow
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import HELD_STATES, SENDING_STATES, ChangeSource, SenderStatus
+from scheduler.views.senders import NEW, read_senders
 
 #: What each command moves a sender to (``resume``: decided from its history).
 ACTIONS = {"pause": SenderStatus.PAUSED, "retire": SenderStatus.RETIRED, "resume": None}

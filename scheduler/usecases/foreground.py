@@ -27,29 +27,6 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from scheduler.app.channel_status import (
-    ChannelOutcomes,
-    channel_outcomes,
-    progress_extra,
-    short_outcomes,
-)
-from scheduler.app.fallback_run import (
-    as_fallback,
-    fallback_lines,
-    fallback_of,
-    point_webhook,
-    with_fallback,
-)
-from scheduler.app.progress_state import BarState, waiting_line
-from scheduler.app.reports_wait import wait_for_reports
-from scheduler.app.stores import run_store
-from scheduler.app.wiring import (
-    ServiceTarget,
-    client_for,
-    ensure_account_webhook,
-    ensure_senders,
-    service_target,
-)
 from scheduler.dispatch.channels import from_account, has_outcomes
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.options import DispatchOptions
@@ -64,6 +41,29 @@ from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
 from scheduler.settings.run import SESSION_CHANNELS
 from scheduler.timeutil import Clock, monotonic, utcnow
+from scheduler.usecases.fallback_run import (
+    as_fallback,
+    fallback_lines,
+    fallback_of,
+    point_webhook,
+    with_fallback,
+)
+from scheduler.usecases.reports_wait import wait_for_reports
+from scheduler.views.channel_status import (
+    ChannelOutcomes,
+    channel_outcomes,
+    progress_extra,
+    short_outcomes,
+)
+from scheduler.views.progress import BarState, waiting_line
+from scheduler.wiring import (
+    ServiceTarget,
+    client_for,
+    ensure_account_webhook,
+    ensure_senders,
+    run_store,
+    service_target,
+)
 
 
 def tracking_possible(settings: Settings, target_is_sandbox: bool, base_url: str | None
@@ -156,7 +156,7 @@ class RunProgress:
     """A rich progress bar of remaining / rate / ETA; below it the tally (sent, failed,
     unknown, expired: :func:`settled_counts`), the channel's own outcomes (SMS delivered /
     undelivered, segments and cost so far; voice answered / not answered, digits
-    pressed), and why the run waits (:mod:`scheduler.app.progress_state`, given
+    pressed), and why the run waits (:mod:`scheduler.views.progress`, given
     ``state``)."""
 
     def __init__(self, console: Console, total: int, done: int, *, channel: str = "whatsapp",

@@ -2,7 +2,7 @@
 
 The plan is stored in one transaction (all or nothing); each run records its target and
 the fingerprint of the files it was planned from (see ``scheduler.campaign.fingerprint``).
-A label filter is resolved from the run's ledger (``scheduler.app.label_lookup``).
+A label filter is resolved from the run's ledger (``scheduler.usecases.label_lookup``).
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from scheduler.app.experiment_plan import experiment_plan
-from scheduler.app.label_lookup import label_audience
-from scheduler.app.link_setup import bind_run, refuse_unlinkable
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
 from scheduler.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
+from scheduler.usecases.experiment_plan import experiment_plan
+from scheduler.usecases.label_lookup import label_audience
+from scheduler.usecases.link_setup import bind_run, refuse_unlinkable
 
 
 def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
@@ -39,10 +39,10 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     ``skip_previous`` skips numbers that received a step of the campaign's earlier runs to
     the same target.
     """
-    from scheduler.app.lookups import require_remote
     from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.options import fallback_run_options, run_options
     from scheduler.campaign.plan import build_plan, load_campaign
+    from scheduler.usecases.lookups import require_remote
 
     if campaign is None:
         campaign = load_campaign(campaign_path)
@@ -84,10 +84,10 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
                on_progress: Callable[[int], None] | None = None) -> tuple[int, int]:
     """Plan an unfinished run again from the files as they are now (see ``Ledger.replan``);
     its fallback run, if any, stays as it is (the rows its parent handed it stay there)."""
-    from scheduler.app.lookups import require_remote
     from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.options import run_options
     from scheduler.campaign.plan import build_plan, load_campaign
+    from scheduler.usecases.lookups import require_remote
 
     campaign = load_campaign(campaign_path)
     require_remote(campaign)

@@ -16,15 +16,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from scheduler.app.choose_run import (
-    EditChoice,
-    check_choice,
-    check_target,
-    last_finished_run,
-    pending_changes,
-    refuse_edits,
-    refuse_repeat,
-)
 from scheduler.campaign.loader import Campaign
 from scheduler.errors import SchedulerError
 from scheduler.ledger import access
@@ -34,13 +25,22 @@ from scheduler.ledger.states import DeliveryState, RunStatus, describe_target
 from scheduler.settings.load import Settings, load_settings
 from scheduler.settings.run import SESSION_CHANNELS
 from scheduler.timeutil import utcnow
+from scheduler.usecases.choose_run import (
+    EditChoice,
+    check_choice,
+    check_target,
+    last_finished_run,
+    pending_changes,
+    refuse_edits,
+    refuse_repeat,
+)
 
 
 def _receiver_socket(settings: Settings, service: tuple[str, str] | None,
                      notes: list[str]) -> socket.socket | None:
     """Bind the receiver's port now when this run will track deliveries."""
-    from scheduler.app.foreground import tracking_possible
     from scheduler.tracking.identity import bind_receiver_socket
+    from scheduler.usecases.foreground import tracking_possible
 
     if not tracking_possible(settings, service is None, service[0] if service else None):
         return None
@@ -62,9 +62,9 @@ def _check_senders(settings: Settings, service: tuple[str, str] | None,
 def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
               choice: EditChoice | None, console: Console) -> Run:
     """Continue an unfinished run: its target must match, and edits need a choice."""
-    from scheduler.app.planning import replan_run
     from scheduler.campaign.fingerprint import fingerprint_of
     from scheduler.campaign.options import run_options
+    from scheduler.usecases.planning import replan_run
 
     assert run.id is not None
     changes = pending_changes(run, campaign)
@@ -101,10 +101,10 @@ def _continue(ledger: Ledger, run: Run, campaign: Campaign, file: Path,
 def launch_run(file: Path, console: Console, *, new_run: bool = False,
                include_previous: bool = False, edit_choice: EditChoice | None = None) -> None:
     """Check everything, then continue the campaign's unfinished run or plan a new one."""
-    from scheduler.app.foreground import describe, run_foreground
-    from scheduler.app.planning import plan_run, unfinished_run_for
-    from scheduler.app.wiring import ledger_from_settings, target_of
     from scheduler.campaign.plan import load_campaign
+    from scheduler.usecases.foreground import describe, run_foreground
+    from scheduler.usecases.planning import plan_run, unfinished_run_for
+    from scheduler.wiring import ledger_from_settings, target_of
 
     settings = load_settings(near=file)
     service = settings.service_endpoint()  # a half-configured service stops here
@@ -173,7 +173,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
 
 def _live_workers(settings: Settings, ledger: Ledger) -> int:
     """How many live ``campaign serve`` workers serve the ledger (PostgreSQL; else 0)."""
-    from scheduler.app.workers_view import served_by_workers
+    from scheduler.views.workers import served_by_workers
 
     return served_by_workers(ledger, settings.worker_lease_s, utcnow())
 

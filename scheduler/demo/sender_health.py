@@ -24,13 +24,13 @@ from pathlib import Path
 import httpx
 from rich.console import Console
 
-from scheduler.app.demo_channels import WIDTH, run_quietly, say
-from scheduler.app.wiring import ServiceTarget
+from scheduler.demo.channels import WIDTH, run_quietly, say
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
+from scheduler.wiring import ServiceTarget
 
 #: The campaign of this part, and the sender that gets into trouble.
 CAMPAIGN, TROUBLED = "campaigns/demo_health.toml", "demo-03"
@@ -99,8 +99,8 @@ def start_health_part(settings: Settings, ledger: Ledger, target: ServiceTarget,
                       root: Path) -> HealthPart:
     """Stage the trouble, plan the run and start it in a thread; :meth:`HealthPart.finish`
     says it."""
-    from scheduler.app.planning import plan_run
     from scheduler.timeutil import utcnow
+    from scheduler.usecases.planning import plan_run
 
     path = root / CAMPAIGN
     if not path.is_file() or not target.is_sandbox:
