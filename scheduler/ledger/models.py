@@ -73,6 +73,10 @@ class Run(SQLModel, table=True):
 #: query of ``queries/recycling.py`` spells it the same, literals included).
 WATCHED = "watch IS NOT NULL AND state NOT IN ('planned', 'dispatching', 'held')"
 
+#: The predicates of the two partial indexes of migration 0016 (the same text there).
+MSGID_HELD = "message_id_norm IS NOT NULL"
+SENDER_SET = "sender IS NOT NULL"
+
 
 class Delivery(SQLModel, table=True):
     """One message step for one recipient in one run: the ledger's row."""
@@ -81,10 +85,15 @@ class Delivery(SQLModel, table=True):
     __table_args__ = (
         # The claim query: due planned rows of a run in plan order.
         Index("ix_deliveries_claim", "run_id", "state", "seq"),
-        Index("ix_deliveries_msgid", "message_id_norm"),
+        # A message id's rows (events, replies); partial (migration 0016): a plan's rows
+        # have none, and every reader matches by = or IN, which implies the predicate.
+        Index("ix_deliveries_msgid", "message_id_norm",
+              sqlite_where=text(MSGID_HELD), postgresql_where=text(MSGID_HELD)),
         Index("ix_deliveries_to", "to", "run_id"),
-        # A sender's sends since a time, over every run (warm-up caps, a taken-over day).
-        Index("ix_deliveries_sender_dispatched", "sender", "dispatched_at"),
+        # A sender's sends since a time, over every run (warm-up caps, a taken-over day);
+        # partial (0016): a plan's rows have no sender, every reader names its senders.
+        Index("ix_deliveries_sender_dispatched", "sender", "dispatched_at",
+              sqlite_where=text(SENDER_SET), postgresql_where=text(SENDER_SET)),
         # Second chances (migration 0013): never two rows for attempt n of one recipient
         # and step; the rows awaiting a verdict, in id order.
         Index("ux_deliveries_attempt", "first_id", "attempt", unique=True,
