@@ -39,6 +39,7 @@ from tests.channels.support import (
     sandbox_process,
 )
 from tests.factories import write_project
+from tests.incli import in_process
 
 N = 40
 TEXT = "/messages/send/text"
@@ -62,7 +63,7 @@ def _events_given_up(box, sends: int) -> bool:
 
 
 def _status(env: dict[str, str], cwd: Path) -> dict:
-    out = cli(env, "status", "1", "--json", cwd=cwd)
+    out = in_process(env, "status", "1", "--json", cwd=cwd)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -121,11 +122,11 @@ def test_after_a_kill_resend_unproven_offers_no_send_the_service_took(
         assert set(taken.values()) == {1}  # nobody twice
         unknown = {to for to, row in rows.items() if row.state == "unknown"}
         assert taken_in_doubt <= unknown  # taken, and no proof could ever come
-        status = cli(env, "status", "1", cwd=shop)
+        status = in_process(env, "status", "1", cwd=shop)
         assert "unknown that nothing can settle" in status.stdout, status.stdout
         assert "no receiver listened from" in status.stdout, status.stdout
 
-        resend = cli(env, "resend", "1", "--unproven", cwd=shop)
+        resend = in_process(env, "resend", "1", "--unproven", cwd=shop)
         assert resend.returncode == 0, resend.stderr
         queued = {to for to, row in ledger_rows(ledger_url).items() if row.state == "planned"}
         assert not queued & set(taken), sorted(queued & set(taken))
@@ -145,6 +146,10 @@ SENDERS = ("s1", "s2")
 #: A stand-in that gives up on an event 0.25 s after its first attempt (the service
 #: retries for 5 min): the proof of a send taken while no receiver listens is lost.
 GIVES_UP_SOON = {"webhook_retry_base_s": 0.25, "webhook_max_attempts": 2}
+#: Its horizon: each launch waits until the stand-in gave up on every event before the next
+#: starts, so the horizon only bounds how long the last run listens after its sends in doubt
+#: (it was 10 s: 5 s is still 20 times the stand-in's retry).
+GIVES_UP_HORIZON_S = "5"
 
 
 def _launch_and_kill(box, campaign: Path, env: dict[str, str], moment: tuple[str, float]
@@ -188,7 +193,7 @@ def test_killed_mid_request_again_and_again_resend_unproven_offers_no_send_the_s
         shop = tmp_path / "shop"
         campaign = write_project(shop, 120, rate="15/s", senders=SENDERS)
         env = run_env(box.base_url, box.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="1",
-                      CAMPAIGN_WEBHOOK_RETRY_HORIZON_S="10")
+                      CAMPAIGN_WEBHOOK_RETRY_HORIZON_S=GIVES_UP_HORIZON_S)
         # requests the sandbox took after the process that sent them was killed
         taken_late = set().union(*(_launch_and_kill(box, campaign, env, moment)
                                    for moment in KILLS))
@@ -205,11 +210,11 @@ def test_killed_mid_request_again_and_again_resend_unproven_offers_no_send_the_s
         unknown = {to for to, row in rows.items() if row.state == "unknown"}
         # their proof was lost: they stay unknown, and nothing can settle them
         assert taken_late <= unknown and detail["unknowable"] >= len(taken_late)
-        status = cli(env, "status", "1", cwd=shop).stdout
+        status = in_process(env, "status", "1", cwd=shop).stdout
         assert "unknown that nothing can settle" in status, status
         assert "no receiver listened from" in status, status
 
-        resend = cli(env, "resend", "1", "--unproven", cwd=shop)
+        resend = in_process(env, "resend", "1", "--unproven", cwd=shop)
         assert resend.returncode == 0, resend.stderr
         queued = {to for to, row in ledger_rows(ledger_url).items() if row.state == "planned"}
         assert not queued & set(taken), sorted(queued & set(taken))
