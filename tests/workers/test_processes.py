@@ -20,6 +20,7 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DONE_STATES, SENT_STATES
 from scheduler.sandbox.testing import SandboxHandle, text_project_phone, write_text_project
+from tests.incli import in_process
 from tests.waiting import log_lines
 from tests.workers.support import (
     CAMPAIGN,
@@ -198,17 +199,14 @@ def test_pause_from_any_process_is_obeyed_by_every_worker(
     wait_until(lambda: len({r.worker for r in deliveries(ledger, run_id)} - {None}) == 2,
                60, "both workers sending", workers)
 
-    shown = subprocess.run([*CAMPAIGN, "workers", "--json"], cwd=tmp_path,
-                           env=worker_env(sandbox, pg_url), capture_output=True, text=True,
-                           timeout=60)
+    # the readouts in this process (tests.incli): they read the ledger the workers write
+    shown = in_process(worker_env(sandbox, pg_url), "workers", "--json", cwd=tmp_path)
     view = json.loads(shown.stdout)
     assert len(view["workers"]) == 2
     held = [s for w in view["workers"] for s in w["senders"]]
     assert sorted(held) == sorted(SENDERS)  # each sender held by exactly one worker
     assert sum(w["trigger_leader"] for w in view["workers"]) == 1
-    status = subprocess.run([*CAMPAIGN, "status", str(run_id)], cwd=tmp_path,
-                            env=worker_env(sandbox, pg_url), capture_output=True, text=True,
-                            timeout=60)
+    status = in_process(worker_env(sandbox, pg_url), "status", str(run_id), cwd=tmp_path)
     assert sum(f"worker {w['id']}: " in status.stdout for w in view["workers"]) == 2
     # each with what it sent and at what rate, two decimals
     assert len(re.findall(r"worker \S+: \d+ sent, \d+\.\d\d/s$", status.stdout, re.M)) == 2, \
