@@ -108,7 +108,10 @@ def test_kill_9_while_retries_are_due_then_resume_calls_each_attempt_once(
             doubt = {to for to, _attempt, state in rows_at_kill if state == "dispatching"}
             assert doubt and doubt <= set(at_kill), rows_at_kill
 
-        resumed = cli(env, "resume", "1", cwd=shop)
+        # the resume may wait for the held request's events: the sandbox holds it 60 s and
+        # retries its webhooks 0.5 s doubling (up to 64 s apart), which a loaded machine's
+        # slow start can push past two minutes (seen once in a fresh clone's PostgreSQL pass)
+        resumed = cli(env, "resume", "1", cwd=shop, timeout=300)
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "run 1: completed" in resumed.stdout, resumed.stdout
 
