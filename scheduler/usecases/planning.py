@@ -32,7 +32,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
 
     ``campaign``: the file already loaded and checked by the caller (not read again).
     ``labels``: its label filter, when read elsewhere (else from this ledger's labels).
-    ``rehearsal``: the configured service is not asked anything (see ``app.lookups``).
+    ``rehearsal``: the configured service is not asked anything (see ``usecases.lookups``).
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
     The run records its ``target`` and the fingerprint of the files it was planned from;
