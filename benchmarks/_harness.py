@@ -22,10 +22,12 @@ import random
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -62,6 +64,19 @@ QUIET = {
 def log(message: str) -> None:
     """Progress on stderr (stdout carries only the JSON lines)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def median_ms(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
+    """Call ``fn`` once to warm (imports, the engine's pool, the database's cache), then
+    ``repeat`` times: the median, fastest and slowest call in ms, and ``repeat``."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - began) * 1000)
+    return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
+            "max_ms": round(max(times), 1), "repeat": repeat}
 
 
 def emit(line: dict[str, Any]) -> None:

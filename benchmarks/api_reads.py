@@ -18,25 +18,11 @@ Prints JSON lines::
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from _harness import emit, log
-
-
-def _median(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
-    fn()  # warm: imports, the engine's pool, the database's cache
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - began) * 1000)
-    return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
-            "max_ms": round(max(times), 1), "repeat": repeat}
+from _harness import emit, log, median_ms
 
 
 def main() -> None:
@@ -76,14 +62,14 @@ def main() -> None:
             for run_id, rows in (runs[0], runs[-1]):
                 base = {"figure": "H1", "database": engine.dialect.name, "run_rows": rows,
                         "unit": "ms"}
-                emit({**base, "what": "run_document (the view, in process)", **_median(
+                emit({**base, "what": "run_document (the view, in process)", **median_ms(
                     lambda rid=run_id: reads.run_document(ledger, settings, rid, utcnow()),
                     args.repeat)})
-                emit({**base, "what": "GET /api/v1/runs/{id} (loopback)", **_median(
+                emit({**base, "what": "GET /api/v1/runs/{id} (loopback)", **median_ms(
                     lambda rid=run_id: client.get(f"/api/v1/runs/{rid}").raise_for_status(),
                     args.repeat)})
             emit({"figure": "H1", "database": engine.dialect.name, "runs": len(runs),
-                  "unit": "ms", "what": "GET /api/v1/runs (loopback)", **_median(
+                  "unit": "ms", "what": "GET /api/v1/runs (loopback)", **median_ms(
                       lambda: client.get("/api/v1/runs").raise_for_status(), args.repeat)})
     engine.dispose()
 

@@ -40,12 +40,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _harness import emit, log
+from _harness import emit, log, median_ms
 
 REPO = Path(__file__).resolve().parents[1]
 #: The moment the benchmark reads its views at: the seeded sends end 10 minutes before.
@@ -211,17 +211,6 @@ def seed(url: str, rows: list[int]) -> list[int]:
 # ---------------------------------------------------------------------- timing
 
 
-def _median(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
-    fn()  # warm: imports, the engine's pool, the database's cache
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - began) * 1000)
-    return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
-            "max_ms": round(max(times), 1)}
-
-
 def _project(url: str, folder: Path) -> dict[str, str]:
     """A project folder whose ``campaign`` commands use the ledger at ``url``."""
     (folder / "config.toml").write_text("")
@@ -242,7 +231,7 @@ def _status_subprocess(url: str, run_id: int, repeat: int) -> dict[str, float]:
                 raise RuntimeError(done.stderr)
             json.loads(done.stdout)
 
-        return _median(once, max(1, repeat // 2))
+        return median_ms(once, max(1, repeat // 2))
 
 
 def _status_command(url: str, run_id: int, repeat: int) -> dict[str, float]:
@@ -267,7 +256,7 @@ def _status_command(url: str, run_id: int, repeat: int) -> dict[str, float]:
 
         os.chdir(folder)
         try:
-            return _median(once, repeat)
+            return median_ms(once, repeat)
         finally:
             os.chdir(here)
 
@@ -288,14 +277,14 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
     base = {"figure": "D1", "database": database, "unit": "ms"}
     for run_id, n in zip(run_ids, rows, strict=True):
         if only == "all":
-            emit({**base, "what": "read_run_view", "rows": n, **_median(
+            emit({**base, "what": "read_run_view", "rows": n, **median_ms(
                 lambda r=run_id: read_run_view(ledger, r, settings=settings, now=NOW),
                 repeat)})
         emit({**base, "what": "status_row (campaign status --json, in process)", "rows": n,
-              **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78),
+              **median_ms(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78),
                         repeat)})
         emit({**base, "what": "status_row (campaign status text, in process)", "rows": n,
-              **_median(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78,
+              **median_ms(lambda r=run_id: status_row(ledger, r, settings, NOW, width=78,
                                                     sender_counts=False), repeat)})
         emit({**base, "what": "campaign status --json (command, in process)", "rows": n,
               **_status_command(url, run_id, repeat)})
@@ -305,7 +294,7 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
     if only != "all":
         engine.dispose()
         return
-    emit({**base, "what": "read_overview", "rows": sum(rows), **_median(
+    emit({**base, "what": "read_overview", "rows": sum(rows), **median_ms(
         lambda: read_overview(ledger, settings=settings, now=NOW), repeat)})
     for name, n in _dashboard(ledger, settings, run_ids, rows, repeat):
         emit({**base, **n, "what": name})

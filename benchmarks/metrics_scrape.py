@@ -19,25 +19,10 @@ Prints JSON lines::
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from _harness import emit, log
-
-
-def _median(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
-    fn()  # warm: imports, the engine's pool, the database's cache
-    times = []
-    for _ in range(repeat):
-        began = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - began) * 1000)
-    return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
-            "max_ms": round(max(times), 1), "repeat": repeat}
+from _harness import emit, log, median_ms
 
 
 def main() -> None:
@@ -76,13 +61,13 @@ def main() -> None:
                                           "WHERE status = 'paused'"))
                 base = {"figure": "M1", "database": engine.dialect.name, "rows": rows,
                         "runs": status, "unit": "ms"}
-                emit({**base, "what": "read_figures (the ledger's reading)", **_median(
+                emit({**base, "what": "read_figures (the ledger's reading)", **median_ms(
                     lambda: read_figures(ledger, settings, utcnow()), args.repeat)})
                 emit({**base, "what": "exposition (the whole text)",
-                      **_median(lambda: exposition(ledger, settings), args.repeat)})
+                      **median_ms(lambda: exposition(ledger, settings), args.repeat)})
                 size = len(client.get("/metrics").content)
                 emit({**base, "what": "GET /metrics (dashboard app, loopback)", "bytes": size,
-                      **_median(lambda: client.get("/metrics").raise_for_status(),
+                      **median_ms(lambda: client.get("/metrics").raise_for_status(),
                                 args.repeat)})
 
 
