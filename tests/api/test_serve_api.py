@@ -6,9 +6,6 @@ view of it is ``campaign status --json``'s."""
 from __future__ import annotations
 
 import json
-import re
-import signal
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -17,9 +14,9 @@ import pytest
 from scheduler.ledger.api_tokens import create_token
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import utcnow
-from tests.api.test_tokens import REPO
-from tests.app.support import CAMPAIGN, clean_env, cli, wait_for
+from tests.app.support import cli, wait_for
 from tests.factories import make_run
+from tests.serve_process import serve_process
 
 
 @pytest.mark.slow
@@ -28,24 +25,10 @@ def test_a_run_is_steered_and_watched_through_the_api_served_by_serve(
     run = make_run(ledger, 4)
     ledger.request(run, "pause")  # nothing for serve to send until the API resumes it
     token = create_token(ledger.engine, "crm", "operator", utcnow())
-    (tmp_path / "campaigns").mkdir()
-    (tmp_path / "config.toml").write_text("[api]\nserve = true\nport = 0\n", encoding="utf-8")
-    env = clean_env(CAMPAIGN_DATABASE_URL=ledger_url, CAMPAIGN_RECEIVER_PORT="0",
-                    PYTHONUNBUFFERED="1", PYTHONPATH=REPO)
-    proc = subprocess.Popen([*CAMPAIGN, "serve"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        api = receiver = None
-        for line in proc.stdout:
-            lines.append(line)
-            api = api or next(iter(re.findall(r"API at (http://\S+)", line)), None)
-            receiver = receiver or next(iter(re.findall(r"receiver (http://[^/\s]+)", line)),
-                                        None)
-            if api and receiver:
-                break
-        assert api and receiver, "".join(lines)
+    with serve_process(tmp_path, ledger_url, "[api]\nserve = true\nport = 0\n",
+                       "API at") as serve:
+        env = serve.env
+        api, receiver = serve.url, serve.receiver
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=api, headers=headers, timeout=30) as client:
             assert client.get(f"/runs/{run}").json()["status"] == "paused"
@@ -62,13 +45,6 @@ def test_a_run_is_steered_and_watched_through_the_api_served_by_serve(
             else:  # on SQLite a paused run waits for `campaign resume`; the API cancels it
                 assert resumed["status"] == "paused" and resumed["live_workers"] == 0
                 assert client.post(f"/runs/{run}/cancel").json()["status"] == "cancelled"
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
     # receipts may arrive after the end: the numbers are compared once serve has stopped,
     # through the same API (served here) and the command
     from tests.api.support import project_settings, served
