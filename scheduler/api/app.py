@@ -1,11 +1,14 @@
-"""The ``/api/v1`` application: runs, senders and the suppression list over the CLI's own
-reads and actions (:mod:`scheduler.api.reads`), behind bearer tokens (:mod:`scheduler.api.auth`).
+"""The ``/api/v1`` application: campaigns, runs, senders and the suppression list over the
+CLI's own reads and actions (:mod:`scheduler.api.reads`, :mod:`scheduler.api.starts`),
+behind bearer tokens (:mod:`scheduler.api.auth`).
 
 Every route needs a token; the routes that change something (``POST``, ``DELETE``) need an
 operator's. Errors are JSON ``{"detail": ...}``: 401/403/429 from the authentication, 404 an
-unknown run or number, 409 an action the run's status refuses, 413 a body over
+unknown run, number or campaign file, 409 an action the run's status refuses (or a start
+the campaign's runs refuse, or one whose ``Idempotency-Key`` is under way), 413 a body over
 :data:`MAX_BODY_BYTES`, 422 a body or parameter of the wrong shape (each problem named,
-the input never echoed), 503 a ledger that cannot be reached.
+the input never echoed), a campaign file with errors, or an ``Idempotency-Key`` sent before
+with another body, 503 a ledger that cannot be reached.
 """
 
 from __future__ import annotations
@@ -153,12 +156,18 @@ def _problems(request: Request, exc: Exception) -> Response:
 
 
 def _scheduler_error(request: Request, exc: Exception) -> Response:
+    from scheduler.api.starts import NoSuchCampaign
+    from scheduler.campaign.exceptions import CampaignError
+    from scheduler.ledger.idempotency import KeyInUse, KeyReused
     from scheduler.usecases.sender_control import UnknownSender
 
-    if isinstance(exc, (RunNotFound, UnknownSender)):
+    if isinstance(exc, (RunNotFound, UnknownSender, NoSuchCampaign)):
         code = 404
-    elif isinstance(exc, (RunStateError, RunLocked)) or type(exc).__name__ == "RunRefused":
+    elif isinstance(exc, (RunStateError, RunLocked, KeyInUse)) or \
+            type(exc).__name__ == "RunRefused":
         code = 409
+    elif isinstance(exc, (KeyReused, CampaignError)):
+        code = 422
     elif isinstance(exc, (DatabaseUnavailable, ConfigError)):
         code = 503
     else:
@@ -174,8 +183,9 @@ def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *
     per_minute = (settings.api if settings is not None else ApiSettings()).failed_auth_per_minute
     app = FastAPI(title="campaign API", version=VERSION, docs_url=None, redoc_url=None,
                   openapi_url=f"{PREFIX}/openapi.json",
-                  description="Runs, senders and the suppression list of a campaign "
-                              "project, over the same reads as the `campaign` command. "
+                  description="Campaign files, runs, senders and the suppression list of "
+                              "a campaign project, over the same reads and actions as the "
+                              "`campaign` command. "
                               "Every route needs `Authorization: Bearer TOKEN` (`campaign "
                               "api-token create`); POST and DELETE need an operator's token.")
     app.state.api = ApiState(settings, ledger, clock, FailureLimit(per_minute, monotonic_s))
@@ -230,9 +240,11 @@ def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *
         ledger, settings = state.both()
         return _json(reads.senders_document(ledger, settings, state.clock()))
 
+    from scheduler.api.campaign_routes import add_campaign_routes
     from scheduler.api.run_routes import add_run_routes
     from scheduler.api.sender_routes import add_sender_routes
 
+    add_campaign_routes(app, PREFIX, ERRORS, ACTION_ERRORS, _json)
     add_run_routes(app, PREFIX, ERRORS, ACTION_ERRORS, _json)
     add_sender_routes(app, PREFIX, ACTION_ERRORS, _json)
 

@@ -4,9 +4,12 @@ API's numbers and the CLI's cannot disagree.
 - :func:`runs_document`: ``campaign runs --json``;
 - :func:`run_document`: ``campaign status --json RUN``;
 - :func:`control_run`: ``campaign pause|resume|cancel RUN`` (the request written to the
-  ledger; a resumed run is continued by a live worker, never by the API's process);
+  ledger; a resumed run is continued by a live worker, never by the API's process: on
+  SQLite too, when its one ``campaign serve`` is live);
 - :func:`senders_document`: ``campaign senders --json``;
-- the suppression list: look a number up, add it (as an opt-out does), remove it.
+- the suppression list: look a number up, add it (as an opt-out does), remove it;
+- :func:`run_events`, :func:`run_replies`, :func:`resend`: a run's newest events and
+  replies, its replies alone, its failed or unknown rows queued again.
 """
 
 from __future__ import annotations
@@ -53,12 +56,15 @@ def control_run(ledger: Ledger, settings: Settings, run_id: int, action: str,
     the run's status after it and how many live workers obey."""
     from scheduler.views.workers import served_by_workers
 
+    workers = served_by_workers(ledger, settings.worker_lease_s, now)
     if action == "resume":
+        from scheduler.api.starts import live_workers
         from scheduler.usecases.choose_run import check_target
         from scheduler.wiring import target_value
 
         check_target(ledger.get_run(run_id), target_value(settings))
-    workers = served_by_workers(ledger, settings.worker_lease_s, now)
+        # SQLite's one `campaign serve` takes a resumed run too (the API cannot run it)
+        workers = live_workers(ledger, settings, now)
     run = ledger.request(run_id, action, served=workers > 0)
     note = None
     if action == "resume" and not workers and run.status == "paused":
@@ -140,3 +146,17 @@ def resend(ledger: Ledger, settings: Settings, run_id: int, states: set[str],
         queued += ledger.requeue(run_id, wanted)
     return {"run": run_id, "queued": queued, "verdicts": lines,
             "note": f"send them by resuming the run (POST /api/v1/runs/{run_id}/resume)"}
+
+
+def run_replies(ledger: Ledger, run_id: int, limit: int) -> dict[str, Any]:
+    """The run's newest ``limit`` replies, newest first, each with its recipient's name."""
+    from scheduler.ledger.queries import run_view as vq
+    from scheduler.views import facts as vf
+
+    ledger.get_run(run_id)  # RunNotFound
+    with access.snapshot(ledger.engine, f"read the replies of run {run_id}") as conn:
+        found = vq.recent_replies(conn, run_id, limit)
+    return {"run": run_id, "replies": [
+        {"id": r.id, "event": r.event, "at": r.at.isoformat() if r.at else None,
+         "number": r.number, "text": r.payload, "recipient": vf.recipient(r.variables)}
+        for r in found]}

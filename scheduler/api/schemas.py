@@ -158,3 +158,65 @@ class ResendResult(BaseModel):
     verdicts: list[str] = Field(description="Why each unknown row is or is not safe to "
                                             "send (with unproven).")
     note: str
+
+
+class CampaignFile(BaseModel):
+    """A campaign file of the project and what `campaign validate` and `campaign plan` say
+    of it (checked again when the file changes)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(description="Its path under the project's campaigns/ folder: what "
+                                  "POST /api/v1/runs names.")
+    campaign: str | None = Field(description="The campaign's name (None: unreadable).")
+    channel: str | None
+    valid: bool = Field(description="Whether `campaign validate` found nothing wrong.")
+    errors: list[str] = Field(description="validate's problems, one line each.")
+    recipients: dict[str, Any] = Field(description="The recipients' counts (read, valid, "
+                                                   "duplicates...).")
+    deliveries: int = Field(description="Deliveries a run would store.")
+    plan: dict[str, Any] | None = Field(None, description="`campaign plan --json`'s object "
+                                                          "(one file's route only).")
+
+
+class CampaignsList(BaseModel):
+    """The project's campaign files, sorted by name."""
+
+    campaigns: list[CampaignFile]
+
+
+class StartIn(BaseModel):
+    """Which campaign file to start a run of, as `campaign run FILE` does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    campaign: str = Field(min_length=1, max_length=300,
+                          description="The file's name under campaigns/ (see GET "
+                                      "/api/v1/campaigns), e.g. promo.toml.")
+    new_run: bool = Field(False, description="Start again a one-off campaign that already "
+                                             "finished (`campaign run --new-run`).")
+    include_previous: bool = Field(False, description="With new_run: send also to numbers "
+                                                      "an earlier run reached "
+                                                      "(`--include-previous`).")
+
+
+class StartResult(BaseModel):
+    """The run a start planned (201), or the one its Idempotency-Key started before (200)."""
+
+    run: int
+    campaign: str
+    status: str
+    counts: dict[str, int] = Field(description="Deliveries by state.")
+    live_workers: int = Field(description="Live `campaign serve` workers, which send it.")
+    said: list[str] = Field(description="What `campaign run` would have printed of the "
+                                        "plan (empty when the key's run is answered again).")
+    note: str | None = None
+
+
+class Replies(BaseModel):
+    """A run's newest replies, newest first."""
+
+    run: int
+    replies: list[dict[str, Any]] = Field(description="Each with id, event (reply.KIND or "
+                                                      "opt_out), at, number, text and "
+                                                      "recipient.")

@@ -47,8 +47,10 @@ def _receiver_socket(settings: Settings, service: tuple[str, str] | None,
     return bind_receiver_socket(settings, notes=notes)
 
 
-def _check_senders(settings: Settings, service: tuple[str, str] | None,
-                   campaign: Campaign) -> None:
+def check_senders(settings: Settings, service: tuple[str, str] | None,
+                  campaign: Campaign) -> None:
+    """On a real service, the campaign's senders must exist and be connected (a session
+    channel's; SMS and voice send from the account)."""
     from scheduler.dispatch.channels import places_session_calls
     from scheduler.service.sender_check import verify_senders
 
@@ -103,7 +105,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
     """Check everything, then continue the campaign's unfinished run or plan a new one."""
     from scheduler.campaign.plan import load_campaign
     from scheduler.usecases.foreground import describe, run_foreground
-    from scheduler.usecases.planning import plan_run, unfinished_run_for
+    from scheduler.usecases.planning import unfinished_run_for
     from scheduler.wiring import ledger_from_settings, target_of
 
     settings = load_settings(near=file)
@@ -113,7 +115,7 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
     console.print(f"{campaign.spec.name}: sending to {describe_target(target)}"
                   + ("; set CAMPAIGN_BASE_URL and CAMPAIGN_API_KEY to send for real"
                      if target == "sandbox" else ""), highlight=False)
-    _check_senders(settings, service, campaign)
+    check_senders(settings, service, campaign)
     # live `campaign serve` workers (PostgreSQL) will send it and receive its events: no
     # receiver here. An SQLite ledger is opened only once the port is bound (a busy port
     # stops the command before it makes a database file).
@@ -140,35 +142,47 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
             check_target(run, target)
             run = _continue(ledger, run, campaign, file, choice, console)
         else:
-            from scheduler.campaign.exceptions import DefinitionError
-            from scheduler.campaign.loader import start_issues
-
-            late = start_issues(campaign, utcnow())  # a new run only: a paused one resumes
-            if late:
-                raise DefinitionError(late)
-            earlier = None
-            if campaign.spec.schedule.cron is None:
-                earlier = last_finished_run(ledger, campaign.spec.name, target)
-                if earlier is not None and not new_run:
-                    raise refuse_repeat(earlier, campaign, file)
-            with console.status("planning…") as status:
-                run_id = plan_run(ledger, file, start_at=utcnow(), target=target,
-                                  campaign=campaign,
-                                  skip_previous=earlier is not None and not include_previous,
-                                  on_progress=lambda n: status.update(f"planning… {n:,} rows"))
-            run = ledger.get_run(run_id)
-            counts = ledger.counts(run_id)
-            skipped_before = _skipped_as_received(ledger, run_id)
-            console.print(f"run {run_id}: {counts.get(DeliveryState.PLANNED, 0):,} deliveries "
-                          f"planned" + (f", {skipped_before:,} skipped: those numbers "
-                                        "already received this campaign" if skipped_before
-                                        else ""), highlight=False)
+            run = plan_new_run(ledger, file, campaign, target, console, new_run=new_run,
+                               include_previous=include_previous)
         if _handed_to_workers(settings, ledger, run, console):
             return
         result = asyncio.run(run_foreground(settings, ledger, run, console,
                                             receiver_socket=sock))
         sock = None  # the receiver owns it now
     describe(result, console, ledger, horizon=settings.retry_horizon())
+
+
+def plan_new_run(ledger: Ledger, file: Path, campaign: Campaign, target: str,
+                 console: Console, *, new_run: bool = False,
+                 include_previous: bool = False) -> Run:
+    """Plan a new run of ``campaign`` (loaded from ``file``) and store it, ``planned``: the
+    checks of a new run first (a start time already past; a one-off campaign that finished
+    to ``target``, unless ``new_run``), then the plan, its counts said on ``console``.
+    ``campaign run`` and the HTTP API's start (:mod:`scheduler.api.starts`) both call it."""
+    from scheduler.campaign.exceptions import DefinitionError
+    from scheduler.campaign.loader import start_issues
+    from scheduler.usecases.planning import plan_run
+
+    late = start_issues(campaign, utcnow())  # a new run only: a paused one resumes
+    if late:
+        raise DefinitionError(late)
+    earlier = None
+    if campaign.spec.schedule.cron is None:
+        earlier = last_finished_run(ledger, campaign.spec.name, target)
+        if earlier is not None and not new_run:
+            raise refuse_repeat(earlier, campaign, file)
+    with console.status("planning…") as status:
+        run_id = plan_run(ledger, file, start_at=utcnow(), target=target,
+                          campaign=campaign,
+                          skip_previous=earlier is not None and not include_previous,
+                          on_progress=lambda n: status.update(f"planning… {n:,} rows"))
+    counts = ledger.counts(run_id)
+    skipped_before = _skipped_as_received(ledger, run_id)
+    console.print(f"run {run_id}: {counts.get(DeliveryState.PLANNED, 0):,} deliveries "
+                  f"planned" + (f", {skipped_before:,} skipped: those numbers "
+                                "already received this campaign" if skipped_before
+                                else ""), highlight=False)
+    return ledger.get_run(run_id)
 
 
 def _live_workers(settings: Settings, ledger: Ledger) -> int:

@@ -18,19 +18,21 @@ from scheduler.ledger.api_tokens import revoke_token
 from scheduler.ledger.runs import Ledger
 from scheduler.timeutil import utcnow
 from tests.api.support import Api, project_settings, served
-from tests.factories import command_project, make_run, number
+from tests.factories import command_project, make_run, number, write_project
 
 ACTIONS = {("POST", "/api/v1/runs/{run_id}/pause"), ("POST", "/api/v1/runs/{run_id}/resume"),
            ("POST", "/api/v1/runs/{run_id}/cancel"), ("POST", "/api/v1/suppressions"),
            ("DELETE", "/api/v1/suppressions/{number}"),
            ("POST", "/api/v1/senders/{sender}/pause"), ("POST", "/api/v1/senders/{sender}/resume"),
-           ("POST", "/api/v1/senders/{sender}/retire"), ("POST", "/api/v1/runs/{run_id}/resend")}
+           ("POST", "/api/v1/senders/{sender}/retire"), ("POST", "/api/v1/runs/{run_id}/resend"),
+           ("POST", "/api/v1/runs")}
 
 
 @pytest.fixture
 def api(ledger: Ledger, ledger_url: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> Api:
     command_project(tmp_path, monkeypatch, ledger_url)
+    write_project(tmp_path, 3)  # campaigns/lote.toml
     with served(ledger, project_settings(tmp_path, ledger_url)) as api:
         yield api
 
@@ -41,9 +43,10 @@ def routes(api: Api) -> list[tuple[str, str]]:
                   if isinstance(route, APIRoute) for method in route.methods)
 
 
-def concrete(path: str, run_id: int, phone: str = "5511900000001") -> str:
+def concrete(path: str, run_id: int, phone: str = "5511900000001",
+             name: str = "lote.toml") -> str:
     return (path.replace("{run_id}", str(run_id)).replace("{number}", phone)
-            .replace("{sender}", "s1"))
+            .replace("{sender}", "s1").replace("{name:path}", name))
 
 
 def cli_json(*args: str) -> dict:
@@ -203,7 +206,8 @@ def test_hostile_requests_get_4xx_with_a_message_never_5xx(api: Api, ledger: Led
     operator = api.as_("operator")
     answers = []
     for method, path in routes(api):
-        urls = {concrete(path, run_id, phone) for phone in HOSTILE_NUMBERS}
+        urls = {concrete(path, run_id, phone, name=phone)
+                for phone in [*HOSTILE_NUMBERS, "../config.toml", "..%2fconfig.toml"]}
         if "{run_id}" in path:
             urls = {path.replace("{run_id}", rid) for rid in HOSTILE_IDS}
         for url in sorted(urls):
@@ -221,6 +225,7 @@ def test_hostile_requests_get_4xx_with_a_message_never_5xx(api: Api, ledger: Led
     posted = [a for a in answers if a[0] == "POST" and a[1] == "/api/v1/suppressions"]
     assert {code for *_, code in posted} == {400, 413, 422}  # 400: JSON nested too deep
     assert ledger.suppressions() == [] and ledger.get_run(run_id).status == "planned"
+    assert len(ledger.list_runs()) == 1  # no start got through
 
 
 def test_a_422_names_the_field_and_never_echoes_the_input(api: Api) -> None:
