@@ -25,15 +25,16 @@ class ServeProcess:
 
 
 @contextmanager
-def serve_process(root: Path, ledger_url: str, config: str, announces: str
-                  ) -> Iterator[ServeProcess]:
-    """Run ``campaign serve`` in ``root`` with ``config`` as its ``config.toml`` until it has
-    printed both ``announces`` (e.g. ``"API at"``) with a URL and its receiver's address;
-    stopped with SIGINT (as a user's Ctrl-C) on leaving."""
+def serve_process(root: Path, ledger_url: str, config: str, announces: str,
+                  **more_env: str) -> Iterator[ServeProcess]:
+    """Run ``campaign serve`` in ``root`` with ``config`` as its ``config.toml`` (and
+    ``more_env`` in its environment) until it has printed both ``announces`` (e.g. ``"API
+    at"``) with a URL and its receiver's address; stopped with SIGINT (as a user's Ctrl-C)
+    on leaving."""
     (root / "campaigns").mkdir(exist_ok=True)
     (root / "config.toml").write_text(config, encoding="utf-8")
     env = clean_env(CAMPAIGN_DATABASE_URL=ledger_url, CAMPAIGN_RECEIVER_PORT="0",
-                    PYTHONUNBUFFERED="1")
+                    PYTHONUNBUFFERED="1", **more_env)
     proc = subprocess.Popen([*CAMPAIGN, "serve"], cwd=root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []

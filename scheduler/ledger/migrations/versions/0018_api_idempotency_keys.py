@@ -18,7 +18,7 @@ from alembic import op
 from sqlmodel.sql.sqltypes import UTCDateTime
 
 revision = "0018"
-down_revision = "0016"
+down_revision = "0017"
 branch_labels = None
 depends_on = None
 
