@@ -240,6 +240,11 @@ def _step(label: str, types: list[str], body: Schema, required: list[str], *,
                              "description": ("A/B variants: a name, an optional weight and "
                                              "the body fields that replace the step's; the "
                                              "first is the control.")}
+    if channel is not None:
+        props["name"] = {"type": "string", "minLength": 1, "description": (
+            "The step's name: a later step's when, or a keyword, names it.")}
+        props["when"] = {"$ref": "#/$defs/When", "description": (
+            "When the step goes, from an earlier step's replies, read or clicks.")}
     if channel is not None and OUTCOMES_BY_CHANNEL.get(channel):
         props["retry"] = {"type": "array", "minItems": 1,
                           "items": {"$ref": f"#/$defs/{_NAMES[channel]}RetryRule"},
@@ -259,10 +264,32 @@ def _step(label: str, types: list[str], body: Schema, required: list[str], *,
     return step
 
 
+def when_schema() -> Schema:
+    """A step's ``when`` (see :mod:`scheduler.campaign.conversation_spec`)."""
+    from scheduler.campaign.conversation_spec import WHAT, WhenSpec
+
+    node = WhenSpec.model_json_schema()
+    node.pop("title", None)
+    for name, sub in node["properties"].items():
+        sub.pop("title", None)
+        kept = [n for n in sub.pop("anyOf", []) if n.get("type") != "null"]
+        if kept:
+            sub["anyOf"] = kept
+        sub.pop("default", None)
+        if name in ("not_replied_within", "within", "after"):
+            sub["anyOf"] = copy.deepcopy(DELAY["anyOf"])
+    node["description"] = ("When the step goes, from an earlier step of the same "
+                           "recipient: exactly one of " + ", ".join(WHAT) + ".")
+    node["additionalProperties"] = False
+    node["minProperties"] = 1
+    return node
+
+
 def step_defs(defs: dict[str, Schema]) -> None:
     """Add every step definition to ``defs``: ``WhatsAppStep`` (choosing a type's
     ``WhatsAppStep_TYPE``), ``SmsStep``, ``VoiceStep``, ``CallsStep``, the fallback's
     ``SmsFallbackStep`` and ``VoiceFallbackStep``, their variants and retry rules."""
+    defs["When"] = when_schema()
     kinds = whatsapp_kinds()
     choose = []
     for name, kind in kinds.items():

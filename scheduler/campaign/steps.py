@@ -35,8 +35,9 @@ from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, W
 from scheduler.service.template_models import SEND_TEMPLATE_PATH, SendTemplateBody
 
 #: Keys of a step table that are not body fields (``product``: see ``campaign.remote``;
-#: ``retry`` and ``min_talk``: see ``campaign.recycle_spec``).
-RESERVED_KEYS = frozenset({"type", "delay", "product", "retry", "min_talk"})
+#: ``retry`` and ``min_talk``: see ``campaign.recycle_spec``; ``name`` and ``when``: see
+#: ``campaign.conversation_spec``).
+RESERVED_KEYS = frozenset({"type", "delay", "product", "retry", "min_talk", "name", "when"})
 #: Body keys the dispatcher sets; a step must not.
 DISPATCHER_KEYS = frozenset({"sessionId", "to"})
 PLACEHOLDER_TO = "5511999999999"

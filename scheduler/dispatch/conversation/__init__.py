@@ -1,0 +1,1 @@
+"""Steps that follow the recipient's replies: the pure decisions (:mod:`.rules`)."""
