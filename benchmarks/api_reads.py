@@ -36,12 +36,12 @@ def main() -> None:
 
     from scheduler.api import reads
     from scheduler.api.app import create_api
-    from scheduler.httpserver import BackgroundServer
+    from scheduler.core.httpserver import BackgroundServer
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger.api_tokens import create_token
     from scheduler.ledger.db import open_ledger
     from scheduler.ledger.runs import Ledger
     from scheduler.settings.load import load_settings
-    from scheduler.timeutil import utcnow
 
     engine = open_ledger(args.url)
     ledger = Ledger(engine)

@@ -311,7 +311,7 @@ def dashboard_timings(app: Any, paths: list[str], repeat: int) -> dict[str, dict
     ``Server-Timing: app;dur=<ms>`` header it sets on every answer (median, min, max)."""
     import httpx
 
-    from scheduler.httpserver import BackgroundServer
+    from scheduler.core.httpserver import BackgroundServer
 
     out: dict[str, dict[str, float]] = {}
     with BackgroundServer(app) as server, httpx.Client(base_url=server.base_url,

@@ -34,13 +34,13 @@ def main() -> None:
     import httpx
     from sqlalchemy import text
 
+    from scheduler.core.httpserver import BackgroundServer
+    from scheduler.core.timeutil import utcnow
     from scheduler.dashboard.app import create_app
-    from scheduler.httpserver import BackgroundServer
     from scheduler.ledger.db import open_ledger
     from scheduler.ledger.runs import Ledger
     from scheduler.metrics.collector import exposition, read_figures
     from scheduler.settings.load import load_settings
-    from scheduler.timeutil import utcnow
 
     engine = open_ledger(args.url)
     ledger = Ledger(engine)

@@ -44,12 +44,12 @@ from _harness import (
     store_text_run,
 )
 
+from scheduler.core.units import parse_rate
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
-from scheduler.units import parse_rate
 from scheduler.wiring import run_store
 
 SENDERS = 50

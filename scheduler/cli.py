@@ -3,7 +3,7 @@
 The command modules are listed below, in the order ``--help`` shows them; each adds its
 commands with ``register(app)``, and each command is a thin layer over a function of
 :mod:`scheduler.usecases`, :mod:`scheduler.views` or another package, which the tests call
-directly. A :class:`~scheduler.errors.SchedulerError` is printed as one line on stderr with
+directly. A :class:`~scheduler.core.errors.SchedulerError` is printed as one line on stderr with
 exit code 1, never as a traceback; anything else is a bug and keeps its traceback.
 """
 
@@ -36,7 +36,7 @@ from scheduler.commands import (
     workers,
 )
 from scheduler.commands.help_style import apply as apply_help_style
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 app = typer.Typer(
     name="campaign",

@@ -4,7 +4,7 @@ service or the sandbox, the engine's stores).
 One factory for what every command needs: :func:`ledger_from_settings` opens the project's
 ledger; :func:`service_target` gives the configured service or, only when no service is
 configured at all, the embedded sandbox on a free loopback port (half a configuration is a
-:class:`~scheduler.errors.ConfigError`, see ``Settings.service_endpoint``);
+:class:`~scheduler.core.errors.ConfigError`, see ``Settings.service_endpoint``);
 :func:`ensure_senders` makes the run's sessions ready; :func:`run_store` gives the
 dispatcher its store with tracking's hook.
 """
@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
+from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.schema_head import open_current
 from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.exceptions import Forbidden, ServiceError
 from scheduler.settings.load import Settings, load_settings
-from scheduler.timeutil import Clock, monotonic, utcnow
 
 # The service's client (aiohttp, httpx), QR codes and rich are imported where they are used:
 # `campaign status` and the other commands that only read the ledger open it through here.
@@ -105,7 +105,7 @@ def service_target(settings: Settings, *, force_sandbox: bool = False,
     if service is not None:
         yield ServiceTarget(*service)
         return
-    from scheduler.httpserver import BackgroundServer
+    from scheduler.core.httpserver import BackgroundServer
     from scheduler.sandbox import SandboxConfig, create_app
 
     config = SandboxConfig(**(sandbox_config or {}))

@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox import SandboxConfig
 from scheduler.sandbox.testing import QUIET_SANDBOX, SandboxHandle, WebhookSink

@@ -6,12 +6,12 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from scheduler.core.timeutil import SimulatedClock
 from scheduler.dispatch.channel import ServiceCalls
 from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.dispatcher import Dispatcher, RunSetup, Timing
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.runs import Ledger
-from scheduler.timeutil import SimulatedClock
 from scheduler.wiring import run_store
 
 

@@ -26,13 +26,13 @@ from typing import Any
 import httpx
 import pytest
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
+from scheduler.core.timeutil import SimulatedClock
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.sandbox import SandboxConfig, create_app
 from scheduler.sandbox.testing import write_text_project
 from scheduler.service.client import ServiceClient
-from scheduler.timeutil import SimulatedClock
 
 #: The repository's root (its example ``campaigns/``, ``templates/`` and ``data/``).
 REPO = Path(__file__).resolve().parents[1]

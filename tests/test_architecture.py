@@ -24,7 +24,7 @@ def _modules() -> Iterator[tuple[Path, str]]:
 
 
 def _unit(dotted: str) -> str | None:
-    """The package (``scheduler.campaign``) or top-level module (``scheduler.units``) that
+    """The package (``scheduler.campaign``) or top-level module (``scheduler.wiring``) that
     ``dotted`` belongs to; ``None`` outside scheduler and for ``scheduler`` itself."""
     parts = dotted.split(".")
     if parts[0] != "scheduler" or len(parts) < 2:
@@ -34,7 +34,7 @@ def _unit(dotted: str) -> str | None:
 
 def _imported(node: ast.AST, module: str, is_package: bool) -> list[str]:
     """Dotted names an ``import`` / ``from … import`` node brings in (relative ones resolved;
-    ``from scheduler import units`` names ``scheduler.units``)."""
+    ``from scheduler.core import units`` names ``scheduler.core.units``)."""
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     if not isinstance(node, ast.ImportFrom):
@@ -116,10 +116,10 @@ def describe_cycle(group: list[str], edges: Edges) -> str:
 
 
 def test_no_import_cycle_between_packages() -> None:
-    """campaign, dispatch, ledger, … (and top-level modules such as units) import each other
+    """campaign, dispatch, ledger, … (and top-level modules such as wiring) import each other
     in one direction only: what two packages share lives in a third."""
     edges = package_imports()
-    assert ("campaign", "units") in edges and ("dispatch", "units") in edges  # it sees imports
+    assert ("campaign", "core") in edges and ("dispatch", "core") in edges  # it sees imports
     found = cycles(edges)
     assert not found, "import cycles between scheduler packages:\n" + "\n".join(
         describe_cycle(group, edges) for group in found)
@@ -143,7 +143,7 @@ def test_the_cycle_finder_finds_and_names_cycles() -> None:
              ("dispatch", "ledger"): ["scheduler/dispatch/b.py:5"],
              ("ledger", "campaign"): ["scheduler/ledger/c.py:7", "scheduler/ledger/d.py:1"],
              ("usecases", "campaign"): ["scheduler/usecases/e.py:2"],
-             ("units", "errors"): ["scheduler/units.py:1"]}
+             ("units", "errors"): ["scheduler/core/units.py:1"]}
     assert cycles(edges) == [["campaign", "dispatch", "ledger"]]
     assert describe_cycle(["campaign", "dispatch", "ledger"], edges) == (
         "campaign ⇄ dispatch ⇄ ledger\n"
@@ -334,7 +334,7 @@ CLOCKS = {"time": {"time", "time_ns", "monotonic", "monotonic_ns", "perf_counter
                    "gmtime", "ctime"},
           "datetime": {"now", "utcnow", "today"}, "date": {"today"}}
 #: The one module that reads them.
-CLOCK_MODULE = "scheduler/timeutil.py"
+CLOCK_MODULE = "scheduler/core/timeutil.py"
 
 
 def _names(node: ast.expr) -> list[str]:
@@ -375,7 +375,7 @@ def clock_reads(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_the_clock_is_read_in_one_module() -> None:
-    """Only ``scheduler/timeutil.py`` reads the machine's clocks (``utcnow``, ``monotonic``,
+    """Only ``scheduler/core/timeutil.py`` reads the machine's clocks (``utcnow``, ``monotonic``,
     ``seconds_since``, ``local_zone``); everything else asks it, or takes an injected clock,
     so a test can fix the time of anything."""
     offences: dict[str, list[str]] = defaultdict(list)
@@ -387,7 +387,7 @@ def test_the_clock_is_read_in_one_module() -> None:
         for line, what in clock_reads(tree):
             offences[where].append(f"{where}:{line}: {what}")
     problems = _beyond(set(offences), PENDING_CLOCK_READS, "PENDING_CLOCK_READS")
-    assert not problems, "clocks read outside scheduler/timeutil.py:\n" + "\n".join(
+    assert not problems, "clocks read outside scheduler/core/timeutil.py:\n" + "\n".join(
         "\n".join(offences[p]) if p in offences else p for p in problems)
 
 

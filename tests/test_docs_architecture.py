@@ -159,7 +159,7 @@ def test_every_name_the_architecture_page_cites_exists() -> None:
 
 
 def test_the_checker_tells_real_names_from_made_up_ones() -> None:
-    real = ["scheduler/units.py", "ledger/queries/leases.py", "channels/whatsapp.py",
+    real = ["scheduler/core/units.py", "ledger/queries/leases.py", "channels/whatsapp.py",
             "service/", "tests/factories.py", "scheduler.dispatch.retry", "SenderPool",
             "scheduler.settings.load.Settings.service_endpoint", "Settings.service_endpoint",
             "SenderState.call_until", "limits.follow_sender_calls", "cli.COMMAND_MODULES",

@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from scheduler.errors import SchedulerError
-from scheduler.units import (
+from scheduler.core.errors import SchedulerError
+from scheduler.core.units import (
     ClockTime,
     ClockWindow,
     Days,

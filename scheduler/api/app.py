@@ -37,10 +37,10 @@ from scheduler.api.schemas import (
     SuppressionIn,
     SuppressionRemoved,
 )
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
+from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.ledger.api_tokens import TokenInfo
 from scheduler.ledger.exceptions import DatabaseUnavailable, RunLocked, RunNotFound, RunStateError
-from scheduler.timeutil import Clock, monotonic, utcnow
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger

@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:
     from scheduler.dashboard.campaign_files import CampaignCheck, CampaignFiles

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from pydantic import create_model, field_validator
 
+from scheduler.core.units import load_zone
 from scheduler.service.call_models import (
     PLACE_PATH,
     SEND_EVENT_PATH,
@@ -31,7 +32,6 @@ from scheduler.service.call_models import (
     SendCallEventBody,
 )
 from scheduler.service.requests import NonEmpty
-from scheduler.units import load_zone
 
 #: Step type names of the ``calls`` channel.
 CALL_TYPES = ("call",)

@@ -84,6 +84,7 @@ from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.recycle_spec import FALLBACK_HELP, FallbackSpec
 from scheduler.campaign.render_bounds import RenderLimits
+from scheduler.core.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone
 from scheduler.settings.run import (
     DEFAULT_DAYS,
     DEFAULT_DELIVERY,
@@ -96,7 +97,6 @@ from scheduler.settings.run import (
     DeliveryMode,
     Rotation,
 )
-from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone
 
 NonEmpty = Annotated[str, StringConstraints(min_length=1, strip_whitespace=True)]
 

@@ -2,7 +2,7 @@
 
 Tree::
 
-    SchedulerError                          (scheduler/errors.py)
+    SchedulerError                          (scheduler/core/errors.py)
     └── CampaignError                       anything wrong with a campaign's files
         ├── DefinitionError                 the TOML definition (every problem at once)
         ├── RecipientsError                 the recipients CSV or a suppression list
@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, field_validator
 
-from scheduler.units import parse_duration
+from scheduler.core.units import parse_duration
 
 #: What a test may compare: the name of a rate (:data:`scheduler.experiments.decision.RATE_NAMES`).
 Metric = Literal["reply", "read", "click", "delivered", "answered"]

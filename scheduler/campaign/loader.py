@@ -47,9 +47,9 @@ from scheduler.campaign.steps import (
 )
 from scheduler.campaign.tomllines import key_lines, line_of
 from scheduler.campaign.variants import experiment_problem
+from scheduler.core.units import load_zone
 from scheduler.links.render import Linker
 from scheduler.settings.run import CHANNELS, DEFAULT_TIMEZONE
-from scheduler.units import load_zone
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A campaign's run options: built once from the checked definition when a run is planned.
 
-The values come parsed from the definition (:mod:`scheduler.units` values) and from the
+The values come parsed from the definition (:mod:`scheduler.core.units` values) and from the
 compiled steps (their delays, their retry rules); the result is stored with the run (see
 :mod:`scheduler.settings.run`). A campaign with ``[fallback]`` has a second run, its
 fallback run, whose options :func:`fallback_run_options` gives.
@@ -9,6 +9,7 @@ fallback run, whose options :func:`fallback_run_options` gives.
 from __future__ import annotations
 
 from scheduler.campaign.loader import Campaign
+from scheduler.core.units import parse_rate
 from scheduler.settings.retry_rules import FallbackOptions, RecycleOptions
 from scheduler.settings.run import (
     DEFAULT_RATE,
@@ -17,7 +18,6 @@ from scheduler.settings.run import (
     WindowOptions,
     latest_parts,
 )
-from scheduler.units import parse_rate
 
 
 def recycle_options(campaign: Campaign) -> RecycleOptions | None:

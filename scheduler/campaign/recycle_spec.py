@@ -31,6 +31,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
+from scheduler.core.units import Rate, UnitError, parse_duration, parse_window
 from scheduler.settings.retry_rules import (
     MAX_ATTEMPTS,
     OUTCOMES_BY_CHANNEL,
@@ -42,7 +43,6 @@ from scheduler.settings.retry_rules import (
     RuleWindow,
     StepRecycle,
 )
-from scheduler.units import Rate, UnitError, parse_duration, parse_window
 
 #: Keys of a step table that are second chances, not body fields.
 STEP_KEYS = frozenset({"retry", "min_talk"})

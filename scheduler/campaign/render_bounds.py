@@ -39,7 +39,7 @@ from jinja2.runtime import Context
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import generate_lorem_ipsum
 
-from scheduler.timeutil import monotonic
+from scheduler.core.timeutil import monotonic
 
 _LOOP = "_bounded_loop"
 _CHARGE = "_bounded_output"

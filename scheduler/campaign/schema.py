@@ -25,7 +25,7 @@ from pydantic.json_schema import GenerateJsonSchema
 from scheduler.campaign.definition import CampaignSpec
 from scheduler.campaign.products import ProductRef
 from scheduler.campaign.step_schema import by_channel, step_defs
-from scheduler.units import ClockTime, ClockWindow, Days, Jitter, Rate
+from scheduler.core.units import ClockTime, ClockWindow, Days, Jitter, Rate
 
 DRAFT = "http://json-schema.org/draft-07/schema#"
 

@@ -41,8 +41,8 @@ from scheduler.campaign.variants import (
     split_of,
     variant_tables,
 )
+from scheduler.core.units import parse_duration
 from scheduler.settings.retry_rules import StepRecycle
-from scheduler.units import parse_duration
 
 
 @dataclass

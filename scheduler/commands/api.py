@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
 
 if TYPE_CHECKING:
     import socket
@@ -32,7 +32,7 @@ tokens_app = typer.Typer(help="Bearer tokens of the HTTP API (`campaign api`): c
 def listen(settings: Settings, ledger: Ledger, host: str, port: int) -> socket.socket:
     """The API's socket on ``host:port``: refused on a non-loopback host while no token
     exists, on the webhook receiver's port, and (clearly) on a port in use."""
-    from scheduler.httpserver import try_bind
+    from scheduler.core.httpserver import try_bind
     from scheduler.ledger.api_tokens import live_token_count
     from scheduler.settings.api import LOOPBACK
 
@@ -108,7 +108,7 @@ def serve_alongside(settings: Settings, ledger: Ledger) -> Iterator[str | None]:
         yield None
         return
     from scheduler.api.app import create_api
-    from scheduler.httpserver import BackgroundServer
+    from scheduler.core.httpserver import BackgroundServer
 
     conf = settings.api
     sock = listen(settings, ledger, conf.host, conf.port)
@@ -125,8 +125,8 @@ def create_command(
     role: str = typer.Option(..., "--role", help="viewer (reads) or operator (also acts)."),
 ) -> None:
     """Make a token and print it once (only its SHA-256 is stored)."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger.api_tokens import create_token
-    from scheduler.timeutil import utcnow
     from scheduler.wiring import open_project
 
     _, ledger = open_project()
@@ -156,7 +156,7 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     if not rows:
         typer.echo("no API tokens: make one with `campaign api-token create NAME --role viewer`")
         return
-    from scheduler import display
+    from scheduler.core import display
 
     table = display.table("name", "role", "created (UTC)", "last used", "revoked",
                           show_edge=False)
@@ -171,8 +171,8 @@ def list_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
 @tokens_app.command("revoke")
 def revoke_command(name: str = typer.Argument(..., help="The token's name.")) -> None:
     """Revoke a token: refused from now on (kept in the list as revoked)."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger.api_tokens import revoke_token
-    from scheduler.timeutil import utcnow
     from scheduler.wiring import open_project
 
     _, ledger = open_project()

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
 
 if TYPE_CHECKING:
     import socket
@@ -45,8 +45,8 @@ def build_app(settings: Settings, ledger: Ledger) -> FastAPI:
 def listen(settings: Settings, host: str, port: int) -> socket.socket:
     """The dashboard's socket on ``host:port``: refused on a non-loopback host without
     logins, on the webhook receiver's port, and (clearly) on a port in use."""
+    from scheduler.core.httpserver import try_bind
     from scheduler.dashboard import auth
-    from scheduler.httpserver import try_bind
 
     auth.check_binding(host, settings.dashboard)
     if port and port == settings.receiver_port:
@@ -110,7 +110,7 @@ def serve_alongside(settings: Settings, ledger: Ledger) -> Iterator[str | None]:
     if not settings.dashboard.serve:
         yield None
         return
-    from scheduler.httpserver import BackgroundServer
+    from scheduler.core.httpserver import BackgroundServer
 
     conf = settings.dashboard
     sock = listen(settings, conf.host, conf.port)

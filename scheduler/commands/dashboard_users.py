@@ -14,7 +14,7 @@ import sys
 
 import typer
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 app = typer.Typer(help="Logins of the web dashboard (`campaign dashboard`).",
                   no_args_is_help=True)

@@ -16,8 +16,8 @@ def demo_command(
     """Sessions, every message type, a 200-recipient campaign and its report, in seconds."""
     from rich.console import Console
 
+    from scheduler.core.errors import SchedulerError
     from scheduler.demo.tour import run_demo
-    from scheduler.errors import SchedulerError
 
     if not (root / "campaigns" / "demo.toml").is_file():
         raise SchedulerError(f"{root / 'campaigns' / 'demo.toml'} not found: run the demo from "

@@ -14,7 +14,7 @@ from typing import Any
 
 import typer
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 def label_state(session_ids: list[str]) -> dict[str, list[dict[str, Any]]]:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:
     from scheduler.service.client import ServiceClient

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from scheduler.campaign.exceptions import CampaignError, Issue
-from scheduler.display import clean_markup, iso_utc
-from scheduler.errors import SchedulerError
-from scheduler.timeutil import utcnow
+from scheduler.core.display import clean_markup, iso_utc
+from scheduler.core.errors import SchedulerError
+from scheduler.core.timeutil import utcnow
 
 # rich's console and tables, the campaign's loader and the engine's pacing (pydantic models,
 # SQLAlchemy) are imported when a command runs: `campaign --help` registers these commands.

@@ -18,11 +18,11 @@ from typing import Any
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.plan_stats import PlanStats
 from scheduler.campaign.recycle_spec import when_words
+from scheduler.core.display import iso_utc, local_time, span, zone_label
+from scheduler.core.units import load_zone
 from scheduler.dispatch.windows import SendWindow
-from scheduler.display import iso_utc, local_time, span, zone_label
 from scheduler.settings.retry_rules import RetryRule, RuleWindow
 from scheduler.settings.run import RunOptions
-from scheduler.units import load_zone
 
 _WHAT = {"voice": "calls", "calls": "calls", "sms": "SMS", "whatsapp": "sends"}
 _ON = {"no_answer": "not answered", "busy": "busy", "failed": "failed",

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scheduler.display import local_time, span
+from scheduler.core.display import local_time, span
 
 if TYPE_CHECKING:
     from scheduler.campaign.plan_stats import PlanStats

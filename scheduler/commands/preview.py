@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.display import clean, clean_markup
+from scheduler.core.display import clean, clean_markup
 
 if TYPE_CHECKING:  # imported when the command runs (`campaign --help` registers it)
     from scheduler.campaign.loader import Campaign
@@ -32,7 +32,7 @@ FileArg = typer.Argument(..., help="The campaign definition (TOML).", show_defau
 def engine_settings(campaign: Campaign) -> dict[str, Any]:
     """The settings' part of the engine's options (prices, bounds) for ``campaign``'s
     project; the defaults, said on stderr, when the settings cannot be read."""
-    from scheduler.errors import SchedulerError
+    from scheduler.core.errors import SchedulerError
     from scheduler.settings.load import load_settings
 
     try:
@@ -50,9 +50,9 @@ def campaign_channel(campaign: Campaign, overrides: dict[str, Any] | None = None
     campaign's ``[pace]`` batch and calls, the settings' prices and bounds (``overrides``:
     :func:`engine_settings`, read when not given)."""
     from scheduler.campaign.options import run_options
+    from scheduler.core.timeutil import utcnow
     from scheduler.dispatch.channels import channel_for
     from scheduler.dispatch.options import DispatchOptions
-    from scheduler.timeutil import utcnow
 
     if overrides is None:
         overrides = engine_settings(campaign)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler import display
-from scheduler.errors import SchedulerError
+from scheduler.core import display
+from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:  # the app's modules (and rich, the ledger) are imported when a command runs
     from rich.console import Console
@@ -80,7 +80,7 @@ def run_command(
 
 
 def _control(action: str, run_id: int) -> None:
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.views.workers import served_by_workers
     from scheduler.wiring import open_project
 
@@ -125,7 +125,7 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
         senders = list(ledger.options(run).senders)
         verify_senders(*service, senders, timeout_s=settings.http_timeout_s,
                        calls=places_session_calls(run.channel))
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.views.workers import served_by_workers
 
     workers = served_by_workers(ledger, settings.worker_lease_s, utcnow())
@@ -158,8 +158,8 @@ def resend_command(
                                   "says why."),
 ) -> None:
     """Queue failed and/or unknown deliveries of a run again, explicitly."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.dispatch.unknowns import judge_run
-    from scheduler.timeutil import utcnow
     from scheduler.wiring import open_project
 
     if not (failed or unknown or unproven):
@@ -224,7 +224,7 @@ def status_command(
     """A run's status: deliveries by state, and the channel's outcomes (WhatsApp: sent /
     delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
     voice: answered / not answered, digits pressed)."""
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.views.experiment_status import experiment_lines, experiment_of_run
     from scheduler.views.status import status_row
     from scheduler.views.unserved import Unserved
@@ -283,10 +283,10 @@ def status_command(
 
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger import access
     from scheduler.ledger.db import ledger_label
     from scheduler.ledger.queries import schedules as sch
-    from scheduler.timeutil import utcnow
     from scheduler.views.status import runs_rows
     from scheduler.views.unserved import Unserved
     from scheduler.wiring import open_project

@@ -7,7 +7,7 @@ import socket
 
 import typer
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 KEY_ENV = "CAMPAIGN_SANDBOX_API_KEY"
 

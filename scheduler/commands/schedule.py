@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from scheduler.display import local_time
-from scheduler.errors import SchedulerError
+from scheduler.core.display import local_time
+from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:  # rich's console is imported when a command runs
     from rich.console import Console
@@ -23,8 +23,8 @@ def _console() -> Console:
 def schedule_command(file: Path = typer.Argument(..., help="Campaign definition (TOML).")) -> None:
     """Register a campaign's schedule (its `at` or `cron`); `campaign serve` fires it."""
     from scheduler.campaign.plan import load_campaign
+    from scheduler.core.timeutil import utcnow
     from scheduler.dispatch.triggers import add_schedule, make_trigger, next_fire_times
-    from scheduler.timeutil import utcnow
     from scheduler.wiring import open_project
 
     campaign = load_campaign(file)

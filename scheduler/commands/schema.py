@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 def schema_text() -> str:

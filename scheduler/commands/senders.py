@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from scheduler.display import clean, clean_markup, local_time
+from scheduler.core.display import clean, clean_markup, local_time
 
 if TYPE_CHECKING:
     from scheduler.views.senders import PlanLimits, SenderInfo, SendersView
@@ -40,8 +40,8 @@ def senders_command(
     speed, and each session's plan limits left today."""
     if ctx.invoked_subcommand is not None:
         return
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger.db import ledger_label
-    from scheduler.timeutil import utcnow
     from scheduler.views.senders import senders_view
     from scheduler.wiring import open_project
 
@@ -113,7 +113,7 @@ def _detail_lines(info: SenderInfo) -> list[str]:
 def _print(view: SendersView, ledger_label: str) -> None:
     from rich.console import Console
 
-    from scheduler.display import table
+    from scheduler.core.display import table
 
     console = Console(width=WIDTH, highlight=False, soft_wrap=False)
     console.print(f"ledger: {ledger_label}", soft_wrap=True, markup=False)
@@ -141,7 +141,7 @@ def _print(view: SendersView, ledger_label: str) -> None:
 
 
 def _change(action: str, sender: str, reason: str) -> None:
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.usecases.sender_control import change_sender
     from scheduler.wiring import open_project
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.display import clean, clean_markup, hide_url_secrets, local_time
-from scheduler.errors import SchedulerError
+from scheduler.core.display import clean, clean_markup, hide_url_secrets, local_time
+from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:
     from scheduler.ledger.rows import SessionStatusRow

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.display import clean, local_time
+from scheduler.core.display import clean, local_time
 
 if TYPE_CHECKING:  # rich's console is imported when a command runs
     from rich.console import Console
@@ -126,7 +126,7 @@ def receiver(
         sock = bind_receiver_socket(settings)  # the project's port, kept between processes
         sock.listen(2048)
     else:
-        from scheduler.httpserver import bind
+        from scheduler.core.httpserver import bind
 
         sock = bind(host, port or 0)
         sock.listen(2048)

@@ -10,8 +10,8 @@ import typer
 
 def workers_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Live `campaign serve` workers: their senders, last heartbeat, the trigger leader."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger.db import ledger_label
-    from scheduler.timeutil import utcnow
     from scheduler.views.unserved import unserved_runs
     from scheduler.views.workers import workers_view
     from scheduler.wiring import open_project

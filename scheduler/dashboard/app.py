@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
+from scheduler.core.timeutil import Clock, utcnow
 from scheduler.dashboard import actions, auth, downloads, live, pages
 from scheduler.dashboard.campaign_files import CampaignFiles, Check
 from scheduler.dashboard.errors import install_handlers
 from scheduler.dashboard.headers import Headers
 from scheduler.dashboard.web import STATIC, Dashboard
 from scheduler.metrics.endpoint import MetricsRoute
-from scheduler.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 logger = logging.getLogger("scheduler.dashboard")
 

@@ -18,8 +18,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from scheduler.core.errors import SchedulerError
 from scheduler.dashboard.web import render
-from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import (
     DatabaseUnavailable,
     LedgerError,

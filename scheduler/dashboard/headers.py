@@ -20,7 +20,7 @@ import logging
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from scheduler.timeutil import monotonic
+from scheduler.core.timeutil import monotonic
 
 logger = logging.getLogger("scheduler.dashboard")
 

@@ -30,12 +30,12 @@ from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.responses import StreamingResponse
 
+from scheduler.core.errors import SchedulerError
+from scheduler.core.timeutil import monotonic
 from scheduler.dashboard import auth
 from scheduler.dashboard.pages import overview_context, read_front, read_run, run_context
 from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment
-from scheduler.errors import SchedulerError
 from scheduler.ledger.exceptions import RunNotFound
-from scheduler.timeutil import monotonic
 
 #: How long the browser waits before reconnecting (milliseconds).
 RETRY_MS = 2000

@@ -15,15 +15,15 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, Response
 
+from scheduler.core.display import zone_label
+from scheduler.core.units import load_zone
 from scheduler.dashboard.auth import require_viewer
 from scheduler.dashboard.svg import bars_svg, funnel_svg, hourly_svg, hours_of
 from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment, render
-from scheduler.display import zone_label
 from scheduler.ledger import access
 from scheduler.ledger.funnel import stages
 from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
-from scheduler.units import load_zone
 from scheduler.views.attempts import attempt_table
 from scheduler.views.experiment_status import experiment_lines, experiment_of_run
 from scheduler.views.overview import Overview, read_overview

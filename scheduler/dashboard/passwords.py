@@ -17,7 +17,7 @@ import secrets
 from argon2 import PasswordHasher
 from argon2.exceptions import HashingError, InvalidHashError, VerificationError
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 #: The shortest password the hash command accepts.
 MIN_PASSWORD_CHARS = 8

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from scheduler.timeutil import monotonic
+from scheduler.core.timeutil import monotonic
 
 #: Entries not used for this long are dropped when the table grows (seconds).
 FORGET_AFTER_S = 60.0

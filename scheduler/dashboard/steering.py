@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from scheduler.core.timeutil import monotonic
 from scheduler.dashboard.errors import PageError
 from scheduler.dashboard.web import Dashboard, Notice
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
 from scheduler.ledger.states import FINISHED_RUN_STATUSES
-from scheduler.timeutil import monotonic
 
 Which = Literal["failed", "unproven"]
 #: How long a resume waits to see its child take the run, or fail at once (seconds).
@@ -76,7 +76,7 @@ def resume(dash: Dashboard, run_id: int) -> Notice:
 def log_folder(dash: Dashboard) -> Path:
     """Where the children's logs go: ``<state folder>/logs`` (a temporary folder when the
     settings name no project)."""
-    from scheduler.errors import ConfigError
+    from scheduler.core.errors import ConfigError
 
     try:
         folder = dash.settings.state_path() / "logs"

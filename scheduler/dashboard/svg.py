@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 
 from markupsafe import Markup, escape
 
+from scheduler.core.units import load_zone
 from scheduler.ledger.funnel import labelled_shares
-from scheduler.units import load_zone
 
 #: The most hours the sends-per-hour chart shows (the latest ones).
 MAX_HOURS = 72

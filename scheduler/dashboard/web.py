@@ -1,7 +1,7 @@
 """What every route of the dashboard shares: its state (:class:`Dashboard`), the Jinja2
 templates (autoescaped: every value from outside is shown as text) and :func:`render`.
 
-Times are shown in the campaign's zone with its label (:func:`scheduler.display.local_time`),
+Times are shown in the campaign's zone with its label (:func:`scheduler.core.display.local_time`),
 numbers with thousands separators, durations in words.
 """
 
@@ -20,9 +20,9 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
+from scheduler.core.display import local_time, span
+from scheduler.core.timeutil import Clock, utcnow
 from scheduler.dashboard.shared import SharedReads
-from scheduler.display import local_time, span
-from scheduler.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
     from scheduler.dashboard.campaign_files import CampaignFiles

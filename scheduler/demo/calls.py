@@ -32,7 +32,7 @@ STEPS = (("call.ringing", "ringing"), ("call.connected", "connected"),
 def calls_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
                console: Console, *, number: int) -> int | None:
     """Run the calls demo campaign as part ``number``; its run id (None when absent)."""
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.usecases.planning import plan_run
 
     console.print(f"[bold]{number}. WhatsApp calls, one at a time per session: {CAMPAIGN}[/]",

@@ -59,7 +59,7 @@ def channel_tour(settings: Settings, ledger: Ledger, target: ServiceTarget, root
 def run_channel_demo(settings: Settings, ledger: Ledger, target: ServiceTarget, path: Path,
                      console: Console) -> int:
     """Plan ``path``, say its requests, run it in the foreground, say its outcomes."""
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.usecases.planning import plan_run
 
     run_id = plan_run(ledger, path, start_at=utcnow(), target=target.ledger_value)
@@ -102,8 +102,8 @@ def say(console: Console, lines: Sequence[str]) -> None:
 
 def planned_rows(ledger: Ledger, run: Run) -> list[DueDelivery]:
     """The run's planned rows as the engine reads them (plan order, with their bodies)."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.ledger.queries.dispatch import due_deliveries
-    from scheduler.timeutil import utcnow
 
     with access.read(ledger.engine, "read the demo run's planned rows") as conn:
         return due_deliveries(conn, run.id or 0, utcnow(), limit=10_000)
@@ -111,9 +111,9 @@ def planned_rows(ledger: Ledger, run: Run) -> list[DueDelivery]:
 
 def channel_of(ledger: Ledger, run: Run, settings: Settings) -> Channel:
     """The run's channel set up as the engine sets it up (batch, calls, prices)."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.dispatch.channels import channel_for
     from scheduler.dispatch.options import DispatchOptions
-    from scheduler.timeutil import utcnow
 
     options = DispatchOptions.for_run(ledger.options(run), start=utcnow(), senders=("account",),
                                       **settings.engine_overrides())

@@ -99,7 +99,7 @@ def start_health_part(settings: Settings, ledger: Ledger, target: ServiceTarget,
                       root: Path) -> HealthPart:
     """Stage the trouble, plan the run and start it in a thread; :meth:`HealthPart.finish`
     says it."""
-    from scheduler.timeutil import utcnow
+    from scheduler.core.timeutil import utcnow
     from scheduler.usecases.planning import plan_run
 
     path = root / CAMPAIGN

@@ -35,12 +35,12 @@ from typing import Any
 from fastapi import FastAPI, Request
 from rich.console import Console
 
-from scheduler.display import clean_markup
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.display import clean_markup
+from scheduler.core.httpserver import BackgroundServer
+from scheduler.core.timeutil import monotonic, seconds_since
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
 from scheduler.settings.load import Settings
-from scheduler.timeutil import monotonic, seconds_since
 from scheduler.wiring import connect_session
 
 DEMO_TO = "5511987654321"
@@ -131,7 +131,7 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
     """The demo's settings (its own ledger file) and whether it uses the embedded sandbox."""
     from urllib.parse import urlsplit
 
-    from scheduler.errors import SchedulerError
+    from scheduler.core.errors import SchedulerError
     from scheduler.settings.load import load_settings
 
     base = load_settings(near=root / "campaigns" / "demo.toml")
@@ -163,10 +163,10 @@ def _demo_settings(root: Path, *, yes: bool, console: Console) -> tuple[Settings
 
 def run_demo(console: Console, root: Path, *, yes: bool = False) -> None:
     """The whole demo; each part prints what it does."""
+    from scheduler.core.timeutil import utcnow
     from scheduler.demo.calls import calls_part
     from scheduler.demo.channels import SANDBOX_SETTINGS, channel_tour
     from scheduler.demo.sender_health import start_health_part
-    from scheduler.timeutil import utcnow
     from scheduler.usecases.foreground import describe, run_foreground
     from scheduler.usecases.planning import plan_run
     from scheduler.wiring import ledger_from_settings, service_target

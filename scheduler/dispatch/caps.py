@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, tzinfo
 
+from scheduler.core.display import clock_time, local_time, span
+from scheduler.core.units import load_zone
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.dispatch.windows import SendWindow, next_local_midnight
-from scheduler.display import clock_time, local_time, span
-from scheduler.units import load_zone
 
 DAILY_CAP = "daily_cap"
 PLAN_LIMIT = "plan_limit"

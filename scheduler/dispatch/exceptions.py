@@ -2,14 +2,14 @@
 
 Tree::
 
-    SchedulerError                  (scheduler/errors.py)
+    SchedulerError                  (scheduler/core/errors.py)
     └── DispatchError               a run cannot go on
         └── RunStopped              the service refused the key (401/403): the run is paused
 """
 
 from __future__ import annotations
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class DispatchError(SchedulerError):

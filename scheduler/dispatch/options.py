@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from scheduler.core.units import parse_jitter, parse_rate
 from scheduler.dispatch.windows import SendWindow
 from scheduler.settings.engine import EngineSettings
 from scheduler.settings.run import (
@@ -25,7 +26,6 @@ from scheduler.settings.run import (
     Rotation,
     RunOptions,
 )
-from scheduler.units import parse_jitter, parse_rate
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -3,7 +3,7 @@
 Pure functions of their arguments: the clock (``now``) and randomness (a
 :class:`random.Random`) are always passed in, so tests use fixed datetimes and seeds.
 
-The rate and jitter texts are read by :mod:`scheduler.units`; this module does the maths.
+The rate and jitter texts are read by :mod:`scheduler.core.units`; this module does the maths.
 Semantics, shared by the dispatcher and ``campaign plan``:
 
 - **rate** (``"30/min"``) is a ceiling per sender, a token bucket of ``burst`` tokens

@@ -25,12 +25,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from scheduler.display import span
+from scheduler.core.display import span
+from scheduler.core.timeutil import utcnow
+from scheduler.core.units import load_zone
 from scheduler.ledger import access
 from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
-from scheduler.timeutil import utcnow
-from scheduler.units import load_zone
 
 log = logging.getLogger(__name__)
 

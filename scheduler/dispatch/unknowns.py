@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler.display import clock_time
+from scheduler.core.display import clock_time
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import uptime as uq

@@ -2,7 +2,7 @@
 
 A window is a daily interval (``"09:00-20:00"``) on some days of the week (``"mon-sat"``,
 ``"mon,wed,fri"``, Portuguese ``"seg-sab"`` too; the texts are read by
-:mod:`scheduler.units`). An overnight window (``"22:00-06:00"``)
+:mod:`scheduler.core.units`). An overnight window (``"22:00-06:00"``)
 belongs to the day it opens on: Saturday's 22:00-06:00 runs into Sunday morning. Equal start
 and end (``"00:00-00:00"``) means the whole day. Every instant is computed with
 :mod:`zoneinfo`, so DST days are right: a 09:00-20:00 window opens at 09:00 local on both
@@ -21,8 +21,8 @@ from functools import lru_cache
 import phonenumbers
 from phonenumbers import timezone as pn_timezone
 
+from scheduler.core.units import UnitError, load_zone, parse_clock, parse_days, parse_window
 from scheduler.settings.run import WindowOptions
-from scheduler.units import UnitError, load_zone, parse_clock, parse_days, parse_window
 
 
 def _local(day: date, minutes: int, tz: tzinfo) -> datetime:

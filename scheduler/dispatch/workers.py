@@ -22,6 +22,7 @@ import socket
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from scheduler.core.timeutil import Clock
 from scheduler.dispatch import reconcile, shares
 from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.exceptions import DispatchError
@@ -34,7 +35,6 @@ from scheduler.ledger.queries import handoff as hq
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.rows import LeaseRow, WorkerRow
 from scheduler.ledger.runs import Ledger
-from scheduler.timeutil import Clock
 
 #: Default lease time (seconds): a dead worker's senders move this long after its last renewal.
 DEFAULT_LEASE_S = 15.0

@@ -2,7 +2,7 @@
 
 Tree::
 
-    SchedulerError                  (scheduler/errors.py)
+    SchedulerError                  (scheduler/core/errors.py)
     └── ExperimentError             an experiment's input cannot be used
         ├── AssignmentError         the variants' weights or the test share are wrong
         └── DecisionError           the arms or the decision's settings are wrong
@@ -13,7 +13,7 @@ one line meant for the person at the terminal and names the variant or setting a
 
 from __future__ import annotations
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class ExperimentError(SchedulerError):

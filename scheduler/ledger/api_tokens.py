@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, select
 from sqlmodel.sql.sqltypes import UTCDateTime
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
 
 #: What every token starts with (``cmp_``: campaign).

@@ -8,11 +8,11 @@ suppression).
 
 from __future__ import annotations
 
+from scheduler.core.timeutil import Clock, utcnow
 from scheduler.ledger import access
 from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import RunNotFound
 from scheduler.ledger.models import Run
-from scheduler.timeutil import Clock, utcnow
 
 
 class LedgerCore:

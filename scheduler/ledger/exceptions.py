@@ -4,7 +4,7 @@ callers: :mod:`scheduler.ledger.access`, the only way into the database, turns t
 
 Tree::
 
-    SchedulerError                  (scheduler/errors.py)
+    SchedulerError                  (scheduler/core/errors.py)
     └── LedgerError                 the database could not do what was asked
         ├── DatabaseUnavailable     cannot open or migrate the database (path, URL, permissions)
         ├── RunNotFound             no run with that id
@@ -14,7 +14,7 @@ Tree::
 
 from __future__ import annotations
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class LedgerError(SchedulerError):

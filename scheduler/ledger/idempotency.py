@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, delete, select, update
 from sqlmodel.sql.sqltypes import UTCDateTime
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.exceptions import LedgerError
 

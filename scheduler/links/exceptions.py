@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class LinkError(SchedulerError):

@@ -18,7 +18,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from scheduler.errors import ConfigError
+from scheduler.core.errors import ConfigError
 from scheduler.links.exceptions import LinkError
 from scheduler.settings.load import Settings
 

@@ -32,13 +32,13 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector, CollectorRegistry
 
+from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.ledger import access
 from scheduler.ledger.queries import metrics as mq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import RunStatus, SenderStatus
-from scheduler.timeutil import Clock, monotonic, utcnow
 from scheduler.tracking import intake_counts as intake
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from scheduler.httpserver import client_host, host_header, is_loopback
-from scheduler.timeutil import Clock, utcnow
+from scheduler.core.httpserver import client_host, host_header, is_loopback
+from scheduler.core.timeutil import Clock, utcnow
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger

@@ -9,7 +9,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
 
 if TYPE_CHECKING:
     import socket
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def listen(settings: Settings) -> socket.socket:
     """The metrics port's socket, or a :class:`SchedulerError` saying what to change."""
-    from scheduler.httpserver import is_loopback, try_bind
+    from scheduler.core.httpserver import is_loopback, try_bind
 
     conf = settings.metrics
     if not is_loopback(conf.host) and conf.token_sha256 is None:
@@ -54,7 +54,7 @@ def serve_alongside(settings: Settings, ledger: Ledger) -> Iterator[str | None]:
     if not settings.metrics.serve:
         yield None
         return
-    from scheduler.httpserver import BackgroundServer
+    from scheduler.core.httpserver import BackgroundServer
     from scheduler.metrics.endpoint import metrics_app
 
     sock = listen(settings)

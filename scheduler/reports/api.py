@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from scheduler.core.timeutil import monotonic, seconds_since
 from scheduler.ledger.access import Connection, Engine, read, snapshot
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import reports as rq
@@ -49,7 +50,6 @@ from scheduler.reports.layout import fit_lengths, fit_text_columns
 from scheduler.reports.output import AtomicFiles, csv_safe, default_stem, resolve_output
 from scheduler.reports.sheetxml import RowEncoder, StreamedSheet, splice, split_rows
 from scheduler.reports.workbook import WorkbookWriter
-from scheduler.timeutil import monotonic, seconds_since
 
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger

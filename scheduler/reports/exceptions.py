@@ -2,7 +2,7 @@
 
 Tree::
 
-    SchedulerError                  (scheduler/errors.py)
+    SchedulerError                  (scheduler/core/errors.py)
     └── ReportError                 a report cannot be made
         ├── RunsNotFound            one or more run ids are not in the ledger
         ├── CampaignNotFound        no run of that campaign is in the ledger
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class ReportError(SchedulerError):

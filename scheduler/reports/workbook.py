@@ -22,13 +22,13 @@ from typing import Any
 
 import pandas as pd
 
+from scheduler.core.timeutil import utcnow
 from scheduler.reports import layout
 from scheduler.reports.columns import Column, Table
 from scheduler.reports.output import formula_like
 from scheduler.reports.sheetxml import MAX_CELL_CHARS, MAX_SHEET_ROWS
 from scheduler.reports.summary import ERROR_COLUMNS, SKIP_COLUMNS, Summary
 from scheduler.reports.xlsxcharts import add_charts
-from scheduler.timeutil import utcnow
 
 OPTIONS = {"strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False,
            "nan_inf_to_errors": False}  # fmt: skip

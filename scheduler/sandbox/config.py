@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
+from scheduler.core.timeutil import utcnow
 from scheduler.sandbox.scripted import Numbers, SmsScripts, VoiceScripts
 from scheduler.sandbox.trouble_rules import LogoutRules, NeverDeliveredShares, StormRules
-from scheduler.timeutil import utcnow
 
 DEFAULT_API_KEY = "sandbox-key"
 #: An ``errorCode`` of ``sms.undelivered`` / ``sms.failed`` (``service-facts.md``).

@@ -12,9 +12,9 @@ from enum import StrEnum
 
 from starlette.requests import Request
 
+from scheduler.core.timeutil import monotonic
 from scheduler.sandbox.common import seeded
 from scheduler.sandbox.config import SandboxConfig
-from scheduler.timeutil import monotonic
 
 
 class Outcome(StrEnum):

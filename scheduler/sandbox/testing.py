@@ -18,11 +18,11 @@ import httpx
 from fastapi import FastAPI, Request
 from starlette.responses import JSONResponse
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
+from scheduler.core.timeutil import monotonic
 from scheduler.sandbox.app import create_app
 from scheduler.sandbox.config import SandboxConfig
 from scheduler.service.requests import SEND_KINDS
-from scheduler.timeutil import monotonic
 
 #: Settings of test sandboxes unless a test says otherwise: seeded, no faults, recipients
 #: that never answer, quick webhook retries, short time-out hangs.

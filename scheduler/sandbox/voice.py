@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from scheduler.core.timeutil import epoch_s, monotonic
 from scheduler.sandbox.account import AccountHooks, Wallet, insufficient_balance
 from scheduler.sandbox.common import ApiError, iso_ms, seeded
 from scheduler.sandbox.scripted import Script, scripted_call
@@ -36,7 +37,6 @@ from scheduler.service.account_models import (
     VoiceBulkBody,
     VoiceCallBody,
 )
-from scheduler.timeutil import epoch_s, monotonic
 
 if TYPE_CHECKING:
     from scheduler.sandbox.world_view import WorldView

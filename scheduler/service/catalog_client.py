@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from scheduler.core.timeutil import monotonic
 from scheduler.service.bodies import build
 from scheduler.service.catalog_models import (
     CATALOG_PRODUCT_PATH,
@@ -24,7 +25,6 @@ from scheduler.service.catalog_models import (
 )
 from scheduler.service.exceptions import InvalidRequest, RateLimited, ServiceError
 from scheduler.service.requests import wire_body
-from scheduler.timeutil import monotonic
 
 Answer = TypeVar("Answer")
 Sleep = Callable[[float], Awaitable[None]]

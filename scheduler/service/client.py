@@ -22,7 +22,8 @@ from typing import Any, Self, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from scheduler.errors import ConfigError
+from scheduler.core.errors import ConfigError
+from scheduler.core.timeutil import epoch_s
 from scheduler.service import requests as rq
 from scheduler.service.account_client import AccountCalls
 from scheduler.service.bodies import build, session_path
@@ -51,7 +52,6 @@ from scheduler.service.sends_client import SendCalls
 from scheduler.service.templates_client import TemplateCalls
 from scheduler.service.transport import TransportKind, make_transport, no_answer
 from scheduler.settings.load import DEFAULT_HTTP_CONCURRENCY, DEFAULT_HTTP_TIMEOUT_S, Settings
-from scheduler.timeutil import epoch_s
 
 logger = logging.getLogger("scheduler.service")
 API = rq.API

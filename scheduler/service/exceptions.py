@@ -2,7 +2,7 @@
 
 Tree::
 
-    SchedulerError                      (scheduler/errors.py)
+    SchedulerError                      (scheduler/core/errors.py)
     └── ServiceError                    any failure talking to the service
         ├── InvalidRequest              refused locally before sending (e.g. a bad migration code)
         ├── NoAnswer                    the service never answered: retryable; ``maybe_applied``
@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from email.utils import parsedate_to_datetime
 from typing import Any
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class ServiceError(SchedulerError):

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import SessionRecord
@@ -149,7 +149,7 @@ async def require_senders(client: SessionLister, sender_ids: Iterable[str], *,
                           base_url: str, calls: bool = False) -> None:
     """Raise one clear error unless every sender exists and is connected.
 
-    Service errors become one-line :class:`~scheduler.errors.SchedulerError` messages that
+    Service errors become one-line :class:`~scheduler.core.errors.SchedulerError` messages that
     say what to do (:func:`~scheduler.service.session_admin.explain`).
     """
     senders = _unique(sender_ids)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
 
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import (
     Forbidden,

@@ -7,7 +7,7 @@ outside the repository (``api_key_file``); it is held as a :class:`pydantic.Secr
 is never printed.
 
 The settings file and every relative path in the settings (``state_dir``, ``reports_dir``,
-``api_key_file``) belong to the *project* (:mod:`scheduler.project`), not to the current
+``api_key_file``) belong to the *project* (:mod:`scheduler.core.project`), not to the current
 folder: the same command run from anywhere reads the same ledger.
 """
 
@@ -22,13 +22,14 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from scheduler.errors import ConfigError
-from scheduler.project import locate_project, no_project_message
+from scheduler.core.errors import ConfigError
+from scheduler.core.project import locate_project, no_project_message
 from scheduler.settings.api import ApiSettings
 from scheduler.settings.dashboard import DashboardSettings
 from scheduler.settings.engine import EngineSettings
 from scheduler.settings.metrics import MetricsSettings
 from scheduler.settings.senders import SenderCare
+from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription, check_unique
 
 DEFAULT_CONFIG_FILE = "config.toml"
 #: The service client's defaults (:class:`scheduler.service.client.ServiceClient` takes them).
@@ -90,10 +91,18 @@ class Settings(BaseSettings):
     api: ApiSettings = Field(default_factory=ApiSettings)
     # /metrics: `campaign serve`'s own metrics port, a scraper's token ([metrics]).
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    # Outgoing webhooks: [[webhooks]] subscriptions, [webhook_delivery] back-off (webhooks.py).
+    webhooks: list[WebhookSubscription] = Field(default_factory=list)
+    webhook_delivery: WebhookDelivery = Field(default_factory=WebhookDelivery)
 
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False
     reject_calls_reply: str | None = None
+
+    @field_validator("webhooks")
+    @classmethod
+    def _unique_webhooks(cls, value: list[WebhookSubscription]) -> list[WebhookSubscription]:
+        return check_unique(value)
 
     @field_validator("base_url")
     @classmethod
@@ -215,7 +224,7 @@ def load_settings(config_file: Path | str | None = None, *, near: Path | None = 
     """Build the settings: the TOML file, then the environment, then explicit ``overrides``.
 
     The project is found from ``near`` (a campaign file) or the current folder (see
-    :mod:`scheduler.project`); the settings file is ``CAMPAIGN_CONFIG``, else the project's
+    :mod:`scheduler.core.project`); the settings file is ``CAMPAIGN_CONFIG``, else the project's
     ``config.toml``. Relative paths are made absolute under the project.
     """
     root = overrides.pop("project_dir", None) or locate_project(near)

@@ -18,9 +18,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from scheduler.errors import SchedulerError
-from scheduler.settings.retry_rules import RecycleOptions
-from scheduler.units import (
+from scheduler.core.errors import SchedulerError
+from scheduler.core.units import (
     ClockTime,
     UnitError,
     load_zone,
@@ -30,6 +29,7 @@ from scheduler.units import (
     parse_rate,
     parse_window,
 )
+from scheduler.settings.retry_rules import RecycleOptions
 
 #: The version of :class:`RunOptions` this program writes and reads.
 OPTIONS_VERSION = 1

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from scheduler.units import parse_duration
+from scheduler.core.units import parse_duration
 
 #: The name of the built-in ramp, and the word that turns warm-up off.
 DEFAULT_RAMP, OFF = "default", "off"

@@ -12,7 +12,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
 from scheduler.tracking.apply import CallToReject

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
-from scheduler.errors import ConfigError
-from scheduler.httpserver import try_bind
+from scheduler.core.errors import ConfigError
+from scheduler.core.httpserver import try_bind
 from scheduler.settings.load import Settings
 
 IDENTITY_FILE = "receiver.json"

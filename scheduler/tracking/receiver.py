@@ -33,14 +33,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
+from scheduler.core.timeutil import Clock, monotonic
 from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
 from scheduler.links.routes import add_link_routes
 from scheduler.settings.load import Settings
-from scheduler.timeutil import Clock, monotonic
 from scheduler.tracking import event_store, intake_counts
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.call_events import is_live_chunk

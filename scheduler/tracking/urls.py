@@ -6,7 +6,7 @@ from __future__ import annotations
 import secrets
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.settings.load import Settings
 
 SESSION_PATH = "/webhooks/session"

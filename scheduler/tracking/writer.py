@@ -22,9 +22,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from scheduler.core.timeutil import Clock
 from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import LedgerError
-from scheduler.timeutil import Clock
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import Incoming

@@ -27,20 +27,20 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from scheduler.core.display import clean, clock_time, local_time
+from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.dispatch.channels import from_account, has_outcomes
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run
-from scheduler.display import clean, clock_time, local_time
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
 from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
 from scheduler.settings.run import SESSION_CHANNELS
-from scheduler.timeutil import Clock, monotonic, utcnow
 from scheduler.usecases.fallback_run import (
     as_fallback,
     fallback_lines,

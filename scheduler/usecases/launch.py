@@ -17,14 +17,14 @@ from pathlib import Path
 from rich.console import Console
 
 from scheduler.campaign.loader import Campaign
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
+from scheduler.core.timeutil import utcnow
 from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus, describe_target
 from scheduler.settings.load import Settings, load_settings
 from scheduler.settings.run import SESSION_CHANNELS
-from scheduler.timeutil import utcnow
 from scheduler.usecases.choose_run import (
     EditChoice,
     check_choice,

@@ -34,7 +34,7 @@ from scheduler.campaign.remote import (
     sender_issues,
     template_spec,
 )
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.template_models import CLOUD_API, TemplateRecord
 from scheduler.settings.load import Settings, load_settings

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from scheduler.display import span
+from scheduler.core.display import span
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 
@@ -123,7 +123,7 @@ def _die_with_parent() -> None:
 def main() -> None:
     """The child: plan the request read on stdin; write its outcome on stdout."""
     _die_with_parent()
-    from scheduler.errors import SchedulerError
+    from scheduler.core.errors import SchedulerError
     from scheduler.ledger.db import open_ledger
     from scheduler.usecases.planning import plan_run
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus

@@ -26,15 +26,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scheduler.core.display import clean_markup, span
+from scheduler.core.timeutil import SimulatedClock, utcnow
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
-from scheduler.display import clean_markup, span
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.read_only import LedgerOutOfDate
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.run import SESSION_CHANNELS, RunOptions
-from scheduler.timeutil import SimulatedClock, utcnow
 from scheduler.usecases.lookups import rehearsal_connections
 from scheduler.usecases.planning import plan_run
 from scheduler.usecases.sender_seed import project_profiles, seed_profiles
@@ -186,7 +186,7 @@ def rehearse_campaign(path: Path, *, start: datetime | None = None, seed: int = 
 
 def print_rehearsal(rehearsal: Rehearsal, console: Console) -> None:
     """The timeline a real run would have, in the campaign's time zone."""
-    from scheduler.units import load_zone
+    from scheduler.core.units import load_zone
 
     zone = load_zone(rehearsal.timezone)
     console.print(f"[bold]Rehearsal of {rehearsal.campaign!r}[/] (simulated clock, embedded "

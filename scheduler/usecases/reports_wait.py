@@ -17,12 +17,12 @@ from datetime import UTC, datetime
 
 from rich.console import Console
 
+from scheduler.core.timeutil import monotonic
 from scheduler.dispatch.channels import known_channel
 from scheduler.ledger import access
 from scheduler.ledger.queries.voice_calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState
-from scheduler.timeutil import monotonic
 
 #: States of SMS and voice rows whose final report has not come yet.
 AWAITING = (DeliveryState.ACCEPTED, DeliveryState.SENT)

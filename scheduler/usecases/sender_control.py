@@ -14,7 +14,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.rows import SenderChangeRow

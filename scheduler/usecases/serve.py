@@ -21,6 +21,8 @@ from typing import Any
 
 from rich.console import Console
 
+from scheduler.core.display import local_time, span
+from scheduler.core.errors import SchedulerError
 from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
@@ -28,8 +30,6 @@ from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
-from scheduler.display import local_time, span
-from scheduler.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.exceptions import RunLocked
 from scheduler.ledger.lease import owner_alive

@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TextIO
 
-from scheduler.display import clean, local_time, span
-from scheduler.timeutil import local_zone
+from scheduler.core.display import clean, local_time, span
+from scheduler.core.timeutil import local_zone
 
 #: APScheduler 3's messages, as its code logs them (``executors/base.py``,
 #: ``schedulers/base.py``).

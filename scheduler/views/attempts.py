@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from scheduler.display import local_time
+from scheduler.core.display import local_time
 from scheduler.ledger.attempt_funnel import NOUNS, AttemptsView, label, read_attempts, rules_text
 from scheduler.ledger.models import Run
 from scheduler.ledger.states import RunStatus

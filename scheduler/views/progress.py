@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from scheduler.core.display import clock_time, local_time, span
 from scheduler.dispatch.caps import describe as describe_caps
 from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.windows import SendWindow
-from scheduler.display import clock_time, local_time, span
 from scheduler.ledger.states import HELD_STATES, SenderStatus
 from scheduler.settings.run import RunOptions
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
+from scheduler.core.units import load_zone
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.unknowns import UnknownVerdicts, read_unknown_verdicts
@@ -30,7 +31,6 @@ from scheduler.ledger.queries.skips import skipped_by_kind
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.settings.run import RunOptions, from_snapshot
-from scheduler.units import load_zone
 from scheduler.views import facts as vf
 from scheduler.views.attempts import read_attempts, second_chance_waits
 from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait

@@ -17,8 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, field_serializer
 
+from scheduler.core.display import iso_utc, local_time
+from scheduler.core.units import load_zone
 from scheduler.dispatch import warmup
-from scheduler.display import iso_utc, local_time
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
@@ -35,7 +36,6 @@ from scheduler.ledger.states import (
 )
 from scheduler.settings.run import RunOptions
 from scheduler.settings.senders import SenderCare
-from scheduler.units import load_zone
 from scheduler.views.senders import NEW
 
 #: Who made a change, as the text says it.

@@ -13,10 +13,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from scheduler.core.display import iso_utc, local_time, span
+from scheduler.core.units import load_zone
 from scheduler.dispatch import caps
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
-from scheduler.display import iso_utc, local_time, span
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
@@ -25,7 +26,6 @@ from scheduler.ledger.queries.dispatch import sent_today_by_sender
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.settings.run import RunOptions
-from scheduler.units import load_zone
 
 
 def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) -> list[CapWait]:

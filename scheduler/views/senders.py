@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
+from scheduler.core.display import iso_utc
+from scheduler.core.errors import SchedulerError
+from scheduler.core.units import load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
-from scheduler.display import iso_utc
-from scheduler.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
@@ -32,7 +33,6 @@ from scheduler.service.responses import Limits
 from scheduler.settings.load import Settings
 from scheduler.settings.run import SESSION_CHANNELS, OptionsError
 from scheduler.settings.senders import SenderCare
-from scheduler.units import load_zone
 
 if TYPE_CHECKING:  # the client (aiohttp, httpx) comes with the service, when limits are read
     from scheduler.service.client import ServiceClient

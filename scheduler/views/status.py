@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from scheduler.display import iso_utc
+from scheduler.core.display import iso_utc
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
@@ -86,7 +86,7 @@ def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: date
     """``campaign status``'s row of run ``run_id`` (the newest run when None) and its
     senders' lines, in one snapshot; ``sender_counts``: this run's rows per sender in the
     senders' entries (``--json``; from the kept per-sender tallies, no scan)."""
-    from scheduler.errors import SchedulerError
+    from scheduler.core.errors import SchedulerError
     from scheduler.ledger.exceptions import RunNotFound
 
     with access.snapshot(ledger.engine, "read the status of a run") as conn:

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from scheduler.core.display import local_time, span
 from scheduler.dispatch import caps
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.windows import SendWindow
-from scheduler.display import local_time, span
 from scheduler.ledger.states import RunStatus
 from scheduler.views.parts import SenderGlance, Stuck, Wait
 

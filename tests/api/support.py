@@ -12,11 +12,11 @@ from typing import Any
 import httpx
 
 from scheduler.api.app import create_api
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
+from scheduler.core.timeutil import utcnow
 from scheduler.ledger.api_tokens import create_token
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings, load_settings
-from scheduler.timeutil import utcnow
 
 
 class Ticks:

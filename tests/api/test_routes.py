@@ -14,9 +14,9 @@ from fastapi.routing import APIRoute
 from typer.testing import CliRunner
 
 from scheduler.cli import app as cli_app
+from scheduler.core.timeutil import utcnow
 from scheduler.ledger.api_tokens import revoke_token
 from scheduler.ledger.runs import Ledger
-from scheduler.timeutil import utcnow
 from tests.api.support import Api, project_settings, served
 from tests.factories import command_project, make_run, number, write_project
 

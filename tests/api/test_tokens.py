@@ -16,7 +16,7 @@ import httpx
 import pytest
 from sqlalchemy import select
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.ledger.api_tokens import (
     api_tokens,
     authenticate,
@@ -169,7 +169,7 @@ def test_the_migration_goes_back_and_forth(ledger_url: str) -> None:
 def test_serve_serves_the_api_on_its_own_port_when_the_setting_says_so(
         ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     from scheduler.commands.api import serve_alongside
-    from scheduler.errors import ConfigError
+    from scheduler.core.errors import ConfigError
     from tests.api.support import project_settings
 
     settings = project_settings(tmp_path, ledger_url, "receiver_port = 8799\n")

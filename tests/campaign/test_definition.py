@@ -18,7 +18,7 @@ from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.options import run_options
 from scheduler.campaign.plan import build_plan
 from scheduler.campaign.products import product_context
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.sandbox.catalog import product_record
 from tests.factories import REPO, Project
 

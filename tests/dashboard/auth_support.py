@@ -12,12 +12,12 @@ import httpx
 from argon2 import PasswordHasher
 from fastapi import Depends, FastAPI, Request
 
+from scheduler.core.httpserver import BackgroundServer
+from scheduler.core.timeutil import Clock
 from scheduler.dashboard import auth
 from scheduler.dashboard.auth import Guard
 from scheduler.dashboard.users import User
-from scheduler.httpserver import BackgroundServer
 from scheduler.settings.dashboard import DashboardSettings, DashboardUser
-from scheduler.timeutil import Clock
 
 #: Passwords of the test logins.
 PASSWORDS = {"ana": "ana-operator-pw", "vic": "vic-viewer-pw"}

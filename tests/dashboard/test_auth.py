@@ -13,10 +13,10 @@ import httpx
 import pytest
 from fastapi import APIRouter, Depends, Request
 
+from scheduler.core.errors import SchedulerError
 from scheduler.dashboard import auth
 from scheduler.dashboard.csrf import unguarded_posts
 from scheduler.dashboard.passwords import verify_password
-from scheduler.errors import SchedulerError
 from scheduler.settings.dashboard import DashboardSettings
 from tests.dashboard.auth_support import (
     PASSWORDS,

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from scheduler.errors import ConfigError
-from scheduler.httpserver import try_bind
+from scheduler.core.errors import ConfigError
+from scheduler.core.httpserver import try_bind
 from scheduler.ledger.runs import Ledger
 from tests.app.support import CAMPAIGN, clean_env, cli
 from tests.dashboard.web_support import hooks, project_settings

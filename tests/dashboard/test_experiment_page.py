@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sqlalchemy import update
 
+from scheduler.core.display import local_time
 from scheduler.dispatch.dispatcher.experiment import judge
-from scheduler.display import local_time
 from scheduler.experiments import Decision
 from scheduler.ledger import access, rows
 from scheduler.ledger.queries.tables import deliveries

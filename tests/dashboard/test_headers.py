@@ -10,8 +10,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.dashboard.headers import Headers
-from scheduler.httpserver import BackgroundServer
 
 
 def _broken(request: Request) -> PlainTextResponse:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.errors import ConfigError
+from scheduler.core.errors import ConfigError
 from scheduler.settings.load import load_settings
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.dashboard.app import create_app
-from scheduler.httpserver import BackgroundServer
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings, load_settings
 

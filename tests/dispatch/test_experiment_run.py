@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sqlalchemy import select, update
 
+from scheduler.core.timeutil import SimulatedClock
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.start import dispatch
 from scheduler.experiments.exact import exact_split
@@ -19,7 +20,6 @@ from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES
-from scheduler.timeutil import SimulatedClock
 from scheduler.usecases.planning import plan_run
 from scheduler.wiring import run_store
 from tests.factories import T0, Project, open_test_ledger

@@ -10,6 +10,7 @@ from datetime import date
 import pytest
 from sqlalchemy import select
 
+from scheduler.core.units import load_zone
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.warmup import DEFAULT_PROFILE, cap_for_day
 from scheduler.ledger import access
@@ -18,7 +19,6 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
 from scheduler.settings.senders import SenderCare
-from scheduler.units import load_zone
 from tests.engine import dispatcher_for
 from tests.factories import FakeClock, make_run
 

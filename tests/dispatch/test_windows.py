@@ -1,5 +1,5 @@
 """Send windows as pure functions of fixed datetimes: days, overnight, DST, recipient zones
-(the window and day texts are read by scheduler.units: tests/test_units.py)."""
+(the window and day texts are read by scheduler.core.units: tests/test_units.py)."""
 
 from __future__ import annotations
 

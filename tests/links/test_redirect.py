@@ -14,7 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import update
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.links.keys import link_key

@@ -18,13 +18,13 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from scheduler.errors import ConfigError, SchedulerError
+from scheduler.core.errors import ConfigError, SchedulerError
+from scheduler.core.timeutil import utcnow
 from scheduler.ledger import access
 from scheduler.ledger.queries import leases
 from scheduler.ledger.runs import Ledger
 from scheduler.metrics import serving
 from scheduler.settings.load import Settings
-from scheduler.timeutil import utcnow
 from scheduler.tracking.intake_counts import BUCKETS, IntakeStats
 from tests.app.support import clean_env
 from tests.dashboard.auth_support import user_settings

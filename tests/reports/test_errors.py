@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app, main
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.reports import api, campaign_runs, write_report
 from scheduler.reports.exceptions import (
     CampaignNotFound,

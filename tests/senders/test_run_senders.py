@@ -14,15 +14,15 @@ import openpyxl
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.display import iso_utc
+from scheduler.core.display import iso_utc
+from scheduler.core.timeutil import utcnow
+from scheduler.core.units import load_zone
 from scheduler.ledger import access
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import ChangeSource, RunStatus, SenderStatus
 from scheduler.reports import write_report
-from scheduler.timeutil import utcnow
-from scheduler.units import load_zone
 from scheduler.views.run_senders import RunSender, sender_lines
 from tests.factories import T0, make_run
 

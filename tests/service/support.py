@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from starlette.responses import Response
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 
 #: The API key the client tests use (a value that must never be shown).
 API_KEY = "sk-test-7f3a9c1e-SECRET"

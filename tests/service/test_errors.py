@@ -235,7 +235,7 @@ async def test_key_is_sent_raw_but_never_shown(client: ServiceClient, scripted: 
 
 async def test_every_service_error_is_a_scheduler_error(client: ServiceClient,
                                                         scripted: Scripted) -> None:
-    from scheduler.errors import SchedulerError
+    from scheduler.core.errors import SchedulerError
 
     scripted.reply(418, {"error": "teapot"})
     with pytest.raises(ServiceError) as info:

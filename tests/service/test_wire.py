@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from scheduler.errors import ConfigError
+from scheduler.core.errors import ConfigError
 from scheduler.service import requests as rq
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import InvalidRequest

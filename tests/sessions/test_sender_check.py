@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 from scheduler.service.client import ServiceClient
 from scheduler.service.responses import SessionRecord
 from scheduler.service.sender_check import (

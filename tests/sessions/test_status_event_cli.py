@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.ledger import access
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.runs import Ledger

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from rich.console import Console
 
-from scheduler.display import (
+from scheduler.core.display import (
     clean,
     clean_markup,
     clock_time,

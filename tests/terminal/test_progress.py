@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 
 from rich.console import Console
 
+from scheduler.core.units import load_zone
 from scheduler.dispatch.caps import cap_sentence
 from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.waits import recovered_note
 from scheduler.dispatch.windows import SendWindow
-from scheduler.units import load_zone
 from scheduler.usecases.foreground import RunProgress, settled_counts
 from scheduler.views.progress import BarState, waiting_line
 

@@ -12,13 +12,13 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
+from scheduler.core.timeutil import utcnow
+from scheduler.core.units import load_zone
 from scheduler.dispatch.windows import next_local_midnight
 from scheduler.ledger import access
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
-from scheduler.timeutil import utcnow
-from scheduler.units import load_zone
 from tests.factories import make_run
 
 runner = CliRunner()

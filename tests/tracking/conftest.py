@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import create_receiver
 from tests.factories import open_test_ledger

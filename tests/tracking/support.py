@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from sqlalchemy import select, update
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings

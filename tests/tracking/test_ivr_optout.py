@@ -14,10 +14,10 @@ from sqlalchemy import update
 
 from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.loader import load_campaign
+from scheduler.core.timeutil import utcnow
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.service.account_models import voice_key
-from scheduler.timeutil import utcnow
 from scheduler.usecases.planning import plan_run
 from tests.factories import number
 from tests.tracking.support import ReceiverHandle, rows, table, voice, wait_until

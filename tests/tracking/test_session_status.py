@@ -8,6 +8,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from scheduler.core.timeutil import utcnow
 from scheduler.dispatch.dispatcher import Dispatcher
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.senders import SenderPool
@@ -17,7 +18,6 @@ from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
-from scheduler.timeutil import utcnow
 from scheduler.wiring import run_store
 from tests.engine import dispatcher_for
 from tests.factories import make_run

@@ -15,8 +15,8 @@ from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from scheduler.cli import app
+from scheduler.core.display import local_time
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry
-from scheduler.display import local_time
 from scheduler.ledger import access
 from scheduler.ledger.attempt_funnel import AttemptLine, AttemptsView, ordinal
 from scheduler.ledger.queries import attempts as aq

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from scheduler.httpserver import BackgroundServer
+from scheduler.core.httpserver import BackgroundServer
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking import create_receiver
 from tests.factories import T0, number, open_test_ledger

@@ -24,6 +24,8 @@ from typing import Any
 
 from fastapi import HTTPException, Request
 
+from scheduler.core.errors import ConfigError, SchedulerError
+from scheduler.core.timeutil import Clock, utcnow
 from scheduler.dashboard import passwords
 from scheduler.dashboard.auth.guard import COOKIE, AuthState, Guard, is_loopback
 from scheduler.dashboard.auth.login import router
@@ -32,8 +34,6 @@ from scheduler.dashboard.auth.ratelimit import RateLimiter
 from scheduler.dashboard.auth.sessions import SessionStore
 from scheduler.dashboard.csrf import STATE_KEY, check_csrf, csrf_token
 from scheduler.dashboard.users import OPEN_ACCESS_NOTE, HasUsers, User, user_names_problem
-from scheduler.errors import ConfigError, SchedulerError
-from scheduler.timeutil import Clock, utcnow
 
 
 def check_binding(host: str, settings: HasUsers) -> None:

@@ -9,16 +9,15 @@ from http.cookies import CookieError, SimpleCookie
 from starlette.datastructures import Headers
 from starlette.types import Scope
 
+# the request facts the rule of the address uses, shared with /metrics (scheduler.metrics)
+from scheduler.core.httpserver import client_host as client_host
+from scheduler.core.httpserver import host_header as host_header
+from scheduler.core.httpserver import is_loopback as is_loopback
+from scheduler.core.timeutil import Clock, utcnow
 from scheduler.dashboard import passwords
 from scheduler.dashboard.auth.ratelimit import RateLimiter
 from scheduler.dashboard.auth.sessions import Session, SessionStore
 from scheduler.dashboard.users import LOCAL_OPERATOR, HasUsers, User
-
-# the request facts the rule of the address uses, shared with /metrics (scheduler.metrics)
-from scheduler.httpserver import client_host as client_host
-from scheduler.httpserver import host_header as host_header
-from scheduler.httpserver import is_loopback as is_loopback
-from scheduler.timeutil import Clock, utcnow
 
 #: The session cookie's name.
 COOKIE = "campaign_dashboard"

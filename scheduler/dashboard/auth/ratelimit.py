@@ -16,7 +16,7 @@ from collections import OrderedDict, deque
 from contextlib import ExitStack
 from datetime import datetime, timedelta
 
-from scheduler.timeutil import Clock, utcnow
+from scheduler.core.timeutil import Clock, utcnow
 
 
 class RateLimiter:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler.timeutil import Clock, utcnow
+from scheduler.core.timeutil import Clock, utcnow
 
 #: Bytes of randomness in a session token and in a CSRF token.
 TOKEN_BYTES = 32

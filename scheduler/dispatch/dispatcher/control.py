@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from scheduler.core.timeutil import monotonic
 from scheduler.dispatch import sessions_live
 from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.ownership import Ownership
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
 from scheduler.ledger.states import RunStatus
-from scheduler.timeutil import monotonic
 
 
 class Control:

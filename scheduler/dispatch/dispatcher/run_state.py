@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
 from typing import Any
 
+from scheduler.core.timeutil import Clock
+from scheduler.core.units import load_zone
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.dispatcher.setup import RunSetup
 from scheduler.dispatch.options import DispatchOptions
@@ -24,8 +26,6 @@ from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.store import Store
 from scheduler.ledger.rows import DueDelivery
-from scheduler.timeutil import Clock
-from scheduler.units import load_zone
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from scheduler.core.timeutil import monotonic
 from scheduler.dispatch import outcomes, reconcile
 from scheduler.dispatch.dispatcher.care import Care
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.ledger.changes import AudienceCheck
 from scheduler.ledger.states import RunStatus
-from scheduler.timeutil import monotonic
 
 
 class Settling:

@@ -13,11 +13,11 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from scheduler.core.timeutil import Clock, utcnow
 from scheduler.dispatch.leases import Seat
 from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.settings.senders import SenderCare
-from scheduler.timeutil import Clock, utcnow
 
 #: How often (real seconds) the owner checks for pause/cancel and writes its heartbeat.
 CONTROL_EVERY_S = 0.5
@@ -40,7 +40,7 @@ class Timing:
 
     @classmethod
     def simulated_by(cls, clock: Clock, sleep: Callable[[float], Awaitable[None]]) -> Timing:
-        """A simulated clock (``scheduler.timeutil.SimulatedClock``): long strides."""
+        """A simulated clock (``scheduler.core.timeutil.SimulatedClock``): long strides."""
         return cls(clock, sleep, SIMULATED_STRIDE_S, SETTLE_REAL_S)
 
 

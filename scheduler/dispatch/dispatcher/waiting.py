@@ -12,12 +12,12 @@ import contextlib
 from collections.abc import Callable
 from datetime import datetime
 
+from scheduler.core.display import local_time
 from scheduler.dispatch import waits
 from scheduler.dispatch.dispatcher.control import Control
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
-from scheduler.display import local_time
 
 
 class Waiting:

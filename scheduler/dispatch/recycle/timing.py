@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, tzinfo
 
+from scheduler.core.units import load_zone
 from scheduler.dispatch.windows import SendWindow, zone_for_number, zone_for_region
 from scheduler.ledger.rows import WatchedRow
 from scheduler.settings.retry_rules import RetryRule, RuleWindow
-from scheduler.units import load_zone
 
 
 def recipient_zone(row: WatchedRow, default_zone: str | tzinfo) -> tzinfo:

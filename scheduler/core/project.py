@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from scheduler.errors import ConfigError
+from scheduler.core.errors import ConfigError
 
 #: A folder holding any of these is a project root.
 PROJECT_MARKERS = ("config.toml", "campaigns", "state")

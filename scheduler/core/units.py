@@ -22,7 +22,7 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import PydanticCustomError, core_schema
 
-from scheduler.errors import SchedulerError
+from scheduler.core.errors import SchedulerError
 
 
 class UnitError(SchedulerError, ValueError):

@@ -17,8 +17,8 @@ import uvicorn
 from starlette.datastructures import Headers
 from starlette.types import Scope
 
-from scheduler.errors import SchedulerError
-from scheduler.timeutil import monotonic
+from scheduler.core.errors import SchedulerError
+from scheduler.core.timeutil import monotonic
 
 
 def is_loopback(host: str | None) -> bool:

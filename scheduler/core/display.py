@@ -44,9 +44,9 @@ def zone_label(moment: datetime) -> str:
 
 
 def _zone(zone: str | tzinfo) -> tzinfo:
-    """:func:`scheduler.units.load_zone`, imported when a time is shown (units builds
+    """:func:`scheduler.core.units.load_zone`, imported when a time is shown (units builds
     pydantic types: ``campaign --version`` and ``--help`` never need them)."""
-    from scheduler.units import load_zone
+    from scheduler.core.units import load_zone
 
     return load_zone(zone)
 
