@@ -14,7 +14,7 @@ import socket
 from datetime import datetime
 from typing import Any
 
-from scheduler.ledger import access
+from scheduler.ledger import access, outbox
 from scheduler.ledger.access import Connection
 from scheduler.ledger.core import LedgerCore
 from scheduler.ledger.exceptions import RunLocked, RunStateError
@@ -45,9 +45,11 @@ class RunControl(LedgerCore):
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = now
         with access.transaction(self.engine, f"set the status of run {run_id}") as conn:
+            before = outbox.run_before(conn, run_id)  # its webhook event, if it moves
             if status == RunStatus.RUNNING:
                 rq.mark_started(conn, run_id, now)
             rq.update_run(conn, run_id, **values)
+            outbox.run_changed(conn, before, now)
 
     def end(self, run_id: int, status: str, *, reason: str) -> str:
         """End a dispatch of the run as ``status`` (``completed`` or ``paused``) unless it
@@ -58,7 +60,9 @@ class RunControl(LedgerCore):
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = self.clock()
         with access.transaction(self.engine, f"set the status of run {run_id}") as conn:
+            before = outbox.run_before(conn, run_id)
             if rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES, **values):
+                outbox.run_changed(conn, before, self.clock())
                 return status
         return self.get_run(run_id).status
 
@@ -73,6 +77,7 @@ class RunControl(LedgerCore):
         now = self.clock()
         alive = owner_alive(run, now) or served
         with access.transaction(self.engine, f"{action} run {run_id}") as conn:
+            before = outbox.run_before(conn, run_id)
             if action == "pause":
                 rq.update_run(conn, run_id, control="pause", status=RunStatus.PAUSED)
             elif action == "resume":
@@ -84,6 +89,8 @@ class RunControl(LedgerCore):
                     self._cancel_now(conn, run_id, now)
             else:
                 raise RunStateError(f"unknown action {action!r}")
+            if action != "cancel":  # _cancel_now writes run.cancelled itself
+                outbox.run_changed(conn, before, now)
         return self.get_run(run_id)
 
     @staticmethod
@@ -93,9 +100,11 @@ class RunControl(LedgerCore):
             DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
         )
         xq.skip_held(conn, run_id, "cancelled", now)  # the rest an A/B test held back
+        before = outbox.run_before(conn, run_id)  # the rows first, as before: lock order
         rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES,
                                  status=RunStatus.CANCELLED, finished_at=now, control=None,
                                  stop_reason="cancelled by the operator")
+        outbox.run_changed(conn, before, now)
         child = recq.child_of(conn, run_id)
         if child is not None:  # a fallback run goes with its parent
             RunControl._cancel_now(conn, child, now)
@@ -149,7 +158,9 @@ class RunControl(LedgerCore):
         now = self.clock()
         with access.transaction(self.engine, f"queue deliveries of run {run_id} again") as conn:
             n = reruns.requeue(conn, run_id, states, now, ids=ids)
+            before = outbox.run_before(conn, run_id)
             if n:
                 rq.update_run(conn, run_id, status=RunStatus.PAUSED, finished_at=None,
                               control=None, stop_reason=f"{n} deliveries queued again")
+                outbox.run_changed(conn, before, now)
         return n

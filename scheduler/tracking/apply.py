@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch.channel import Progress
 from scheduler.dispatch.channels import known_channel, progress_events
+from scheduler.ledger import outbox
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import ambiguous as aq
 from scheduler.ledger.queries import answers as answers_q
@@ -250,6 +251,9 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
         "session_id": item.session_id, "kind": data.type, "text": text, "opt_out": opt_out,
         "received_at": item.when,
     }, now)
+    outbox.reply_stored(conn, run_id=latest.run_id if latest else None,  # its webhook events
+                        delivery_id=latest.delivery_id if latest else None, number=number,
+                        kind=data.type, opted_out=opt_out, received_at=item.when, now=now)
     result = (f"reply to delivery {latest.delivery_id}" if latest
               else "reply (no delivery to this number)")
     answer = answer_of(data)  # a poll vote or list choice, kept on the delivery it answers

@@ -198,6 +198,10 @@ def store_decision(conn: Connection, run_id: int, *, winner: str | None, goes: s
                          decide_at=func.coalesce(experiments.c.decide_at, decide_at),
                          test_sent_at=func.coalesce(experiments.c.test_sent_at,
                                                     test_sent_at)))
+    from scheduler.core.timeutil import utcnow
+    from scheduler.ledger import outbox  # experiment.decided, in the decision's transaction
+
+    outbox.experiment_decided(conn, run_id, winner, goes, decide_at or utcnow())
 
 
 def expire_held(conn: Connection, run_id: int, now: datetime) -> int:

@@ -126,6 +126,11 @@ def change_state(conn: Connection, sender: str, to_state: str, reason: str | Non
             sender=sender, at=now, from_state=held.state, to_state=str(to_state),
             reason=reason, source=str(source),
             score=score if score is not None else held.score))
+        if held.state != to_state:  # its outgoing webhook event, in this transaction
+            from scheduler.ledger import outbox
+
+            outbox.sender_changed(conn, sender, held.state, str(to_state), reason,
+                                  str(source), now)
     return changed
 
 
