@@ -1,0 +1,177 @@
+"""Outgoing webhooks in one process: events written with the changes they report, delivered
+signed to a receiver of the test's own, retried with back-off, failed after the horizon."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from scheduler.core.errors import ConfigError
+from scheduler.ledger import access
+from scheduler.ledger.queries import outbox as oq
+from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.runs import Ledger
+from scheduler.settings.load import load_settings
+from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription
+from scheduler.webhooks_out.backoff import next_attempt, retry_delay
+from scheduler.webhooks_out.worker import WebhookWorker
+from tests.factories import T0, FakeClock, make_run
+from tests.webhooks_out.support import SECRET, Receiver
+
+FAST = WebhookDelivery(horizon_s=600, first_retry_s=10, max_retry_s=60, timeout_s=5)
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    """The test's own receiver on loopback, stopped at the end."""
+    got = Receiver()
+    yield got
+    got.down()
+
+
+def _worker(ledger: Ledger, clock: FakeClock, receiver: Receiver,
+            events: tuple[str, ...] = ("run.started", "run.paused", "run.resumed",
+                                       "run.completed", "run.cancelled", "sender.paused",
+                                       "sender.resumed")) -> WebhookWorker:
+    sub = WebhookSubscription(url=receiver.url, events=events, secret=SECRET)
+    return WebhookWorker(ledger.engine, [sub], FAST, clock=clock, draw=lambda: 0.0)
+
+
+async def _deliver(worker: WebhookWorker) -> int:
+    async with worker.client() as client:
+        return await worker.deliver_due(client)
+
+
+def _rows(ledger: Ledger) -> list[oq.DeliveryRow]:
+    with access.read(ledger.engine) as conn:
+        return oq.list_deliveries(conn)
+
+
+def test_back_off_doubles_with_jitter_up_to_the_horizon() -> None:
+    assert retry_delay(1, first_s=5, max_s=3600, draw=lambda: 0.0) == timedelta(seconds=2.5)
+    assert retry_delay(1, first_s=5, max_s=3600, draw=lambda: 0.999) < timedelta(seconds=5)
+    assert retry_delay(4, first_s=5, max_s=3600, draw=lambda: 0.5) == timedelta(seconds=30)
+    assert retry_delay(30, first_s=5, max_s=3600, draw=lambda: 0.0) == timedelta(minutes=30)
+    horizon = timedelta(hours=24)
+    late = T0 + timedelta(hours=23, minutes=50)
+    assert next_attempt(20, T0, late, first_s=5, max_s=3600, horizon=horizon,
+                        draw=lambda: 0.5) == T0 + horizon  # the last try on the horizon
+    assert next_attempt(21, T0, T0 + horizon, first_s=5, max_s=3600, horizon=horizon,
+                        draw=lambda: 0.5) is None
+    assert next_attempt(1, T0, T0, first_s=5, max_s=3600, horizon=horizon,
+                        draw=lambda: 0.0) == T0 + timedelta(seconds=2.5)
+
+
+@pytest.mark.parametrize(("entry", "field", "says"), [
+    ('secret = "abc"', "webhooks.0.secret", "must start with whsec_"),
+    ('secret = "whsec_!!!not base64"', "webhooks.0.secret", "not base64"),
+    ('secret = "whsec_c2hvcnQ="', "webhooks.0.secret", "too short"),
+    (f'secret = "{SECRET}"\nevents = ["run.done"]', "webhooks.0.events", "unknown event"),
+])
+def test_a_bad_subscription_is_a_clear_error_naming_file_and_field(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry: str, field: str,
+        says: str) -> None:
+    monkeypatch.delenv("CAMPAIGN_CONFIG", raising=False)
+    lines = ['[[webhooks]]', 'url = "http://127.0.0.1:9/hook"', entry]
+    if "events" not in entry:
+        lines.append('events = ["run.completed"]')
+    (tmp_path / "config.toml").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(near=tmp_path / "config.toml")
+    message = str(caught.value)
+    assert str(tmp_path / "config.toml") in message and field in message and says in message
+    assert "!!!not base64" not in message and "c2hvcnQ" not in message  # no secret shown
+
+
+def test_each_run_and_sender_change_writes_its_event_in_its_transaction(
+        ledger: Ledger) -> None:
+    run_id = make_run(ledger, 3)
+    ledger.set_status(run_id, "running")
+    ledger.set_status(run_id, "running", keep_control=True)  # a second worker: no event
+    ledger.request(run_id, "pause")
+    ledger.set_status(run_id, "running")
+    ledger.end(run_id, "completed", reason="every delivery is settled")
+    ledger.end(run_id, "completed", reason="again")  # ended already: no event
+    with access.transaction(ledger.engine) as conn:
+        spq.change_state(conn, "s1", "paused", "by hand", "operator", ledger.clock())
+        spq.change_state(conn, "s1", "healthy", None, "operator", ledger.clock())
+    with access.read(ledger.engine) as conn:
+        events = conn.execute(oq.outbox_events.select().order_by(oq.E.id)).all()
+    assert [e.type for e in events] == ["run.started", "run.paused", "run.resumed",
+                                        "run.completed", "sender.paused", "sender.resumed"]
+    assert len({e.msg_id for e in events}) == 6 and all(e.msg_id.startswith("msg_")
+                                                         for e in events)
+    done = json.loads(events[3].payload)
+    assert done["run_id"] == run_id and done["previous_status"] == "running"
+    assert done["reason"] == "every delivery is settled"
+
+
+def test_a_cancelled_run_writes_run_cancelled(ledger: Ledger) -> None:
+    run_id = make_run(ledger, 2)
+    ledger.release(run_id)
+    ledger.request(run_id, "cancel")
+    with access.read(ledger.engine) as conn:
+        types = list(conn.execute(oq.outbox_events.select()).mappings())
+    assert [t["type"] for t in types] == ["run.cancelled"]
+
+
+def test_events_arrive_signed_and_a_receiver_down_gets_its_backlog(
+        ledger: Ledger, clock: FakeClock, receiver: Receiver) -> None:
+    worker = _worker(ledger, clock, receiver)
+    run_id = make_run(ledger, 2)
+    receiver.down()
+    ledger.set_status(run_id, "running")
+    ledger.request(run_id, "pause")
+    assert asyncio.run(_deliver(worker)) == 2
+    failing = _rows(ledger)
+    assert {r.state for r in failing} == {"failing"} and all(r.attempts == 1 for r in failing)
+    assert all("cannot connect" in (r.last_error or "") for r in failing)
+    assert asyncio.run(_deliver(worker)) == 0  # not due before its back-off (5 s)
+    clock.now += timedelta(seconds=6)
+    receiver.up()
+    assert asyncio.run(_deliver(worker)) == 2
+    bodies = receiver.bodies()  # each signature checked by standardwebhooks
+    assert [b["type"] for b in sorted(bodies, key=lambda b: b["data"]["status"])] == [
+        "run.paused", "run.started"]
+    assert {b["data"]["run_id"] for b in bodies} == {run_id}
+    assert {r.state for r in _rows(ledger)} == {"delivered"}
+    assert asyncio.run(_deliver(worker)) == 0  # once
+
+
+def test_a_refusing_receiver_is_retried_until_the_horizon_then_failed(
+        ledger: Ledger, clock: FakeClock, receiver: Receiver) -> None:
+    worker = _worker(ledger, clock, receiver)
+    receiver.status = 500
+    ledger.set_status(make_run(ledger, 1), "running")
+    tries = 0
+    for _ in range(40):
+        tries += asyncio.run(_deliver(worker))
+        clock.now += timedelta(seconds=61)
+    rows = _rows(ledger)
+    assert [r.state for r in rows] == ["failed"] and rows[0].last_status == 500
+    assert rows[0].attempts == tries and 10 <= tries <= 40
+    assert len(set(receiver.ids())) == 1  # every try the same webhook-id
+
+
+def test_a_claimed_delivery_whose_worker_died_is_sent_again_with_its_id(
+        ledger: Ledger, clock: FakeClock, receiver: Receiver) -> None:
+    worker = _worker(ledger, clock, receiver)
+    ledger.set_status(make_run(ledger, 1), "running")
+    worker.give_out()
+    taken = worker.claim()  # then the process dies before it posts or records
+    assert len(taken) == 1 and worker.claim() == []
+    clock.now += timedelta(seconds=FAST.timeout_s + 31)
+    assert asyncio.run(_deliver(worker)) == 1
+    assert receiver.ids() == [taken[0].msg_id]
+
+
+def test_events_nobody_subscribed_to_get_no_delivery(ledger: Ledger, clock: FakeClock,
+                                                      receiver: Receiver) -> None:
+    worker = _worker(ledger, clock, receiver, events=("run.completed",))
+    ledger.set_status(make_run(ledger, 1), "running")
+    assert asyncio.run(_deliver(worker)) == 0 and _rows(ledger) == []
