@@ -80,6 +80,7 @@ from pydantic import (
 
 from scheduler.campaign.audience_spec import AudienceSpec
 from scheduler.campaign.blanks_spec import BlanksSpec
+from scheduler.campaign.conversation_spec import RepliesSpec
 from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.recycle_spec import FALLBACK_HELP, FallbackSpec
@@ -358,6 +359,9 @@ class CampaignSpec(Strict):
         "What a blank CSV value does, per column."))
     experiment: ExperimentSpec | None = Field(default=None, description=EXPERIMENT_HELP)
     fallback: FallbackSpec | None = Field(default=None, description=FALLBACK_HELP)
+    replies: RepliesSpec | None = Field(default=None, description=(
+        "Steps that follow replies: the expected reply rate, how long a condition waits, "
+        "keywords that route a reply to a named step."))
     steps: list[dict[str, Any]] = Field(min_length=1, description=(
         "What each recipient is sent, in order: one [[steps]] table each, its fields those "
         "of its channel and type."))

@@ -214,6 +214,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
         if step is not None:
             steps.append(step)
     _check_variants(steps, spec, found)
+    _check_conversation(raw_steps, spec, channel, found)
     fallback = _check_fallback(spec, session, env, found, bounds, zone)
     if not lenient or spec is None or recipients_file is None:
         found.raise_if_any()
@@ -242,6 +243,18 @@ def _check_fallback(spec: CampaignSpec | None, session: str, env: SandboxedEnvir
         found.add(message, key)
     return check_step(0, fallback_step_fields(spec.fallback), spec.fallback.channel,
                       session, env, found, bounds, zone, key="fallback.step")
+
+
+def _check_conversation(raw_steps: list[Any], spec: CampaignSpec | None, channel: str,
+                        found: Collector) -> None:
+    """Steps' ``name`` and ``when`` and ``[replies]`` (see ``campaign.conversation_spec``)."""
+    from scheduler.campaign.conversation_spec import conversation
+
+    _options, problems = conversation(
+        raw_steps, channel=channel, track_links=spec.track_links if spec else True,
+        replies=spec.replies if spec else None)
+    for key, message in problems:
+        found.add(message, key)
 
 
 def _check_variants(steps: list[CompiledStep], spec: CampaignSpec | None,

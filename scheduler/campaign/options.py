@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from scheduler.campaign.loader import Campaign
 from scheduler.core.units import parse_rate
+from scheduler.settings.conversation import ConversationOptions
 from scheduler.settings.retry_rules import FallbackOptions, RecycleOptions
 from scheduler.settings.run import (
     DEFAULT_RATE,
@@ -64,7 +65,19 @@ def run_options(campaign: Campaign) -> RunOptions:
         max_per_week=spec.audience.max_per_week,
         hold_unengaged_after=spec.audience.hold_unengaged_after,
         recycle=recycle_options(campaign),
+        conversation=conversation_options(campaign),
     )
+
+
+def conversation_options(campaign: Campaign) -> ConversationOptions | None:
+    """The steps' conditions and ``[replies]`` (None: no step has a condition); a loaded
+    campaign's are valid (the loader reported any problem)."""
+    from scheduler.campaign.conversation_spec import conversation
+
+    spec = campaign.spec
+    found, _problems = conversation(spec.steps, channel=spec.channel,
+                                    track_links=spec.track_links, replies=spec.replies)
+    return found
 
 
 def fallback_run_options(campaign: Campaign, parent: RunOptions) -> RunOptions | None:

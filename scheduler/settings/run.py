@@ -29,6 +29,7 @@ from scheduler.core.units import (
     parse_rate,
     parse_window,
 )
+from scheduler.settings.conversation import ConversationOptions
 from scheduler.settings.retry_rules import RecycleOptions
 
 #: The version of :class:`RunOptions` this program writes and reads.
@@ -106,6 +107,8 @@ class RunOptions(_Frozen):
     # Retry rules per step and [fallback] (None: none; stored options from before they
     # existed read as None: no options version bump).
     recycle: RecycleOptions | None = None
+    # Steps that follow replies (their conditions; None: none, as stored before them).
+    conversation: ConversationOptions | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> RunOptions:
