@@ -7,6 +7,9 @@ the command line, behind bearer tokens (:mod:`scheduler.ledger.api_tokens`).
 - :mod:`~scheduler.api.reads`: what the routes read and do, the CLI's own functions;
 - :mod:`~scheduler.api.run_routes`: a run's newest events and replies, its report, a resend;
 - :mod:`~scheduler.api.sender_routes`: a sender's pause, resume and retire;
+- :mod:`~scheduler.api.campaign_routes`: the campaign files, a run's start, a run's replies;
+- :mod:`~scheduler.api.starts`: the files' checks and a start (``campaign run``'s planning
+  behind an ``Idempotency-Key``);
 - :mod:`~scheduler.api.reference`: the docs site's page, from the OpenAPI document.
 
 Nothing here is imported by the command line until ``campaign api`` (or ``serve`` with

@@ -43,6 +43,7 @@ from scheduler.ledger.api_tokens import TokenInfo
 from scheduler.ledger.exceptions import DatabaseUnavailable, RunLocked, RunNotFound, RunStateError
 
 if TYPE_CHECKING:
+    from scheduler.dashboard.campaign_files import Check
     from scheduler.ledger.runs import Ledger
     from scheduler.settings.load import Settings
 
@@ -176,8 +177,11 @@ def _scheduler_error(request: Request, exc: Exception) -> Response:
 
 
 def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *,
-               clock: Clock = utcnow, monotonic_s: Callable[[], float] = monotonic) -> FastAPI:
-    """The ``/api/v1`` app over ``ledger`` (None: for its OpenAPI document only)."""
+               clock: Clock = utcnow, monotonic_s: Callable[[], float] = monotonic,
+               check: Check | None = None) -> FastAPI:
+    """The ``/api/v1`` app over ``ledger`` (None: for its OpenAPI document only); ``check``
+    validates and plans a campaign file (``campaign plan``'s, handed in by the command as
+    the dashboard's is; None: the files are listed unchecked)."""
     from scheduler.settings.api import ApiSettings
 
     per_minute = (settings.api if settings is not None else ApiSettings()).failed_auth_per_minute
@@ -188,7 +192,8 @@ def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *
                               "`campaign` command. "
                               "Every route needs `Authorization: Bearer TOKEN` (`campaign "
                               "api-token create`); POST and DELETE need an operator's token.")
-    app.state.api = ApiState(settings, ledger, clock, FailureLimit(per_minute, monotonic_s))
+    app.state.api = ApiState(settings, ledger, clock, FailureLimit(per_minute, monotonic_s),
+                             extra={"check": check})
     app.add_middleware(BodyLimit)
     app.add_exception_handler(RequestValidationError, _problems)
     app.add_exception_handler(SchedulerError, _scheduler_error)

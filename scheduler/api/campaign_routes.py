@@ -40,8 +40,7 @@ IdempotencyKey = Annotated[str, Header(
 def add_campaign_routes(app: FastAPI, prefix: str, errors: dict[int | str, dict[str, Any]],
                         action_errors: dict[int | str, dict[str, Any]], answer: Any) -> None:
     """Add the routes to ``app``; ``answer(doc, status)`` makes a route's JSON response."""
-    files = starts.campaign_files(app.state.api.settings)
-    app.state.api.extra["campaign_files"] = files
+    files = starts.campaign_files(app.state.api.settings, app.state.api.extra.get("check"))
     missing: dict[int | str, dict[str, Any]] = {
         404: {"model": Problem, "description": "No such campaign file."}}
 

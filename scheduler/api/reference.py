@@ -32,14 +32,23 @@ The answers are the command line's own JSON: a run's view is `campaign status --
 the list `campaign runs --json`, the senders `campaign senders --json`; a sender's pause,
 resume and retire are `campaign senders ACTION SENDER --reason TEXT`'s; a run's events are
 its view's newest events and replies; a resend queues rows as `campaign resend` does; the
-reports are the files `campaign report` writes (XLSX with charts, or the CSV). Errors are
-`{"detail": ...}`: 404 an unknown run or number, 409 an action the run's status refuses,
-413 a body over 64 KiB, 422 a body or parameter of the wrong shape (each problem named),
-503 a ledger that cannot be reached. `campaign api --openapi` prints the OpenAPI 3.1
-document below; the server also serves it at `/api/v1/openapi.json`.
+reports are the files `campaign report` writes (XLSX with charts, or the CSV). The campaigns
+are the files under the project's `campaigns/` folder, each with `campaign validate`'s
+errors and `campaign plan --json`'s report (the dashboard's campaigns page's checks).
 
-Not in this version yet: starting a run from a campaign file (`campaign run`, the
-dashboard's campaigns page).
+`POST /api/v1/runs` starts a run of one of them as `campaign run FILE` does (the same checks
+and the same planning) and leaves it, planned, to a live `campaign serve` worker: the API
+never sends. It needs an `Idempotency-Key` header (a UUID of the client's, say): the same
+key with the same body starts one run and answers it again (201 the first time, 200 after);
+the same key with another body is refused (422), and one whose first request is still
+planning gets 409. A start the campaign refuses (an unfinished run: resume or cancel it; a
+one-off campaign that ran already: `new_run`) is 409 and frees its key.
+
+Errors are `{"detail": ...}`: 404 an unknown run, number or campaign file, 409 an action the
+run's status refuses, 413 a body over 64 KiB, 422 a body, header or parameter of the wrong
+shape (each problem named) or a campaign file with errors, 503 a ledger that cannot be
+reached. `campaign api --openapi` prints the OpenAPI 3.1 document below; the server also
+serves it at `/api/v1/openapi.json`.
 """
 
 

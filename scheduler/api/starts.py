@@ -1,6 +1,7 @@
 """What the campaigns routes read and the start of a run does: the project's campaign files
 with ``campaign validate``'s and ``campaign plan``'s results (the dashboard's campaigns page's
-own checks, :class:`~scheduler.dashboard.campaign_files.CampaignFiles`), and a new run of
+own checks, :class:`~scheduler.dashboard.campaign_files.CampaignFiles`, the check handed in
+by the command that serves the API), and a new run of
 one of them planned as ``campaign run FILE`` plans it
 (:func:`scheduler.usecases.launch.plan_new_run`), behind an ``Idempotency-Key``
 (:mod:`scheduler.ledger.idempotency`).
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:
-    from scheduler.dashboard.campaign_files import CampaignCheck, CampaignFiles
+    from scheduler.dashboard.campaign_files import CampaignCheck, CampaignFiles, Check
     from scheduler.ledger.runs import Ledger
     from scheduler.settings.load import Settings
 
@@ -32,21 +33,13 @@ class NoSuchCampaign(SchedulerError):
     """A name that is no campaign file of the project (HTTP 404)."""
 
 
-def check_file(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """What ``campaign plan --json`` says of a campaign file, and ``validate``'s errors
-    (the dashboard's check)."""
-    from scheduler.commands.plan import plan_report
-
-    report, issues = plan_report(path, None)
-    return report, [str(issue) for issue in issues]
-
-
-def campaign_files(settings: Settings | None) -> CampaignFiles:
-    """The project's ``campaigns/`` folder, each file's check kept until it changes."""
+def campaign_files(settings: Settings | None, check: Check | None) -> CampaignFiles:
+    """The project's ``campaigns/`` folder, each file's ``check`` kept until it changes
+    (``campaign api`` and ``serve`` pass ``campaign plan``'s, as the dashboard's)."""
     from scheduler.dashboard.campaign_files import CampaignFiles
 
     root = (settings.project_dir if settings is not None else None) or Path.cwd()
-    return CampaignFiles(root / "campaigns", check_file)
+    return CampaignFiles(root / "campaigns", check)
 
 
 def find_file(files: CampaignFiles, name: str) -> Path:

@@ -92,8 +92,11 @@ def api_command(
     if live_token_count(ledger.engine) == 0:
         console.print("no API token yet: every request is refused until you make one with "
                       "`campaign api-token create NAME --role viewer|operator`", markup=False)
-    config = uvicorn.Config(create_api(settings, ledger), log_level="warning", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=1)
+    from scheduler.commands.dashboard import check_campaign
+
+    config = uvicorn.Config(create_api(settings, ledger, check=check_campaign),
+                            log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=1)
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
@@ -108,11 +111,13 @@ def serve_alongside(settings: Settings, ledger: Ledger) -> Iterator[str | None]:
         yield None
         return
     from scheduler.api.app import create_api
+    from scheduler.commands.dashboard import check_campaign
     from scheduler.core.httpserver import BackgroundServer
 
     conf = settings.api
     sock = listen(settings, ledger, conf.host, conf.port)
-    server = BackgroundServer(create_api(settings, ledger), sock=sock).start()
+    server = BackgroundServer(create_api(settings, ledger, check=check_campaign),
+                              sock=sock).start()
     try:
         yield conf.address(server.port) + "/api/v1"
     finally:

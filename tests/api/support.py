@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from scheduler.api.app import create_api
+from scheduler.commands.dashboard import check_campaign
 from scheduler.core.httpserver import BackgroundServer
 from scheduler.core.timeutil import utcnow
 from scheduler.ledger.api_tokens import create_token
@@ -56,7 +57,7 @@ def served(ledger: Ledger, settings: Settings) -> Iterator[Api]:
     tokens = {role: create_token(ledger.engine, f"test-{role}", role, utcnow())
               for role in ("viewer", "operator")}
     ticks = Ticks()
-    app = create_api(settings, ledger, monotonic_s=ticks)
+    app = create_api(settings, ledger, monotonic_s=ticks, check=check_campaign)
     with BackgroundServer(app) as server, httpx.Client(base_url=server.base_url,
                                                        timeout=30) as client:
         yield Api(client, tokens, app, ticks)

@@ -72,7 +72,7 @@ def test_a_whole_campaign_through_the_api_alone(
             headers={"Authorization": f"Bearer {token}"}) as api:
         files = api.get("/campaigns").json()["campaigns"]
         assert [(f["name"], f["valid"], f["deliveries"]) for f in files] == [
-            ("lote.toml", True, RECIPIENTS)]
+            ("lote.toml", True, RECIPIENTS)], [f["errors"] for f in files]
         body = {"campaign": "lote.toml"}
         started = api.post("/runs", json=body, headers={"Idempotency-Key": "crm-42"})
         assert started.status_code == 201, started.text
