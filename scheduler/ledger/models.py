@@ -73,6 +73,10 @@ class Run(SQLModel, table=True):
 #: query of ``queries/recycling.py`` spells it the same, literals included).
 WATCHED = "watch IS NOT NULL AND state NOT IN ('planned', 'dispatching', 'held')"
 
+#: The rows waiting for their condition's decision (``ix_deliveries_gate``'s predicate,
+#: migration 0019; ``queries/conversation.py`` spells it the same, literals included).
+GATED = "gate IS NOT NULL AND state = 'planned'"
+
 #: The predicates of the two partial indexes of migration 0016 (the same text there).
 MSGID_HELD = "message_id_norm IS NOT NULL"
 SENDER_SET = "sender IS NOT NULL"
@@ -105,6 +109,9 @@ class Delivery(SQLModel, table=True):
         # own only (ux_deliveries_attempt holds every run's)
         Index("ix_deliveries_attempts", "run_id", sqlite_where=text("first_id IS NOT NULL"),
               postgresql_where=text("first_id IS NOT NULL")),
+        # steps that follow replies (migration 0019): the rows awaiting their decision
+        Index("ix_deliveries_gate", "run_id", "id", sqlite_where=text(GATED),
+              postgresql_where=text(GATED)),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -153,6 +160,9 @@ class Delivery(SQLModel, table=True):
     watch: int | None = None
     verdict: str | None = Field(default=None, sa_type=Text)
     fallback: str | None = Field(default=None, sa_type=Text)
+    # Steps that follow replies (migration 0019): 1 while the row waits for its step's
+    # condition to be decided (``step_decisions``); NULL otherwise.
+    gate: int | None = None
 
 
 class Event(SQLModel, table=True):
@@ -189,6 +199,11 @@ class Reply(SQLModel, table=True):
     text: str | None = Field(default=None, sa_type=Text)
     opt_out: bool = False
     received_at: datetime
+    # Migration 0019: a person should read it (no step's condition took it, not an
+    # opt-out); the choices it carries (JSON list: a button's or list row's id and title,
+    # poll options), which conditions match besides the text.
+    to_answer: bool = Field(default=False, sa_column_kwargs={"server_default": "0"})
+    choices: str | None = Field(default=None, sa_type=Text)
 
 
 class Suppression(SQLModel, table=True):

@@ -24,10 +24,11 @@ A decision is stored and never taken again: a reply that comes after it is only 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from scheduler.campaign.conversation_spec import compile_pattern, plain
+from scheduler.ledger.conversation_rows import Seen, SeenReply
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.settings.conversation import StepCondition
@@ -35,30 +36,6 @@ from scheduler.tracking.replies import fold
 
 #: Looked-at states that are not settled yet: the decision waits.
 NOT_YET = frozenset({S.PLANNED, S.DISPATCHING, S.HELD})
-
-
-@dataclass(frozen=True, slots=True)
-class SeenReply:
-    """A reply tied to the looked-at step: its id, when it was sent, its text and choices
-    (a button's or list row's id and title, poll options), whether it opted out."""
-
-    id: int
-    at: datetime
-    text: str | None
-    choices: tuple[str, ...] = ()
-    opt_out: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """What the ledger holds of the looked-at step for one recipient, now."""
-
-    state: str
-    sent_at: datetime | None
-    read_at: datetime | None = None
-    clicked_at: datetime | None = None
-    replies: tuple[SeenReply, ...] = field(default_factory=tuple)
-    suppressed: bool = False
 
 
 @dataclass(frozen=True, slots=True)

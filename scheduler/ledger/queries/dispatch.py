@@ -236,7 +236,9 @@ def release_next_steps(
     A one-step run has no next step: nothing is written (no statement at all).
 
     Hot (every flush): one ``executemany`` keyed by (run, to, step), served by
-    ``ix_deliveries_to``; ``due_at IS NULL`` keeps a repeat from moving a row twice.
+    ``ix_deliveries_to``; ``due_at IS NULL`` keeps a repeat from moving a row twice, and
+    ``gate IS NULL`` a step that waits for its condition from going (its decision releases
+    it, see :mod:`scheduler.ledger.queries.conversation`).
     """
     if len(delays_s) <= 1:
         return
@@ -252,7 +254,7 @@ def release_next_steps(
         update(deliveries)
         .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
                deliveries.c.step == bindparam("b_step"), deliveries.c.state == S.PLANNED,
-               deliveries.c.due_at.is_(None))
+               deliveries.c.due_at.is_(None), deliveries.c.gate.is_(None))
         .values(due_at=bindparam("b_due"), sender=bindparam("b_sender")),
         params,
     )
@@ -373,7 +375,7 @@ def repair_waiting_steps(conn: Connection, run_id: int, now: datetime) -> int:
         prev, and_(prev.c.run_id == deliveries.c.run_id, prev.c.to == deliveries.c.to,
                    prev.c.step == deliveries.c.step - 1),
     ).where(deliveries.c.run_id == run_id, deliveries.c.state == S.PLANNED,
-            deliveries.c.due_at.is_(None), deliveries.c.step > 0,
+            deliveries.c.due_at.is_(None), deliveries.c.step > 0, deliveries.c.gate.is_(None),
             prev.c.state.not_in([S.PLANNED, S.DISPATCHING]))
     rows = list(conn.execute(waiting))
     for delivery_id, _to, _step, prev_state, sender in rows:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Table
 
+from scheduler.ledger.conversation_models import StepDecision
 from scheduler.ledger.experiment_models import Experiment
 from scheduler.ledger.models import (
     Campaign,
@@ -55,3 +56,4 @@ links = _table(Link)
 link_rows = _table(LinkRow)
 link_clicks = _table(LinkClick)
 experiments = _table(Experiment)
+step_decisions = _table(StepDecision)

@@ -1,0 +1,134 @@
+"""The dispatcher's side of steps that follow replies: decide the waiting rows, once.
+
+At the start of a dispatch the run's conditional steps are gated (their planned rows wait
+for a decision, whatever their previous step does). Then, every few seconds while the
+run goes and whenever it would idle, :meth:`Decisions.check` reads the waiting rows with
+what the ledger holds of the step each looks at, asks
+:func:`scheduler.dispatch.conversation.rules.decide`, and stores every decision but the
+waits in one transaction with the rows they queue (:class:`ConversationStore.decide`): a
+step that goes is due after its ``delay`` on the looked-at step's sender, and is claimed,
+paced and capped like any step; one that does not go is skipped, with the steps of its
+branch. A reply that comes after a decision is noted on it, never undoing it.
+
+The run does not end while a row waits: such rows are ``planned``, so the run's work is
+not done until each is decided (the latest, at its condition's deadline).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from scheduler.dispatch.conversation.rules import Go, Skip, Wait, decide, late_note
+from scheduler.dispatch.conversation.store import ConversationStore
+from scheduler.ledger.conversation_rows import DecisionWrite
+from scheduler.settings.conversation import REPLY_KINDS, ConversationOptions
+
+#: How often (seconds of the run's clock) the waiting rows are looked at while the run
+#: sends (a reply decides its steps within about this long).
+LOOK_EVERY_S = 2.0
+#: Waiting rows read per page, and the most pages one look reads.
+PAGE_ROWS = 2000
+PAGES = 10
+
+
+class Decisions:
+    """Decides a run's conditional steps (see the module)."""
+
+    def __init__(self, store: ConversationStore | None,
+                 options: ConversationOptions | None, delays_s: Sequence[float]) -> None:
+        self.store = store
+        self.options = options if store is not None else None
+        self.delays_s = tuple(delays_s)
+        self.look_at: datetime | None = None
+        #: The earliest deadline among the rows still waiting (None: none known).
+        self.wake: datetime | None = None
+        #: Rows waiting at the last look.
+        self.pending = 0
+        self._after_reply = 0
+        self._looks = {c.step: c.looks_at for c in options.conditions} if options else {}
+
+    @property
+    def active(self) -> bool:
+        """Whether the run has steps that follow replies."""
+        return self.options is not None
+
+    def start(self) -> int:
+        """Gate the run's conditional steps (before anything is sent); rows gated."""
+        if self.options is None or self.store is None:
+            return 0
+        return self.store.gate(self.options.gated_steps)
+
+    def due(self, now: datetime) -> bool:
+        """Whether it is time for another look while the run sends."""
+        return self.active and (self.look_at is None or now >= self.look_at)
+
+    def check(self, now: datetime) -> list[str]:
+        """Decide what can be decided at ``now``; the timeline's lines for what was (empty:
+        nothing). Sets :attr:`wake` and :attr:`pending`."""
+        self.look_at = now + timedelta(seconds=LOOK_EVERY_S)
+        if self.options is None or self.store is None:
+            return []
+        options, store = self.options, self.store
+        clicks = any(c.kind.endswith("clicked") for c in options.conditions)
+        writes: list[DecisionWrite] = []
+        wake: datetime | None = None
+        pending = 0
+        after_id = 0
+        for _page in range(PAGES):
+            rows = store.gated(self._looks, limit=PAGE_ROWS, after_id=after_id, clicks=clicks)
+            for row in rows:
+                cond = options.condition(row.step)
+                if cond is None:
+                    continue
+                decision = decide(cond, row.seen, now)
+                if isinstance(decision, Wait):
+                    pending += 1
+                    if decision.until is not None:
+                        wake = decision.until if wake is None else min(wake, decision.until)
+                elif isinstance(decision, Go):
+                    delay = self.delays_s[row.step] if row.step < len(self.delays_s) else 0.0
+                    writes.append(DecisionWrite(row, "go", decision.why,
+                                                due_at=now + timedelta(seconds=delay),
+                                                reply=decision.reply))
+                elif isinstance(decision, Skip):
+                    writes.append(DecisionWrite(
+                        row, "skip", decision.why, reply=decision.reply,
+                        branch=options.continuation(row.step, len(self.delays_s))))
+            if len(rows) < PAGE_ROWS:
+                break
+            after_id = rows[-1].id
+        self.wake, self.pending = wake, pending
+        lines = self._tell(store.decide(writes, now) if writes else [])
+        self._notice_late(now)
+        return lines
+
+    def _tell(self, done: Sequence[DecisionWrite]) -> list[str]:
+        if not done or self.options is None:
+            return []
+        tally = Counter((w.row.step, w.outcome) for w in done)
+        lines = []
+        for step in sorted({s for s, _o in tally}):
+            cond = self.options.condition(step)
+            label = f"step {step}" + (f" {cond.name!r}" if cond and cond.name else "")
+            goes, skipped = tally[(step, "go")], tally[(step, "skip")]
+            lines.append(f"{label} ({cond.text if cond else 'condition'}): goes to {goes:,}, "
+                         f"not to {skipped:,}")
+        return lines
+
+    def _notice_late(self, now: datetime) -> None:
+        assert self.options is not None and self.store is not None
+        steps = [c.step for c in self.options.conditions if c.kind in REPLY_KINDS]
+        late = self.store.late(steps, self._after_reply)
+        if not late:
+            return
+        self._after_reply = max(x.reply.id for x in late)
+        first: dict[int, tuple[int, datetime, str]] = {}
+        for x in late:
+            first.setdefault(x.decision_id, (x.decision_id, x.reply.at,
+                                             late_note(x.reply, x.decided_at, x.outcome)))
+        self.store.note_late(list(first.values()))
+
+
+__all__ = ["LOOK_EVERY_S", "Decisions"]
