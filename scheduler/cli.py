@@ -33,6 +33,7 @@ from scheduler.commands import (
     sessions,
     templates,
     track,
+    webhooks,
     workers,
 )
 from scheduler.commands.help_style import apply as apply_help_style
@@ -50,7 +51,7 @@ app = typer.Typer(
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
                    sandbox, demo, workers, senders, labels, schema, dashboard, dashboard_users,
-                   api)
+                   api, webhooks)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

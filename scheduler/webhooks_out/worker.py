@@ -6,7 +6,7 @@ one while they dispatch (and try what is due once more before they exit). Any li
 with the same ``[[webhooks]]`` delivers any event: the claim (``FOR UPDATE SKIP LOCKED`` on
 PostgreSQL, one writer on SQLite) gives each due row to one of them at a time. A process
 killed between the claim and the record leaves its rows due again after the claim's lease
-(the POST's time limit and a margin): the event is sent again with the same ``webhook-id``
+(twice the POST's time limit): the event is sent again with the same ``webhook-id``
 (at least once).
 """
 
@@ -34,8 +34,8 @@ from scheduler.webhooks_out.signing import headers
 if TYPE_CHECKING:
     from scheduler.settings.load import Settings
 
-#: Beyond the POST's time limit, how long a claimed row is kept from other workers.
-CLAIM_MARGIN = timedelta(seconds=30)
+#: A claimed row is kept from other workers for this many POST time limits.
+CLAIM_LEASES = 2
 #: Events given out to the subscriptions per transaction.
 GIVE_OUT_BATCH = 500
 #: Events are kept this many horizons after they were written (then pruned once settled).
@@ -83,7 +83,7 @@ class WebhookWorker:
     def claim(self) -> list[oq.Claimed]:
         """Take the due deliveries of this process's subscriptions (one batch)."""
         now = self.clock()
-        until = now + timedelta(seconds=self.delivery.timeout_s) + CLAIM_MARGIN
+        until = now + timedelta(seconds=CLAIM_LEASES * self.delivery.timeout_s)
         with access.transaction(self.engine, "claim webhook deliveries") as conn:
             return oq.claim(conn, now, until, self.delivery.batch, self.subscriptions)
 
