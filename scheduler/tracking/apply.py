@@ -36,7 +36,7 @@ from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, jid_number
 from scheduler.tracking.label_facts import apply_label_event, is_label_event
 from scheduler.tracking.reload import load_stored
-from scheduler.tracking.replies import OptOutWords, reply_text
+from scheduler.tracking.replies import OptOutWords, reply_choices, reply_text
 
 #: Clock skew tolerated between the dispatcher's clock and event times.
 SKEW = timedelta(seconds=5)
@@ -250,6 +250,10 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
         "run_id": latest.run_id if latest else None, "number": number,
         "session_id": item.session_id, "kind": data.type, "text": text, "opt_out": opt_out,
         "received_at": item.when,
+        # a person reads it unless a step's condition takes it (issue 35) or it opts out
+        "to_answer": not opt_out,
+        "choices": json.dumps(chosen, ensure_ascii=False) if (chosen := reply_choices(data))
+        else None,
     }, now)
     outbox.reply_stored(conn, run_id=latest.run_id if latest else None,  # its webhook events
                         delivery_id=latest.delivery_id if latest else None, number=number,

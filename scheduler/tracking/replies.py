@@ -67,3 +67,23 @@ def reply_text(data: MessageData) -> str | None:
                             extra.get("selected_id"), extra.get("id")))
     caption = getattr(data.media_data, "caption", None) if data.media_data else None
     return _first_text((data.message, data.body, caption))
+
+
+def reply_choices(data: MessageData) -> list[str]:
+    """What a reply chose besides its text: poll options, a list row's id and title, a
+    button's id and text (conditions match on these too); empty for a plain message."""
+    typed = data.data
+    if isinstance(typed, PollUpdateData):
+        return [str(o) for o in typed.selected_options]
+    if isinstance(typed, ListResponseData):
+        return [v for v in (typed.row_id, typed.title) if v]
+    extra = typed if isinstance(typed, dict) else {}
+    keys: tuple[str, ...] = ()
+    if data.type == "poll_update":
+        selected = extra.get("selected_options") or extra.get("selectedOptions")
+        return [str(s) for s in selected] if isinstance(selected, list) else []
+    if data.type == "list_response":
+        keys = ("row_id", "title")
+    elif data.type in ("template_button_reply", "buttons_response", "button_reply"):
+        keys = ("selected_id", "id", "selected_display_text", "display_text", "title")
+    return [str(extra[k]) for k in keys if isinstance(extra.get(k), str | int) and extra[k]]
