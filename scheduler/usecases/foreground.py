@@ -13,7 +13,7 @@ import signal
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from rich.console import Console, RenderableType
@@ -56,6 +56,7 @@ from scheduler.views.channel_status import (
     short_outcomes,
 )
 from scheduler.views.progress import BarState, waiting_line
+from scheduler.webhooks_out.alongside import outgoing_webhooks
 from scheduler.wiring import (
     ServiceTarget,
     client_for,
@@ -64,9 +65,6 @@ from scheduler.wiring import (
     run_store,
     service_target,
 )
-
-if TYPE_CHECKING:  # the outbox's loop, imported when [[webhooks]] are set
-    from scheduler.webhooks_out.worker import WebhookWorker
 
 
 def tracking_possible(settings: Settings, target_is_sandbox: bool, base_url: str | None
@@ -278,7 +276,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                               outcomes=lambda counts: channel_outcomes(ledger, run_id,
                                                                     run.channel, counts),
                               state=state, clock=ledger.clock)
-            outgoing = stack.enter_context(_outgoing_webhooks(settings, ledger, console))
+            outgoing = stack.enter_context(outgoing_webhooks(settings, ledger.engine, console))
             with _sigint_sets(stop), (bar.progress if show_progress
                                       else contextlib.nullcontext()):
                 bar.update(counts)
@@ -322,47 +320,6 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             if outgoing is not None:  # what is due now, once more, before the process ends
                 await outgoing.finish()
     return result
-
-
-class _Outgoing:
-    """The outbox delivered while a foreground run dispatches (``[[webhooks]]``)."""
-
-    #: How long the run's end waits for the last events' POSTs (the rest waits, durable,
-    #: for the next process).
-    FLUSH_S = 10.0
-
-    def __init__(self, worker: WebhookWorker, console: Console) -> None:
-        self.worker = worker
-        self.stop = asyncio.Event()
-        self.task = asyncio.create_task(worker.run(
-            self.stop, on_error=lambda line: console.print(line, style="yellow",
-                                                           markup=False, highlight=False)))
-
-    async def finish(self) -> None:
-        """Stop the loop, then try what is due (the run's last events) for a moment."""
-        self.stop.set()
-        await self.task
-        await self.worker.flush(min(self.FLUSH_S, 2 * self.worker.delivery.timeout_s))
-
-
-@contextlib.contextmanager
-def _outgoing_webhooks(settings: Settings, ledger: Ledger,
-                       console: Console) -> Iterator[_Outgoing | None]:
-    """The outbox's loop for the time of a foreground run (none configured: None); an
-    error or Ctrl-C stops it, the events waiting in the ledger."""
-    from scheduler.webhooks_out.worker import worker_for
-
-    worker = worker_for(ledger.engine, settings)
-    if worker is None:
-        yield None
-        return
-    outgoing = _Outgoing(worker, console)
-    try:
-        yield outgoing
-    finally:
-        outgoing.stop.set()
-        if not outgoing.task.done():
-            outgoing.task.cancel()
 
 
 async def _hold_for_proof(ledger: Ledger, run: Run, result: RunResult, stop: asyncio.Event,
