@@ -39,6 +39,7 @@ from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import RunStatus, SenderStatus
+from scheduler.metrics.outbox import OutboxFigures, outbox_metrics, read_outbox
 from scheduler.tracking import intake_counts as intake
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ class LedgerFigures:
     profiles: dict[str, tuple[str, float | None, float | None]] = field(default_factory=dict)
     workers: dict[str, int] | None = None
     durations: list[tuple[str, str, float]] = field(default_factory=list)
+    outbox: OutboxFigures = field(default_factory=OutboxFigures)
     read_s: float = 0.0
 
 
@@ -116,6 +118,7 @@ def read_figures(ledger: Ledger, settings: Settings, now: datetime) -> LedgerFig
             view = read_workers(conn, settings.worker_lease_s, now)
             figures.workers = {w.id: len(w.senders) for w in view.workers}
         figures.durations = mq.finished_durations(conn)
+        figures.outbox = read_outbox(conn, now)  # the outgoing webhooks' backlog
     figures.read_s = monotonic() - started
     return figures
 
@@ -159,6 +162,7 @@ def ledger_metrics(figures: LedgerFigures, now: datetime) -> Iterator[Metric]:
                                 "(PostgreSQL).", value=len(figures.workers))
 
     yield _durations(figures.durations)
+    yield from outbox_metrics(figures.outbox, now)
     yield GaugeMetricFamily("campaign_metrics_read_seconds", "How long this scrape took to "
                             "read the ledger.", value=round(figures.read_s, 6))
 

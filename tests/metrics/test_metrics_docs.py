@@ -10,6 +10,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from scheduler.metrics.collector import LedgerFigures, RunFigures, intake_metrics, ledger_metrics
+from scheduler.metrics.outbox import OutboxFigures
 from scheduler.tracking import intake_counts as intake
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -37,7 +38,9 @@ def _figures() -> LedgerFigures:
             ("whatsapp", "s1"): {"sent": 4, "failed": 0, "unknown": 0, "other": 0,
                                  "replied": 1}},
         runs=[run], profiles={"s1": ("healthy", 97.5, 1.0)}, workers={"w-1": 2},
-        durations=[("whatsapp", "completed", 420.0)], read_s=0.01)
+        durations=[("whatsapp", "completed", 420.0)], read_s=0.01,
+        outbox=OutboxFigures(not_given_out=1, waiting={"crm": (2, NOW - timedelta(minutes=3))},
+                             states={("crm", "failing"): 2, ("crm", "delivered"): 5}))
 
 
 def test_the_docs_list_every_metric_with_its_type_and_labels() -> None:

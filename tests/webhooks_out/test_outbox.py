@@ -175,3 +175,36 @@ def test_events_nobody_subscribed_to_get_no_delivery(ledger: Ledger, clock: Fake
     worker = _worker(ledger, clock, receiver, events=("run.completed",))
     ledger.set_status(make_run(ledger, 1), "running")
     assert asyncio.run(_deliver(worker)) == 0 and _rows(ledger) == []
+
+
+def test_the_backlog_metric_equals_the_ledgers_waiting_deliveries(
+        ledger: Ledger, clock: FakeClock, receiver: Receiver) -> None:
+    from prometheus_client import generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+    from prometheus_client.registry import CollectorRegistry
+
+    from scheduler.metrics.outbox import outbox_metrics, read_outbox
+
+    worker = _worker(ledger, clock, receiver)
+    receiver.down()
+    run_id = make_run(ledger, 1)
+    ledger.set_status(run_id, "running")
+    ledger.request(run_id, "pause")
+    asyncio.run(_deliver(worker))
+    clock.now += timedelta(minutes=1)
+
+    class Outbox:
+        def collect(self):  # type: ignore[no-untyped-def]
+            with access.snapshot(ledger.engine) as conn:
+                yield from outbox_metrics(read_outbox(conn, clock()), clock())
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Outbox())  # type: ignore[arg-type]
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(generate_latest(registry).decode())
+               for s in f.samples}
+    name = ("subscription", f"127.0.0.1:{receiver.port}/hook")
+    assert samples[("campaign_webhook_outbox_backlog", (name,))] == 2
+    assert samples[("campaign_webhook_outbox_oldest_seconds", (name,))] == 60
+    assert samples[("campaign_webhook_outbox_deliveries", (("state", "failing"), name))] == 2
+    assert samples[("campaign_webhook_outbox_not_given_out", ())] == 0
