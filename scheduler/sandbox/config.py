@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from scheduler.core.timeutil import utcnow
-from scheduler.sandbox.scripted import Numbers, SmsScripts, VoiceScripts
+from scheduler.sandbox.scripted import Numbers, ReplyScripts, SmsScripts, VoiceScripts
 from scheduler.sandbox.trouble_rules import LogoutRules, NeverDeliveredShares, StormRules
 
 DEFAULT_API_KEY = "sandbox-key"
@@ -177,6 +177,8 @@ class SandboxConfig(BaseModel):
     voice_outcomes_by_number: VoiceScripts = Field(default_factory=dict)
     sms_outcomes_by_number: SmsScripts = Field(default_factory=dict)
     whatsapp_undelivered_numbers: Numbers = Field(default_factory=list)
+    # Scripted WhatsApp replies per number: a reply (or none) per message, in order.
+    whatsapp_replies_by_number: ReplyScripts = Field(default_factory=dict)
 
     message_id_case_mismatch: bool = True
     auto_connect: bool = False

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.sandbox import payloads
 from scheduler.sandbox.common import seeded, user_jid
 from scheduler.sandbox.config import SandboxConfig
-from scheduler.sandbox.scripted import digits
+from scheduler.sandbox.scripted import Script, ScriptedReply, digits
 from scheduler.settings.load import DEFAULT_OPT_OUT_WORDS
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ class Recipients:
         self._sandbox = sandbox
         self._rng = seeded(seed, "recipients")
         self.replies: list[dict[str, Any]] = []
+        self._script = Script()
 
     def _delay(self, cfg: SandboxConfig) -> float:
         low, high = cfg.recipient_delay_ms
@@ -67,6 +68,11 @@ class Recipients:
         cfg = self._sandbox.config
         if cfg.whatsapp_undelivered_numbers and digits(to) in cfg.whatsapp_undelivered_numbers:
             return  # scripted: never delivered, so never read or answered
+        if cfg.whatsapp_replies_by_number:
+            scripted, reply = self._script.reply(cfg.whatsapp_replies_by_number, to)
+            if scripted:
+                self._scripted(session, to, event_id, reply)
+                return
         reply_rate = _reply_rate(cfg, body)
         if not (cfg.delivered_rate or reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
             return
@@ -121,6 +127,23 @@ class Recipients:
             else:  # a reply quotes the message it answers (opt-out words do not)
                 self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False,
                                  quoted=event_id)
+
+    def _scripted(self, session: Session, to: str, event_id: str,
+                  reply: ScriptedReply | None) -> None:
+        """A number of ``whatsapp_replies_by_number``: delivered, read, then its scripted
+        reply (if any) ``after_s`` after the send; no draw."""
+        cfg = self._sandbox.config
+        session_id, jid = session.session_id, user_jid(to)
+        low, high = cfg.recipient_delay_ms
+        step = (low + high) / 2000
+        if session.webhook_url is not None or session.webhook_config is not None:
+            self._receipt(step, session_id, "message.delivered", event_id, jid)
+            self._receipt(2 * step, session_id, "message.read", event_id, jid)
+        if reply is not None:
+            opt_out = reply.text.strip().casefold() in {w.casefold()
+                                                        for w in DEFAULT_OPT_OUT_WORDS}
+            self._text_reply(max(reply.after_s, 2 * step), session_id, to, reply.text,
+                             opt_out=opt_out, quoted=None if opt_out else event_id)
 
     def _receipt(self, at: float, session_id: str, event: str, message_id: str, jid: str) -> None:
         sandbox = self._sandbox

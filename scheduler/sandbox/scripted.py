@@ -15,6 +15,12 @@ digits only, so ``"+55 11 98888-7777"`` and ``"5511988887777"`` are one number):
   code) or ``failed:<ERROR_CODE>``.
 - ``whatsapp_undelivered_numbers``: numbers whose WhatsApp messages are accepted (an id, a
   ``messages.sent``) but never delivered, read or answered.
+- ``whatsapp_replies_by_number``: ``{number: [reply, ...]}``, one entry per WhatsApp message
+  sent to that number, in the order they are sent: ``null`` (no reply to that message) or
+  ``{"text": "1", "after_s": 2.5}`` (a ``messages.received`` quoting the message, ``after_s``
+  seconds after it was taken; ``text`` may be ``"SAIR"``, an opt-out word). Messages past
+  the list get no reply. A listed number's messages are delivered and read (after
+  ``recipient_delay_ms``) and get no drawn reply: its replies are the script's only.
 
 Scripted numbers take no draw from the seeded streams.
 """
@@ -24,9 +30,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from scheduler.service.account_events import SMS_ERROR_CODES
 
@@ -64,8 +70,8 @@ def _sms_outcome(text: str) -> str:
         f"({', '.join(sorted(SMS_ERROR_CODES))}) or failed:<error code>")
 
 
-def _by_digits(scripts: dict[str, list[str]]) -> dict[str, list[str]]:
-    keyed: dict[str, list[str]] = {}
+def _by_digits(scripts: dict[str, list[Any]]) -> dict[str, list[Any]]:
+    keyed: dict[str, list[Any]] = {}
     for number, outcomes in scripts.items():
         key = digits(number)
         if not key:
@@ -94,6 +100,22 @@ SmsScripts = Annotated[
 ]
 #: ``whatsapp_undelivered_numbers``: numbers (digits) never delivered a WhatsApp message.
 Numbers = Annotated[list[str], AfterValidator(_numbers)]
+
+
+class ScriptedReply(BaseModel):
+    """One scripted reply of ``whatsapp_replies_by_number``: its text and delay."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = Field(min_length=1, max_length=4096)
+    after_s: float = Field(default=0.0, ge=0, le=3600)
+
+
+#: ``whatsapp_replies_by_number``: per number (digits), a reply (or none) per message.
+ReplyScripts = Annotated[
+    dict[str, Annotated[list[ScriptedReply | None], Field(min_length=1)]],
+    AfterValidator(_by_digits),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +154,18 @@ class Script:
 
     def __init__(self) -> None:
         self._used: Counter[str] = Counter()
+
+    def reply(self, scripts: dict[str, list[ScriptedReply | None]], number: str
+              ) -> tuple[bool, ScriptedReply | None]:
+        """(whether ``number`` is scripted, its reply to its next message: None for none;
+        past the list, none)."""
+        key = digits(number)
+        entries = scripts.get(key)
+        if not entries:
+            return False, None
+        n = self._used[key]
+        self._used[key] = n + 1
+        return True, entries[n] if n < len(entries) else None
 
     def next(self, scripts: dict[str, list[str]], number: str) -> str | None:
         """The next scripted outcome of ``number``; None when it has no script."""
