@@ -1,0 +1,44 @@
+"""Cheap marks of what a run's ``unknown`` verdicts and its skip reasons are read from
+(issue 34, H1): which rows are ``unknown`` or ``skipped`` (their count and two sums of their
+ids, read from the claim index alone, never the rows), and the newest event.
+:mod:`scheduler.views.verdict_memo` keeps what was read while its marks stay the same."""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, func, select
+
+from scheduler.ledger.queries.tables import deliveries, events
+from scheduler.ledger.states import DeliveryState as S
+
+#: The ids' second sum is of their squares modulo this prime: it stays far below 2**63.
+MODULUS = 65521
+
+
+def state_mark(conn: Connection, run_id: int, state: str) -> tuple[int, int, int]:
+    """(how many rows of the run are in ``state``, the sum of their ids, the sum of the
+    squares of their ids modulo :data:`MODULUS`): rows entering or leaving the state change
+    it (swaps with equal counts, sums and sums of squares would not)."""
+    d = deliveries.c
+    folded = d.id % MODULUS
+    count, total, squares = conn.execute(
+        select(func.count(), func.coalesce(func.sum(d.id), 0),
+               func.coalesce(func.sum(folded * folded), 0))
+        .where(d.run_id == run_id, d.state == state)).one()
+    return int(count), int(total), int(squares)
+
+
+def unknown_mark(conn: Connection, run_id: int) -> tuple[int, int, int]:
+    """:func:`state_mark` of the run's ``unknown`` rows."""
+    return state_mark(conn, run_id, str(S.UNKNOWN))
+
+
+def skipped_mark(conn: Connection, run_id: int) -> tuple[int, int, int]:
+    """:func:`state_mark` of the run's ``skipped`` rows (a skipped row's reason never
+    changes)."""
+    return state_mark(conn, run_id, str(S.SKIPPED))
+
+
+def newest_event(conn: Connection) -> int:
+    """The newest event's id (0: none): a new proof (a ``messages.sent`` that may match
+    no row) changes it."""
+    return int(conn.execute(select(func.coalesce(func.max(events.c.id), 0))).scalar_one())
