@@ -40,6 +40,7 @@ from scheduler.campaign.steps import (
 )
 from scheduler.campaign.suggest import closest
 from scheduler.campaign.variant_render import HELD, VariantRows
+from scheduler.core.channel_terms import terms_of
 from scheduler.experiments.exact import ExactSplit
 from scheduler.links.render import LINK_ROW, LINK_STEP, LinkBinding
 
@@ -184,7 +185,7 @@ class ChunkPlanner:
             if self.watched else {}
         self.needs_to = "to" in set().union(*(_leaf_variables(s.tree) for s in campaign.steps))
         self.links = uses_links(campaign)
-        self.sms = campaign.spec.channel == "sms"
+        self.sms = terms_of(campaign.spec.channel).segments
         self.columns = ", ".join([*variable_slugs, "to"])
         self._undefined: dict[str, str] = {}  # message per missing name (rows repeat it)
 

@@ -15,10 +15,7 @@ from typing import Any, Protocol
 from scheduler.campaign.linetypes import LABELS, LinePolicy
 from scheduler.campaign.loader import Campaign, CompiledStep
 from scheduler.campaign.segments import sms_segments
-
-#: Why a number's line type does not suit a fallback channel.
-_NEEDS = {"sms": "SMS needs a mobile number",
-          "voice": "calls need a mobile or landline number"}
+from scheduler.core.channel_terms import terms_of
 
 
 class _Renderer(Protocol):
@@ -33,7 +30,7 @@ class FallbackRows:
         self.channel = channel
         self.renderer = renderer
         self.lines = LinePolicy(channel)
-        self.sms = channel == "sms"
+        self.sms = terms_of(channel).segments
 
     @classmethod
     def of(cls, campaign: Campaign, make: Callable[[CompiledStep], _Renderer]
@@ -48,7 +45,7 @@ class FallbackRows:
         """Why a number of ``line_type`` gets no fallback (None: it suits the channel)."""
         if line_type is None or line_type in self.lines.accepted:
             return None
-        return f"{LABELS.get(line_type, line_type)}: {_NEEDS[self.channel]}"
+        return f"{LABELS.get(line_type, line_type)}: {terms_of(self.channel).fallback_line_needs}"
 
     def value(self, ctx: dict[str, Any], digits: str, line_type: str | None
               ) -> tuple[dict[str, Any], tuple[int, str] | None]:

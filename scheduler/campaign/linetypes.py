@@ -20,6 +20,8 @@ from typing import Literal
 import phonenumbers
 from phonenumbers import PhoneNumberType
 
+from scheduler.core.channel_terms import terms_of
+
 #: The names a campaign may list in ``[recipients] line_types``.
 LineTypeName = Literal[
     "mobile",
@@ -62,19 +64,6 @@ LABELS: dict[str, str] = {
     "voicemail": "voicemail number",
     "unknown": "unknown line type",
 }
-#: What each channel reaches when the campaign does not say.
-DEFAULT_LINE_TYPES: dict[str, tuple[str, ...]] = {
-    "whatsapp": ("mobile",),
-    "sms": ("mobile",),
-    "voice": ("mobile", "fixed_line"),
-    "calls": ("mobile",),
-}
-_NEEDS = {
-    "whatsapp": "WhatsApp and SMS need a mobile number",
-    "sms": "WhatsApp and SMS need a mobile number",
-    "voice": "calls need a mobile or landline number",
-    "calls": "WhatsApp calls need a mobile number",
-}
 
 
 def type_name(number: phonenumbers.PhoneNumber) -> str:
@@ -88,7 +77,7 @@ class LinePolicy:
     def __init__(self, channel: str, configured: Sequence[str] | None = None) -> None:
         self.channel = channel
         self.configured = configured is not None
-        names = tuple(configured) if configured is not None else DEFAULT_LINE_TYPES[channel]
+        names = tuple(configured) if configured is not None else terms_of(channel).line_types
         accepted = set(names)
         if accepted & {"mobile", "fixed_line"}:
             accepted.add("fixed_line_or_mobile")
@@ -103,4 +92,4 @@ class LinePolicy:
         if self.configured:
             allowed = ", ".join(LABELS[n] for n in self.names) or "nothing"
             return f"{label}: recipients.line_types accepts {allowed}"
-        return f"{label}: {_NEEDS[self.channel]}"
+        return f"{label}: {terms_of(self.channel).line_needs}"

@@ -10,6 +10,7 @@ from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import Issue
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
+from scheduler.core.channel_terms import terms_of
 
 MAX_INVALID_LISTED = 10_000  # invalid numbers a plan lists; the rest are only counted
 MAX_SAME_ERROR = 20  # rows kept of one same error; the rest are only counted
@@ -100,10 +101,6 @@ class PlanStats:
         self._same_error.clear()
 
 
-_REACH = {"whatsapp": "on WhatsApp", "sms": "by SMS", "voice": "by a call",
-          "calls": "by a WhatsApp call"}
-
-
 def invalid_limit_issue(campaign: Campaign, stats: PlanStats) -> Issue | None:
     """The error of a plan with more invalid or unreachable numbers than ``max_invalid``."""
     spec = campaign.spec.recipients
@@ -115,7 +112,8 @@ def invalid_limit_issue(campaign: Campaign, stats: PlanStats) -> Issue | None:
     return Issue(
         campaign.label,
         f"{stats.invalid_total:,} of {stats.read:,} numbers ({share:.1f}%) are invalid or "
-        f"cannot be reached {_REACH[campaign.spec.channel]}, more than max_invalid = {setting} "
+        f"cannot be reached {terms_of(campaign.spec.channel).reach}, more than "
+        f"max_invalid = {setting} "
         f"allows ({limit:,}): correct the list (campaign validate lists them) or raise "
         "max_invalid",
         key="recipients.max_invalid",

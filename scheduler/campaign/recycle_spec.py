@@ -31,10 +31,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, field_validator
 
+from scheduler.core.channel_terms import is_known, terms_of
 from scheduler.core.units import Rate, UnitError, parse_duration, parse_window
 from scheduler.settings.retry_rules import (
     MAX_ATTEMPTS,
-    OUTCOMES_BY_CHANNEL,
     RETRYABLE_SMS_CODES,
     TERMINAL_SMS_CODES,
     FallbackChannel,
@@ -50,8 +50,6 @@ STEP_KEYS = frozenset({"retry", "min_talk"})
 RULE_KEYS = ("on", "delay", "max_attempts", "window", "codes")
 #: Every SMS error code the service reports (docs/service-facts.md).
 SMS_CODES = (*RETRYABLE_SMS_CODES, *TERMINAL_SMS_CODES)
-#: Channels whose outcomes say whether a call was answered.
-CALL_CHANNELS = ("voice", "calls")
 #: ``CampaignSpec.fallback``'s description (the JSON Schema's and the docs').
 FALLBACK_HELP = ("A second channel for recipients the first did not reach: after a time, "
                  "one step on SMS or voice, to numbers whose line type it reaches.")
@@ -110,13 +108,13 @@ def fallback_problems(channel: str, fallback: FallbackSpec) -> list[Problem]:
     """(key, message) of what ``[fallback]`` cannot be on a ``channel`` campaign."""
     found: list[Problem] = []
     if fallback.channel == channel:
-        other = "voice" if channel == "sms" else "sms"
+        other = terms_of(channel).fallback_hint
         found.append(("fallback.channel", f"{channel!r} is the campaign's own channel: a "
                       f"fallback goes on another one ({other})"))
-    if fallback.when == "not_read" and channel != "whatsapp":
+    if fallback.when == "not_read" and not terms_of(channel).read_receipts:
         found.append(("fallback.when", f"not_read needs read receipts, which only WhatsApp "
                       f"messages have; a {channel} campaign: use not_delivered"))
-    if fallback.when == "not_answered" and channel not in CALL_CHANNELS:
+    if fallback.when == "not_answered" and not terms_of(channel).calls:
         found.append(("fallback.when", f"not_answered is an outcome of calls (voice or "
                       f"calls campaigns); a {channel} campaign: use not_delivered"))
     for name in ("retry", "min_talk", "delay", "variants", "product"):
@@ -144,7 +142,7 @@ def step_recycle(raw: dict[str, Any], channel: str, key: str
     problems: list[Problem] = []
     min_talk = None
     if "min_talk" in raw:
-        if channel != "voice":
+        if not terms_of(channel).call_length:
             problems.append((f"{key}.min_talk", f"min_talk is for voice steps (an answered "
                              f"call shorter counts as no_answer); a {channel} step has no "
                              "call length"))
@@ -162,7 +160,7 @@ def step_recycle(raw: dict[str, Any], channel: str, key: str
 
 
 def _rules(raw: Any, channel: str, key: str, problems: list[Problem]) -> list[RetryRule]:
-    outcomes = OUTCOMES_BY_CHANNEL.get(channel, ())
+    outcomes = terms_of(channel).retry_on if is_known(channel) else ()
     if not outcomes:
         problems.append((key, "WhatsApp messages have no outcome to retry on; use "
                          "[fallback] (e.g. an SMS to those not delivered)"))
@@ -244,7 +242,7 @@ def _rule(table: Any, channel: str, outcomes: tuple[str, ...], key: str, number:
 
 def _codes(raw: Any, channel: str, bad: Callable[[str, str], None]) -> tuple[str, ...]:
     """An SMS rule's error codes, upper-case; terminal and unknown ones are errors."""
-    if channel != "sms":
+    if not terms_of(channel).segments:
         bad("codes", "codes are SMS error codes: only an SMS step's rule has them")
         return ()
     if not isinstance(raw, list) or not raw or not all(isinstance(c, str) for c in raw):

@@ -40,7 +40,8 @@ from scheduler.campaign.steps import (
     StepKind,
     step_kind,
 )
-from scheduler.settings.retry_rules import MAX_ATTEMPTS, OUTCOMES_BY_CHANNEL, RETRYABLE_SMS_CODES
+from scheduler.core.channel_terms import ALL, ChannelTerms, terms_of
+from scheduler.settings.retry_rules import MAX_ATTEMPTS, RETRYABLE_SMS_CODES
 
 Schema = dict[str, Any]
 
@@ -53,8 +54,13 @@ DELAY: Schema = {"anyOf": [{"type": "string", "examples": ["10m", "1h30m", "90s"
                  "description": "How long after the previous step: a duration or a number "
                                 "of seconds."}
 #: The ``type`` names a step of an SMS, voice or calls campaign may give (it may give none).
-CHANNEL_TYPES = {"sms": ("sms", "text"), "voice": ("voice", "call"), "calls": ("call",)}
-_NAMES = {"sms": "Sms", "voice": "Voice", "calls": "Calls", "whatsapp": "WhatsApp"}
+CHANNEL_TYPES = {t.name: t.step_types for t in ALL if t.step_types}
+_NAMES = {t.name: t.schema_name for t in ALL}
+
+
+def _terms(channel: str | None) -> ChannelTerms | None:
+    """The terms of ``channel``; None for a fallback's step (``channel`` None)."""
+    return None if channel is None else terms_of(channel)
 
 
 def whatsapp_kinds() -> dict[str, StepKind]:
@@ -188,7 +194,7 @@ def _case_free(code: str) -> str:
 
 def retry_rule(channel: str) -> Schema:
     """One rule of a ``channel`` step's ``retry`` list."""
-    outcomes = list(OUTCOMES_BY_CHANNEL[channel])
+    outcomes = list(terms_of(channel).retry_on)
     props: Schema = {
         "on": {"enum": outcomes, "description": "The outcome that sends the step again."},
         "delay": {"anyOf": DELAY["anyOf"], "description": (
@@ -198,7 +204,7 @@ def retry_rule(channel: str) -> Schema:
         "window": {"type": "string", "examples": ["09:00-20:00"], "description": (
             "The hours a retry may go out (HH:MM-HH:MM), in the recipient's own zone.")},
     }
-    if channel == "sms":
+    if terms_of(channel).segments:
         codes = "|".join(_case_free(c) for c in RETRYABLE_SMS_CODES)
         props["codes"] = {"type": "array", "minItems": 1, "items": {
             "type": "string", "pattern": rf"^\s*(?:{codes})\s*$",
@@ -228,9 +234,11 @@ def _step(label: str, types: list[str], body: Schema, required: list[str], *,
           channel: str | None, variant_ref: str | None) -> Schema:
     """A step object: its type, the step keys of ``channel`` (None: a fallback's step)
     and its body; closed."""
-    props: Schema = {"type": ({"const": types[0]} if channel == "whatsapp" else
+    terms = _terms(channel)
+    typed = terms is not None and terms.step_endpoints  # WhatsApp's: the type is required
+    props: Schema = {"type": ({"const": types[0]} if typed else
                               {"enum": types}) | {"description": (
-                                  "What the step sends" + ("." if channel == "whatsapp" else
+                                  "What the step sends" + ("." if typed else
                                                            "; optional on this channel."))}}
     if channel is not None:
         props["delay"] = copy.deepcopy(DELAY)
@@ -245,11 +253,11 @@ def _step(label: str, types: list[str], body: Schema, required: list[str], *,
             "The step's name: a later step's when, or a keyword, names it.")}
         props["when"] = {"$ref": "#/$defs/When", "description": (
             "When the step goes, from an earlier step's replies, read or clicks.")}
-    if channel is not None and OUTCOMES_BY_CHANNEL.get(channel):
+    if terms is not None and terms.retry_on:
         props["retry"] = {"type": "array", "minItems": 1,
-                          "items": {"$ref": f"#/$defs/{_NAMES[channel]}RetryRule"},
+                          "items": {"$ref": f"#/$defs/{terms.schema_name}RetryRule"},
                           "description": "Send the step again on these outcomes."}
-    if channel == "voice":
+    if terms is not None and terms.call_length:
         props["min_talk"] = {"anyOf": DELAY["anyOf"], "description": (
             "An answered call shorter than this counts as no_answer.")}
     props.update(copy.deepcopy(body))
@@ -308,13 +316,14 @@ def step_defs(defs: dict[str, Schema]) -> None:
         kind = channel_kind(channel)
         body, required = _body(kind, defs)
         title = _NAMES[channel]
-        if channel is not None and OUTCOMES_BY_CHANNEL.get(channel):
+        terms = terms_of(channel)
+        if terms.retry_on:
             defs[f"{title}RetryRule"] = retry_rule(channel)
         defs[f"{title}Variant"] = _variant(channel, body)
         defs[f"{title}Step"] = _step(
             f"A step of a {channel} campaign (POST {kind.path}).", list(types), body,
             required, channel=channel, variant_ref=f"#/$defs/{title}Variant")
-        if channel in ("sms", "voice"):
+        if not terms.sessions:  # a fallback goes from the account (SMS, voice)
             defs[f"{title}FallbackStep"] = _step(
                 f"The [fallback] step on {channel}: sent once, at the fallback's time.",
                 list(types), body, required, channel=None, variant_ref=None)
@@ -324,13 +333,14 @@ def by_channel(key: str, field: str, target: str) -> list[Schema]:
     """``if``/``then`` rules giving ``field``'s items (``target`` ``items``) or value
     (``target`` ``value``) the step definition of ``key``'s channel (absent: WhatsApp)."""
     rules = []
-    for channel in ("whatsapp", *CHANNEL_TYPES):
-        name = _NAMES[channel] + ("Step" if target == "items" else "FallbackStep")
-        if target == "value" and channel not in ("sms", "voice"):
+    for terms in ALL:
+        channel = terms.name
+        name = terms.schema_name + ("Step" if target == "items" else "FallbackStep")
+        if target == "value" and terms.sessions:
             continue
         ref = {"$ref": f"#/$defs/{name}"}
         condition: Schema = {"properties": {key: {"const": channel}}}
-        if channel != "whatsapp" or target == "value":
+        if not terms.step_endpoints or target == "value":
             condition["required"] = [key]
         rules.append({"if": condition, "then": {"properties": {
             field: {"items": ref} if target == "items" else ref}}})

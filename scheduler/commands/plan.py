@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from scheduler.campaign.exceptions import CampaignError, Issue
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.display import clean_markup, iso_utc
 from scheduler.core.errors import SchedulerError
 from scheduler.core.timeutil import utcnow
@@ -244,7 +245,7 @@ def plan_report(path: Path, start_text: str | None, *,
     settings: dict[str, Any] = {}
 
     def tally(campaign: Campaign, rows: list[dict[str, Any]]) -> None:
-        if campaign.spec.channel == "whatsapp":
+        if terms_of(campaign.spec.channel).step_endpoints:
             return
         if not tallies:
             settings.update(engine_settings(campaign))

@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.dispatcher.claims import REFILL
 from scheduler.ledger.queries.common import dumps
@@ -185,10 +186,10 @@ def totals_lines(report: dict[str, Any]) -> list[str]:
     if not t:
         return []
     name = t["channel"]
-    what = {"sms": "messages", "voice": "calls"}.get(name, "deliveries")
+    what = terms_of(name).unit
     lines = [f"Channel {name}: {t['recipients']:,} recipients, {t['deliveries']:,} {what}"]
     requests = t["requests"]
-    if name == "whatsapp":
+    if terms_of(name).step_endpoints:
         lines.append(f"  requests      {requests['total']:,} (one per message)")
         return lines
     paths = ", ".join(f"{n:,} to {path.removeprefix('/api/v1/')}"

@@ -18,13 +18,13 @@ from typing import Any
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.plan_stats import PlanStats
 from scheduler.campaign.recycle_spec import when_words
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.display import iso_utc, local_time, span, zone_label
 from scheduler.core.units import load_zone
 from scheduler.dispatch.windows import SendWindow
 from scheduler.settings.retry_rules import RetryRule, RuleWindow
 from scheduler.settings.run import RunOptions
 
-_WHAT = {"voice": "calls", "calls": "calls", "sms": "SMS", "whatsapp": "sends"}
 _ON = {"no_answer": "not answered", "busy": "busy", "failed": "failed",
        "undelivered": "undelivered", "not_answered": "not answered"}
 
@@ -135,7 +135,7 @@ def retry_lines(report: dict[str, Any] | None, channel: str, zone: str) -> list[
     """The plan's lines about retries and the fallback (each within 80 columns)."""
     if report is None:
         return []
-    what = _WHAT.get(channel, "sends")
+    what = terms_of(channel).noun
     lines: list[str] = []
     if report["steps"]:
         lines.append("retries (windows in each recipient's own zone):")

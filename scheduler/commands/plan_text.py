@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.display import local_time, span
 
 if TYPE_CHECKING:
@@ -99,13 +100,14 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     # voice: calls from the account, max_calls at once (not one a sender)
     calls = known is not None and known.has_calls and not known.one_call_per_sender
     steps = Table(title=f"Campaign {report['campaign']} ({channel})")
-    columns = ["step", "kind", *(["endpoint"] if channel == "whatsapp" else []), "delay",
+    endpoints = terms_of(channel).step_endpoints
+    columns = ["step", "kind", *(["endpoint"] if endpoints else []), "delay",
                "planned", "skipped", *(["segments"] if segments else [])]
     for col in columns:
         steps.add_column(col, overflow="fold")
     for s in report["steps"]:
         cells = [str(s["step"]), s["kind"]]
-        if channel == "whatsapp":
+        if endpoints:
             cells.append(s["path"].removeprefix("/api/v1/"))
         cells += [f"{s['delay_s']:g}s", f"{s['planned']:,}", f"{s['skipped']:,}"]
         if segments:
@@ -141,7 +143,7 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     if report["limited_by"] == "calls in progress":
         console.print(f"       calls in progress allow one every "
                       f"{report['mean_interval_s']:.2f} s on average")
-    if channel != "whatsapp":
+    if not endpoints:
         console.print("       a request of n recipients spends n sends of the pace; the "
                       "finish")
         console.print("       is when the last request goes out"

@@ -18,6 +18,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from scheduler.core.channel_terms import terms_of, title_of
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import attempts as aq
@@ -29,17 +30,11 @@ from scheduler.settings.run import RunOptions, from_snapshot
 
 #: A view counts at most this many rows awaiting a verdict (``campaign status``: all).
 AWAITING_COUNTED = 10_000
-#: What a channel's sends are called, and what reached means on it.
-NOUNS = {"voice": "calls", "calls": "calls", "sms": "SMS", "whatsapp": "messages"}
-REACHED = {"voice": "answered", "calls": "answered", "sms": "delivered",
-           "whatsapp": "delivered"}
 #: A rule's outcome in words.
 OUTCOME_WORDS = {"no_answer": "no answer", "not_answered": "not answered",
                  "busy": "busy", "failed": "failed", "undelivered": "undelivered",
                  "fallback": "fallback",
                  SHORT_CALL: "answered under min_talk"}
-CHANNEL_NAMES = {"voice": "voice", "calls": "WhatsApp calls", "sms": "SMS",
-                 "whatsapp": "WhatsApp"}
 
 
 class AttemptLine(BaseModel):
@@ -99,9 +94,9 @@ def reached_key(channel: str, recycle: RecycleOptions | None) -> str:
     """The funnel's count that says a recipient was reached on ``channel`` (a WhatsApp
     campaign whose fallback goes when ``not_read``: read)."""
     fallback = recycle.fallback if recycle is not None else None
-    if channel == "whatsapp" and fallback is not None and fallback.when == "not_read":
+    if fallback is not None and fallback.when == "not_read":  # WhatsApp's only
         return "read"
-    return REACHED.get(channel, "delivered")
+    return terms_of(channel).reached
 
 
 def _funnel(rows: Iterable[tuple[int, str, int, str, int]]) -> dict[str, int]:
@@ -226,7 +221,7 @@ def _fallback_line(conn: Connection, child_id: int) -> AttemptLine:
     tally = tallies.read(conn, child_id)
     counts = tally.funnel()
     planned = tally.states().get(S.PLANNED, 0)
-    reached_as = REACHED.get(channel, "delivered")
+    reached_as = terms_of(channel).reached
     sent, reached = counts.get("sent", 0), counts.get(reached_as, 0)
     return AttemptLine(step=0, attempt=0, channel=channel, fallback=True,
                        made_by={"fallback": counts.get("planned", 0)},
@@ -241,7 +236,7 @@ def _fallback_line(conn: Connection, child_id: int) -> AttemptLine:
 def label(line: AttemptLine) -> str:
     """``1st``, ``2nd`` … or ``SMS fallback``."""
     if line.fallback:
-        return f"{CHANNEL_NAMES.get(line.channel, line.channel)} fallback"
+        return f"{title_of(line.channel)} fallback"
     return ordinal(line.attempt)
 
 

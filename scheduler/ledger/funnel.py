@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from scheduler.core.channel_terms import ALL, terms_of
 from scheduler.ledger.states import DeliveryState
 
 
@@ -30,18 +31,10 @@ class Stage:
     key: str
 
 
-#: Each channel's stages, in order; the first is always planned, the second sent.
+#: Each channel's stages, in order; the first is always planned, the second sent (the
+#: labels are the channel's own: :attr:`scheduler.core.channel_terms.ChannelTerms.funnel`).
 STAGES: dict[str, tuple[Stage, ...]] = {
-    "whatsapp": (Stage("Planned", "planned"), Stage("Sent", "sent"),
-                 Stage("Delivered", "delivered"), Stage("Read", "read"),
-                 Stage("Replied", "replied")),
-    "sms": (Stage("Planned", "planned"), Stage("Sent", "sent"),
-            Stage("Delivered", "delivered"), Stage("Undelivered", "undelivered")),
-    "voice": (Stage("Planned", "planned"), Stage("Dialed", "sent"),
-              Stage("Answered", "answered"), Stage("Pressed a key", "digits")),
-    "calls": (Stage("Planned", "planned"), Stage("Called", "sent"),
-              Stage("Answered", "answered")),
-}  # fmt: skip
+    t.name: tuple(Stage(label, key) for label, key in t.funnel) for t in ALL}
 
 #: The definitions in a few lines, as the Summary sheet states them ("How to read").
 HOW_TO_READ = (
@@ -55,7 +48,7 @@ HOW_TO_READ = (
 
 def stages(channel: str) -> tuple[Stage, ...]:
     """The funnel of ``channel`` (WhatsApp's for any other)."""
-    return STAGES.get(channel, STAGES["whatsapp"])
+    return STAGES[terms_of(channel).name]
 
 
 def planned(counts: Mapping[str, int]) -> int:

@@ -22,10 +22,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
+from scheduler.core.channel_terms import terms_of, title_of
 from scheduler.ledger.access import Connection
 from scheduler.ledger.attempt_funnel import (
-    CHANNEL_NAMES,
-    REACHED,
     AttemptsView,
     label,
     reached_key,
@@ -97,7 +96,7 @@ def read_sheet(conn: Connection, runs: Sequence[RunInfo]) -> AttemptSheet:
         for x in view.lines:
             sheet.rows.append({
                 "run_id": view.run, "step": x.step + 1, "attempt": label(x),
-                "channel": CHANNEL_NAMES.get(x.channel, x.channel),
+                "channel": title_of(x.channel),
                 "made_by": ("first attempt" if x.attempt == 1 and not x.fallback
                             else rules_text(x.made_by)),
                 "rows": x.rows, "sent": x.sent, "reached": x.reached,
@@ -163,7 +162,7 @@ class ReachedBy:
             if fam.fallback is not None:
                 child = rq.runs_by_id(conn, [fam.fallback])[fam.fallback]
                 self.channels[fam.fallback] = child.channel
-                self.reached[fam.fallback] = REACHED.get(child.channel, "delivered")
+                self.reached[fam.fallback] = terms_of(child.channel).reached
                 self.fallback_runs.add(fam.fallback)
                 ids.append(fam.fallback)
             self.ends.update(aq.chain_ends(conn, ids))
@@ -171,7 +170,7 @@ class ReachedBy:
                                             for parent in seen if parent in found)
 
     def _says(self, run_id: int, attempt: int, state: str, marks: int) -> str | None:
-        channel = CHANNEL_NAMES.get(self.channels.get(run_id, ""), "?")
+        channel = title_of(self.channels.get(run_id, "")) or "?"
         how = (f"{channel} fallback" if run_id in self.fallback_runs
                else f"{channel}, attempt {attempt}")
         if state == "skipped":

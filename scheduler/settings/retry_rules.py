@@ -27,13 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 SHORT_CALL = "short_call"
 #: What a retry rule may react to.
 Outcome = Literal["no_answer", "busy", "failed", "undelivered", "not_answered"]
-#: The outcomes each channel's steps may retry on.
-OUTCOMES_BY_CHANNEL: dict[str, tuple[str, ...]] = {
-    "voice": ("no_answer", "busy", "failed"),
-    "sms": ("undelivered",),
-    "calls": ("not_answered",),
-    "whatsapp": (),
-}
 #: SMS error codes worth another try (docs/service-facts.md lists every code).
 RETRYABLE_SMS_CODES = ("NETWORK_ERROR", "NO_COVERAGE", "NOT_RECEIVED")
 #: SMS error codes that say the number will never get an SMS: never retried.

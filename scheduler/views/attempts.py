@@ -8,8 +8,9 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.display import local_time
-from scheduler.ledger.attempt_funnel import NOUNS, AttemptsView, label, read_attempts, rules_text
+from scheduler.ledger.attempt_funnel import AttemptsView, label, read_attempts, rules_text
 from scheduler.ledger.models import Run
 from scheduler.ledger.states import RunStatus
 from scheduler.views.parts import Wait
@@ -46,7 +47,7 @@ def attempt_lines(view: AttemptsView | None, zone: str, width: int = 80, *,
             name = f"{label(x)} {x.sent:,}, {x.reached:,} {x.reached_as}"
         else:
             prefix = f"step {x.step + 1} " if len(steps) > 1 else ""
-            noun = f" {NOUNS.get(x.channel, 'sends')}" if x.attempt == 1 else ""
+            noun = f" {terms_of(x.channel).noun}" if x.attempt == 1 else ""
             of = f" of {x.rows:,}" if x.attempt > 1 and x.rows > x.sent else ""
             name = (f"{prefix}{label(x)} {x.sent:,}{of}{noun}, {x.reached:,} "
                     f"{x.reached_as}")

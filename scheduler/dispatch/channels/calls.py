@@ -22,6 +22,7 @@ from collections.abc import Hashable, Mapping, Sequence
 
 import orjson
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
@@ -35,7 +36,7 @@ class CallsChannel:
     """Places WhatsApp calls through ``/api/v1/calls/place`` or ``/calls/stream``."""
 
     name = "calls"
-    words = "WhatsApp call"
+    words = terms_of(name).words
     #: a placed call's events (they name the session)
     proof_events = frozenset(OUTGOING_STATES)
     events_name_session = True
@@ -45,7 +46,7 @@ class CallsChannel:
     detail_keys: tuple[str, ...] = ()
     reports_keys = False
     error_codes = False
-    unit = "calls"
+    unit = terms_of(name).unit
     sender_quotas = False
     batch_size = 1
     has_calls = True

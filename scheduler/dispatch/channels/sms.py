@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from scheduler.campaign.segments import sms_segments
+from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
@@ -56,7 +57,7 @@ class SmsChannel:
     """Sends through ``/api/v1/sms/bulk`` (and ``/sms/send`` for a text of its own)."""
 
     name = "sms"
-    words = "SMS"
+    words = terms_of(name).words
     proof_events = frozenset({"sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"})
     events_name_session = False
     account_webhook: AccountChannel | None = "sms"
@@ -70,7 +71,7 @@ class SmsChannel:
     detail_keys: tuple[str, ...] = ("segments", "errorCode")
     reports_keys = False
     error_codes = True
-    unit = "messages"
+    unit = terms_of(name).unit
     sender_quotas = False
     has_calls = False
     max_calls: int | None = None

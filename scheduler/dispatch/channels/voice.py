@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import PENDING, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
@@ -58,7 +59,7 @@ class VoiceChannel:
     """Places calls through ``/api/v1/voice/bulk``; outcomes come from ``call.*`` events."""
 
     name = "voice"
-    words = "voice call"
+    words = terms_of(name).words
     proof_events = frozenset({"call.started", "call.answered", "call.dtmf", "call.ended"})
     events_name_session = False
     account_webhook: AccountChannel | None = "voice"
@@ -72,7 +73,7 @@ class VoiceChannel:
     detail_keys: tuple[str, ...] = ("callId", "talkSeconds", "cause", "causeDescription")
     reports_keys = True
     error_codes = False
-    unit = "calls"
+    unit = terms_of(name).unit
     sender_quotas = False
     has_calls = True
     one_call_per_sender = False

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import orjson
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Answer, Progress, Quota, SendRequest, ServiceCalls
 from scheduler.dispatch.recycle.outcome import NOT_REACHED, REACHED, Outcome
 from scheduler.ledger.rows import DueDelivery, WatchedRow
@@ -20,7 +21,7 @@ class WhatsAppChannel:
     """Sends through ``/api/v1/messages/send/*`` and ``/interactive/send/*`` (one by one)."""
 
     name = "whatsapp"
-    words = "WhatsApp"
+    words = terms_of(name).words
     proof_events = frozenset({"messages.sent"})
     events_name_session = True
     account_webhook: AccountChannel | None = None
@@ -32,7 +33,7 @@ class WhatsAppChannel:
     detail_keys: tuple[str, ...] = ()
     reports_keys = False
     error_codes = False
-    unit = "messages"
+    unit = terms_of(name).unit
     sender_quotas = True
     batch_size = 1
     has_calls = False
