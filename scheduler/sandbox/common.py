@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from starlette.responses import JSONResponse
+if TYPE_CHECKING:  # imported when an error is answered: the limits of ``campaign senders``
+    from starlette.responses import JSONResponse  # read this module without Starlette
 
 USER_SUFFIX = "@s.whatsapp.net"
 
@@ -30,6 +31,8 @@ class ApiError(Exception):
 
     def response(self) -> JSONResponse:
         """The HTTP response for this error."""
+        from starlette.responses import JSONResponse
+
         return JSONResponse(self.body, status_code=self.status, headers=self.headers)
 
 

@@ -29,6 +29,7 @@ from scheduler.sandbox.config import SandboxConfig, updated_config
 from scheduler.sandbox.faults import FaultInjector
 from scheduler.sandbox.members import MemberDesk
 from scheduler.sandbox.payloads import Context, sent_payloads
+from scheduler.sandbox.plan_limits import limits_document
 from scheduler.sandbox.recipients import Recipients
 from scheduler.sandbox.sender_trouble import SenderTrouble
 from scheduler.sandbox.session_status import announce_created, announce_qr, announce_status
@@ -193,20 +194,9 @@ class Sandbox:
 
     def limits(self, session: Session) -> dict[str, Any]:
         """The limits document of one session."""
-        cfg = self.config
         now = self.now()
         roll_usage(session, now)
-        return {
-            "plan": cfg.plan,
-            "period": "day",
-            "limits": {
-                "messages": cfg.daily_message_limit,
-                "sms": cfg.daily_sms_limit,
-                "voice": cfg.daily_voice_limit,
-            },
-            "used": dict(session.used),
-            "resetsAt": iso_ms(next_midnight(now)),
-        }
+        return limits_document(self.config, session.used, now)
 
     def check_limit(self, session: Session, counter: str = "messages") -> None:
         """429 with ``Retry-After`` (seconds to the reset) when the daily limit is used up."""

@@ -27,7 +27,7 @@ from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import SenderStatus, describe_target
+from scheduler.ledger.states import SANDBOX_TARGET, SenderStatus, describe_target
 from scheduler.service.exceptions import ServiceError
 from scheduler.service.responses import Limits
 from scheduler.settings.load import Settings
@@ -197,18 +197,14 @@ def plan_limits(limits: Limits) -> PlanLimits:
                       left=left, resets_at=resets_at, resets_text=resets_text)
 
 
-async def fetch_limits(client: ServiceClient, base_url: str, sessions: list[str], *,
-                       connect_first: bool = False) -> dict[str, PlanLimits | str]:
-    """Each session's plan limits, or the sentence saying why they could not be read (one
-    session's failure does not hide the others'). ``connect_first``: the embedded sandbox,
-    where a session exists once it is created and scanned, as before a run."""
+async def fetch_limits(client: ServiceClient, base_url: str,
+                       sessions: list[str]) -> dict[str, PlanLimits | str]:
+    """Each session's plan limits from a configured service, or the sentence saying why
+    they could not be read (one session's failure does not hide the others')."""
     from scheduler.service.session_admin import explain
-    from scheduler.wiring import connect_session
 
     async def one(session: str) -> PlanLimits | str:
         try:
-            if connect_first:
-                await connect_session(client, base_url, session, None, show_qr=False)
             found = await client.get_limits(session)
         except ServiceError as exc:
             said = explain(exc, base_url=base_url, session_id=session,
@@ -220,6 +216,24 @@ async def fetch_limits(client: ServiceClient, base_url: str, sessions: list[str]
 
     answers = await asyncio.gather(*(one(s) for s in sessions))
     return dict(zip(sessions, answers, strict=True))
+
+
+def embedded_limits(sessions: list[str]) -> dict[str, PlanLimits | str]:
+    """Each session's plan limits as the embedded sandbox gives them, read in process.
+
+    The embedded sandbox is started afresh by each command, where a session is created
+    and scanned before it is asked: its answer is the default configuration's limits with
+    nothing used today. Reading :func:`~scheduler.sandbox.plan_limits.limits_document`
+    gives that same answer without starting the sandbox's app and server (FastAPI,
+    uvicorn, the client: most of ``campaign senders``'s time; issue 32).
+    """
+    from scheduler.sandbox.config import SandboxConfig
+    from scheduler.sandbox.plan_limits import limits_document
+
+    config = SandboxConfig()
+    now = config.clock()
+    return {s: plan_limits(Limits.model_validate(limits_document(config, None, now)))
+            for s in sessions}
 
 
 def add_limits(view: SendersView, settings: Settings) -> SendersView:
@@ -234,18 +248,21 @@ def add_limits(view: SendersView, settings: Settings) -> SendersView:
     if not sessions:
         return view
     try:
-        settings.service_endpoint()
+        service = settings.service_endpoint()
     except SchedulerError as exc:
         view.limits_note = f"plan limits not read: {exc}"
         return view
-    with service_target(settings) as target:
-        async def read() -> dict[str, PlanLimits | str]:
-            async with client_for(settings, target) as client:
-                return await fetch_limits(client, target.base_url, sessions,
-                                          connect_first=target.is_sandbox)
+    if service is None:
+        found = embedded_limits(sessions)
+        view.limits_from = describe_target(SANDBOX_TARGET)
+    else:
+        with service_target(settings) as target:
+            async def read() -> dict[str, PlanLimits | str]:
+                async with client_for(settings, target) as client:
+                    return await fetch_limits(client, target.base_url, sessions)
 
-        found = asyncio.run(read())
-        view.limits_from = describe_target(target.ledger_value)
+            found = asyncio.run(read())
+            view.limits_from = describe_target(target.ledger_value)
     for info in view.senders:
         answer = found.get(info.sender)
         if isinstance(answer, PlanLimits):
