@@ -24,6 +24,8 @@ from scheduler.commands import (
     labels,
     members,
     plan,
+    recipient,
+    replies,
     report,
     run,
     sandbox,
@@ -49,9 +51,9 @@ app = typer.Typer(
 
 
 #: Every command module, registered explicitly: this list is how the CLI is put together.
-COMMAND_MODULES = (plan, run, schedule, track, report, sessions, members, catalog, templates,
-                   sandbox, demo, workers, senders, labels, schema, dashboard, dashboard_users,
-                   api, webhooks)
+COMMAND_MODULES = (plan, run, schedule, track, report, replies, recipient, sessions, members,
+                   catalog, templates, sandbox, demo, workers, senders, labels, schema,
+                   dashboard, dashboard_users, api, webhooks)
 for _module in COMMAND_MODULES:
     _module.register(app)
 
