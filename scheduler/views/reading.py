@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from scheduler.core.units import load_zone
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
-from scheduler.dispatch.unknowns import UnknownVerdicts, read_unknown_verdicts
+from scheduler.dispatch.unknowns import UnknownVerdicts
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
@@ -27,7 +27,6 @@ from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries import tracking as tq
-from scheduler.ledger.queries.skips import skipped_by_kind
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.settings.run import RunOptions, from_snapshot
@@ -42,6 +41,7 @@ from scheduler.views.unserved import (
     judge_serving,
     read_serving_workers,
 )
+from scheduler.views.verdict_memo import kept_skips, kept_verdicts
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
 from scheduler.views.workers import read_workers
 
@@ -160,7 +160,8 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
                               if counts.get(S.DISPATCHING) else (0, None))
     unknown = counts.get(S.UNKNOWN, 0)
     judged = every_row or unknown <= UNKNOWN_JUDGED
-    verdicts = (read_unknown_verdicts(conn, run_id, now, horizon=settings.retry_horizon())
+    # kept between reads while nothing they come from changed (views/verdict_memo.py)
+    verdicts = (kept_verdicts(conn, run_id, now, settings.retry_horizon())
                 if unknown and judged else UnknownVerdicts())
     skipped = counts.get(S.SKIPPED, 0)
     sampled = 0 if every_row or skipped <= SKIPS_COUNTED else SKIPS_COUNTED
@@ -200,7 +201,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         stuck=judge_stuck(facts, waits, now), last_send_at=last_send,
         senders=facts.senders, read_at=now,
         skipped_by_reason=(vq.newest_skip_kinds(conn, run_id, sampled) if sampled else
-                           skipped_by_kind(conn, run_id) if skipped else {}),
+                           kept_skips(conn, run_id) if skipped else {}),
         skipped_sampled=sampled, unknown_judged=judged,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
                          "unknowable": len(verdicts.unknowable)}
