@@ -1,10 +1,13 @@
-"""What ``campaign --version``, ``--help``, ``status`` and ``runs`` import: never the web
-servers, the report's libraries or the dispatcher (issue 32: a command loads what it uses).
+"""What ``campaign --version``, ``--help``, ``status``, ``runs`` and ``senders`` import: never
+the web servers, the report's libraries or the dispatcher (issue 32: a command loads what it
+uses).
 
 Each command runs as users run it, in its own Python process; the names in ``sys.modules``
 when it exits are the modules it imported. FastAPI and uvicorn serve the receiver, the
 sandbox and the dashboard; pandas, xlsxwriter and openpyxl write and read reports; the
 dispatcher sends: none of them is needed to print a version, the help or a run's status.
+``senders`` reads the embedded sandbox's plan limits in process: not its app, its server or
+the service client either.
 """
 
 from __future__ import annotations
@@ -63,7 +66,8 @@ def imported_by(args: list[str], tmp_path: Path, ledger_url: str) -> tuple[str, 
     (["--help"], "Usage: campaign"),
     (["status"], "run 1"),
     (["runs"], "test"),
-], ids=["--version", "--help", "status", "runs"])
+    (["senders"], "plan limits from: the embedded sandbox"),
+], ids=["--version", "--help", "status", "runs", "senders"])
 def test_the_command_imports_no_server_report_library_or_dispatcher(
         args: list[str], shown: str, ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     make_run(ledger, 20, senders=("s1", "s2"))
@@ -72,7 +76,26 @@ def test_the_command_imports_no_server_report_library_or_dispatcher(
     assert "scheduler.cli" in modules  # it read the interpreter's modules
     if args[0] in ("status", "runs"):  # ...after reading the ledger
         assert "scheduler.views.status" in modules
+    if args[0] == "senders":  # ...after reading the ledger and the sandbox's limits
+        assert "scheduler.sandbox.plan_limits" in modules
     assert heavy_among(modules) == []
+
+
+#: What reading the ledger (and the embedded sandbox's limits) must not import: the web
+#: stack (Starlette under FastAPI), the service client (httpx, aiohttp), the sandbox's app,
+#: Alembic with Mako (only a ledger behind the code is migrated).
+NOT_FOR_READERS = ("starlette", "httpx", "aiohttp", "scheduler.sandbox.app",
+                   "scheduler.service.client", "alembic", "mako")
+
+
+@pytest.mark.parametrize("args", [["status"], ["runs"], ["senders"]],
+                         ids=["status", "runs", "senders"])
+def test_the_readers_import_no_web_stack_client_or_migrations(
+        args: list[str], ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    make_run(ledger, 20, senders=("s1", "s2"))
+    _, modules = imported_by(args, tmp_path, ledger_url)
+    assert [m for m in modules
+            if any(m == name or m.startswith(name + ".") for name in NOT_FOR_READERS)] == []
 
 
 def test_the_check_names_heavy_modules() -> None:
