@@ -57,8 +57,9 @@ def event(kind: str, data: str, *, event_id: str | None = None,
 
 
 async def updates(request: Request, template: str, read: Reader,
-                  build: Builder) -> AsyncIterator[str]:
-    """The event stream of one live section (see the module's text)."""
+                  build: Builder, *, key: str | None = None) -> AsyncIterator[str]:
+    """The event stream of one live section (see the module's text); ``key`` names its
+    shared reads (default: the path; the inbox's includes its filter)."""
     dash = dashboard_of(request)
     shown = request.headers.get("last-event-id")
     yield f"retry: {RETRY_MS}\n\n"
@@ -69,7 +70,7 @@ async def updates(request: Request, template: str, read: Reader,
             return
         started = monotonic()
         try:
-            view = await run_in_threadpool(dash.shared.read, request.url.path,
+            view = await run_in_threadpool(dash.shared.read, key or request.url.path,
                                            dash.live_every_s * 0.9, lambda: read(dash))
             if view.version != shown:
                 html = await run_in_threadpool(_render, request, template, build, view)
@@ -92,7 +93,8 @@ def _render(request: Request, template: str, build: Builder, view: Any) -> str:
     return fragment(request, template, build(dashboard_of(request), view))
 
 
-def _stream(source: AsyncIterator[str]) -> StreamingResponse:
+def stream(source: AsyncIterator[str]) -> StreamingResponse:
+    """A live section's events as a ``text/event-stream`` response."""
     return StreamingResponse(source, media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
@@ -103,13 +105,13 @@ def router() -> APIRouter:
 
     @live.get("/live")
     async def overview_live(request: Request) -> StreamingResponse:
-        return _stream(updates(request, "_overview_live.html", read_front, overview_context))
+        return stream(updates(request, "_overview_live.html", read_front, overview_context))
 
     @live.get("/runs/{run_id}/live")
     async def run_live(request: Request, run_id: RunId) -> StreamingResponse:
         await run_in_threadpool(dashboard_of(request).ledger.get_run, run_id)  # 404 if none
-        return _stream(updates(request, "_run_live.html",
-                               lambda dash: read_run(dash, run_id),
-                               lambda dash, view: run_context(dash, run_id, view)))
+        return stream(updates(request, "_run_live.html",
+                              lambda dash: read_run(dash, run_id),
+                              lambda dash, view: run_context(dash, run_id, view)))
 
     return live
