@@ -30,6 +30,7 @@ from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription
 from scheduler.webhooks_out.backoff import next_attempt
 from scheduler.webhooks_out.post import Outcome, post
 from scheduler.webhooks_out.signing import headers
+from scheduler.webhooks_out.stuck import StuckWatch
 
 if TYPE_CHECKING:
     from scheduler.settings.load import Settings
@@ -67,6 +68,8 @@ class WebhookWorker:
         #: than five minutes off), even when ``clock`` is a simulated one.
         self.wall = wall
         self.pruned_at: datetime | None = None
+        #: Notices ``run.stuck`` (set by :func:`worker_for` when a subscription takes it).
+        self.stuck: StuckWatch | None = None
 
     def give_out(self) -> int:
         """Give one batch of new events their delivery rows (one per subscription taking
@@ -141,6 +144,8 @@ class WebhookWorker:
             while not stop.is_set():
                 tried = 0
                 try:
+                    if self.stuck is not None:
+                        self.stuck.tick(self.clock())
                     tried = await self.deliver_due(client)
                     self.prune()
                 except SchedulerError as exc:
@@ -165,4 +170,7 @@ def worker_for(engine: Engine, settings: Settings) -> WebhookWorker | None:
     """The delivery loop of these settings (None: no ``[[webhooks]]``)."""
     if not settings.webhooks:
         return None
-    return WebhookWorker(engine, settings.webhooks, settings.webhook_delivery)
+    worker = WebhookWorker(engine, settings.webhooks, settings.webhook_delivery)
+    if any(sub.wants("run.stuck") for sub in settings.webhooks):
+        worker.stuck = StuckWatch(engine, settings)
+    return worker

@@ -208,3 +208,25 @@ def test_the_backlog_metric_equals_the_ledgers_waiting_deliveries(
     assert samples[("campaign_webhook_outbox_oldest_seconds", (name,))] == 60
     assert samples[("campaign_webhook_outbox_deliveries", (("state", "failing"), name))] == 2
     assert samples[("campaign_webhook_outbox_not_given_out", ())] == 0
+
+
+def test_a_stuck_run_writes_run_stuck_once_per_spell(ledger: Ledger, clock: FakeClock
+                                                      ) -> None:
+    from scheduler.settings.load import Settings
+    from scheduler.webhooks_out.stuck import StuckWatch
+
+    run_id = make_run(ledger, 5)
+    ledger.set_status(run_id, "running")
+    ledger.acquire(run_id)  # a live owner that sends nothing
+    watch = StuckWatch(ledger.engine, Settings())
+    assert watch.check(clock()) == 0  # just started: its pace explains the silence
+    clock.now += timedelta(minutes=10)
+    ledger.heartbeat(run_id)
+    assert watch.check(clock()) == 1
+    clock.now += timedelta(minutes=1)
+    ledger.heartbeat(run_id)
+    assert watch.check(clock()) == 0  # the same spell: no second event
+    with access.read(ledger.engine) as conn:
+        stuck = [e for e in conn.execute(oq.outbox_events.select()) if e.type == "run.stuck"]
+    data = json.loads(stuck[0].payload)
+    assert data["run_id"] == run_id and data["idle_s"] >= 600 and data["last_send_at"] is None

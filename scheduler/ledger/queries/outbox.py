@@ -200,12 +200,11 @@ def retry(conn: Connection, delivery_id: int, now: datetime) -> bool:
 def counts(conn: Connection, now: datetime) -> dict[tuple[str, str], int]:
     """Deliveries per (subscription, state); pending rows split into ``pending`` (never
     tried) and ``failing`` (tried, not yet delivered)."""
-    kind = D.state
     out: dict[tuple[str, str], int] = {}
-    stmt = (select(D.subscription, kind, D.attempts > 0, func.count())
-            .group_by(D.subscription, kind, D.attempts > 0))
-    for sub, state, tried, n in conn.execute(stmt):
-        label = "failing" if state == PENDING and tried else str(state)
+    stmt = (select(D.subscription, D.state, D.attempts, func.count())  # few try counts
+            .group_by(D.subscription, D.state, D.attempts))
+    for sub, state, attempts, n in conn.execute(stmt):
+        label = "failing" if state == PENDING and attempts else str(state)
         out[(str(sub), label)] = out.get((str(sub), label), 0) + int(n)
     return out
 

@@ -1,0 +1,63 @@
+"""``run.stuck``: a running run that looks stuck (its view's verdict, the same as
+``campaign status``, the dashboard and ``campaign_run_stuck``) gets one event per stuck
+spell, noticed by the delivery loop of any live process every :data:`CHECK_EVERY`.
+
+The verdict is read, not stored, so every process would notice it: the event's
+``dedupe_key`` (the run and its last send time) keeps it to one row, and a send ends the
+spell (the next spell has another last send).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from scheduler.ledger import access, outbox
+from scheduler.ledger.queries import metrics as mq
+from scheduler.ledger.states import RunStatus
+from scheduler.outbox.events import RunStuckData
+
+if TYPE_CHECKING:
+    from scheduler.ledger.access import Engine
+    from scheduler.settings.load import Settings
+
+#: How often the running runs' verdicts are read (a view per running run).
+CHECK_EVERY = timedelta(seconds=30)
+
+
+class StuckWatch:
+    """Reads the running runs' stuck verdicts now and then; writes ``run.stuck``."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.checked_at: datetime | None = None
+
+    def tick(self, now: datetime) -> int:
+        """Check unless checked less than :data:`CHECK_EVERY` ago; events written."""
+        if self.checked_at is not None and now - self.checked_at < CHECK_EVERY:
+            return 0
+        self.checked_at = now
+        return self.check(now)
+
+    def check(self, now: datetime) -> int:
+        """Write ``run.stuck`` for each running run that looks stuck at ``now`` (once per
+        spell); how many were written."""
+        from scheduler.views.reading import read_run
+
+        stuck: list[RunStuckData] = []
+        with access.snapshot(self.engine, "read whether runs are stuck") as conn:
+            for run in mq.unfinished_runs(conn):
+                if run.status != RunStatus.RUNNING or run.id is None:
+                    continue
+                view = read_run(conn, run, self.settings, now).view
+                if view.stuck.stuck:
+                    stuck.append(RunStuckData(
+                        run_id=run.id, campaign=run.campaign_name, channel=run.channel,
+                        last_send_at=view.last_send_at, idle_s=view.stuck.idle_s or 0.0,
+                        allowed_s=view.stuck.allowed_s or 0.0, at=now))
+        written = 0
+        for data in stuck:
+            with access.transaction(self.engine, f"note that run {data.run_id} is stuck") as conn:
+                written += outbox.run_stuck(conn, data, now)
+        return written
