@@ -318,6 +318,16 @@ class Server:
             with contextlib.suppress(TimeoutError):  # a dead worker's lease ends: wake then
                 await asyncio.wait_for(stop.wait(), timeout=self.seat.next_tick_s())
 
+    def _outgoing_webhooks(self, stop: asyncio.Event) -> asyncio.Task[None] | None:
+        """Deliver the outbox to ``[[webhooks]]`` until ``stop`` (none configured: None)."""
+        from scheduler.webhooks_out.worker import worker_for
+
+        worker = worker_for(self.ledger.engine, self.settings)
+        if worker is None:
+            return None
+        return asyncio.create_task(worker.run(stop, on_error=lambda line: self.console.print(
+            line, style="yellow", markup=False, highlight=False)))
+
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set; in-flight sends finish before returning."""
 
@@ -333,6 +343,7 @@ class Server:
 
                 self.account_url = account_webhook_url(self.settings, receiver)
             keeper: asyncio.Task[None] | None = None
+            outgoing = self._outgoing_webhooks(stop)  # the outbox, while this worker lives
             try:
                 self.seat.register()
                 await self._tick(client)
@@ -359,6 +370,8 @@ class Server:
             finally:
                 if keeper is not None:
                     await keeper
+                if outgoing is not None:
+                    await outgoing
                 for planning in self.planning.values():  # cut short: stores nothing, and
                     planning.cancel()                    # the next serve plans it again
                 if self.planning:
