@@ -356,6 +356,11 @@ def plan_report(path: Path, start_text: str | None, *,
     from scheduler.commands.plan_retries import retries_report
 
     report["retries"] = retries_report(campaign, stats, options, start)
+    from scheduler.commands.plan_branches import branches_report
+
+    report["branches"] = branches_report(  # steps that follow replies
+        options.conversation, [s.get("name") if isinstance(s, dict) else None
+                               for s in spec.steps], stats.planned_per_step[0])
     if stats.labels is not None:
         report["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
                                   "not_labelled": stats.not_labelled,

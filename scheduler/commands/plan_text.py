@@ -136,6 +136,10 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
         console.print(line, highlight=False, markup=False)
     for line in retry_lines(report.get("retries"), channel, zone):
         console.print(line, highlight=False, markup=False)
+    from scheduler.commands.plan_branches import branch_lines
+
+    for line in branch_lines(report.get("branches")):
+        console.print(line, highlight=False, markup=False)
     what = "call" if calls else "send"
     console.print(f"start  {_at(report['start'], zone)}\n"
                   f"finish {_at(report['finish'], zone)} (≈ {span(report['duration_s'])})\n"

@@ -117,3 +117,24 @@ def test_read_and_click_conditions() -> None:
     clicked = cond("clicked", wait_s=600)
     assert decide(clicked, seen(clicked_at=at(10)), at(11)) == Go("clicked within 10 min")
     assert decide(clicked, seen(), at(600)) == Skip("not clicked within 10 min")
+
+
+def test_nothing_happened_is_decided_once_the_events_had_their_chance() -> None:
+    """After a restart, a reply sent before the deadline may still be on its way (the
+    service retries webhooks nobody heard): "no reply" waits until ``heard(deadline)``."""
+    def heard(deadline: datetime) -> datetime:
+        return deadline + timedelta(seconds=20)
+
+    assert decide(REMINDER, seen(), at(31), heard) == Wait(at(50))
+    assert decide(REMINDER, seen(SeenReply(1, at(2), "oi")), at(31), heard) == Skip(
+        "replied 'oi' within 30 s", 1)  # a reply decides as soon as it is in
+    assert decide(REMINDER, seen(), at(50), heard) == Go("no reply within 30 s")
+
+
+def test_the_dispatch_waits_the_retry_horizon_for_deadlines_before_it_started() -> None:
+    from scheduler.dispatch.conversation.decisions import Decisions
+
+    decisions = Decisions(None, None, (0.0,), retry_horizon_s=60)
+    decisions.start(at(100))
+    assert decisions.heard(at(200)) == at(202)  # heard while listening: the grace only
+    assert decisions.heard(at(90)) == at(160)  # before the start: the service's retries

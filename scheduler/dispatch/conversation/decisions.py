@@ -28,6 +28,11 @@ from scheduler.settings.conversation import REPLY_KINDS, ConversationOptions
 #: How often (seconds of the run's clock) the waiting rows are looked at while the run
 #: sends (a reply decides its steps within about this long).
 LOOK_EVERY_S = 2.0
+#: Seconds after a deadline before "nothing came" is decided: the receiver's lag.
+EVENT_GRACE_S = 2.0
+#: The timeline gets the decisions taken at most this often (seconds of the run's clock),
+#: summed per step (a large run decides a few at every look).
+TELL_EVERY_S = 60.0
 #: Waiting rows read per page, and the most pages one look reads.
 PAGE_ROWS = 2000
 PAGES = 10
@@ -37,8 +42,12 @@ class Decisions:
     """Decides a run's conditional steps (see the module)."""
 
     def __init__(self, store: ConversationStore | None,
-                 options: ConversationOptions | None, delays_s: Sequence[float]) -> None:
+                 options: ConversationOptions | None, delays_s: Sequence[float], *,
+                 retry_horizon_s: float) -> None:
         self.store = store
+        self.retry_horizon = timedelta(seconds=retry_horizon_s)
+        #: When this dispatch started listening (set by :meth:`start`).
+        self.started_at: datetime | None = None
         self.options = options if store is not None else None
         self.delays_s = tuple(delays_s)
         self.look_at: datetime | None = None
@@ -47,6 +56,8 @@ class Decisions:
         #: Rows waiting at the last look.
         self.pending = 0
         self._after_reply = 0
+        self._tally: Counter[tuple[int, str]] = Counter()
+        self._told_at: datetime | None = None
         self._looks = {c.step: c.looks_at for c in options.conditions} if options else {}
 
     @property
@@ -54,8 +65,9 @@ class Decisions:
         """Whether the run has steps that follow replies."""
         return self.options is not None
 
-    def start(self) -> int:
+    def start(self, now: datetime) -> int:
         """Gate the run's conditional steps (before anything is sent); rows gated."""
+        self.started_at = now
         if self.options is None or self.store is None:
             return 0
         return self.store.gate(self.options.gated_steps)
@@ -64,12 +76,12 @@ class Decisions:
         """Whether it is time for another look while the run sends."""
         return self.active and (self.look_at is None or now >= self.look_at)
 
-    def check(self, now: datetime) -> list[str]:
-        """Decide what can be decided at ``now``; the timeline's lines for what was (empty:
-        nothing). Sets :attr:`wake` and :attr:`pending`."""
+    def check(self, now: datetime) -> int:
+        """Decide what can be decided at ``now``; how many rows were decided. Sets
+        :attr:`wake` and :attr:`pending`."""
         self.look_at = now + timedelta(seconds=LOOK_EVERY_S)
         if self.options is None or self.store is None:
-            return []
+            return 0
         options, store = self.options, self.store
         clicks = any(c.kind.endswith("clicked") for c in options.conditions)
         writes: list[DecisionWrite] = []
@@ -82,7 +94,7 @@ class Decisions:
                 cond = options.condition(row.step)
                 if cond is None:
                     continue
-                decision = decide(cond, row.seen, now)
+                decision = decide(cond, row.seen, now, self.heard)
                 if isinstance(decision, Wait):
                     pending += 1
                     if decision.until is not None:
@@ -100,14 +112,30 @@ class Decisions:
                 break
             after_id = rows[-1].id
         self.wake, self.pending = wake, pending
-        lines = self._tell(store.decide(writes, now) if writes else [])
-        self._notice_late(now)
-        return lines
+        done = store.decide(writes, now) if writes else []
+        self._tally.update((w.row.step, w.outcome) for w in done)
+        self._notice_late()
+        return len(done)
 
-    def _tell(self, done: Sequence[DecisionWrite]) -> list[str]:
-        if not done or self.options is None:
+    def heard(self, deadline: datetime) -> datetime:
+        """When the events sent by ``deadline`` have had their chance to arrive: a short
+        grace while this dispatch listened; for a deadline before it started (a resume
+        after a crash, a stop), the service's webhook retry horizon after its start."""
+        grace = timedelta(seconds=EVENT_GRACE_S)
+        ready = deadline + grace
+        if self.started_at is not None and deadline < self.started_at + grace:
+            ready = max(ready, self.started_at + self.retry_horizon)
+        return ready
+
+    def told(self, now: datetime, *, now_or_never: bool = False) -> list[str]:
+        """The timeline's lines for the decisions taken since the last ones told (at most
+        every :data:`TELL_EVERY_S`, unless ``now_or_never``); empty when none are due."""
+        if not self._tally or self.options is None:
             return []
-        tally = Counter((w.row.step, w.outcome) for w in done)
+        if not now_or_never and self._told_at is not None \
+                and now < self._told_at + timedelta(seconds=TELL_EVERY_S):
+            return []
+        tally, self._tally, self._told_at = self._tally, Counter(), now
         lines = []
         for step in sorted({s for s, _o in tally}):
             cond = self.options.condition(step)
@@ -117,7 +145,7 @@ class Decisions:
                          f"not to {skipped:,}")
         return lines
 
-    def _notice_late(self, now: datetime) -> None:
+    def _notice_late(self) -> None:
         assert self.options is not None and self.store is not None
         steps = [c.step for c in self.options.conditions if c.kind in REPLY_KINDS]
         late = self.store.late(steps, self._after_reply)

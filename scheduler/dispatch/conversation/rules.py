@@ -8,7 +8,8 @@
 2. it was never sent (skipped, failed, expired, in doubt) or the number opted out: skip;
 3. its deadline is its send time plus the condition's ``wait_s``; only what happened by
    then counts, whenever the decision is taken (a decision taken late, after a crash, is
-   the one that would have been taken on time);
+   the one that would have been taken on time); "nothing happened by then" is decided
+   once the events sent by then have had their chance to arrive (``heard``);
 4. reply conditions look at the *first* reply (by the time the recipient sent it, so
    replies stored out of order decide the same; opt-out words do not count): ``replied``
    goes on it, ``reply_matches`` goes when it matches the expression (accents removed, any
@@ -24,6 +25,7 @@ A decision is stored and never taken again: a reply that comes after it is only 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -102,8 +104,14 @@ def first_reply(seen: Seen, deadline: datetime) -> SeenReply | None:
     return min(counted, key=lambda r: (r.at, r.id)) if counted else None
 
 
-def decide(cond: StepCondition, seen: Seen, now: datetime) -> Decision:
-    """The decision on ``cond``'s step for one recipient at ``now`` (see the module)."""
+def decide(cond: StepCondition, seen: Seen, now: datetime,
+           heard: Callable[[datetime], datetime] | None = None) -> Decision:
+    """The decision on ``cond``'s step for one recipient at ``now`` (see the module).
+
+    ``heard(deadline)``: when every event sent by ``deadline`` has had its chance to reach
+    the ledger (the receiver's lag; after a restart, the service's retries of what came
+    while nobody listened); a decision that nothing happened by the deadline waits until
+    then (None: at the deadline itself)."""
     if seen.state in NOT_YET:
         return Wait(None)
     looked = f"step {cond.looks_at}"
@@ -124,8 +132,8 @@ def decide(cond: StepCondition, seen: Seen, now: datetime) -> Decision:
             if matches(cond, reply):
                 return Go(f"{said}: {cond.text}", reply.id)
             return Skip(f"{said}: not {cond.text}", reply.id)
-        if now < deadline:
-            return Wait(deadline)
+        if now < (ready := heard(deadline) if heard else deadline):
+            return Wait(ready)
         why = f"no reply within {within}" + _after(seen, deadline)
         return Go(why) if cond.kind == "not_replied" else Skip(why)
     moment = seen.read_at if cond.kind.endswith("read") else seen.clicked_at
@@ -135,8 +143,8 @@ def decide(cond: StepCondition, seen: Seen, now: datetime) -> Decision:
     if happened:
         said = f"{what} within {within}"
         return Go(said) if positive else Skip(said)
-    if now < deadline:
-        return Wait(deadline)
+    if now < (ready := heard(deadline) if heard else deadline):
+        return Wait(ready)
     said = f"not {what} within {within}"
     return Skip(said) if positive else Go(said)
 

@@ -1,0 +1,166 @@
+"""A conversation run for real: ``campaign run`` against the sandbox in another process, whose
+recipients answer as scripted per number (``whatsapp_replies_by_number``), killed with
+SIGKILL while replies are being decided, then ``campaign resume``.
+
+The campaign asks a question; "1" confirms, "2" (or the keyword "remarcar") reschedules, a
+reminder goes to whoever did not answer within 3 s, and a reply waits 8 s at most. The
+sandbox's record (what the service took) must show each recipient exactly the branch their
+reply chose, each message once: no recipient gets two branches, or one twice, across the
+kill. The ledger keeps one decision per recipient and conditional step, why, and a reply
+that came after its decision, noted and not undoing it; a reply that no condition took is
+flagged to answer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+
+from scheduler.ledger import access
+from scheduler.ledger.queries.tables import replies, step_decisions
+from tests.app.support import CAMPAIGN, cli, wait_for
+from tests.channels.support import run_env, sandbox_process
+from tests.factories import open_test_ledger
+from tests.recycling.support import number, phone
+
+CAMPAIGN_FILE = """\
+name = "conversa"
+channel = "whatsapp"
+senders = ["s1"]
+
+[recipients]
+file = "data/pessoas.csv"
+phone_column = "telefone"
+default_country = "BR"
+
+[schedule]
+timezone = "UTC"
+
+[pace]
+rate = "20/s"
+
+[replies]
+wait = "8s"
+keywords = { "remarcar" = "reagendar" }
+
+[[steps]]
+name = "pergunta"
+type = "text"
+text = "PERGUNTA {{ nome }}: 1 confirma, 2 reagenda"
+
+[[steps]]
+name = "confirmar"
+type = "text"
+text = "CONFIRMAR {{ nome }}"
+when = { reply_matches = "^\\\\s*(1|sim)" }
+
+[[steps]]
+name = "reagendar"
+type = "text"
+text = "REAGENDAR {{ nome }}"
+when = { reply_matches = "^\\\\s*(2|reagend)", step = "pergunta" }
+
+[[steps]]
+name = "lembrete"
+type = "text"
+text = "LEMBRETE {{ nome }}"
+when = { not_replied_within = "3s", step = "pergunta" }
+"""
+
+#: Per kind of recipient: its scripted replies, and the messages it must get.
+KINDS: list[tuple[list[dict[str, object] | None], set[str]]] = [
+    ([{"text": "1", "after_s": 0.3}], {"PERGUNTA", "CONFIRMAR"}),
+    ([{"text": "2 por favor", "after_s": 0.3}], {"PERGUNTA", "REAGENDAR"}),
+    ([None], {"PERGUNTA", "LEMBRETE"}),
+    ([{"text": "quem é?", "after_s": 0.3}], {"PERGUNTA"}),  # to answer, no branch
+    ([{"text": "Sim", "after_s": 5}], {"PERGUNTA", "LEMBRETE", "CONFIRMAR"}),  # after 3 s
+    ([{"text": "2", "after_s": 12}], {"PERGUNTA", "LEMBRETE"}),  # after the 8 s wait
+    ([{"text": "Remarcar!", "after_s": 0.3}], {"PERGUNTA", "REAGENDAR"}),  # the keyword
+]
+PER_KIND = 3
+PEOPLE = len(KINDS) * PER_KIND
+
+
+def kind_of(i: int) -> int:
+    return i % len(KINDS)
+
+
+def write_project(root: Path) -> Path:
+    for folder in ("campaigns", "data", "templates"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    rows = ["nome;telefone"] + [f"P{i};{phone(i)}" for i in range(PEOPLE)]
+    (root / "data" / "pessoas.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    path = root / "campaigns" / "conversa.toml"
+    path.write_text(CAMPAIGN_FILE, encoding="utf-8")
+    return path
+
+
+def messages_by_number(sends: list[dict]) -> dict[str, Counter[str]]:
+    """Each number's messages the service took, by their first word."""
+    got: dict[str, Counter[str]] = defaultdict(Counter)
+    for send in sends:
+        if send["path"].endswith("/messages/send/text"):
+            got[send["to"]][send["body"]["text"].split()[0]] += 1
+    return got
+
+
+@pytest.mark.slow
+def test_each_recipient_gets_the_branch_their_reply_chose_once_across_a_kill(
+        tmp_path: Path, ledger_url: str) -> None:
+    script = {number(i): KINDS[kind_of(i)][0] for i in range(PEOPLE)}
+    with sandbox_process() as box:
+        box.set_faults(delivered_rate=0.0, read_rate=0.0, reply_rate=0.0, poll_vote_rate=0.0,
+                       recipient_delay_ms=[20, 40], whatsapp_replies_by_number=script,
+                       webhook_retry_base_s=0.5, webhook_max_attempts=9)
+        box.create_session("s1")
+        shop = tmp_path / "shop"
+        campaign = write_project(shop)
+        env = run_env(box.base_url, box.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="5",
+                      CAMPAIGN_WEBHOOK_RETRY_HORIZON_S="20")
+        proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=shop,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:  # killed once the first branches went out: others are still to decide
+            wait_for(lambda: sum(n["CONFIRMAR"] + n["REAGENDAR"] for n in
+                                 messages_by_number(box.sends()).values()) >= 2, timeout=60)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == -signal.SIGKILL
+        at_kill = messages_by_number(box.sends())
+        assert sum(n["LEMBRETE"] for n in at_kill.values()) < PER_KIND * 3  # more to come
+
+        resumed = cli(env, "resume", "1", cwd=shop, timeout=240)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        assert "run 1: completed" in resumed.stdout, resumed.stdout
+        got = messages_by_number(box.sends())
+
+    for i in range(PEOPLE):
+        expected = KINDS[kind_of(i)][1]
+        assert got[number(i)] == Counter(expected), (i, kind_of(i), got[number(i)])
+
+    d, r = step_decisions.c, replies.c
+    with open_test_ledger(ledger_url) as ledger, access.read(ledger.engine) as conn:
+        decisions = conn.execute(select(d.to, d.step, d.outcome, d.reason, d.late_note)).all()
+        answers = {row.number: row.to_answer for row in conn.execute(
+            select(r.number, r.to_answer, r.opt_out))}
+    per = Counter((to, step) for to, step, *_rest in decisions)
+    assert set(per.values()) == {1}  # one decision per recipient and conditional step
+    assert len(per) == PEOPLE * 3
+    by = {(to, step): (outcome, reason, late) for to, step, outcome, reason, late in decisions}
+    quiet = number(next(i for i in range(PEOPLE) if kind_of(i) == 2))
+    assert by[(quiet, 3)][:2] == ("go", "no reply within 3 s")
+    assert by[(quiet, 1)][:2] == ("skip", "no reply within 8 s")
+    late = number(next(i for i in range(PEOPLE) if kind_of(i) == 5))
+    assert by[(late, 2)][0] == "skip" and "not undone" in (by[(late, 2)][2] or "")
+    confirmed = number(next(i for i in range(PEOPLE) if kind_of(i) == 0))
+    assert by[(confirmed, 1)][:2] == ("go", "replied '1': reply_matches = \"^\\s*(1|sim)\"")
+    # who a person should answer: the reply no condition took (and the late one)
+    assert answers[number(3)] is True and answers[confirmed] is False
