@@ -55,7 +55,7 @@ class ColumnRule:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class BlanksVerdict:
     """What a row's blanks decide: skip it (the column), or the error columns."""
 
     skip: ColumnRule | None = None
@@ -77,16 +77,16 @@ class BlankRules:
     def __bool__(self) -> bool:
         return bool(self._skip or self._error or self._default)
 
-    def apply(self, variables: dict[str, str]) -> Verdict | None:
+    def apply(self, variables: dict[str, str]) -> BlanksVerdict | None:
         """Fill defaults into ``variables`` (in place); the skip or errors, if any."""
         for rule in self._skip:
             if not variables[rule.slug].strip():
-                return Verdict(skip=rule)
+                return BlanksVerdict(skip=rule)
         errors = tuple(r for r in self._error if not variables[r.slug].strip())
         for slug, value in self._default:
             if not variables[slug].strip():
                 variables[slug] = value
-        return Verdict(errors=errors) if errors else None
+        return BlanksVerdict(errors=errors) if errors else None
 
 
 def _column_of(layout: CsvLayout, name: str) -> int | None:

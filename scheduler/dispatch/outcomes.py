@@ -37,7 +37,7 @@ from scheduler.service.exceptions import RateLimited, ServiceError
 
 
 @dataclass(slots=True)
-class Outcome:
+class SendOutcome:
     """The answer to one send: a message id, or the error."""
 
     row: DueDelivery
@@ -61,7 +61,7 @@ class Settlement(Changes):
     trouble: list[tuple[str, str]] = field(default_factory=list)
 
 
-def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
+def settle(outcomes: list[SendOutcome], pool: SenderPool, options: DispatchOptions,
            rng: random.Random, now: datetime, *, events_received: bool) -> Settlement:
     """Decide what each outcome does (see the module doc, and the error rules of
     :func:`~scheduler.dispatch.retry.classify`); updates the senders' health."""
@@ -114,7 +114,7 @@ def settle(outcomes: list[Outcome], pool: SenderPool, options: DispatchOptions,
     return out
 
 
-def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
+def _retry_later(o: SendOutcome, verdict: Verdict, why: str, pool: SenderPool,
                  options: DispatchOptions, rng: random.Random, now: datetime,
                  out: Settlement) -> None:
     retry_after = o.error.retry_after if isinstance(o.error, RateLimited) else None
@@ -143,4 +143,4 @@ def _retry_later(o: Outcome, verdict: Verdict, why: str, pool: SenderPool,
     out.retries.append((o.row.id, now + timedelta(seconds=delay), why))
 
 
-__all__ = ["Outcome", "Settlement", "settle"]
+__all__ = ["SendOutcome", "Settlement", "settle"]

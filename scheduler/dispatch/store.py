@@ -23,10 +23,10 @@ from scheduler.ledger.rows import (
     DueDelivery,
     ExperimentProgress,
     ExperimentRow,
+    ExperimentVerdict,
     Recycled,
     SenderProfileRow,
     SessionStatusRow,
-    Verdict,
     WatchedRow,
 )
 from scheduler.settings.run import RunOptions
@@ -155,7 +155,7 @@ class Store(Protocol):
         ...
 
     def decide_experiment(self, now: datetime, judge: Callable[
-            [ExperimentRow, dict[str, ArmCount]], Verdict]) -> Verdict | None:
+            [ExperimentRow, dict[str, ArmCount]], ExperimentVerdict]) -> ExperimentVerdict | None:
         """Decide the test once: ``judge`` the arms' counts, send the winner to the held
         rest, store the decision, in one transaction; None when it was decided already."""
         ...

@@ -17,10 +17,10 @@ No database, no clock, no randomness: the callers bring the counts and the time.
 from __future__ import annotations
 
 from .assignment import in_test_share, variant_of
-from .decision import Arm, ArmResult, Comparison, Decision, Outcome, decide
+from .decision import Arm, ArmResult, Comparison, Decision, DecisionOutcome, decide
 from .exceptions import AssignmentError, DecisionError, ExperimentError
 from .power import DetectableLift, detectable_lift, smallest_detectable_lift
 
 __all__ = ["Arm", "ArmResult", "AssignmentError", "Comparison", "Decision", "DecisionError",
-           "DetectableLift", "ExperimentError", "Outcome", "decide", "detectable_lift",
+           "DecisionOutcome", "DetectableLift", "ExperimentError", "decide", "detectable_lift",
            "in_test_share", "smallest_detectable_lift", "variant_of"]

@@ -130,7 +130,7 @@ class Comparison(BaseModel):
     smallest_expected: float = 0.0
 
 
-class Outcome(StrEnum):
+class DecisionOutcome(StrEnum):
     """What the test decided."""
 
     WINNER = "winner"
@@ -144,7 +144,7 @@ class Decision(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    outcome: Outcome
+    outcome: DecisionOutcome
     winner: str | None
     goes: str
     reason: str
@@ -242,15 +242,15 @@ def decide(arms: Sequence[Arm], *, control: str, confidence: float = 0.95,
     eligible = sorted((c for c in better if not c.guardrail_worse),
                       key=lambda c: -rates[c.variant].rate)
     if short:
-        outcome, winner, reason = Outcome.NOT_ENOUGH_SENDS, None, words.short(
+        outcome, winner, reason = DecisionOutcome.NOT_ENOUGH_SENDS, None, words.short(
             short, min_per_variant)
     elif eligible:
-        outcome, winner = Outcome.WINNER, eligible[0].variant
+        outcome, winner = DecisionOutcome.WINNER, eligible[0].variant
         reason = words.variant_wins(eligible, [c for c in better if c.guardrail_worse])
     elif all(c.significant and c.difference < 0 for c in comparisons):
-        outcome, winner, reason = Outcome.WINNER, control, words.control_wins(comparisons)
+        outcome, winner, reason = DecisionOutcome.WINNER, control, words.control_wins(comparisons)
     else:
-        outcome, winner = Outcome.NO_CLEAR_WINNER, None
+        outcome, winner = DecisionOutcome.NO_CLEAR_WINNER, None
         reason = words.no_clear_winner(comparisons, better)
     return Decision(outcome=outcome, winner=winner,
                     goes=winner if winner is not None else fallback or control,

@@ -245,7 +245,7 @@ class ExperimentProgress:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ExperimentVerdict:
     """What a decision stores: the winner (None: no clear winner), the variant that goes
     to the rest, and the decision with its numbers as JSON."""
 
@@ -357,5 +357,5 @@ class Final:
     reached: bool
 
 
-#: A verdict on a watched row (the dispatcher's ``Verdict``).
+#: A verdict on a watched row (the dispatcher's ``ExperimentVerdict``).
 RecycleVerdict = Retry | Fallback | Wait | Final

@@ -36,9 +36,9 @@ from scheduler.ledger.rows import (
     DueDelivery,
     ExperimentProgress,
     ExperimentRow,
+    ExperimentVerdict,
     SenderProfileRow,
     SessionStatusRow,
-    Verdict,
 )
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
@@ -227,7 +227,7 @@ class RunStore(RecyclingStore):
             xq.mark_due(conn, self.run_id, test_sent_at, decide_at)
 
     def decide_experiment(self, now: datetime, judge: Callable[
-            [ExperimentRow, dict[str, ArmCount]], Verdict]) -> Verdict | None:
+            [ExperimentRow, dict[str, ArmCount]], ExperimentVerdict]) -> ExperimentVerdict | None:
         """Decide the run's test once (the conditional UPDATE of ``claim_decision``): the
         arms' counts judged, the held rest planned with the winner, the decision stored,
         all in one transaction (a crash leaves it undecided); None: decided already."""

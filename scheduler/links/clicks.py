@@ -50,7 +50,7 @@ _NAMES = dict(FETCHERS)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ClickVerdict:
     """Whether a hit counts as a click, and why not when it does not."""
 
     counted: bool
@@ -66,19 +66,19 @@ def fetcher_of(user_agent: str | None) -> str | None:
 
 
 def judge(*, method: str, user_agent: str | None, sent_at: datetime | None,
-          now: datetime, early_s: float = EARLY_S) -> Verdict:
+          now: datetime, early_s: float = EARLY_S) -> ClickVerdict:
     """Whether a hit at ``now`` on a message sent at ``sent_at`` counts as a click."""
     fetcher = fetcher_of(user_agent)
     if fetcher is not None:
-        return Verdict(False, f"link preview: {fetcher}")
+        return ClickVerdict(False, f"link preview: {fetcher}")
     if method.upper() == "HEAD":
-        return Verdict(False, "HEAD request (checks the link, does not open it)")
+        return ClickVerdict(False, "HEAD request (checks the link, does not open it)")
     if sent_at is not None:
         after = (now - sent_at).total_seconds()
         if after < early_s:
-            return Verdict(False, f"{max(after, 0):.1f} s after the send (under "
+            return ClickVerdict(False, f"{max(after, 0):.1f} s after the send (under "
                                   f"{early_s:g} s: a fetcher, not a person)")
-    return Verdict(True)
+    return ClickVerdict(True)
 
 
 def stored_user_agent(user_agent: str | None) -> str | None:

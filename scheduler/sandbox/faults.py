@@ -17,7 +17,7 @@ from scheduler.sandbox.common import seeded
 from scheduler.sandbox.config import SandboxConfig
 
 
-class Outcome(StrEnum):
+class SendFate(StrEnum):
     """What the sandbox does with one send that passed validation."""
 
     OK = "ok"
@@ -41,22 +41,22 @@ class FaultInjector:
             return 0.0
         return self._latency.uniform(low, high) / 1000
 
-    def outcome(self, cfg: SandboxConfig) -> Outcome:
+    def outcome(self, cfg: SandboxConfig) -> SendFate:
         """The fate of one send: ok, 429, 5xx or a time-out (maybe accepted first)."""
         if not (cfg.throttle_rate or cfg.fail_rate or cfg.timeout_rate):
-            return Outcome.OK
+            return SendFate.OK
         draw = self._outcomes.random()
         if draw < cfg.throttle_rate:
-            return Outcome.THROTTLE
+            return SendFate.THROTTLE
         draw -= cfg.throttle_rate
         if draw < cfg.fail_rate:
-            return Outcome.FAIL
+            return SendFate.FAIL
         draw -= cfg.fail_rate
         if draw < cfg.timeout_rate:
             if self._outcomes.random() < cfg.timeout_after_accept:
-                return Outcome.TIMEOUT_ACCEPTED
-            return Outcome.TIMEOUT
-        return Outcome.OK
+                return SendFate.TIMEOUT_ACCEPTED
+            return SendFate.TIMEOUT
+        return SendFate.OK
 
 
 async def hang(request: Request, seconds: float) -> None:

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse, Response
 from scheduler.sandbox.account import CHANNELS
 from scheduler.sandbox.bodies import parse_body, read_object, validate
 from scheduler.sandbox.common import ApiError
-from scheduler.sandbox.faults import Outcome, hang
+from scheduler.sandbox.faults import SendFate, hang
 from scheduler.sandbox.routes_sessions import sandbox_of
 from scheduler.sandbox.world import Sandbox
 from scheduler.service.account_models import (
@@ -44,14 +44,14 @@ async def _with_faults(
     """``accept()``'s answer, unless an injected fault answers 429, 500 or a time-out."""
     cfg = sandbox.config
     outcome = sandbox.faults.outcome(cfg)
-    if outcome is Outcome.OK:
+    if outcome is SendFate.OK:
         return JSONResponse(accept())
-    if outcome is Outcome.THROTTLE:
+    if outcome is SendFate.THROTTLE:
         raise ApiError(429, "Too many requests, slow down (sandbox fault)",
                        headers={"Retry-After": str(cfg.throttle_retry_after_s)})
-    if outcome is Outcome.FAIL:
+    if outcome is SendFate.FAIL:
         raise ApiError(500, "Internal server error (sandbox fault)")
-    if outcome is Outcome.TIMEOUT_ACCEPTED:
+    if outcome is SendFate.TIMEOUT_ACCEPTED:
         accept()
     await hang(request, cfg.timeout_hang_s)
     raise ApiError(504, "Gateway time-out (sandbox fault)")

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from scheduler.sandbox.bodies import parse_body
 from scheduler.sandbox.common import ApiError
-from scheduler.sandbox.faults import Outcome, hang
+from scheduler.sandbox.faults import SendFate, hang
 from scheduler.sandbox.routes_sessions import sandbox_of
 from scheduler.service.requests import API, SEND_KINDS, RejectCallBody, SendKind
 
@@ -30,17 +30,17 @@ def send_endpoint(kind: SendKind) -> Callable[[Request], Awaitable[Response]]:
         cfg = sandbox.config
         outcome = sandbox.faults.outcome(cfg)
         base_url = sandbox.base_url or sandbox.remember_base_url(str(request.base_url))
-        if outcome is Outcome.OK:
+        if outcome is SendFate.OK:
             return JSONResponse(sandbox.accept_send(kind, body, received, base_url))
-        if outcome is Outcome.THROTTLE:
+        if outcome is SendFate.THROTTLE:
             raise ApiError(
                 429,
                 "Too many requests, slow down (sandbox fault)",
                 headers={"Retry-After": str(cfg.throttle_retry_after_s)},
             )
-        if outcome is Outcome.FAIL:
+        if outcome is SendFate.FAIL:
             raise ApiError(500, "Internal server error (sandbox fault)")
-        if outcome is Outcome.TIMEOUT_ACCEPTED:
+        if outcome is SendFate.TIMEOUT_ACCEPTED:
             sandbox.accept_send(kind, body, received, base_url)
         await hang(request, cfg.timeout_hang_s)
         raise ApiError(504, "Gateway time-out (sandbox fault)")

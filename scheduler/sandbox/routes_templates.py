@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse
 from scheduler.sandbox.bodies import parse_body
 from scheduler.sandbox.cloud_api import CloudApiDesk
 from scheduler.sandbox.common import ApiError
-from scheduler.sandbox.faults import Outcome, hang
+from scheduler.sandbox.faults import SendFate, hang
 from scheduler.sandbox.routes_sessions import sandbox_of
 from scheduler.service.template_models import (
     CLOUD_API_PATH,
@@ -78,14 +78,14 @@ async def send_template(request: Request) -> JSONResponse:
     sandbox.trouble.check_storm(session)
     cfg = sandbox.config
     outcome = sandbox.faults.outcome(cfg)
-    if outcome is Outcome.OK:
+    if outcome is SendFate.OK:
         return JSONResponse(desk.accept(session, template, body, received))
-    if outcome is Outcome.THROTTLE:
+    if outcome is SendFate.THROTTLE:
         raise ApiError(429, "Too many requests, slow down (sandbox fault)",
                        headers={"Retry-After": str(cfg.throttle_retry_after_s)})
-    if outcome is Outcome.FAIL:
+    if outcome is SendFate.FAIL:
         raise ApiError(500, "Internal server error (sandbox fault)")
-    if outcome is Outcome.TIMEOUT_ACCEPTED:
+    if outcome is SendFate.TIMEOUT_ACCEPTED:
         desk.accept(session, template, body, received)
     await hang(request, cfg.timeout_hang_s)
     raise ApiError(504, "Gateway time-out (sandbox fault)")

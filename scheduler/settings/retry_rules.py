@@ -6,7 +6,7 @@ run's options (``RunOptions.recycle``, JSON) and read back by the dispatcher's v
 (:mod:`scheduler.dispatch.recycle`). Every value is already parsed: seconds, minutes after
 midnight, upper-case error codes.
 
-Outcome names (what a rule's ``on`` may say), per channel:
+RuleOutcome names (what a rule's ``on`` may say), per channel:
 
 - voice: ``no_answer`` (rang out, ring time-out, voicemail, or an answered call shorter
   than ``min_talk``), ``busy`` (Q.850 17), ``failed`` (ended unanswered for another cause);
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 #: ``min_talk`` (its ``no_answer`` rule fired): the funnel counts that call as not reached.
 SHORT_CALL = "short_call"
 #: What a retry rule may react to.
-Outcome = Literal["no_answer", "busy", "failed", "undelivered", "not_answered"]
+RuleOutcome = Literal["no_answer", "busy", "failed", "undelivered", "not_answered"]
 #: SMS error codes worth another try (docs/service-facts.md lists every code).
 RETRYABLE_SMS_CODES = ("NETWORK_ERROR", "NO_COVERAGE", "NOT_RECEIVED")
 #: SMS error codes that say the number will never get an SMS: never retried.
@@ -58,7 +58,7 @@ class RetryRule(_Frozen):
     """Try a step again after ``on``: ``delay_s`` later, inside ``window`` (recipient's
     zone), while the recipient's attempts of the step stay within ``max_attempts``."""
 
-    on: Outcome
+    on: RuleOutcome
     delay_s: float = Field(ge=0)
     #: The most attempts of the step for one recipient, the first one included.
     max_attempts: int = Field(ge=2, le=MAX_ATTEMPTS)

@@ -44,9 +44,10 @@ def test_the_run_page_shows_the_decision(ledger: Ledger, clock: FakeClock, ledge
                      .values(replied_at=T0))
     at = T0 + timedelta(hours=2)
 
-    def verdict(row: rows.ExperimentRow, counts: dict[str, rows.ArmCount]) -> rows.Verdict:
+    def verdict(row: rows.ExperimentRow,
+                counts: dict[str, rows.ArmCount]) -> rows.ExperimentVerdict:
         decision = judge(row, counts, at)
-        return rows.Verdict(decision.winner, decision.goes, decision.model_dump_json())
+        return rows.ExperimentVerdict(decision.winner, decision.goes, decision.model_dump_json())
 
     stored = RunStore(ledger, run_id).decide_experiment(at, verdict)
     assert stored is not None

@@ -143,9 +143,9 @@ def test_voice_answers_dialed_head_and_skipped_tail() -> None:
 def test_a_wallet_that_ran_out_pauses_and_keeps_the_rows() -> None:
     senders = pool()
     state = senders.senders["account"]
-    batch = [outcomes.Outcome(row(i, {"text": "Oi"}), state,
+    batch = [outcomes.SendOutcome(row(i, {"text": "Oi"}), state,
                               error=InsufficientBalance(402, "skipped")) for i in (1, 2)]
-    batch.append(outcomes.Outcome(row(3, {"text": "Oi"}), state, message_id="m3",
+    batch.append(outcomes.SendOutcome(row(3, {"text": "Oi"}), state, message_id="m3",
                                   details={"segments": 1}))
     settled = outcomes.settle(batch, senders, DispatchOptions(senders=("account",)),
                               random.Random(1), T0, events_received=True)

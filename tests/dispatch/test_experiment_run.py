@@ -138,7 +138,7 @@ def test_a_replan_keeps_each_recipients_variant_and_a_decided_winner(
         store = run_store(ledger, run_id)
         verdict = store.decide_experiment(
             T0 + timedelta(hours=3),
-            lambda _row, _counts: rows.Verdict(winner="A", goes="A", decision="{}"))
+            lambda _row, _counts: rows.ExperimentVerdict(winner="A", goes="A", decision="{}"))
         assert verdict is not None
         # the new plan holds the rest again; the decided test gives them A at once
         written, _dropped = replan_run(ledger, ledger.get_run(run_id), path,

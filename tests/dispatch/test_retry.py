@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.outcomes import Outcome, settle
+from scheduler.dispatch.outcomes import SendOutcome, settle
 from scheduler.dispatch.retry import Verdict, backoff_delay, classify, retry_delay
 from scheduler.dispatch.senders import SenderPool
 from scheduler.ledger.rows import DueDelivery
@@ -71,12 +71,12 @@ def test_settle_sorts_a_mixed_batch() -> None:
     pool = _pool("s1", "s2")
     s1, s2 = pool.senders["s1"], pool.senders["s2"]
     batch = [
-        Outcome(_row(1), s1, message_id="ABC"),
-        Outcome(_row(2), s1, error=RequestRejected(400, "bad body")),
-        Outcome(_row(3), s1, error=ServiceTimeout("t")),
-        Outcome(_row(4), s2, error=SessionNotFound(404, "Session not found")),
-        Outcome(_row(5, attempts=4), s1, error=ServerError(500, "boom")),
-        Outcome(_row(6), s1, error=RateLimited(429, "slow", retry_after=5)),
+        SendOutcome(_row(1), s1, message_id="ABC"),
+        SendOutcome(_row(2), s1, error=RequestRejected(400, "bad body")),
+        SendOutcome(_row(3), s1, error=ServiceTimeout("t")),
+        SendOutcome(_row(4), s2, error=SessionNotFound(404, "Session not found")),
+        SendOutcome(_row(5, attempts=4), s1, error=ServerError(500, "boom")),
+        SendOutcome(_row(6), s1, error=RateLimited(429, "slow", retry_after=5)),
     ]
     out = settle(batch, pool, DispatchOptions(senders=("s1", "s2"), max_attempts=5),
                  random.Random(1), NOW, events_received=False)
@@ -95,7 +95,7 @@ def test_settle_sorts_a_mixed_batch() -> None:
 def test_a_timeout_waits_for_events_when_they_can_come() -> None:
     pool = _pool("s1")
     options = DispatchOptions(senders=("s1",), engine=EngineSettings(verify_grace_s=30))
-    out = settle([Outcome(_row(1), pool.senders["s1"], error=ServiceTimeout("t"))], pool,
+    out = settle([SendOutcome(_row(1), pool.senders["s1"], error=ServiceTimeout("t"))], pool,
                  options, random.Random(1), NOW, events_received=True)
     assert out.verifying == [(1, NOW + timedelta(seconds=30), "t; verifying against events")]
     assert out.unknown == [] and out.retries == []
@@ -103,7 +103,7 @@ def test_a_timeout_waits_for_events_when_they_can_come() -> None:
 
 def test_a_refused_key_stops_the_run() -> None:
     pool = _pool("s1")
-    out = settle([Outcome(_row(1), pool.senders["s1"], error=Unauthorized(401, "Invalid"))],
+    out = settle([SendOutcome(_row(1), pool.senders["s1"], error=Unauthorized(401, "Invalid"))],
                  pool, DispatchOptions(senders=("s1",)), random.Random(1), NOW,
                  events_received=False)
     assert out.stop_reason is not None and "refused the API key" in out.stop_reason

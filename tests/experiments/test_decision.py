@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from scipy.stats import chi2_contingency
 
-from scheduler.experiments import Arm, Decision, DecisionError, Outcome, decide
+from scheduler.experiments import Arm, Decision, DecisionError, DecisionOutcome, decide
 from scheduler.experiments.decision import format_p
 from scheduler.experiments.stats import newcombe_interval, wilson_interval
 
@@ -20,7 +20,7 @@ NOON = datetime(2026, 11, 27, 12, 0, tzinfo=UTC)
 
 def test_a_variant_that_beats_the_control_wins_with_its_numbers() -> None:
     decision = decide([A, B_BETTER], control="A", guardrail="opt_out", at=NOON)
-    assert (decision.outcome, decision.winner, decision.goes) == (Outcome.WINNER, "B", "B")
+    assert (decision.outcome, decision.winner, decision.goes) == (DecisionOutcome.WINNER, "B", "B")
     assert decision.reason == (
         "B wins: its reply rate 14.5% vs A's 11.4% (+3.1 points, 95% CI +1.0 to +5.2), "
         "p = 0.0035 < 0.05")
@@ -39,7 +39,7 @@ def test_a_variant_that_beats_the_control_wins_with_its_numbers() -> None:
 def test_no_clear_winner_sends_the_control_and_says_why() -> None:
     decision = decide([A, B_SAME], control="A")
     assert (decision.outcome, decision.winner, decision.goes) == \
-        (Outcome.NO_CLEAR_WINNER, None, "A")
+        (DecisionOutcome.NO_CLEAR_WINNER, None, "A")
     assert decision.reason == ("no clear winner: B's reply rate 12.1% vs A's 11.4%, "
                                "p = 0.49 ≥ 0.05; A (the control) goes to the rest")
 
@@ -54,7 +54,7 @@ def test_with_no_clear_winner_the_stated_fallback_goes() -> None:
 def test_a_variant_worse_on_the_guardrail_never_wins() -> None:
     """B's replies are significantly higher, and so are its opt-outs (2.0% vs 0.5%)."""
     decision = decide([A, B_PUSHY], control="A", guardrail="opt_out")
-    assert (decision.outcome, decision.goes) == (Outcome.NO_CLEAR_WINNER, "A")
+    assert (decision.outcome, decision.goes) == (DecisionOutcome.NO_CLEAR_WINNER, "A")
     assert decision.comparisons[0].guardrail_worse
     assert decision.reason == (
         "no clear winner: B's reply rate 14.5% beat A's 11.4% (p = 0.0035) but its opt-out "
@@ -84,7 +84,7 @@ def test_a_variant_with_fewer_opt_outs_is_not_held_back() -> None:
 def test_the_control_wins_when_every_variant_is_significantly_worse() -> None:
     worse = Arm(name="B", sends=2000, successes=150)
     decision = decide([A, worse], control="A")
-    assert (decision.outcome, decision.winner, decision.goes) == (Outcome.WINNER, "A", "A")
+    assert (decision.outcome, decision.winner, decision.goes) == (DecisionOutcome.WINNER, "A", "A")
     assert decision.reason == ("A (the control) wins with a reply rate of 11.4%: B's 7.5% "
                                "is lower (p < 0.001)")
 
@@ -98,7 +98,7 @@ def test_holm_keeps_a_raw_p_below_alpha_from_winning() -> None:
     comparison = decision.comparisons[0]
     assert comparison.p_value < 0.05 <= comparison.p_adjusted
     assert comparison.p_adjusted == pytest.approx(2 * comparison.p_value)
-    assert decision.outcome is Outcome.NO_CLEAR_WINNER
+    assert decision.outcome is DecisionOutcome.NO_CLEAR_WINNER
     assert decision.reason == ("no clear winner: B's reply rate 13.5% vs A's 11.4%, "
                                "p = 0.089 ≥ 0.05 after Holm; A (the control) goes to the rest")
     assert decide([A, b_edge], control="A").winner == "B"
@@ -117,7 +117,7 @@ def test_too_few_sends_decide_nothing_whatever_the_rates() -> None:
     tiny_b = Arm(name="B", sends=180, successes=60)
     decision = decide([tiny_a, tiny_b], control="A", min_per_variant=500)
     assert (decision.outcome, decision.winner, decision.goes) == \
-        (Outcome.NOT_ENOUGH_SENDS, None, "A")
+        (DecisionOutcome.NOT_ENOUGH_SENDS, None, "A")
     assert decision.reason == ("not enough sends: A had 200 and B 180, under the 500 per "
                                "variant the test needs; A (the control) goes to the rest")
     assert decision.comparisons[0].p_value < 0.001  # the numbers are still there to see
@@ -126,7 +126,7 @@ def test_too_few_sends_decide_nothing_whatever_the_rates() -> None:
 def test_some_variants_worse_and_one_unclear_is_no_clear_winner() -> None:
     worse = Arm(name="C", sends=2000, successes=150)
     decision = decide([A, B_SAME, worse], control="A")
-    assert decision.outcome is Outcome.NO_CLEAR_WINNER
+    assert decision.outcome is DecisionOutcome.NO_CLEAR_WINNER
     assert decision.reason == ("no clear winner: B's reply rate 12.1% vs A's 11.4%, "
                                "p = 0.49 ≥ 0.05 after Holm; C is significantly lower; A (the "
                                "control) goes to the rest")

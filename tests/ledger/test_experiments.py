@@ -53,8 +53,8 @@ def _set(ledger: Ledger, run_id: int, where: Any, **values: Any) -> None:
                      .values(**values))
 
 
-def _judge(row: rows.ExperimentRow, counts: dict[str, rows.ArmCount]) -> rows.Verdict:
-    return rows.Verdict(winner="B", goes="B", decision=json.dumps(
+def _judge(row: rows.ExperimentRow, counts: dict[str, rows.ArmCount]) -> rows.ExperimentVerdict:
+    return rows.ExperimentVerdict(winner="B", goes="B", decision=json.dumps(
         {n: [c.sends, c.successes, c.guardrail_events] for n, c in counts.items()}))
 
 
@@ -107,7 +107,8 @@ def test_a_failing_judge_leaves_the_test_undecided(ledger: Ledger) -> None:
     _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
     store = RunStore(ledger, run_id)
 
-    def broken(_row: rows.ExperimentRow, _counts: dict[str, rows.ArmCount]) -> rows.Verdict:
+    def broken(_row: rows.ExperimentRow,
+               _counts: dict[str, rows.ArmCount]) -> rows.ExperimentVerdict:
         raise RuntimeError("judge failed")
 
     with pytest.raises(RuntimeError, match="judge failed"):
@@ -138,13 +139,13 @@ def test_two_workers_deciding_at_once_decide_once(ledger: Ledger) -> None:
     run_id = _run(ledger, test=6, rest=40)
     _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
     start = threading.Barrier(2)
-    verdicts: list[rows.Verdict | None] = []
+    verdicts: list[rows.ExperimentVerdict | None] = []
 
     def worker(goes: str) -> None:
         store = RunStore(ledger, run_id)
         start.wait()
         verdicts.append(store.decide_experiment(
-            T0, lambda _r, _c: rows.Verdict(winner=goes, goes=goes, decision="{}")))
+            T0, lambda _r, _c: rows.ExperimentVerdict(winner=goes, goes=goes, decision="{}")))
 
     threads = [threading.Thread(target=worker, args=(name,)) for name in ("A", "B")]
     for thread in threads:

@@ -121,7 +121,7 @@ class Claiming:
         except ServiceError as exc:
             answers = [Answer(error=exc) for _ in rows]
         state = self.state
-        state.outcomes.extend(outcomes.Outcome(row, sender, a.message_id, a.error, a.details)
+        state.outcomes.extend(outcomes.SendOutcome(row, sender, a.message_id, a.error, a.details)
                               for row, a in zip(rows, answers, strict=True))
         if len(state.outcomes) >= state.want:
             state.batch_done.set()

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from scheduler.core.display import local_time
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.experiments import Arm, Decision, decide
-from scheduler.ledger.rows import ArmCount, ExperimentRow, Verdict
+from scheduler.ledger.rows import ArmCount, ExperimentRow, ExperimentVerdict
 
 #: How often (seconds of the run's clock) an undecided test is looked at while its test
 #: share is still being sent (the ledger is read only when the dispatcher is idle).
@@ -84,10 +84,10 @@ class Trial:
     def _decide(self, now: datetime) -> bool:
         taken: list[Decision] = []
 
-        def verdict(row: ExperimentRow, counts: dict[str, ArmCount]) -> Verdict:
+        def verdict(row: ExperimentRow, counts: dict[str, ArmCount]) -> ExperimentVerdict:
             decision = judge(row, counts, now)
             taken.append(decision)
-            return Verdict(decision.winner, decision.goes, decision.model_dump_json())
+            return ExperimentVerdict(decision.winner, decision.goes, decision.model_dump_json())
 
         result = self.ctx.store.decide_experiment(now, verdict)
         self.over = True

@@ -21,7 +21,7 @@ from scheduler.core.units import load_zone
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.dispatcher.setup import RunSetup
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.outcomes import Outcome, Settlement
+from scheduler.dispatch.outcomes import SendOutcome, Settlement
 from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.senders import SenderPool
 from scheduler.dispatch.store import Store
@@ -69,7 +69,7 @@ class RunState:
     buffer: deque[DueDelivery] = field(default_factory=deque)
     last_seq: int = -1
     #: Answers not yet settled, and the sends still in flight.
-    outcomes: list[Outcome] = field(default_factory=list)
+    outcomes: list[SendOutcome] = field(default_factory=list)
     inflight: set[asyncio.Task[None]] = field(default_factory=set)
     #: Set when ``want`` answers are waiting (one flush and claim serve many).
     batch_done: asyncio.Event = field(default_factory=asyncio.Event)
