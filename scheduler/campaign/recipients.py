@@ -14,7 +14,7 @@
   rows with more fields, and a quote that never closes, are errors naming each row.
 
 pandas reads in chunks (``chunksize``), so memory stays flat. When it stops at a malformed
-row, the rest of the file is read by :mod:`scheduler.campaign.rowscan`, which names every
+row, the rest of the file is read by :mod:`scheduler.campaign.malformed_rows`, which names every
 malformed row in words (pandas' wording never reaches the user): a strict read raises them
 all at once; a read given a ``problems`` list (``campaign validate``) records them there and
 goes on yielding the good rows, so their messages are checked in the same run.
@@ -46,7 +46,7 @@ from scheduler.campaign.exceptions import (
     UnclosedQuoteError,
     UnreadableRecipientsFile,
 )
-from scheduler.campaign.rowscan import scan_records
+from scheduler.campaign.malformed_rows import scan_records
 
 DELIMITERS = (";", ",", "\t", "|")
 _CP1252_UNDEFINED = bytes([0x81, 0x8D, 0x8F, 0x90, 0x9D])
@@ -211,7 +211,7 @@ def find_column(layout: CsvLayout, wanted: str | None, *, label: str, key: str) 
 def malformed_rows(
     path: Path, layout: CsvLayout, *, label: str, from_row: int = 1
 ) -> RecipientsError:
-    """Every malformed row from ``from_row`` on, as one error (see :mod:`rowscan`)."""
+    """Every malformed row from ``from_row`` on, as one error (see :mod:`malformed_rows`)."""
     issues: list[Issue] = []
     total = 0
     width = len(layout.header)
@@ -249,7 +249,7 @@ class RowChunk:
 def _scanned_chunks(
     path: Path, layout: CsvLayout, chunk_rows: int, from_row: int, label: str, problems: list[Issue]
 ) -> Iterator[RowChunk]:
-    """Chunks of the rows from ``from_row`` on, read by :mod:`rowscan`; problems recorded."""
+    """Chunks of the rows from ``from_row`` on, read by :mod:`malformed_rows`; problems recorded."""
     width = len(layout.header)
     empty = [""] * width
     lists: list[list[str]] = [[] for _ in layout.slugs]
@@ -316,7 +316,7 @@ def read_chunks(
                 except StopIteration:
                     return
                 except (ParserError, ParserWarning, UnicodeDecodeError, ValueError):
-                    break  # the rest is read by rowscan, below
+                    break  # the rest is read by malformed_rows, below
             columns = {
                 slug: [v.strip() for v in frame.iloc[:, i].tolist()]
                 for i, slug in enumerate(layout.slugs)
