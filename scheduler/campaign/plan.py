@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.campaign.blanks import BlankRules, blank_rules
-from scheduler.campaign.chunkwork import (
+from scheduler.campaign.chunk_plan import (
     ChunkPlanner,
     ChunkResult,
     init_worker,
