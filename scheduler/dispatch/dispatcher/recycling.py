@@ -27,9 +27,9 @@ from datetime import datetime, timedelta
 from scheduler.core.display import local_time
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.recycle.judge import judge
+from scheduler.dispatch.recycle.timeline import waves
 from scheduler.dispatch.recycle.timing import recipient_zone
 from scheduler.dispatch.recycle.verdicts import Fallback, Retry, Verdict, Wait
-from scheduler.dispatch.recycle.waves import waves
 from scheduler.ledger.rows import WatchedRow
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.settings.retry_rules import RecycleOptions

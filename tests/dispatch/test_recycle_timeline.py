@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from scheduler.core.display import clock_time
+from scheduler.dispatch.recycle.timeline import waves
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry, Verdict, Wait
-from scheduler.dispatch.recycle.waves import waves
 
 NOW = datetime(2026, 11, 27, 13, 0, tzinfo=UTC)
 
