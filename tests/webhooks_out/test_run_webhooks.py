@@ -128,3 +128,43 @@ def test_events_of_a_killed_worker_arrive_after_the_restart_once_per_id(
     assert Counter(receiver.ids()) == Counter({msg: 1 for msg, _t in written})
     assert [b["type"] for b in bodies] == ["run.started", "run.completed"]
     assert _delivery_states(ledger_url) == Counter({"delivered": 2})
+
+
+@pytest.mark.slow
+def test_campaign_serve_delivers_what_a_killed_run_left(make_sandbox, tmp_path: Path,
+                                                         ledger_url: str,
+                                                         receiver: Receiver) -> None:
+    service = make_sandbox()
+    service.create_session("s1")
+    root = tmp_path / "shop"
+    campaign = write_project(root, 30, rate="10/s")
+    _subscribe(root, receiver)
+    receiver.down()
+    env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
+                    CAMPAIGN_DATABASE_URL=ledger_url, CAMPAIGN_VERIFY_GRACE_S="2",
+                    CAMPAIGN_WEBHOOK_RETRY_HORIZON_S="2", CAMPAIGN_RECEIVER_PORT="0")
+    proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(text_sends(service.sends())) >= 5, what="five sends")
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    receiver.up()
+    serve = subprocess.Popen([*CAMPAIGN, "serve"], env=env, cwd=root,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:  # serve takes the run over, ends it, and its loop delivers both events
+        wait_for(lambda: "run.completed" in {b["type"] for b in receiver.bodies()},
+                 timeout=90, what="run.completed at the receiver")
+    finally:
+        serve.send_signal(signal.SIGINT)
+        try:
+            serve.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            serve.kill()
+            serve.wait()
+    written = _ledger_events(ledger_url)
+    assert [t for _m, t in written] == ["run.started", "run.completed"]
+    assert Counter(receiver.ids()) == Counter({msg: 1 for msg, _t in written})
