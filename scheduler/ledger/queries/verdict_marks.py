@@ -5,7 +5,7 @@ ids, read from the claim index alone, never the rows), and the newest event.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import BigInteger, Connection, cast, func, select
 
 from scheduler.ledger.queries.tables import deliveries, events
 from scheduler.ledger.states import DeliveryState as S
@@ -19,7 +19,7 @@ def state_mark(conn: Connection, run_id: int, state: str) -> tuple[int, int, int
     squares of their ids modulo :data:`MODULUS`): rows entering or leaving the state change
     it (swaps with equal counts, sums and sums of squares would not)."""
     d = deliveries.c
-    folded = d.id % MODULUS
+    folded = cast(d.id % MODULUS, BigInteger)  # its square overflows PostgreSQL's integer
     count, total, squares = conn.execute(
         select(func.count(), func.coalesce(func.sum(d.id), 0),
                func.coalesce(func.sum(folded * folded), 0))
