@@ -118,7 +118,7 @@ def run_events(ledger: Ledger, run_id: int) -> dict[str, Any]:
     """The run's newest webhook events and replies together, newest first (the list of
     ``status --json``'s ``view.events`` and the dashboard's run page)."""
     from scheduler.ledger.queries import run_view as vq
-    from scheduler.views import facts as vf
+    from scheduler.views import run_parts as vf
 
     ledger.get_run(run_id)  # RunNotFound
     with access.snapshot(ledger.engine, f"read the events of run {run_id}") as conn:
@@ -151,7 +151,7 @@ def resend(ledger: Ledger, settings: Settings, run_id: int, states: set[str],
 def run_replies(ledger: Ledger, run_id: int, limit: int) -> dict[str, Any]:
     """The run's newest ``limit`` replies, newest first, each with its recipient's name."""
     from scheduler.ledger.queries import run_view as vq
-    from scheduler.views import facts as vf
+    from scheduler.views import run_parts as vf
 
     ledger.get_run(run_id)  # RunNotFound
     with access.snapshot(ledger.engine, f"read the replies of run {run_id}") as conn:

@@ -209,7 +209,7 @@ def _times_line(row: dict[str, Any]) -> str:
 
 def _attempt_lines(row: dict[str, Any], width: int) -> list[str]:
     from scheduler.views.attempts import attempt_lines
-    from scheduler.views.parts import AttemptsView
+    from scheduler.views.run_models import AttemptsView
 
     if not row.get("attempts"):
         return []

@@ -45,7 +45,7 @@ from scheduler.tracking import intake_counts as intake
 if TYPE_CHECKING:
     from scheduler.ledger.runs import Ledger
     from scheduler.settings.load import Settings
-    from scheduler.views.parts import RunView
+    from scheduler.views.run_models import RunView
 
 #: Upper bounds of the run duration buckets (seconds): 1 min to 3 days, then +Inf.
 DURATION_BUCKETS = (60.0, 300.0, 900.0, 3600.0, 4 * 3600.0, 12 * 3600.0, 86400.0,

@@ -13,7 +13,7 @@ from scheduler.core.display import local_time
 from scheduler.ledger.attempt_funnel import AttemptsView, label, read_attempts, rules_text
 from scheduler.ledger.models import Run
 from scheduler.ledger.states import RunStatus
-from scheduler.views.parts import Wait
+from scheduler.views.run_models import Wait
 
 
 def _packed(parts: list[str], width: int, indent: str = "  ") -> list[str]:

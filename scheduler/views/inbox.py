@@ -19,7 +19,7 @@ from scheduler.core.units import UnitError, parse_duration
 from scheduler.ledger import access
 from scheduler.ledger.queries import inbox as iq
 from scheduler.ledger.runs import Ledger
-from scheduler.views.facts import recipient
+from scheduler.views.run_parts import recipient
 
 #: The states a reply may be in (the inbox's filter).
 STATES = iq.STATES

@@ -18,8 +18,8 @@ from scheduler.ledger.queries import tallies
 from scheduler.ledger.states import HELD_STATES
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_status import short_outcomes
-from scheduler.views.parts import SenderGlance
 from scheduler.views.reading import SENDER_DAY_COUNTED, day_start
+from scheduler.views.run_models import SenderGlance
 from scheduler.views.run_senders import what_to_do
 
 if TYPE_CHECKING:

@@ -30,9 +30,9 @@ from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.settings.run import RunOptions, from_snapshot
-from scheduler.views import facts as vf
+from scheduler.views import run_parts as vf
 from scheduler.views.attempts import read_attempts, second_chance_waits
-from scheduler.views.parts import RunInfo, RunView, SenderGlance, Wait
+from scheduler.views.run_models import RunInfo, RunView, SenderGlance, Wait
 from scheduler.views.run_senders import RunSender, read_senders_of_run
 from scheduler.views.run_waits import read_cap_waits
 from scheduler.views.unserved import (

@@ -21,7 +21,7 @@ from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.queries import recipient_story as sq
 from scheduler.ledger.runs import Ledger
-from scheduler.views.facts import recipient
+from scheduler.views.run_parts import recipient
 
 #: The times of a delivery that make a line of the story: (column, what happened).
 _MOMENTS = (("dispatched_at", "handed to the service"), ("accepted_at", "accepted"),

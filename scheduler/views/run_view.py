@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from scheduler.ledger import access
 from scheduler.ledger.exceptions import RunNotFound
-from scheduler.views.parts import (
+from scheduler.views.run_models import (
     CallFunnel,
     ErrorGroup,
     FunnelView,

@@ -19,7 +19,7 @@ from scheduler.dispatch import caps
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.windows import SendWindow
 from scheduler.ledger.states import RunStatus
-from scheduler.views.parts import SenderGlance, Stuck, Wait
+from scheduler.views.run_models import SenderGlance, Stuck, Wait
 
 #: A run is never called stuck before this long without a send...
 STUCK_AFTER_AT_LEAST = timedelta(minutes=2)

@@ -1,5 +1,5 @@
 """The recipient's name a run's recent events show: read from the delivery's CSV values
-(``deliveries.variables``) by :func:`scheduler.views.facts.recipient`."""
+(``deliveries.variables``) by :func:`scheduler.views.run_parts.recipient`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from scheduler.views.facts import NAME_COLUMNS, TEXT_AT_MOST, recipient
+from scheduler.views.run_parts import NAME_COLUMNS, TEXT_AT_MOST, recipient
 
 
 @pytest.mark.parametrize(("variables", "name"), [

@@ -10,7 +10,7 @@ import pytest
 
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.windows import SendWindow
-from scheduler.views.parts import SenderGlance
+from scheduler.views.run_models import SenderGlance
 from scheduler.views.waits import (
     STUCK_AFTER_AT_LEAST,
     RunFacts,

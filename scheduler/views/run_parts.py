@@ -14,7 +14,7 @@ from scheduler.ledger.queries.run_view import ErrorRow, EventRow, RecentSends, S
 from scheduler.ledger.queries.tallies import ENDED, Tally
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_status import sms_failures_by
-from scheduler.views.parts import (
+from scheduler.views.run_models import (
     CallFunnel,
     ErrorGroup,
     FunnelView,
