@@ -118,15 +118,6 @@ def load_identity(settings: Settings) -> ReceiverIdentity | None:
     return _update(settings, lambda identity: False)
 
 
-def save_identity(settings: Settings, identity: ReceiverIdentity) -> None:
-    """Write ``identity`` as the kept one (atomically, readable by its owner only)."""
-    path = _path(settings)
-    if path is None:
-        return
-    with _held(path):
-        _write(path, identity)
-
-
 def account_secret(settings: Settings, *, create: bool = False) -> str | None:
     """The account webhook's secret: ``webhook_secret``, else the one kept in the state
     folder (made and kept when ``create``); ``None`` when there is none (nor a state folder)."""
