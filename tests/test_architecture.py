@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
@@ -593,3 +594,36 @@ def test_the_settings_checks_see_defaults_and_copies() -> None:
                "    return {n: getattr(s, n) for n in EngineSettings.model_fields}\n"
                "names = {n.upper() for n in Settings.model_fields}\n")
     assert reflection_copies(ast.parse(copying)) == [3, 5]
+
+
+# ------------------------------------------------------------------ the documents cited
+
+#: Documents the code may cite that live outside the repository: the service's contract.
+EXTERNAL_DOCUMENTS = frozenset({"service-interface.md"})
+#: The docs site's pages written at build time (``docs/hooks/reference.py``).
+GENERATED_PAGES = "reference/"
+
+
+def cited_documents(text: str) -> list[str]:
+    """The Markdown files a text names (``docs/service-facts.md``, ``DESIGN.md``)."""
+    return re.findall(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.md)\b", text)
+
+
+def test_every_document_the_code_cites_is_in_the_repository() -> None:
+    """A module, or a README beside the code, cites a document by a path from the
+    repository's root (``docs/service-facts.md``) or beside itself; each exists (issue 33:
+    21 citations of ``service-facts.md`` and ``DESIGN.md`` pointed outside the repo)."""
+    repo = ROOT.parent
+    missing = []
+    sources = [*ROOT.rglob("*.py"), *ROOT.rglob("README.md"), repo / "benchmarks" / "README.md",
+               *(repo / "benchmarks").glob("*.py")]
+    for path in sources:
+        for name in cited_documents(path.read_text(encoding="utf-8")):
+            if name in EXTERNAL_DOCUMENTS or name.startswith(GENERATED_PAGES) \
+                    or (repo / name).is_file() \
+                    or (path.parent / name).is_file() or (repo / "docs" / name).is_file():
+                continue
+            missing.append(f"{path.relative_to(repo)}: {name}")
+    assert cited_documents("see ``docs/service-facts.md`` and DESIGN.md, not a.mdx") == [
+        "docs/service-facts.md", "DESIGN.md"]
+    assert not missing, "documents cited that are not in the repository:\n" + "\n".join(missing)

@@ -1,6 +1,6 @@
 """Official provider (``cloud_api``) connections of the sandbox, their templates, and sends.
 
-All shapes are ours where ``service-facts.md`` shows none (see
+All shapes are ours where ``docs/service-facts.md`` shows none (see
 :mod:`scheduler.service.template_models`):
 
 - ``POST /api/v1/connections/cloud-api`` makes a session whose record says ``provider:

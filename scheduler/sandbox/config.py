@@ -28,7 +28,7 @@ from scheduler.sandbox.scripted import Numbers, ReplyScripts, SmsScripts, VoiceS
 from scheduler.sandbox.trouble_rules import LogoutRules, NeverDeliveredShares, StormRules
 
 DEFAULT_API_KEY = "sandbox-key"
-#: An ``errorCode`` of ``sms.undelivered`` / ``sms.failed`` (``service-facts.md``).
+#: An ``errorCode`` of ``sms.undelivered`` / ``sms.failed`` (``docs/service-facts.md``).
 SmsErrorCode = Literal[
     "NETWORK_ERROR", "INVALID_NUMBER", "LANDLINE", "BLACKLIST", "CANCELED", "NO_WHATSAPP",
     "CONTENT_BLOCKED", "NO_COVERAGE", "REJECTED", "NOT_RECEIVED",

@@ -3,7 +3,7 @@
 The owner's key (``config.api_key``) reaches everything. A member's key (issued by the
 sandbox: ``POST /sandbox/members/{user_id}/key``, or :meth:`MemberDesk.key_of` in process)
 reaches only the member's ``sessions``, and :func:`verdict` decides each request (ours,
-``service-facts.md``):
+``docs/service-facts.md``):
 
 * a session outside the member's list does not exist for it: 404 ``Session not found``;
 * ``read`` may list and read (``GET``, and the catalog's read-only ``POST``): else 403;

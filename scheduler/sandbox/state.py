@@ -136,7 +136,7 @@ class Session:
         return "data:image/png;base64," + base64.b64encode(self.png()).decode()
 
     def record(self) -> dict[str, Any]:
-        """The session record, as ``service-facts.md`` lists its fields."""
+        """The session record, as ``docs/service-facts.md`` lists its fields."""
         record: dict[str, Any] = {
             "id": self.id,
             "sessionId": self.session_id,

@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: How long the service keeps retrying a webhook it could not deliver (service-facts: 7
+#: How long the service keeps retrying a webhook it could not deliver (docs/service-facts.md: 7
 #: tries, 5 to 160 s apart, about 315 s), with a margin: an unknown send is judged once this
 #: has passed (:mod:`scheduler.dispatch.unknowns`).
 WEBHOOK_RETRY_HORIZON_S = 360.0
