@@ -169,3 +169,22 @@ def test_the_migrated_key_table_is_the_modules(ledger: Ledger) -> None:
     assert found == {c.name: c.nullable for c in api_idempotency_keys.columns}
     assert inspect(ledger.engine).get_pk_constraint(
         "api_idempotency_keys")["constrained_columns"] == ["key"]
+
+
+def test_the_same_key_at_once_from_two_clients_plans_one_run(api: Api, ledger: Ledger) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    headers = {**api.as_("operator"), "Idempotency-Key": "twice-at-once"}
+
+    def post(_: int) -> httpx.Response:
+        with httpx.Client(base_url=api.client.base_url, timeout=60) as client:
+            return client.post("/api/v1/runs", headers=headers, json={"campaign": "lote.toml"})
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(post, range(4)))
+    codes = sorted(a.status_code for a in answers)
+    assert codes.count(201) == 1 and set(codes) <= {200, 201, 409}, [a.text for a in answers]
+    (run,) = ledger.list_runs()
+    assert {a.json()["run"] for a in answers if a.status_code < 300} == {run.id}
+    busy = [a.json()["detail"] for a in answers if a.status_code == 409]
+    assert all("being handled now" in detail for detail in busy)
