@@ -13,7 +13,10 @@ opened, the ledger checked, the row read and printed; Python's start and imports
 out) and as a subprocess (wall time: Python's start, imports and the ledger's migration
 check included). Once the dashboard exists
 (:mod:`scheduler.dashboard`), each page and each live fragment through the real app,
-from the ``Server-Timing`` header it sets (:func:`dashboard_timings`).
+from the ``Server-Timing`` header it sets (:func:`dashboard_timings`); among them the
+inbox (``/replies`` under each filter, its live fragment) and one recipient's story
+(``/recipients/NUMBER``, a number in both runs), and the search by name (a scan of the
+CSV values, timed apart: it is the search box, not the page).
 
 Prints JSON lines::
 
@@ -53,6 +56,8 @@ NOW = datetime(2026, 11, 23, 15, 0, tzinfo=UTC)
 SENDERS = ("s1", "s2", "s3", "s4", "s5")
 #: Sends are 0.1 s apart (10/s over five senders).
 STEP_S = 0.1
+#: The recipient whose story is timed: row 84 of every run (read, replied: ``i % 7 == 0``).
+STORY_NUMBER = "5511900000084"
 
 # ---------------------------------------------------------------------- seeding
 
@@ -296,6 +301,14 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
         return
     emit({**base, "what": "read_overview", "rows": sum(rows), **median_ms(
         lambda: read_overview(ledger, settings=settings, now=NOW), repeat)})
+    from scheduler.views.inbox import read_inbox
+    from scheduler.views.recipient_story import read_story
+
+    emit({**base, "what": "read_inbox (campaign replies --json's reading)", "rows": sum(rows),
+          **median_ms(lambda: read_inbox(ledger, now=NOW), repeat)})
+    emit({**base, "what": "read_story (campaign recipient --json's reading)",
+          "rows": sum(rows), **median_ms(lambda: read_story(ledger, STORY_NUMBER, now=NOW),
+                                         repeat)})
     for name, n in _dashboard(ledger, settings, run_ids, rows, repeat):
         emit({**base, **n, "what": name})
     engine.dispose()
@@ -344,8 +357,15 @@ def _dashboard(ledger: Any, settings: Any, run_ids: list[int], rows: list[int],
     for run_id, n in zip(run_ids, rows, strict=True):
         paths[f"/runs/{run_id}"] = n
         paths[f"/runs/{run_id}/fragment"] = n
+    # the inbox and one recipient's story (issue 35): replies across runs (every filter a
+    # person uses), and a recipient with a reply in both runs (row 84: read, replied)
+    total = sum(rows)
+    paths.update({"/replies": total, "/replies?state=to+answer": total,
+                  f"/replies?run={run_ids[-1]}": rows[-1], "/replies?campaign=d1-10000": total,
+                  "/replies/fragment": total, f"/recipients/{STORY_NUMBER}": total,
+                  "/recipients?q=Pessoa": total})
     for path, figures in dashboard_timings(app, list(paths), repeat).items():
-        kind = "live update" if path.endswith("fragment") else "page"
+        kind = "live update" if "fragment" in path else "page"
         yield f"dashboard {kind} GET {path} (Server-Timing)", {"rows": paths[path], **figures}
 
 

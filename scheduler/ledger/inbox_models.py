@@ -7,6 +7,9 @@ existing tables here are those the inbox and a recipient's story read by (see
 :mod:`scheduler.ledger.queries.inbox` and :mod:`scheduler.ledger.queries.recipient_story`):
 
 - ``ix_replies_received_at``: the inbox lists replies newest first across runs;
+- ``ix_replies_run_received`` (run_id, received_at): one run's (or campaign's), newest
+  first, without sorting the run's replies (at a million deliveries a run may hold tens
+  of thousands);
 - ``ix_link_clicks_delivery``: a recipient's clicks, by the ids of their deliveries.
 
 (A recipient's deliveries are found by ``ix_deliveries_to`` ("to", run_id), their replies
@@ -45,4 +48,6 @@ reply_handled = _table(ReplyHandled)
 #: Indexes of migration 0020 on the tables of :mod:`scheduler.ledger.models` (declared here
 #: so that the models' module stays as it was; they join those tables' metadata).
 REPLIES_RECEIVED = Index("ix_replies_received_at", _table(Reply).c.received_at)
+REPLIES_RUN_RECEIVED = Index("ix_replies_run_received", _table(Reply).c.run_id,
+                             _table(Reply).c.received_at)
 CLICKS_DELIVERY = Index("ix_link_clicks_delivery", _table(LinkClick).c.delivery_id)

@@ -4,7 +4,8 @@ Hot queries, kept in one place: the dashboard's inbox reads them every second wh
 page watches it (its live section), so each is one statement on an index.
 
 - :func:`inbox_rows`: the newest replies first, by ``ix_replies_received_at`` (migration
-  0020) walked backwards and stopped at ``limit``; a run's filter uses ``ix_replies_run_id``.
+  0020) walked backwards and stopped at ``limit``; a run's (or a campaign's runs') by
+  ``ix_replies_run_received`` (run_id, received_at) the same way.
   Each reply's delivery (its step, attempt, sender, CSV values for the name), run
   (campaign) and handling are joined by primary key, for the rows shown only.
 - :func:`state_counts`: how many replies each state holds (the filter's tabs), one
@@ -143,8 +144,8 @@ def mark_handled(conn: Connection, reply_id: int, by: str, at: datetime) -> bool
     (the first person and time are kept)."""
     stmt = insert_or_ignore(conn.dialect.name, reply_handled).values(
         reply_id=reply_id, handled_by=by, handled_at=at).on_conflict_do_nothing(
-        index_elements=["reply_id"])
-    return bool(conn.execute(stmt).rowcount)
+        index_elements=["reply_id"]).returning(reply_handled.c.reply_id)
+    return conn.execute(stmt).first() is not None  # (rowcount: -1 on some drivers)
 
 
 def handled_by(conn: Connection, reply_id: int) -> tuple[str, datetime] | None:
