@@ -2,7 +2,8 @@
 
 Routes: the pages (:mod:`.pages`), their live streams (:mod:`.live`), the actions
 (:mod:`.actions`), the reports to download (:mod:`.downloads`), the replies' inbox
-(:mod:`.inbox`) and one recipient's story (:mod:`.recipients`), /login and /logout
+(:mod:`.inbox`), one recipient's story (:mod:`.recipients`), the outgoing webhooks
+(:mod:`.webhooks`), /login and /logout
 (:mod:`.auth`), and ``/static/`` (our CSS and JavaScript, from the package). Middleware,
 outermost first: :class:`.headers.Headers` (timing, security headers, a bug's 500 page),
 ``GET /metrics`` (:mod:`scheduler.metrics.endpoint`: loopback, or a bearer token; no
@@ -21,7 +22,16 @@ from fastapi import FastAPI
 from starlette.staticfiles import StaticFiles
 
 from scheduler.core.timeutil import Clock, utcnow
-from scheduler.dashboard import actions, auth, downloads, inbox, live, pages, recipients
+from scheduler.dashboard import (
+    actions,
+    auth,
+    downloads,
+    inbox,
+    live,
+    pages,
+    recipients,
+    webhooks,
+)
 from scheduler.dashboard.campaign_files import CampaignFiles, Check
 from scheduler.dashboard.errors import install_handlers
 from scheduler.dashboard.headers import Headers
@@ -47,7 +57,7 @@ def create_app(settings: Settings, ledger: Ledger, *, check: Check | None = None
                                     clock=clock, live_every_s=live_every_s)
     install_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for module in (pages, live, actions, downloads, inbox, recipients):
+    for module in (pages, live, actions, downloads, inbox, recipients, webhooks):
         app.include_router(module.router())
     auth.install(app, settings.dashboard, clock=clock, secure_cookies=secure_cookies)
     # GET /metrics before the login rules: a scraper holds no session (its own rule)

@@ -35,7 +35,7 @@ STATIC = PACKAGE / "static"
 
 #: The pages of the navigation bar: (path, label).
 NAV = (("/", "Overview"), ("/senders", "Senders"), ("/campaigns", "Campaigns"),
-       ("/replies", "Replies"), ("/recipients", "Recipients"))
+       ("/replies", "Replies"), ("/recipients", "Recipients"), ("/webhooks", "Webhooks"))
 #: A run's id in a path: a positive number the database can hold (else the page's 404).
 RunId = Annotated[int, PathParam(ge=1, le=2**63 - 1)]
 #: The most notices kept for the pages actions lead back to.
