@@ -21,6 +21,7 @@ from sqlalchemy import insert, select, update
 
 from scheduler.ledger import access
 from scheduler.ledger.inbox_models import reply_handled
+from scheduler.ledger.queries.recipient_story import DECISIONS
 from scheduler.ledger.queries.tables import (
     deliveries,
     events,
@@ -123,6 +124,15 @@ def build_world(ledger: Ledger) -> World:
         conn.execute(insert(suppressions).values(
             number=number(1), source="reply", reason="replied with an opt-out word",
             created_at=T0 + timedelta(minutes=5)))
+        if DECISIONS is not None:  # the conditional steps' decision on Ana 0's step 2
+            step2 = rows[(lote, number(0), 1)]
+            conn.execute(update(deliveries).where(d.id == step2["id"]).values(
+                state="skipped", reason="condition: no reply matched ^(1|sim)",
+                updated_at=T0 + timedelta(hours=6)))
+            conn.execute(insert(DECISIONS).values(
+                run_id=lote, delivery_id=step2["id"], step=1, to=number(0),
+                looked_id=ana0["id"], outcome="skip", reason="no reply matched ^(1|sim)",
+                decided_at=T0 + timedelta(hours=6), reply_id=None))
         conn.execute(insert(reply_handled).values(
             reply_id=found["sim"], handled_by="ana", handled_at=T0 + timedelta(minutes=26)))
     return World(lote=lote, aviso=aviso, replies=found)

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
+from scheduler.ledger.queries.recipient_story import DECISIONS
 from scheduler.ledger.runs import Ledger
 from scheduler.usecases.reply_handling import NoSuchReply, mark_handled
 from scheduler.views.inbox import InboxError, check_state, parse_since, read_inbox
@@ -122,8 +123,10 @@ def test_the_story_tells_everything_in_time_order(ledger: Ledger, world: World) 
     assert story.replies == 2 and not story.opted_out
     lines = [(d.run_id, d.step, d.attempt, d.state, d.sender, d.variant, d.rule)
              for d in story.deliveries]
+    decided = DECISIONS is not None  # the conditional steps' table is in this ledger
     assert lines == [(world.lote, 0, 1, "read", "s1", None, None),
-                     (world.lote, 1, 1, "planned", None, None, None),
+                     (world.lote, 1, 1, "skipped" if decided else "planned", None, None,
+                      None),
                      (world.aviso, 0, 1, "failed", "s2", None, None),
                      (world.aviso, 0, 2, "delivered", "s2", "B", "no_answer")]
     assert [i.at for i in story.items] == sorted(i.at for i in story.items)
@@ -143,6 +146,11 @@ def test_the_story_tells_everything_in_time_order(ledger: Ledger, world: World) 
     sent = next(i for i in story.items if i.what == "handed to the service"
                 and i.attempt == 2)
     assert sent.sender == "s2"
+    if decided:
+        decision = story.items[-1]
+        assert (decision.what, decision.step, decision.text) == (
+            "decision", 1, "skip: no reply matched ^(1|sim)")
+        assert story.deliveries[1].decision == "skip"
 
 
 def test_the_story_of_an_opted_out_number_and_of_a_stranger(ledger: Ledger,
