@@ -48,6 +48,7 @@ from scheduler.wiring import (
     ensure_senders,
     run_store,
     store_for,
+    worker_store,
 )
 
 #: Webhooks pointed at once when a worker takes senders over (``follow_leases``).
@@ -71,8 +72,8 @@ class Server:
         self.start_grace = timedelta(seconds=start_grace_s)
         self.poll_s = poll_s
         self.triggers: Triggers | None = None
-        self.seat = WorkerSeat(ledger, store_for(ledger), lease_s=settings.worker_lease_s,
-                               target=target.ledger_value)
+        self.seat = WorkerSeat(worker_store(ledger), store_for(ledger),
+                               lease_s=settings.worker_lease_s, target=target.ledger_value)
         self.tasks: dict[int, asyncio.Task[Any]] = {}
         self.stops: dict[int, asyncio.Event] = {}
         self.wrong_target: set[int] = set()  # runs of another target, said once
@@ -319,10 +320,11 @@ class Server:
                 await asyncio.wait_for(stop.wait(), timeout=self.seat.next_tick_s())
 
     def _outgoing_webhooks(self, stop: asyncio.Event) -> asyncio.Task[None] | None:
-        """Deliver the outbox to ``[[webhooks]]`` until ``stop`` (none configured: None)."""
+        """Deliver the outbox to ``[[webhooks]]`` until ``stop`` (none configured: only
+        give its events out to nobody and prune them, once a minute)."""
         from scheduler.webhooks_out.worker import worker_for
 
-        worker = worker_for(self.ledger.engine, self.settings)
+        worker = worker_for(self.ledger.engine, self.settings, idle_too=True)
         if worker is None:
             return None
         return asyncio.create_task(worker.run(stop, on_error=lambda line: self.console.print(

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 CLAIM_LEASES = 2
 #: Events given out to the subscriptions per transaction.
 GIVE_OUT_BATCH = 500
+#: How often a loop without subscriptions gives events out (to nobody) and prunes.
+IDLE_POLL_S = 60.0
 #: Events are kept this many horizons after they were written (then pruned once settled).
 KEEP_HORIZONS = 7
 
@@ -140,6 +142,8 @@ class WebhookWorker:
         the loop goes on."""
         from scheduler.core.errors import SchedulerError
 
+        if not self.subscriptions:  # only giving out and pruning: now and then
+            poll_s = max(poll_s, IDLE_POLL_S)
         async with self.client() as client:
             while not stop.is_set():
                 tried = 0
@@ -166,9 +170,12 @@ class WebhookWorker:
                         pass
 
 
-def worker_for(engine: Engine, settings: Settings) -> WebhookWorker | None:
-    """The delivery loop of these settings (None: no ``[[webhooks]]``)."""
-    if not settings.webhooks:
+def worker_for(engine: Engine, settings: Settings, *,
+               idle_too: bool = False) -> WebhookWorker | None:
+    """The delivery loop of these settings (None: no ``[[webhooks]]``). ``idle_too``
+    (``campaign serve``): a loop even without subscriptions, which gives the events out to
+    nobody and prunes them, so that an outbox nobody subscribes to does not grow."""
+    if not settings.webhooks and not idle_too:
         return None
     worker = WebhookWorker(engine, settings.webhooks, settings.webhook_delivery)
     if any(sub.wants("run.stuck") for sub in settings.webhooks):

@@ -230,3 +230,17 @@ def test_a_stuck_run_writes_run_stuck_once_per_spell(ledger: Ledger, clock: Fake
         stuck = [e for e in conn.execute(oq.outbox_events.select()) if e.type == "run.stuck"]
     data = json.loads(stuck[0].payload)
     assert data["run_id"] == run_id and data["idle_s"] >= 600 and data["last_send_at"] is None
+
+
+def test_without_subscriptions_events_are_given_to_nobody_then_pruned(
+        ledger: Ledger, clock: FakeClock) -> None:
+    idle = WebhookWorker(ledger.engine, [], FAST, clock=clock)
+    ledger.set_status(make_run(ledger, 1), "running")
+    assert idle.give_out() == 1 and idle.give_out() == 0 and _rows(ledger) == []
+    idle.prune()
+    with access.read(ledger.engine) as conn:
+        assert len(conn.execute(oq.outbox_events.select()).all()) == 1  # young: kept
+    clock.now += 8 * FAST.horizon
+    idle.prune()
+    with access.read(ledger.engine) as conn:
+        assert conn.execute(oq.outbox_events.select()).all() == []
