@@ -18,9 +18,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 
-import phonenumbers
-from phonenumbers import timezone as pn_timezone
-
 from scheduler.core.units import UnitError, load_zone, parse_clock, parse_days, parse_window
 from scheduler.settings.run import WindowOptions
 
@@ -162,7 +159,12 @@ def zone_for_number(to: str, default: str = "UTC") -> str:
 
     phonenumbers' timezone module maps number prefixes to zones (Brazil's DDD 68 is
     America/Rio_Branco, DDD 11 America/Sao_Paulo); the first zone is taken when several fit.
+    phonenumbers is imported here, once per number not yet cached: the readers of the ledger
+    (``campaign status``) import this module for its windows and never look a number up.
     """
+    import phonenumbers
+    from phonenumbers import timezone as pn_timezone
+
     try:
         number = phonenumbers.parse("+" + to)
     except phonenumbers.NumberParseException:
@@ -174,6 +176,9 @@ def zone_for_number(to: str, default: str = "UTC") -> str:
 @lru_cache(maxsize=1024)
 def zone_for_region(region: str, default: str = "UTC") -> str:
     """IANA zone of a phone region code (``"BR"`` → ``"America/Sao_Paulo"``), else ``default``."""
+    import phonenumbers
+    from phonenumbers import timezone as pn_timezone
+
     example = phonenumbers.example_number(region) if region else None
     if example is None:
         return default

@@ -16,13 +16,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from scheduler.dispatch.channels import has_outcomes, known_channel
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import channel_counts as cc
 from scheduler.ledger.queries import sender_calls
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.views.channel_kinds import has_outcomes, outcome_kind
 
 #: Digit sequences shown by ``status`` (the most frequent first).
 TOP_DIGITS = 5
@@ -206,24 +206,24 @@ def read_channel_outcomes(conn: Connection, run_id: int, channel: str,
                           counts: dict[str, int]) -> ChannelOutcomes | None:
     """:func:`channel_outcomes` read on ``conn`` (a caller's snapshot). SMS segments and
     cost, and call totals, scan the run's sent rows (``campaign status`` only)."""
-    known = known_channel(channel)
+    known = outcome_kind(channel)
     if known is None:
         return None
-    if known.error_codes:  # SMS: delivery reports, segments and cost
+    if known.reports:  # SMS: delivery reports, segments and cost
         return _sms(conn, run_id, counts)
-    if known.reports_keys:  # voice: causes, keys pressed, talk time
+    if known.keys:  # voice: causes, keys pressed, talk time
         return _voice(conn, run_id, counts)
-    return _calls(conn, run_id, counts) if known.has_calls else None
+    return _calls(conn, run_id, counts) if known.calls else None
 
 
 def short_outcomes(channel: str, counts: dict[str, int],
                    tracking: dict[str, Any] | None = None) -> str:
     """A few words on how a run went, from its counts by state (``runs``, the bar)."""
-    known = known_channel(channel)
-    if known is not None and known.error_codes:
+    known = outcome_kind(channel)
+    if known is not None and known.reports:
         return (f"{counts.get(S.DELIVERED, 0):,} delivered · "
                 f"{counts.get(S.UNDELIVERED, 0):,} undelivered")
-    if known is not None and known.has_calls:
+    if known is not None and known.calls:
         return (f"{counts.get(S.ANSWERED, 0):,} answered · "
                 f"{counts.get(S.NOT_ANSWERED, 0):,} not answered")
     if tracking:

@@ -8,11 +8,11 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from scheduler.dispatch.channels import known_channel
 from scheduler.ledger import funnel as fn
 from scheduler.ledger.queries.run_view import ErrorRow, EventRow, RecentSends, SmsFailureRow
 from scheduler.ledger.queries.tallies import ENDED, Tally
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.views.channel_kinds import outcome_kind
 from scheduler.views.channel_status import sms_failures_by
 from scheduler.views.run_models import (
     CallFunnel,
@@ -78,15 +78,15 @@ def funnel_view(channel: str, tally: Tally, funnel_counts: Mapping[str, int],
     counts = {**funnel_counts, "opted_out": int(tracking.get("opted_out", 0)),
               "not_answered": tally.count(frozenset({S.NOT_ANSWERED}))}
     steps = sorted({step for step, *_rest in tally.rows})
-    known = known_channel(channel)
+    known = outcome_kind(channel)
     per_step = [_step_funnel(step, Tally(tuple(r for r in tally.rows if r[0] == step)))
                 for step in steps] if len(steps) > 1 else []
     return FunnelView(
         channel=channel, counts=counts,
         rates={r.label: r.value for r in fn.rates(channel, counts)},
         line=fn.funnel_line(channel, counts), steps=per_step,
-        sms=_sms(tally.states(), sms_failures) if known and known.error_codes else None,
-        calls=_calls(tally) if known and known.has_calls else None)
+        sms=_sms(tally.states(), sms_failures) if known and known.reports else None,
+        calls=_calls(tally) if known and known.calls else None)
 
 
 def progress(funnel_counts: Mapping[str, int], counts: Mapping[str, int],
