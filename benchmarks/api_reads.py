@@ -6,7 +6,11 @@ is written to it), and times, median of ``--repeat`` after one warm-up: a run's 
 the API builds it (``reads.run_document``, what ``campaign status --json`` prints) for the
 largest and the smallest run, and through the real app on a loopback uvicorn with a
 viewer's token (wall time of ``GET /api/v1/runs/{id}``, authentication included), and the
-list of runs (``GET /api/v1/runs``).
+list of runs (``GET /api/v1/runs``). A run's settled ``unknown`` verdicts and skip reasons
+are kept between reads (``views/verdict_memo.py``): ``run_document, nothing kept`` empties
+that memo before each call (the first read of a run in a process, or after its rows
+changed), the other lines read with it. The ``(CPU time)`` lines time the same calls in this
+process's CPU time: with SQLite the server's whole work, whatever load the machine has.
 
 Prints JSON lines::
 
@@ -18,11 +22,27 @@ Prints JSON lines::
 from __future__ import annotations
 
 import argparse
+import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from _harness import emit, log, median_ms
+
+
+def median_cpu_ms(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
+    """As ``median_ms``, in this process's CPU time (SQLite reads in process: the server's
+    own work, whatever else the machine runs)."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        began = time.process_time()
+        fn()
+        times.append((time.process_time() - began) * 1000)
+    return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
+            "max_ms": round(max(times), 1), "repeat": repeat}
 
 
 def main() -> None:
@@ -42,6 +62,7 @@ def main() -> None:
     from scheduler.ledger.db import open_ledger
     from scheduler.ledger.runs import Ledger
     from scheduler.settings.load import load_settings
+    from scheduler.views import verdict_memo
 
     engine = open_ledger(args.url)
     ledger = Ledger(engine)
@@ -62,7 +83,20 @@ def main() -> None:
             for run_id, rows in (runs[0], runs[-1]):
                 base = {"figure": "H1", "database": engine.dialect.name, "run_rows": rows,
                         "unit": "ms"}
+
+                def cold(rid: int = run_id) -> None:
+                    verdict_memo._kept.clear()
+                    verdict_memo._skips.clear()
+                    reads.run_document(ledger, settings, rid, utcnow())
+
+                emit({**base, "what": "run_document, nothing kept (in process)",
+                      **median_ms(cold, args.repeat)})
                 emit({**base, "what": "run_document (the view, in process)", **median_ms(
+                    lambda rid=run_id: reads.run_document(ledger, settings, rid, utcnow()),
+                    args.repeat)})
+                emit({**base, "what": "run_document, nothing kept (CPU time)",
+                      **median_cpu_ms(cold, args.repeat)})
+                emit({**base, "what": "run_document (CPU time)", **median_cpu_ms(
                     lambda rid=run_id: reads.run_document(ledger, settings, rid, utcnow()),
                     args.repeat)})
                 emit({**base, "what": "GET /api/v1/runs/{id} (loopback)", **median_ms(
