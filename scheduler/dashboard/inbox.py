@@ -114,7 +114,10 @@ def router() -> APIRouter:
                                            dash.clock())
         except NoSuchReply as exc:
             raise PageError(404, f"{str(exc).capitalize()}.", back="/replies") from None
-        chosen = chosen_filter(parse_qsl(back, max_num_fields=10))
+        try:  # the filter the page had (anything else in it is dropped)
+            chosen = chosen_filter(parse_qsl(back[:2000], max_num_fields=10))
+        except ValueError:
+            chosen = {}
         dash.shared.forget(_live_key(chosen))  # the next update shows what was done
         text = (f"Reply {reply_id} marked as handled by {done.by}." if done.done
                 else f"Reply {reply_id} was handled already, by {done.by}.")

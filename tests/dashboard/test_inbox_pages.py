@@ -93,6 +93,9 @@ def test_marking_handled_takes_the_token_and_says_what_it_did(
         assert hooks(back, "id")["notice"] == f"Reply {hostile} marked as handled by local."
         again = web.post(f"/replies/{hostile}/handled", data={"csrf_token": token})
         assert "was handled already" in web.get(again.headers["location"].split("#")[0]).text
+        odd = web.post(f"/replies/{world.replies['stranger']}/handled",
+                       data={"csrf_token": token, "back": "&".join(["a=1"] * 50)})
+        assert odd.status_code == 303 and odd.headers["location"].startswith("/replies?notice=")
         missing = web.post("/replies/999999/handled", data={"csrf_token": token})
         assert missing.status_code == 404
 
