@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from scheduler.campaign.loader import Campaign
     from scheduler.campaign.plan import PlanStats
     from scheduler.dispatch.pacing import Quota
+    from scheduler.settings.run import RunOptions
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
 clock: Callable[[], datetime] = utcnow
@@ -276,20 +277,10 @@ def plan_report(path: Path, start_text: str | None, *,
         else "settings voice_call_estimate_s",
         max_calls_asked=options.max_calls,
         account_calls=engine.voice_max_calls)
-    rate, jitter, limited_by = options.rate_per_s, options.jitter_s, "pace"
-    if channel.has_calls:  # calls in progress bound the pace (see plan_channels)
-        pace_s = mean_interval(rate, jitter)
-        share = int(getattr(channel, "max_calls", 1)) / max(len(senders), 1)
-        mean_bulk = round(deliveries / bulk.total) if bulk and bulk.total else 1
-        unlimited = pc.call_interval(max(counts, default=0), pace_s, math.inf, call_s,
-                                     mean_bulk)
-        interval = pc.call_interval(max(counts, default=0), pace_s, share, call_s, mean_bulk)
-        if interval > unlimited * (1 + 1e-9):
-            limited_by = "calls in progress"
-        rate, jitter = 1 / interval if interval > 0 else math.inf, (0.0, 0.0)
+    rate, jitter, limited_by = _pace(channel, options, counts, deliveries,
+                                     bulk.total if bulk else 0, call_s)
     timed = counts if bulk is None or channel.has_calls else \
         pc.effective_counts(counts, deliveries, bulk.total)
-    from scheduler.commands.plan_variants import variants_report
     from scheduler.dispatch.warmup_eta import ramp_caps
     from scheduler.usecases.plan_warmup import plan_ramps
 
@@ -309,7 +300,7 @@ def plan_report(path: Path, start_text: str | None, *,
                   else None for s in senders],
     )
     latest = options.latest_for(start)
-    report = {
+    report: dict[str, Any] = {
         "campaign": spec.name,
         "channel": spec.channel,
         "recipients": stats.recipients_json(),
@@ -352,20 +343,49 @@ def plan_report(path: Path, start_text: str | None, *,
         "warmup": [r.as_dict() | {"line": r.line()} for r in ramps.values()],
         "errors": [issue.as_dict() for issue in issues],
     }
-    report["variants"] = variants_report(campaign, stats)
-    from scheduler.commands.plan_retries import retries_report
+    return report | _second_parts(campaign, stats, options, start), issues
 
-    report["retries"] = retries_report(campaign, stats, options, start)
+
+def _pace(channel: Any, options: RunOptions, counts: list[int], deliveries: int,
+          requests: int, call_s: float) -> tuple[float, tuple[float, float], str]:
+    """The pace the finish is estimated at: (rate per second, jitter, what limits it).
+    Calls in progress bound a calling channel's pace (see ``plan_channels``)."""
+    from scheduler.commands import plan_channels as pc
+    from scheduler.dispatch.pacing import mean_interval
+
+    rate, jitter = options.rate_per_s, options.jitter_s
+    if not channel.has_calls:
+        return rate, jitter, "pace"
+    pace_s = mean_interval(rate, jitter)
+    share = int(getattr(channel, "max_calls", 1)) / max(len(counts), 1)
+    mean_bulk = round(deliveries / requests) if requests else 1
+    most = max(counts, default=0)
+    unlimited = pc.call_interval(most, pace_s, math.inf, call_s, mean_bulk)
+    interval = pc.call_interval(most, pace_s, share, call_s, mean_bulk)
+    limited_by = "calls in progress" if interval > unlimited * (1 + 1e-9) else "pace"
+    return (1 / interval if interval > 0 else math.inf), (0.0, 0.0), limited_by
+
+
+def _second_parts(campaign: Campaign, stats: PlanStats, options: RunOptions,
+                  start: datetime) -> dict[str, Any]:
+    """The plan's parts beyond the first sends: A/B variants, retries and the fallback,
+    steps that follow replies, the label filter."""
     from scheduler.commands.plan_branches import branches_report
+    from scheduler.commands.plan_retries import retries_report
+    from scheduler.commands.plan_variants import variants_report
 
-    report["branches"] = branches_report(  # steps that follow replies
-        options.conversation, [s.get("name") if isinstance(s, dict) else None
-                               for s in spec.steps], stats.planned_per_step[0])
+    parts: dict[str, Any] = {
+        "variants": variants_report(campaign, stats),
+        "retries": retries_report(campaign, stats, options, start),
+        "branches": branches_report(  # steps that follow replies
+            options.conversation, [s.get("name") if isinstance(s, dict) else None
+                                   for s in campaign.spec.steps], stats.planned_per_step[0]),
+    }
     if stats.labels is not None:
-        report["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
-                                  "not_labelled": stats.not_labelled,
-                                  "excluded": stats.label_excluded}
-    return report, issues
+        parts["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
+                                 "not_labelled": stats.not_labelled,
+                                 "excluded": stats.label_excluded}
+    return parts
 
 
 def plan(
