@@ -268,6 +268,8 @@ def status_command(
         console.print(f"  {line}", highlight=False)
     for tally in row["answers"]:
         console.print(f"  {tally['line']}", highlight=False, markup=False)
+    for step in (row.get("decisions") or {}).get("steps", []):  # steps that follow replies
+        console.print(f"  {step['line']}", highlight=False, markup=False)
     if row.get("skipped_by_reason"):
         console.print("  skipped: " + " · ".join(
             f"{kind} {n:,}" for kind, n in row["skipped_by_reason"].items()), highlight=False)

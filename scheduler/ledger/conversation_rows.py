@@ -3,7 +3,7 @@
 :class:`Seen` is what the ledger holds of the step a condition looks at, for one recipient
 (:func:`scheduler.dispatch.conversation.rules.decide` reads it); :class:`GatedRow` a row
 that waits for its condition's decision with its :class:`Seen`; :class:`DecisionWrite` one
-decision to store; :class:`LateReply` a reply that came after its step's decision.
+decision to store.
 """
 
 from __future__ import annotations
@@ -61,13 +61,3 @@ class DecisionWrite:
     due_at: datetime | None = None
     reply: int | None = None
     branch: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class LateReply:
-    """A reply tied to a decided step's looked-at row that came after the decision."""
-
-    decision_id: int
-    outcome: str
-    decided_at: datetime
-    reply: SeenReply

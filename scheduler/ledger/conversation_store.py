@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from scheduler.ledger import access
-from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow, LateReply
+from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow
 from scheduler.ledger.queries import conversation as cq
 from scheduler.ledger.runs import Ledger
 
@@ -42,18 +42,6 @@ class ConversationStore:
         with access.transaction(self.ledger.engine,
                                 "store the decisions on replies") as conn:
             return cq.write_decisions(conn, self.run_id, writes, now)
-
-    def late(self, steps: Sequence[int], after_reply: int) -> list[LateReply]:
-        """Replies that came after their step's decision, not yet noted."""
-        with access.read(self.ledger.engine, "read the replies after a decision") as conn:
-            return cq.late_replies(conn, self.run_id, steps, after_reply=after_reply)
-
-    def note_late(self, notes: Sequence[tuple[int, datetime, str]]) -> None:
-        """Say on the decisions that a reply came after them."""
-        if notes:
-            with access.transaction(self.ledger.engine,
-                                    "note the replies after a decision") as conn:
-                cq.note_late(conn, notes)
 
 
 __all__ = ["ConversationStore"]

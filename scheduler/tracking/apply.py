@@ -260,6 +260,8 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
                         kind=data.type, opted_out=opt_out, received_at=item.when, now=now)
     result = (f"reply to delivery {latest.delivery_id}" if latest
               else "reply (no delivery to this number)")
+    if latest is not None and not opt_out:  # steps already decided on that delivery
+        late_reply(conn, latest.delivery_id, text, item.when)
     answer = answer_of(data)  # a poll vote or list choice, kept on the delivery it answers
     if answer is not None and latest is not None:
         answers_q.record_answer(conn, latest.delivery_id, answer, item.when)
@@ -268,6 +270,20 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
                            "opt-out word", now=now)
         result += "; opted out"
     return result
+
+
+def late_reply(conn: Connection, delivery_id: int, text: str | None, at: datetime) -> None:
+    """A reply to a step whose conditions were already decided (issue 35): noted on each
+    decision, never undoing it (the reply stays to answer)."""
+    from scheduler.dispatch.conversation.rules import late_note
+    from scheduler.ledger.conversation_rows import SeenReply
+    from scheduler.ledger.queries import conversation as cq
+
+    decided = cq.decided_on(conn, delivery_id)
+    if decided:
+        reply = SeenReply(0, at, text)
+        cq.note_late(conn, [(i, at, late_note(reply, when, outcome))
+                            for i, outcome, when in decided])
 
 
 def _apply_offer(event_id: int, item: Incoming, ctx: ApplyContext, out: Applied) -> str:

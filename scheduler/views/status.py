@@ -68,6 +68,10 @@ def _row(conn: Connection, read: RunRead, settings: Settings, now: datetime, *,
     row["answers"] = ([t.as_dict() | {"line": t.line()}  # poll votes, list choices per step
                        for t in read_answer_tallies(conn, view.run.id)]
                       if full and ANSWERED_KINDS & set(kinds) else [])
+    if full and read.options.conversation is not None:  # steps that follow replies
+        from scheduler.views.decisions import decisions_view
+
+        row["decisions"] = decisions_view(conn, view.run.id, read.options.conversation)
     # planned / sent / rates as the report's Summary gives them (scheduler.ledger.funnel)
     funnel = {k: n for k, n in view.funnel.counts.items() if k not in ("opted_out",
                                                                       "not_answered")}

@@ -27,6 +27,7 @@ from scheduler.ledger.queries.tables import replies, step_decisions
 from tests.app.support import CAMPAIGN, cli, wait_for
 from tests.channels.support import run_env, sandbox_process
 from tests.factories import open_test_ledger
+from tests.incli import in_process
 from tests.recycling.support import number, phone
 
 CAMPAIGN_FILE = """\
@@ -80,7 +81,7 @@ KINDS: list[tuple[list[dict[str, object] | None], set[str]]] = [
     ([None], {"PERGUNTA", "LEMBRETE"}),
     ([{"text": "quem é?", "after_s": 0.3}], {"PERGUNTA"}),  # to answer, no branch
     ([{"text": "Sim", "after_s": 5}], {"PERGUNTA", "LEMBRETE", "CONFIRMAR"}),  # after 3 s
-    ([{"text": "2", "after_s": 12}], {"PERGUNTA", "LEMBRETE"}),  # after the 8 s wait
+    ([{"text": "2", "after_s": 9}], {"PERGUNTA", "LEMBRETE"}),  # after the 8 s wait
     ([{"text": "Remarcar!", "after_s": 0.3}], {"PERGUNTA", "REAGENDAR"}),  # the keyword
 ]
 PER_KIND = 3
@@ -141,6 +142,8 @@ def test_each_recipient_gets_the_branch_their_reply_chose_once_across_a_kill(
         assert resumed.returncode == 0, resumed.stdout + resumed.stderr
         assert "run 1: completed" in resumed.stdout, resumed.stdout
         got = messages_by_number(box.sends())
+        status = in_process(env, "status", "1", cwd=shop)
+        assert status.returncode == 0, status.stderr
 
     for i in range(PEOPLE):
         expected = KINDS[kind_of(i)][1]
@@ -159,8 +162,18 @@ def test_each_recipient_gets_the_branch_their_reply_chose_once_across_a_kill(
     assert by[(quiet, 3)][:2] == ("go", "no reply within 3 s")
     assert by[(quiet, 1)][:2] == ("skip", "no reply within 8 s")
     late = number(next(i for i in range(PEOPLE) if kind_of(i) == 5))
-    assert by[(late, 2)][0] == "skip" and "not undone" in (by[(late, 2)][2] or "")
+    outcome, reason, note = by[(late, 2)]  # said, whether it came before the decision or not
+    assert outcome == "skip" and ("not counted" in reason or "not undone" in (note or ""))
     confirmed = number(next(i for i in range(PEOPLE) if kind_of(i) == 0))
     assert by[(confirmed, 1)][:2] == ("go", "replied '1': reply_matches = \"^\\s*(1|sim)\"")
+    # campaign status shows the branches taken
+    n = PER_KIND
+    for line in (f"step 1 'confirmar' when reply_matches = \"^\\s*(1|sim)\": went to {2 * n}, "
+                 f"not to {5 * n}",
+                 f"step 2 'reagendar' when reply_matches = \"^\\s*(2|reagend)\" on "
+                 f"'pergunta' or the keyword 'remarcar': went to {2 * n}, not to {5 * n}",
+                 f"step 3 'lembrete' when not_replied_within = \"3s\" on 'pergunta': went "
+                 f"to {3 * n}, not to {4 * n}"):
+        assert line in status.stdout, status.stdout
     # who a person should answer: the reply no condition took (and the late one)
     assert answers[number(3)] is True and answers[confirmed] is False

@@ -8,7 +8,8 @@ what the ledger holds of the step each looks at, asks
 waits in one transaction with the rows they queue (:class:`ConversationStore.decide`): a
 step that goes is due after its ``delay`` on the looked-at step's sender, and is claimed,
 paced and capped like any step; one that does not go is skipped, with the steps of its
-branch. A reply that comes after a decision is noted on it, never undoing it.
+branch. A reply that comes after a decision is noted on it by the receiver when it is
+stored (:func:`scheduler.tracking.apply.late_reply`), never undoing it.
 
 The run does not end while a row waits: such rows are ``planned``, so the run's work is
 not done until each is decided (the latest, at its condition's deadline).
@@ -20,10 +21,10 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from scheduler.dispatch.conversation.rules import Go, Skip, Wait, decide, late_note
+from scheduler.dispatch.conversation.rules import Go, Skip, Wait, decide
 from scheduler.dispatch.conversation.store import ConversationStore
 from scheduler.ledger.conversation_rows import DecisionWrite
-from scheduler.settings.conversation import REPLY_KINDS, ConversationOptions
+from scheduler.settings.conversation import ConversationOptions
 
 #: How often (seconds of the run's clock) the waiting rows are looked at while the run
 #: sends (a reply decides its steps within about this long).
@@ -55,7 +56,6 @@ class Decisions:
         self.wake: datetime | None = None
         #: Rows waiting at the last look.
         self.pending = 0
-        self._after_reply = 0
         self._tally: Counter[tuple[int, str]] = Counter()
         self._told_at: datetime | None = None
         self._looks = {c.step: c.looks_at for c in options.conditions} if options else {}
@@ -114,7 +114,6 @@ class Decisions:
         self.wake, self.pending = wake, pending
         done = store.decide(writes, now) if writes else []
         self._tally.update((w.row.step, w.outcome) for w in done)
-        self._notice_late()
         return len(done)
 
     def heard(self, deadline: datetime) -> datetime:
@@ -144,19 +143,6 @@ class Decisions:
             lines.append(f"{label} ({cond.text if cond else 'condition'}): goes to {goes:,}, "
                          f"not to {skipped:,}")
         return lines
-
-    def _notice_late(self) -> None:
-        assert self.options is not None and self.store is not None
-        steps = [c.step for c in self.options.conditions if c.kind in REPLY_KINDS]
-        late = self.store.late(steps, self._after_reply)
-        if not late:
-            return
-        self._after_reply = max(x.reply.id for x in late)
-        first: dict[int, tuple[int, datetime, str]] = {}
-        for x in late:
-            first.setdefault(x.decision_id, (x.decision_id, x.reply.at,
-                                             late_note(x.reply, x.decided_at, x.outcome)))
-        self.store.note_late(list(first.values()))
 
 
 __all__ = ["LOOK_EVERY_S", "Decisions"]

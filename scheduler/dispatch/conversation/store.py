@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
-from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow, LateReply
+from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow
 
 
 class ConversationStore(Protocol):
@@ -18,5 +18,3 @@ class ConversationStore(Protocol):
               clicks: bool = False) -> list[GatedRow]: ...
     def decide(self, writes: Sequence[DecisionWrite], now: datetime
                ) -> list[DecisionWrite]: ...
-    def late(self, steps: Sequence[int], after_reply: int) -> list[LateReply]: ...
-    def note_late(self, notes: Sequence[tuple[int, datetime, str]]) -> None: ...

@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, exists, func, insert, select, text, update
 
-from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow, LateReply, Seen, SeenReply
+from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow, Seen, SeenReply
 from scheduler.ledger.models import GATED
 from scheduler.ledger.queries.tables import (
     deliveries,
@@ -160,26 +160,6 @@ def write_decisions(conn: Connection, run_id: int, writes: Sequence[DecisionWrit
     return done
 
 
-def late_replies(conn: Connection, run_id: int, steps: Sequence[int], *,
-                 after_reply: int = 0, limit: int = 500) -> list[LateReply]:
-    """Replies (after id ``after_reply``) to a looked-at step whose decision was not
-    taken on them, on decisions of ``steps`` with no late reply noted yet."""
-    if not steps:
-        return []
-    d, r = step_decisions, replies
-    rows = conn.execute(
-        select(d.c.id, d.c.outcome, d.c.decided_at, r.c.id, r.c.received_at, r.c.text,
-               r.c.choices)
-        .select_from(d.join(r, r.c.delivery_id == d.c.looked_id))
-        .where(d.c.run_id == run_id, d.c.step.in_(list(steps)), d.c.late_at.is_(None),
-               r.c.id > after_reply, r.c.opt_out.is_(False),
-               (d.c.reply_id.is_(None)) | (d.c.reply_id != r.c.id),
-               r.c.received_at >= d.c.decided_at)
-        .order_by(r.c.id).limit(limit)).all()
-    return [LateReply(x[0], x[1], x[2], SeenReply(x[3], x[4], x[5], _choices(x[6])))
-            for x in rows]
-
-
 def note_late(conn: Connection, notes: Sequence[tuple[int, datetime, str]]) -> None:
     """Say on each decision (id) that a reply came after it (only the first is kept)."""
     for decision_id, at, note in notes:
@@ -187,6 +167,15 @@ def note_late(conn: Connection, notes: Sequence[tuple[int, datetime, str]]) -> N
                      .where(step_decisions.c.id == decision_id,
                             step_decisions.c.late_at.is_(None))
                      .values(late_at=at, late_note=note))
+
+
+def decided_on(conn: Connection, delivery_id: int) -> list[tuple[int, str, datetime]]:
+    """The decisions (id, outcome, decided at) that looked at delivery ``delivery_id`` and
+    have no late reply noted yet (served by ``ix_step_decisions_looked_id``)."""
+    d = step_decisions.c
+    return [(int(i), str(o), at) for i, o, at in conn.execute(
+        select(d.id, d.outcome, d.decided_at)
+        .where(d.looked_id == delivery_id, d.late_at.is_(None)))]
 
 
 def decision_counts(conn: Connection, run_id: int) -> dict[tuple[int, str], int]:

@@ -1,0 +1,90 @@
+"""The ledger's side of steps that follow replies: gated rows are never released by their
+previous step, each decision is written once (a second worker's, or a repeat after a crash,
+writes nothing), a go queues the row on the looked-at step's sender and a skip skips its
+branch."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlalchemy import select, update
+
+from scheduler.ledger import access
+from scheduler.ledger.conversation_rows import DecisionWrite
+from scheduler.ledger.conversation_store import ConversationStore
+from scheduler.ledger.queries import dispatch as dq
+from scheduler.ledger.queries.tables import deliveries, step_decisions
+from scheduler.ledger.runs import Ledger
+from tests.factories import T0, make_run, number
+
+
+def _rows(ledger: Ledger, run_id: int) -> dict[tuple[str, int], tuple[str, object, object]]:
+    d = deliveries.c
+    with access.read(ledger.engine) as conn:
+        return {(r.to, r.step): (r.state, r.due_at, r.sender) for r in conn.execute(
+            select(d.to, d.step, d.state, d.due_at, d.sender).where(d.run_id == run_id))}
+
+
+def test_gated_rows_wait_and_are_decided_once(ledger: Ledger) -> None:
+    run_id = make_run(ledger, 2, steps=4)  # 0 question, 1 and 2 gated, 3 follows step 2
+    store = ConversationStore(ledger, run_id)
+    assert store.gate([1, 2]) == 4
+    assert store.gate([1, 2]) == 0  # idempotent
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:  # step 0 sent to both by s1
+        conn.execute(update(deliveries).where(d.run_id == run_id, d.step == 0)
+                     .values(state="delivered", sender="s1", accepted_at=T0, due_at=None))
+        dq.release_next_steps(conn, run_id, [(number(0), 0, "s1"), (number(1), 0, "s1")],
+                              [0.0, 5.0, 5.0, 0.0], T0)
+        assert dq.repair_waiting_steps(conn, run_id, T0) == 0
+    rows = _rows(ledger, run_id)
+    assert rows[(number(0), 1)] == ("planned", None, None)  # never released by step 0
+
+    gated = store.gated({1: 0, 2: 0})
+    assert [(g.to, g.step, g.sender, g.seen.state) for g in gated] == [
+        (number(0), 1, "s1", "delivered"), (number(0), 2, "s1", "delivered"),
+        (number(1), 1, "s1", "delivered"), (number(1), 2, "s1", "delivered")]
+    first, second = gated[0], gated[1]
+    now = T0 + timedelta(seconds=30)
+    writes = [DecisionWrite(first, "go", "replied '1'", due_at=now),
+              DecisionWrite(second, "skip", "replied '1': not ^2", branch=(3,))]
+    assert store.decide(writes, now) == writes
+    other_worker = ConversationStore(ledger, run_id)
+    assert other_worker.decide(writes, now) == []  # decided already: nothing written
+    rows = _rows(ledger, run_id)
+    assert rows[(number(0), 1)][0] == "planned" and rows[(number(0), 1)][2] == "s1"
+    assert rows[(number(0), 1)][1] is not None  # queued: the claim takes it when due
+    assert rows[(number(0), 2)][0] == "skipped"
+    assert rows[(number(0), 3)][0] == "skipped"  # its branch
+    assert rows[(number(1), 3)][0] == "planned"
+    with access.read(ledger.engine) as conn:
+        stored = conn.execute(select(step_decisions.c.to, step_decisions.c.step,
+                                     step_decisions.c.outcome)).all()
+    assert sorted(stored) == [(number(0), 1, "go"), (number(0), 2, "skip")]
+    assert [g.to for g in store.gated({1: 0, 2: 0})] == [number(1), number(1)]
+
+
+def test_a_reply_after_the_decision_is_noted_not_undoing_it(ledger: Ledger) -> None:
+    from scheduler.tracking.apply import late_reply
+
+    run_id = make_run(ledger, 1, steps=2)
+    store = ConversationStore(ledger, run_id)
+    store.gate([1])
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(deliveries).where(d.run_id == run_id, d.step == 0)
+                     .values(state="delivered", sender="s1", accepted_at=T0))
+    [row] = store.gated({1: 0})
+    decided = T0 + timedelta(seconds=10)
+    store.decide([DecisionWrite(row, "skip", "no reply within 8 s")], decided)
+    with access.transaction(ledger.engine) as conn:
+        late_reply(conn, row.looked_id or 0, "2", T0 + timedelta(seconds=12))
+        late_reply(conn, row.looked_id or 0, "3", T0 + timedelta(seconds=14))  # first kept
+    with access.read(ledger.engine) as conn:
+        note = conn.execute(select(step_decisions.c.outcome,
+                                   step_decisions.c.late_note)).one()
+    assert note.outcome == "skip"
+    assert note.late_note == ("a reply '2' came after the decision (at 2026-11-23T12:00:12"
+                              "+00:00, decided 2026-11-23T12:00:10+00:00): not undone, the "
+                              "step stays not sent")
+    assert _rows(ledger, run_id)[(number(0), 1)][0] == "skipped"
