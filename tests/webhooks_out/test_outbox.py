@@ -244,3 +244,18 @@ def test_without_subscriptions_events_are_given_to_nobody_then_pruned(
     idle.prune()
     with access.read(ledger.engine) as conn:
         assert conn.execute(oq.outbox_events.select()).all() == []
+
+
+def test_an_ab_tests_decision_writes_experiment_decided(ledger: Ledger) -> None:
+    from scheduler.ledger.queries import experiments as xq
+
+    run_id = make_run(ledger, 2, name="promo")
+    with access.transaction(ledger.engine) as conn:
+        xq.store_decision(conn, run_id, winner="b", goes="b", decision="{}",
+                          decide_at=ledger.clock(), test_sent_at=None)
+    with access.read(ledger.engine) as conn:
+        events = conn.execute(oq.outbox_events.select()).all()
+    assert [e.type for e in events] == ["experiment.decided"]
+    assert json.loads(events[0].payload) == {
+        "run_id": run_id, "campaign": "promo", "winner": "b", "goes": "b",
+        "decided_at": ledger.clock().isoformat().replace("+00:00", "Z")}
