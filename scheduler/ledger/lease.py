@@ -1,4 +1,5 @@
-"""Who holds a run: the owner's lease, judged from its pid, host and heartbeat.
+"""Who holds a run: the owner's lease, judged from its pid, host and heartbeat; and whether
+a registered worker is live.
 
 A run is dispatched by at most one live process at a time: the owner writes its pid, host
 and a heartbeat; another process may take the run over only when the owner's heartbeat is
@@ -10,8 +11,11 @@ from __future__ import annotations
 import os
 import socket
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from scheduler.ledger.models import Run
+if TYPE_CHECKING:  # light for its readers (``campaign status`` asks whether workers live)
+    from scheduler.ledger.models import Run
+    from scheduler.ledger.rows import WorkerRow
 
 #: A heartbeat older than this means the owner is gone.
 LEASE_STALE_AFTER = timedelta(seconds=10)
@@ -51,3 +55,11 @@ def planner_alive(run: Run, now: datetime) -> bool:
     if run.owner_host == socket.gethostname():
         return pid_alive(run.owner_pid)
     return now - run.created_at < PLANNER_TRUSTED_FOR
+
+
+def worker_is_live(worker: WorkerRow, now: datetime, lease: timedelta) -> bool:
+    """Whether a registered worker is live: not stopped, heartbeat fresh, and (on this
+    host) its process still exists."""
+    if worker.stopped_at is not None or now - worker.heartbeat_at >= lease:
+        return False
+    return worker.host != socket.gethostname() or pid_alive(worker.pid)

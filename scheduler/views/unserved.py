@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
-from scheduler.ledger.lease import owner_alive, planner_alive
+from scheduler.ledger.lease import owner_alive, planner_alive, worker_is_live
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
@@ -124,8 +124,6 @@ def live_serving_workers(ledger: Ledger, lease_s: float, now: datetime) -> list[
 def read_serving_workers(conn: Connection, lease_s: float,
                          now: datetime) -> list[ServingWorker]:
     """:func:`live_serving_workers` read on ``conn`` (a caller's snapshot)."""
-    from scheduler.dispatch.workers import worker_is_live  # the engine's: not at import
-
     lease = timedelta(seconds=lease_s)
     rows = lq.live_workers(conn, now - lease)
     return [ServingWorker(id=w.id, target=w.target) for w in rows

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from scheduler.dispatch.shares import TRIGGER_LEASE, holds
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
+from scheduler.ledger.lease import worker_is_live
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
 
@@ -55,8 +56,6 @@ def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
 
 def read_workers(conn: Connection, lease_s: float, now: datetime) -> WorkersView:
     """:func:`workers_view` read on ``conn`` (a caller's snapshot)."""
-    from scheduler.dispatch.workers import worker_is_live  # the engine's: not at import
-
     lease = timedelta(seconds=lease_s)
     live = [w for w in lq.live_workers(conn, now - lease) if worker_is_live(w, now, lease)]
     leases = lq.all_leases(conn)
