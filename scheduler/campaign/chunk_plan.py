@@ -268,36 +268,10 @@ class ChunkPlanner:
             result.ninth_digit_added += added
             recipients.append((row, len(rows), None if reason else digits, region, why, phones[i]))
             if reason is not None:
-                for _renderer, index, kind, path in steps:
-                    result.skipped[index] += 1
-                    rows.append(
-                        {
-                            "row": row,
-                            "to": digits or phones[i],
-                            "step": index,
-                            "kind": kind,
-                            "path": path,
-                            "payload": {},
-                            "variables": variables,
-                            "state": "skipped",
-                            "reason": reason,
-                            "region": region,
-                            **self.no_verdict,
-                        }
-                    )
+                self._skip_all(result, steps, row, digits or phones[i], variables, reason, region)
                 continue
             assert digits is not None  # no reason to skip: the number was normalised
-            verdict = self.blanks.apply(variables) if self.blanks is not None else None
-            blank_reason = None
-            if verdict is not None:
-                column = verdict.skip or verdict.errors[0]
-                blank_reason = f"{SKIP_REASON}: {column.header}"
-                if verdict.skip is not None:
-                    result.blank_skipped.add(row)
-                else:
-                    result.errors.setdefault(row, []).extend(
-                        Issue(self.csv_label, blank_message(r), key=r.key, row=row)
-                        for r in verdict.errors)
+            blank_reason = None if self.blanks is None else self._blanks(result, row, variables)
             ctx: dict[str, Any] = {**variables, "to": digits} if self.needs_to else variables
             if self.links:  # link() signs for this recipient (scheduler.links.render)
                 ctx = {**ctx, LINK_ROW: (row, digits)}
@@ -355,6 +329,29 @@ class ChunkPlanner:
                         item["fallback"] = self._fallback(result, row, ctx, digits, line_type)
                 rows.append(item)
         return result
+
+    def _skip_all(self, result: ChunkResult, steps: list[tuple[Any, int, str, str]], row: int,
+                  to: str, variables: dict[str, str], reason: str, region: str | None) -> None:
+        """Every step of a row that cannot be sent (its number), skipped with ``reason``."""
+        for _renderer, index, kind, path in steps:
+            result.skipped[index] += 1
+            result.rows.append({"row": row, "to": to, "step": index, "kind": kind, "path": path,
+                                "payload": {}, "variables": variables, "state": "skipped",
+                                "reason": reason, "region": region, **self.no_verdict})
+
+    def _blanks(self, result: ChunkResult, row: int, variables: dict[str, str]) -> str | None:
+        """The skip reason of a row its blanks skip or find wrong (errors recorded); None."""
+        assert self.blanks is not None
+        verdict = self.blanks.apply(variables)
+        if verdict is None:
+            return None
+        if verdict.skip is not None:
+            result.blank_skipped.add(row)
+        else:
+            result.errors.setdefault(row, []).extend(
+                Issue(self.csv_label, blank_message(r), key=r.key, row=row)
+                for r in verdict.errors)
+        return f"{SKIP_REASON}: {(verdict.skip or verdict.errors[0]).header}"
 
     def _fallback(self, result: ChunkResult, row: int, ctx: dict[str, Any], digits: str,
                   line_type: str | None) -> dict[str, Any] | None:
