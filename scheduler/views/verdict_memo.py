@@ -6,11 +6,12 @@ A judgement (:func:`scheduler.dispatch.unknowns.judge_unknowns`) depends on the 
 ``unknown`` rows and their dispatch times, the receivers' uptime, the rows with a stray
 proof, and the moment. Once every row's horizon has ended (and the heartbeat slack with
 it), the moment no longer matters and only the uptime up to the last horizon does: such a
-settled judgement is kept, per ledger and run, and given again while
+settled judgement is kept, per ledger and run (its id and when it was made), and given
+again while
 
 - the rows are the same (:func:`~scheduler.ledger.queries.verdict_marks.unknown_mark`:
-  their count and id sums, from the claim index; a row's dispatch time never changes while
-  it stays ``unknown``),
+  their count and id sums, from the claim index) and none was sent again (its dispatch
+  time moves: :func:`~scheduler.ledger.queries.verdict_marks.send_minutes`),
 - no event arrived since (a new ``messages.sent`` may be a stray proof), and no row had
   a stray proof (such a proof stops being stray when a row takes its message id),
 - the uptime intervals, cut at the last horizon's end, are the same (read each time: a
@@ -41,7 +42,7 @@ from scheduler.ledger.rows import UptimeInterval
 #: How many judgements are kept (the least recently used go first).
 KEPT = 64
 
-Key = tuple[str, int, float]
+Key = tuple[str, int, str, float]
 Cut = tuple[tuple[str | None, datetime, datetime], ...]
 
 
@@ -60,7 +61,7 @@ class _Settled(UnknownVerdicts):
 
 @dataclass(frozen=True)
 class _Kept:
-    rows: tuple[int, int, int]
+    rows: tuple[int, int, int, int]
     newest_event: int
     since: datetime
     last_end: datetime
@@ -69,7 +70,7 @@ class _Kept:
 
 
 _kept: OrderedDict[Key, _Kept] = OrderedDict()
-_skips: OrderedDict[tuple[str, int], tuple[tuple[int, int, int], dict[str, int]]] = \
+_skips: OrderedDict[tuple[str, int, str], tuple[tuple[int, int, int], dict[str, int]]] = \
     OrderedDict()
 _lock = threading.Lock()
 
@@ -93,8 +94,8 @@ def kept_verdicts(conn: Connection, run_id: int, now: datetime,
                   horizon: timedelta) -> UnknownVerdicts:
     """The run's ``unknown`` verdicts at ``now``: the kept judgement when nothing it
     depends on changed, else a full one (kept when settled)."""
-    key: Key = (_ledger(conn), run_id, horizon.total_seconds())
-    rows = vm.unknown_mark(conn, run_id)
+    key: Key = (_ledger(conn), run_id, vm.run_born(conn, run_id), horizon.total_seconds())
+    rows = (*vm.unknown_mark(conn, run_id), vm.send_minutes(conn, run_id))
     newest = vm.newest_event(conn)
     with _lock:
         kept = _kept.get(key)
@@ -129,7 +130,7 @@ def kept_verdicts(conn: Connection, run_id: int, now: datetime,
 def kept_skips(conn: Connection, run_id: int) -> dict[str, int]:
     """:func:`~scheduler.ledger.queries.skips.skipped_by_kind`, read again only when the
     run's skipped rows changed."""
-    key = (_ledger(conn), run_id)
+    key = (_ledger(conn), run_id, vm.run_born(conn, run_id))
     mark = vm.skipped_mark(conn, run_id)
     with _lock:
         kept = _skips.get(key)

@@ -82,6 +82,22 @@ def test_the_kept_verdicts_are_the_full_judgements_until_something_changes(
     assert len(stray.unknowable) == 1 and len(stray.unproven) == 2
 
 
+def test_a_row_sent_again_and_unknown_again_is_judged_again(ledger: Ledger) -> None:
+    run_id = make_run(ledger, 3)
+    unknown_rows(ledger, run_id, range(2))
+    settled = kept(ledger, run_id)
+    assert len(settled.unknowable) == 2 and isinstance(kept(ledger, run_id),
+                                                       verdict_memo._Settled)
+    # resent (`campaign resend --unknown`, then resumed) and unknown again, a while later:
+    # the same rows, the same count, no event; its dispatch time moved
+    with access.transaction(ledger.engine, "test") as conn:
+        conn.execute(update(deliveries).where(deliveries.c.to == number(1))
+                     .values(dispatched_at=LATER - timedelta(minutes=2)))
+    again = kept(ledger, run_id)
+    assert same(again, judge_run(ledger, run_id, LATER, horizon=HORIZON))
+    assert len(again.waiting) == 1 and len(again.unknowable) == 1
+
+
 def test_a_judgement_still_waiting_is_judged_at_each_read(ledger: Ledger) -> None:
     run_id = make_run(ledger, 3)
     unknown_rows(ledger, run_id, range(2))

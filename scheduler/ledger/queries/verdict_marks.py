@@ -5,9 +5,9 @@ ids, read from the claim index alone, never the rows), and the newest event.
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Connection, cast, func, select
+from sqlalchemy import BigInteger, Connection, cast, func, select, text
 
-from scheduler.ledger.queries.tables import deliveries, events
+from scheduler.ledger.queries.tables import deliveries, events, runs
 from scheduler.ledger.states import DeliveryState as S
 
 #: The ids' second sum is of their squares modulo this prime: it stays far below 2**63.
@@ -42,3 +42,20 @@ def newest_event(conn: Connection) -> int:
     """The newest event's id (0: none): a new proof (a ``messages.sent`` that may match
     no row) changes it."""
     return int(conn.execute(select(func.coalesce(func.max(events.c.id), 0))).scalar_one())
+
+
+def run_born(conn: Connection, run_id: int) -> str:
+    """When the run was made (as text; empty for no such run): a ledger made again at the
+    same place gives its run of the same id another moment."""
+    born = conn.execute(select(runs.c.created_at).where(runs.c.id == run_id)).scalar()
+    return "" if born is None else str(born)
+
+
+def send_minutes(conn: Connection, run_id: int) -> int:
+    """A digest of the run's sends per minute (``run_minutes``, kept by triggers on
+    ``deliveries``: a few thousand rows for a run of 1,000,000): a row sent again moves to
+    a later minute and changes it, though it leaves and enters ``unknown`` in between."""
+    found = conn.execute(text("SELECT minute, SUM(n) FROM run_minutes WHERE run_id = :run "
+                              "GROUP BY minute HAVING SUM(n) <> 0 ORDER BY minute"),
+                         {"run": run_id}).all()
+    return hash(tuple((str(minute), int(n)) for minute, n in found))
