@@ -29,7 +29,8 @@ Prints JSON lines::
 seeding only the runs it lacks (runs ``d1-<rows>`` are reused), so a ledger seeded once
 serves many rounds, or two checkouts (a copy each: opening it migrates it; the first
 open's time is printed as ``D1-open``); ``--only status``: time ``campaign status``
-alone (in process: its reading with and without ``--json``, the command).
+alone (in process: its reading with and without ``--json``, the command); ``--only
+inbox``: the inbox and one recipient's story alone (their readings and pages).
 """
 
 from __future__ import annotations
@@ -280,6 +281,10 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
     engine = open_ledger(url)
     ledger, settings = Ledger(engine), Settings()
     base = {"figure": "D1", "database": database, "unit": "ms"}
+    if only == "inbox":
+        _inbox(ledger, settings, run_ids, rows, repeat, base)
+        engine.dispose()
+        return
     for run_id, n in zip(run_ids, rows, strict=True):
         if only == "all":
             emit({**base, "what": "read_run_view", "rows": n, **median_ms(
@@ -301,17 +306,37 @@ def in_process(url: str, run_ids: list[int], rows: list[int], repeat: int,
         return
     emit({**base, "what": "read_overview", "rows": sum(rows), **median_ms(
         lambda: read_overview(ledger, settings=settings, now=NOW), repeat)})
+    for name, n in _dashboard(ledger, settings, run_ids, rows, repeat):
+        emit({**base, **n, "what": name})
+    _inbox(ledger, settings, run_ids, rows, repeat, base)
+    engine.dispose()
+
+
+def _inbox(ledger: Any, settings: Any, run_ids: list[int], rows: list[int], repeat: int,
+           base: dict[str, Any]) -> None:
+    """The inbox and one recipient's story (issue 35): their readings in this process, and
+    the pages: ``/replies`` under every filter a person uses and its live fragment, a
+    recipient with a reply in both runs (row 84: read, replied), and the search by name
+    (a scan of the CSV values: the search box, not the page)."""
+    from scheduler.dashboard.app import create_app
     from scheduler.views.inbox import read_inbox
     from scheduler.views.recipient_story import read_story
 
-    emit({**base, "what": "read_inbox (campaign replies --json's reading)", "rows": sum(rows),
+    total = sum(rows)
+    emit({**base, "what": "read_inbox (campaign replies --json's reading)", "rows": total,
           **median_ms(lambda: read_inbox(ledger, now=NOW), repeat)})
     emit({**base, "what": "read_story (campaign recipient --json's reading)",
-          "rows": sum(rows), **median_ms(lambda: read_story(ledger, STORY_NUMBER, now=NOW),
-                                         repeat)})
-    for name, n in _dashboard(ledger, settings, run_ids, rows, repeat):
-        emit({**base, **n, "what": name})
-    engine.dispose()
+          "rows": total, **median_ms(lambda: read_story(ledger, STORY_NUMBER, now=NOW),
+                                     repeat)})
+    paths = {"/replies": total, "/replies?state=to+answer": total,
+             f"/replies?run={run_ids[-1]}": rows[-1], "/replies?campaign=d1-10000": total,
+             "/replies/fragment": total, f"/recipients/{STORY_NUMBER}": total,
+             "/recipients?q=Pessoa": total}
+    app = create_app(settings, ledger, clock=lambda: NOW)
+    for path, figures in dashboard_timings(app, list(paths), repeat).items():
+        kind = "live update" if "fragment" in path else "page"
+        emit({**base, "rows": paths[path], **figures,
+              "what": f"dashboard {kind} GET {path} (Server-Timing)"})
 
 
 # ---------------------------------------------------------------------- the dashboard
@@ -357,15 +382,8 @@ def _dashboard(ledger: Any, settings: Any, run_ids: list[int], rows: list[int],
     for run_id, n in zip(run_ids, rows, strict=True):
         paths[f"/runs/{run_id}"] = n
         paths[f"/runs/{run_id}/fragment"] = n
-    # the inbox and one recipient's story (issue 35): replies across runs (every filter a
-    # person uses), and a recipient with a reply in both runs (row 84: read, replied)
-    total = sum(rows)
-    paths.update({"/replies": total, "/replies?state=to+answer": total,
-                  f"/replies?run={run_ids[-1]}": rows[-1], "/replies?campaign=d1-10000": total,
-                  "/replies/fragment": total, f"/recipients/{STORY_NUMBER}": total,
-                  "/recipients?q=Pessoa": total})
     for path, figures in dashboard_timings(app, list(paths), repeat).items():
-        kind = "live update" if "fragment" in path else "page"
+        kind = "live update" if path.endswith("fragment") else "page"
         yield f"dashboard {kind} GET {path} (Server-Timing)", {"rows": paths[path], **figures}
 
 
@@ -432,8 +450,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true",
                         help="rows 10,000 and 100,000, 3 repeats")
     parser.add_argument("--url", help="time this ledger (seeded if it lacks the runs)")
-    parser.add_argument("--only", choices=("all", "status"), default="all",
-                        help="status: time campaign status alone")
+    parser.add_argument("--only", choices=("all", "status", "inbox"), default="all",
+                        help="status: time campaign status alone; inbox: the inbox and "
+                             "the recipient's page alone")
     args = parser.parse_args(argv)
     rows = [10_000, 100_000] if args.quick else [int(r) for r in args.rows.split(",")]
     repeat = 3 if args.quick else args.repeat
