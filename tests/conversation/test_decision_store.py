@@ -88,3 +88,33 @@ def test_a_reply_after_the_decision_is_noted_not_undoing_it(ledger: Ledger) -> N
                               "+00:00, decided 2026-11-23T12:00:10+00:00): not undone, the "
                               "step stays not sent")
     assert _rows(ledger, run_id)[(number(0), 1)][0] == "skipped"
+
+
+def test_migration_0019_goes_down_and_up_with_rows(ledger_url: str) -> None:
+    from alembic import command
+    from sqlalchemy import text
+
+    from scheduler.ledger.db import alembic_config, open_ledger
+
+    engine = open_ledger(ledger_url)
+    try:
+        ledger = Ledger(engine)
+        run_id = make_run(ledger, 2, steps=2)
+        store = ConversationStore(ledger, run_id)
+        store.gate([1])
+        config = alembic_config(engine)
+        command.downgrade(config, "0018")
+        with engine.connect() as conn:
+            left = conn.execute(text("SELECT COUNT(*) FROM deliveries")).scalar()
+            names = {c for (c,) in conn.execute(text(
+                "SELECT name FROM pragma_table_info('deliveries')"
+                if engine.dialect.name == "sqlite" else
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_name = 'deliveries'"))}
+        assert left == 4 and "gate" not in names
+        command.upgrade(config, "head")
+        assert store.gate([1]) == 2  # gated again on the next dispatch
+        with access.read(engine) as conn:
+            assert conn.execute(select(step_decisions.c.id)).all() == []
+    finally:
+        engine.dispose()
