@@ -243,9 +243,7 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
     the dispatch ended, while the receiver is still up (the demo waits there for the
     receipts of its last sends).
     """
-
     options = ledger.options(run)
-    senders = list(options.senders)
     with contextlib.ExitStack() as stack:
         if target is None:
             target = stack.enter_context(service_target(settings))
@@ -255,16 +253,9 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                                  sock=receiver_socket)
             if server is not None:
                 stack.callback(server.stop)
-            if from_account(run.channel) and server is not None:
-                from scheduler.tracking import account_webhook_url
-
-                await ensure_account_webhook(client, settings, run.channel,
-                                             account_webhook_url(settings, server))
-            elif run.channel in SESSION_CHANNELS:
-                await ensure_senders(client, target, senders, webhook_url)
             child = fallback_of(ledger, run)
-            if child is not None:
-                await point_webhook(client, settings, child, server)
+            await _point_webhooks(settings, client, target, run, list(options.senders), child,
+                                  server, webhook_url)
             stop = asyncio.Event()
             counts = ledger.counts(run.id or 0)
             total, done = progress_totals(counts)
@@ -297,17 +288,9 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                           option_overrides=overrides)
 
                 result = await with_fallback(dispatch_now(run), child, dispatch_now)
-                if server is not None and has_outcomes(run.channel) \
-                        and result.status == "completed":
-                    await wait_for_reports(ledger, run_id, run.channel, stop, console,
-                                           wait_s=settings.report_wait_s)
-                if server is not None and child is not None and result.status == "completed" \
-                        and from_account(child.channel):
-                    assert child.id is not None
-                    await wait_for_reports(ledger, child.id, child.channel, stop, console,
-                                           wait_s=settings.report_wait_s)
-                if server is not None and settle is not None:
-                    await settle()
+                if server is not None:
+                    await _wait_for_events(settings, ledger, run, child, result, stop,
+                                           console, settle)
                 # events applied while the run ended change the counts the summary prints
                 result.counts.clear()
                 result.counts.update(ledger.counts(run_id))
@@ -320,6 +303,38 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             if outgoing is not None:  # what is due now, once more, before the process ends
                 await outgoing.finish()
     return result
+
+
+async def _point_webhooks(settings: Settings, client: ServiceClient, target: ServiceTarget,
+                          run: Run, senders: list[str], child: Run | None, server: Any,
+                          webhook_url: str | None) -> None:
+    """Point the service's webhooks at this process's receiver: the account's (SMS, voice),
+    else the senders' sessions (WhatsApp), and the fallback run's."""
+    if from_account(run.channel) and server is not None:
+        from scheduler.tracking import account_webhook_url
+
+        await ensure_account_webhook(client, settings, run.channel,
+                                     account_webhook_url(settings, server))
+    elif run.channel in SESSION_CHANNELS:
+        await ensure_senders(client, target, senders, webhook_url)
+    if child is not None:
+        await point_webhook(client, settings, child, server)
+
+
+async def _wait_for_events(settings: Settings, ledger: Ledger, run: Run, child: Run | None,
+                           result: RunResult, stop: asyncio.Event, console: Console,
+                           settle: Callable[[], Awaitable[None]] | None) -> None:
+    """With the receiver up once the dispatch ended: wait for the reports of the run's
+    channel (and its fallback run's, from the account), then ``settle``."""
+    if has_outcomes(run.channel) and result.status == "completed":
+        await wait_for_reports(ledger, run.id or 0, run.channel, stop, console,
+                               wait_s=settings.report_wait_s)
+    if child is not None and result.status == "completed" and from_account(child.channel):
+        assert child.id is not None
+        await wait_for_reports(ledger, child.id, child.channel, stop, console,
+                               wait_s=settings.report_wait_s)
+    if settle is not None:
+        await settle()
 
 
 async def _hold_for_proof(ledger: Ledger, run: Run, result: RunResult, stop: asyncio.Event,
