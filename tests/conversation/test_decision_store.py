@@ -118,3 +118,24 @@ def test_migration_0019_goes_down_and_up_with_rows(ledger_url: str) -> None:
             assert conn.execute(select(step_decisions.c.id)).all() == []
     finally:
         engine.dispose()
+
+
+def test_a_replan_leaves_the_steps_that_wait_for_replies_to_their_decision(
+        ledger: Ledger) -> None:
+    from scheduler.ledger.queries.tables import runs
+    from scheduler.settings.conversation import ConversationOptions, StepCondition
+    from scheduler.settings.run import from_snapshot
+    from tests.factories import plan_rows
+
+    run_id = make_run(ledger, 1, steps=2)
+    options = from_snapshot({"senders": ["s1"], "steps": [{}, {}]}).model_copy(update={
+        "conversation": ConversationOptions(conditions=(StepCondition(
+            step=1, looks_at=0, kind="replied", wait_s=60, text="replied = true"),))})
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:  # the question went out
+        conn.execute(update(runs).where(runs.c.id == run_id).values(options=options.to_json()))
+        conn.execute(update(deliveries).where(d.run_id == run_id, d.step == 0)
+                     .values(state="delivered", sender="s1", accepted_at=T0, due_at=None))
+    ledger.replan(run_id, [plan_rows(1, steps=2)], start_at=T0, definition={},
+                  fingerprint="{}", options=options)
+    assert _rows(ledger, run_id)[(number(0), 1)] == ("planned", None, None)

@@ -113,6 +113,21 @@ def unpin_removed_senders(conn: Connection, run_id: int, senders: list[str]) -> 
     return conn.execute(stmt.values(sender=None)).rowcount or 0
 
 
+def _gated_steps(conn: Connection, run_id: int) -> list[int]:
+    """The run's steps that follow replies (its stored options'; the dispatcher gates
+    their rows when it starts, see :mod:`scheduler.ledger.queries.conversation`)."""
+    from scheduler.settings.run import OptionsError, RunOptions
+
+    stored = conn.execute(select(runs.c.options).where(runs.c.id == run_id)).scalar()
+    if not stored:
+        return []
+    try:
+        conversation = RunOptions.from_json(stored, run_id=run_id).conversation
+    except OptionsError:  # unreadable options are reported where the run is dispatched
+        return []
+    return list(conversation.gated_steps) if conversation else []
+
+
 def continue_after_handled(conn: Connection, run_id: int, last_old_id: int,
                            delays_s: Sequence[float], now: datetime) -> None:
     """New later-step rows whose previous step the run already handled: due, or skipped.
@@ -122,14 +137,18 @@ def continue_after_handled(conn: Connection, run_id: int, last_old_id: int,
     as :func:`release_next_steps` would have made it, or be skipped if the first failed.
     """
     old = aliased(deliveries)
-    found = conn.execute(
+    stmt = (
         select(deliveries.c.id, deliveries.c.step, old.c.state, old.c.accepted_at,
                old.c.sender)
         .join(old, and_(old.c.run_id == run_id, old.c.id <= last_old_id,
                         old.c.to == deliveries.c.to, old.c.step == deliveries.c.step - 1))
         .where(deliveries.c.run_id == run_id, deliveries.c.id > last_old_id,
                deliveries.c.step > 0, deliveries.c.state == str(S.PLANNED))
-    ).all()
+    )
+    gated = _gated_steps(conn, run_id)
+    if gated:  # a step that waits for a reply goes by its decision, not its previous step
+        stmt = stmt.where(deliveries.c.step.not_in(gated))
+    found = conn.execute(stmt).all()
     due, stopped = [], []
     for new_id, step, state, accepted_at, sender in found:
         if state in SENT_STATES:
