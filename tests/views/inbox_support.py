@@ -132,7 +132,9 @@ def build_world(ledger: Ledger) -> World:
             conn.execute(insert(DECISIONS).values(
                 run_id=lote, delivery_id=step2["id"], step=1, to=number(0),
                 looked_id=ana0["id"], outcome="skip", reason="no reply matched ^(1|sim)",
-                decided_at=T0 + timedelta(hours=6), reply_id=None))
+                decided_at=T0 + timedelta(hours=6), reply_id=None,
+                late_at=T0 + timedelta(hours=7),
+                late_note="a reply came after the decision (sim); it stands"))
         conn.execute(insert(reply_handled).values(
             reply_id=found["sim"], handled_by="ana", handled_at=T0 + timedelta(minutes=26)))
     return World(lote=lote, aviso=aviso, replies=found)

@@ -147,9 +147,11 @@ def test_the_story_tells_everything_in_time_order(ledger: Ledger, world: World) 
                 and i.attempt == 2)
     assert sent.sender == "s2"
     if decided:
-        decision = story.items[-1]
+        decision, late = story.items[-2:]
         assert (decision.what, decision.step, decision.text) == (
             "decision", 1, "skip: no reply matched ^(1|sim)")
+        assert (late.what, late.text) == ("late reply",
+                                          "a reply came after the decision (sim); it stands")
         assert story.deliveries[1].decision == "skip"
 
 
