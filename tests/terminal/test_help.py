@@ -61,3 +61,36 @@ def test_docstring_paragraphs_wrap_at_the_terminal_width() -> None:
     # preview's docstring breaks its line after "sends" in the source: help must not
     lines = _help().splitlines()
     assert any("client sends them" in line for line in lines)
+
+
+def _entries() -> list[tuple[str, ...]]:
+    """Every command and group of ``campaign`` and every command of each group."""
+    from scheduler.cli import _name_of
+
+    found: list[tuple[str, ...]] = [(str(_name_of(c)),) for c in app.registered_commands]
+    for group in app.registered_groups:
+        name = str(_name_of(group))
+        found.append((name,))
+        assert group.typer_instance is not None
+        found += [(name, str(c.name)) for c in group.typer_instance.registered_commands]
+    return found
+
+
+def test_the_app_that_runs_one_command_shows_and_parses_it_as_the_whole_app() -> None:
+    """``campaign NAME …`` runs a copy of the app holding only NAME (Typer builds no other
+    command: issue 32): every command's and group's help, and its usage errors, are the
+    whole app's; anything else runs the whole app."""
+    from scheduler.cli import app_for
+
+    env = {"COLUMNS": "80", "NO_COLOR": "1"}
+    entries = _entries()
+    assert len(entries) > 40 and all(None not in e and "None" not in e for e in entries)
+    for args in [*([*e, "--help"] for e in entries), ["status", "--bogus"], ["status", "x"],
+                 ["sessions", "bogus"]]:
+        one = app_for(args)
+        assert one is not app and len(one.registered_commands + one.registered_groups) == 1
+        whole = runner.invoke(app, args, env=env)
+        alone = runner.invoke(one, args, env=env)
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), args
+    for args in [[], ["--help"], ["--version"], ["statuss"], ["-x", "status"]]:
+        assert app_for(args) is app
