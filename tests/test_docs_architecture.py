@@ -185,3 +185,28 @@ def test_the_packages_table_names_every_package_and_loose_module() -> None:
     left_out = ([f"{name}/" for name in packages if f"`{name}/`" not in table]
                 + [name for name in modules if f"{name}`" not in table])
     assert not left_out, f"docs/architecture.md's packages table leaves out {left_out}"
+
+
+WALK = "### The files one WhatsApp delivery passes through"
+
+
+def walk_files(page: str) -> tuple[list[str], int]:
+    """The files the page's walk of one WhatsApp delivery names (each once, in order), and
+    the count it states (``**29 files**``)."""
+    section = page.split(WALK, 1)[1].split("\n#", 1)[0]
+    steps, _, after = section.partition("\n\n**")
+    files = list(dict.fromkeys(s for s in spans(steps) if s.endswith(".py")))
+    stated = re.match(r"(\d+) files\*\*", after)
+    assert stated is not None, "the walk states no count of its files"
+    return files, int(stated.group(1))
+
+
+def test_the_walk_of_one_delivery_counts_the_files_it_names() -> None:
+    """The page walks one WhatsApp delivery from ``campaign run`` to the send and back
+    through the webhook; the count it states is the count of files it names, and every
+    one is a module of the package (the names checker sees them too)."""
+    files, stated = walk_files(PAGE.read_text(encoding="utf-8"))
+    assert files[:2] == ["cli.py", "commands/run.py"] and "service/client.py" in files
+    assert stated == len(files), f"the walk names {len(files)} files, says {stated}"
+    missing = [f for f in files if not (REPO / "scheduler" / f).is_file()]
+    assert not missing, f"the walk names files that are not in scheduler/: {missing}"
