@@ -113,7 +113,12 @@ class WebhookWorker:
 
     async def deliver_due(self, client: httpx.AsyncClient) -> int:
         """Give new events out, then claim, POST and record one batch; how many tried."""
-        self.give_out()
+        with access.read(self.engine, "look for webhook work") as conn:
+            waiting, due = oq.has_work(conn, self.clock(), self.subscriptions)
+        if waiting:
+            self.give_out()
+        elif not due:
+            return 0
         claimed = self.claim()
         if not claimed:
             return 0

@@ -129,9 +129,24 @@ def add_event(conn: Connection, msg_id: str, event_type: str, payload: str, now:
     return True
 
 
+def has_work(conn: Connection, now: datetime, subscriptions: Collection[str]
+             ) -> tuple[bool, bool]:
+    """Whether events wait to be given out, and whether a delivery of ``subscriptions`` is
+    due: two index reads, so that an idle loop never opens a write transaction."""
+    waiting = conn.execute(select(E.id).where(E.fanned_out_at.is_(None)).limit(1)).first()
+    due = bool(subscriptions) and conn.execute(
+        select(D.id).where(D.state == PENDING, D.next_attempt_at <= now,
+                           D.subscription.in_(list(subscriptions))).limit(1)).first()
+    return waiting is not None, bool(due)
+
+
 def unfanned(conn: Connection, limit: int) -> list[tuple[int, str, datetime]]:
     """``(id, type, created_at)`` of events not yet given their delivery rows, oldest first,
-    locked (PostgreSQL: skipped by other workers until this transaction ends)."""
+    locked (PostgreSQL: skipped by other workers until this transaction ends; SQLite: the
+    database's write lock taken first, as a no-op UPDATE, so that a read then a write
+    never meets "database is locked")."""
+    if conn.dialect.name == "sqlite":
+        conn.execute(update(outbox_events).where(E.id == -1).values(fanned_out_at=None))
     stmt = (select(E.id, E.type, E.created_at).where(E.fanned_out_at.is_(None))
             .order_by(E.id).limit(limit).with_for_update(skip_locked=True))
     return [(int(i), str(t), at) for i, t, at in conn.execute(stmt)]
