@@ -38,7 +38,7 @@ _SESSION_HOLDS = {"logged_out": SenderStatus.LOGGED_OUT,
                   "disconnected": SenderStatus.DISCONNECTED}
 
 
-class Care:
+class SenderHealth:
     """Apply each sender's profile, warm-up and health to the run's pool (see the module)."""
 
     def __init__(self, ctx: RunContext, state: RunState, care: SenderCare) -> None:
@@ -279,4 +279,4 @@ def _held_reason(profile: SenderProfileRow) -> str:
     return f"{profile.state}: {profile.reason}" if profile.reason else str(profile.state)
 
 
-__all__ = ["HEALTH_EVERY_S", "Care"]
+__all__ = ["HEALTH_EVERY_S", "SenderHealth"]

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import caps, limits, outcomes, picking
 from scheduler.dispatch.channel import Answer
-from scheduler.dispatch.dispatcher.care import Care
+from scheduler.dispatch.dispatcher.care import SenderHealth
 from scheduler.dispatch.dispatcher.ownership import Ownership
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
@@ -34,7 +34,7 @@ class Claiming:
     """Read, pick, claim and send a run's due rows (see the module)."""
 
     def __init__(self, ctx: RunContext, state: RunState, ownership: Ownership,
-                 settling: Settling, care: Care | None = None) -> None:
+                 settling: Settling, care: SenderHealth | None = None) -> None:
         self.care = care
         self.ctx = ctx
         self.state = state

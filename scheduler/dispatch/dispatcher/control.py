@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from scheduler.core.timeutil import monotonic
 from scheduler.dispatch import sessions_live
-from scheduler.dispatch.dispatcher.care import Care
+from scheduler.dispatch.dispatcher.care import SenderHealth
 from scheduler.dispatch.dispatcher.ownership import Ownership
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
@@ -24,7 +24,7 @@ class Control:
     """Obey the run's control requests in time (see the module)."""
 
     def __init__(self, ctx: RunContext, state: RunState, ownership: Ownership,
-                 care: Care | None = None) -> None:
+                 care: SenderHealth | None = None) -> None:
         self.ctx = ctx
         self.state = state
         self.ownership = ownership

@@ -1,7 +1,7 @@
 """The run's A/B test: wait for the test share and the wait, decide once, release the rest.
 
 A run planned with ``[experiment]`` sends its test share first; the rest of the audience
-is ``held`` (not due). When the dispatcher has nothing due it asks :meth:`Trial.check`:
+is ``held`` (not due). When the dispatcher has nothing due it asks :meth:`ABTest.check`:
 
 - while rows of the test share are still to send, nothing to do (looked at again later);
 - once every one is settled, the test is due ``wait`` after the last send went out (on the
@@ -40,7 +40,7 @@ def judge(row: ExperimentRow, counts: dict[str, ArmCount], now: datetime) -> Dec
                   fallback=settings.get("fallback"), at=now)
 
 
-class Trial:
+class ABTest:
     """The dispatcher's side of a run's A/B test (see the module)."""
 
     def __init__(self, ctx: RunContext, state: RunState) -> None:

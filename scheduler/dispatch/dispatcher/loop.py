@@ -21,12 +21,12 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import waits
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
-from scheduler.dispatch.dispatcher.care import Care
+from scheduler.dispatch.dispatcher.care import SenderHealth
 from scheduler.dispatch.dispatcher.claims import Claiming
 from scheduler.dispatch.dispatcher.control import Control
-from scheduler.dispatch.dispatcher.experiment import Trial
+from scheduler.dispatch.dispatcher.experiment import ABTest
 from scheduler.dispatch.dispatcher.ownership import ownership_for
-from scheduler.dispatch.dispatcher.recycling import Recycling
+from scheduler.dispatch.dispatcher.recycling import RetryRules
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import RunSetup
@@ -49,13 +49,13 @@ class Dispatcher:
         self.ctx = ctx = RunContext(store, client, options, channel, setup, quotas or {})
         self.state = state = RunState(setup.timing.clock, setup.on_note)
         self.ownership = ownership_for(ctx)
-        self.care = Care(ctx, state, setup.care) if setup.care is not None else None
+        self.care = SenderHealth(ctx, state, setup.care) if setup.care is not None else None
         self.settling = Settling(ctx, state, self.care)
         self.control = Control(ctx, state, self.ownership, self.care)
         self.waiting = Waiting(ctx, state, self.control, self.settling)
         self.claims = Claiming(ctx, state, self.ownership, self.settling, self.care)
-        self.trial = Trial(ctx, state)
-        self.recycling = Recycling(ctx, state)
+        self.trial = ABTest(ctx, state)
+        self.recycling = RetryRules(ctx, state)
 
     @property
     def timeline(self) -> list[TimelineEntry]:

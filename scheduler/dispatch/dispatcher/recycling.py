@@ -1,7 +1,7 @@
 """The run's second chances: verdicts on watched rows, written once; a fallback run's wait.
 
 A run planned with retry rules or a ``[fallback]`` marks the rows whose outcome may make
-another attempt (``deliveries.watch``). :meth:`Recycling.check` reads those that have left
+another attempt (``deliveries.watch``). :meth:`RetryRules.check` reads those that have left
 ``dispatching`` and asks :func:`scheduler.dispatch.recycle.judge.judge` what each outcome
 means: another attempt of the step (a new row, due after the rule's delay inside its
 window), the fallback step on another channel (a row of the fallback run), wait (the
@@ -46,7 +46,7 @@ PAGES = 5
 REAL_WAITS = 60
 
 
-class Recycling:
+class RetryRules:
     """The dispatcher's side of retry rules and fallbacks (see the module)."""
 
     def __init__(self, ctx: RunContext, state: RunState) -> None:

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from scheduler.core.timeutil import monotonic
 from scheduler.dispatch import outcomes, reconcile
-from scheduler.dispatch.dispatcher.care import Care
+from scheduler.dispatch.dispatcher.care import SenderHealth
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.ledger.changes import AudienceCheck
 from scheduler.ledger.states import RunStatus
@@ -21,7 +21,7 @@ from scheduler.ledger.states import RunStatus
 class Settling:
     """Settle, write and verify the outcomes of a run's sends (see the module)."""
 
-    def __init__(self, ctx: RunContext, state: RunState, care: Care | None = None) -> None:
+    def __init__(self, ctx: RunContext, state: RunState, care: SenderHealth | None = None) -> None:
         self.ctx = ctx
         self.state = state
         self.care = care
