@@ -4,7 +4,7 @@ One process, one ledger (a temporary SQLite file, or a new database on the Postg
 server of ``--database-url``): a stored run of N one-step deliveries, and a past run that
 sent every one of its numbers a message yesterday (so the counts find rows; PostgreSQL's
 statistics then refreshed with ``ANALYZE``, as autovacuum would). Each round
-claims the next B rows through :meth:`RunStore.write` (the dispatcher's claim: one
+claims the next B rows through :meth:`QueueStore.write` (the dispatcher's claim: one
 transaction, committed) with ``max_per_day = 1`` (``rules``) and without rules (``none``),
 alternating, and times it (wall clock, this process alone on the database). One JSON line
 per (database, rules, batch): the median and the 10th/90th percentiles in milliseconds.
@@ -29,7 +29,7 @@ from scheduler.ledger import access
 from scheduler.ledger.changes import AudienceCheck
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.queue_store import QueueStore
 from scheduler.ledger.runs import Ledger
 
 START = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -67,7 +67,7 @@ def measure(url: str, label: str, rounds: int) -> None:
             with ledger.engine.connect().execution_options(
                     isolation_level="AUTOCOMMIT") as conn:
                 conn.exec_driver_sql("ANALYZE deliveries")
-        store = RunStore(ledger, run_id)
+        store = QueueStore(ledger, run_id)
         day_start = START.replace(hour=0)
         taken = 0
         for batch in BATCHES:

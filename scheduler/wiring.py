@@ -6,7 +6,7 @@ ledger; :func:`service_target` gives the configured service or, only when no ser
 configured at all, the embedded sandbox on a free loopback port (half a configuration is a
 :class:`~scheduler.core.errors.ConfigError`, see ``Settings.service_endpoint``);
 :func:`ensure_senders` makes the run's sessions ready; :func:`run_store` gives the
-dispatcher its store with tracking's hook.
+dispatcher its stores with tracking's matching, :func:`worker_store` a worker its store.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from scheduler.settings.load import Settings, load_settings
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from scheduler.dispatch.store import StoreFor
-    from scheduler.ledger.run_store import RunStore
+    from scheduler.dispatch.store import RunStores, StoresFor
+    from scheduler.ledger.worker_store import WorkerStore
     from scheduler.service.client import ServiceClient
 
 
@@ -203,20 +203,38 @@ def client_for(settings: Settings, target: ServiceTarget) -> ServiceClient:
                          concurrency=settings.http_concurrency)
 
 
-def run_store(ledger: Ledger, run_id: int) -> RunStore:
-    """Run ``run_id``'s store in ``ledger``, applying early events as sends are recorded.
+def run_store(ledger: Ledger, run_id: int) -> RunStores:
+    """Run ``run_id``'s stores in ``ledger``, by role, applying early events as sends are
+    recorded.
 
-    The dispatcher sees a :class:`~scheduler.dispatch.store.Store` and never imports the
-    tracking layer; here, one floor above both, the ledger's store is given the hook that
+    The dispatcher sees :class:`~scheduler.dispatch.store.RunStores` and never imports the
+    tracking layer; here, one floor above both, the ledger's queue is given the hook that
     applies the webhook events which arrived before their send's message id was stored
     (:func:`scheduler.tracking.early.match_early_events`), in the same transaction.
     """
-    from scheduler.ledger.run_store import RunStore
+    from scheduler.dispatch.store import RunStores
+    from scheduler.ledger.conversation_store import ConversationStore
+    from scheduler.ledger.experiment_store import ExperimentStore
+    from scheduler.ledger.queue_store import QueueStore
+    from scheduler.ledger.recycling_store import RecyclingStore
+    from scheduler.ledger.run_store import RunControlStore
+    from scheduler.ledger.sender_store import SenderStore
     from scheduler.tracking.early import match_early_events
 
-    return RunStore(ledger, run_id, on_accepted=match_early_events)
+    return RunStores(RunControlStore(ledger, run_id),
+                     QueueStore(ledger, run_id, on_accepted=match_early_events),
+                     SenderStore(ledger, run_id), ExperimentStore(ledger, run_id),
+                     RecyclingStore(ledger, run_id),
+                     conversation=ConversationStore(ledger, run_id))
 
 
-def store_for(ledger: Ledger) -> StoreFor:
-    """Any run's store in ``ledger`` (a ``serve`` worker settles runs it does not send)."""
+def store_for(ledger: Ledger) -> StoresFor:
+    """Any run's stores in ``ledger`` (a ``serve`` worker settles runs it does not send)."""
     return lambda run_id: run_store(ledger, run_id)
+
+
+def worker_store(ledger: Ledger) -> WorkerStore:
+    """The store of ``campaign serve``'s workers in ``ledger``."""
+    from scheduler.ledger.worker_store import WorkerStore
+
+    return WorkerStore(ledger)

@@ -1,9 +1,9 @@
 """The engine's seams, read with ``ast``: what the dispatcher may know of the rest.
 
 - the engine (``scheduler.dispatch``) never imports the tracking layer: events that must
-  be applied as sends are recorded reach it as a hook of its store, given by ``app/``;
+  be applied as sends are recorded reach it as a hook of its stores, given by the wiring;
 - the dispatcher's roles (``scheduler/dispatch/dispatcher/``) reach the ledger only through
-  the :class:`~scheduler.dispatch.store.Store` protocol: no query module, no concrete
+  the store protocols of :mod:`scheduler.dispatch.store`: no query module, no concrete
   ``Ledger``, no connection;
 - reconciliation is channel-neutral: no channel's name or event in ``reconcile.py``.
 """
@@ -14,13 +14,21 @@ import ast
 import re
 from types import SimpleNamespace
 
+from scheduler.dispatch import store as seams
 from scheduler.dispatch.channels import channel_for, known_channel, progress_events
 from scheduler.dispatch.channels.calls import CallsChannel
 from scheduler.dispatch.channels.sms import SmsChannel
 from scheduler.dispatch.channels.voice import VoiceChannel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
-from scheduler.dispatch.store import Store
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger import (
+    experiment_store,
+    queue_store,
+    recycling_store,
+    run_store,
+    sender_store,
+    worker_store,
+)
+from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from tests.test_architecture import ROOT, _imported, _modules, package_imports
 
@@ -99,7 +107,19 @@ def test_channels_say_which_events_move_a_delivery_and_what_they_tell() -> None:
         False, False, True, False]
 
 
-def test_the_ledger_store_has_every_method_of_the_protocol() -> None:
-    wanted = {name for name in vars(Store) if not name.startswith("_")} - {"run_id"}
-    missing = {name for name in wanted if not callable(getattr(RunStore, name, None))}
-    assert wanted and not missing, missing
+def test_the_ledgers_stores_have_every_method_of_their_protocols() -> None:
+    """Each store protocol of the engine has a ledger class of the same name (the concrete
+    ``Ledger`` is the schedules' and the unknown rows' store)."""
+    pairs = [(seams.RunControlStore, run_store.RunControlStore),
+             (seams.QueueStore, queue_store.QueueStore),
+             (seams.SenderStore, sender_store.SenderStore),
+             (seams.ExperimentStore, experiment_store.ExperimentStore),
+             (seams.RecyclingStore, recycling_store.RecyclingStore),
+             (seams.WorkerStore, worker_store.WorkerStore),
+             (seams.ScheduleStore, Ledger), (seams.UnknownsStore, Ledger)]
+    for protocol, implementation in pairs:
+        wanted = {name for name, value in vars(protocol).items()
+                  if not name.startswith("_") and callable(value)}
+        missing = {name for name in wanted
+                   if not callable(getattr(implementation, name, None))}
+        assert wanted and not missing, (protocol.__name__, missing)

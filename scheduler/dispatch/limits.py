@@ -15,7 +15,7 @@ from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.picking import WindowCheck
 from scheduler.dispatch.senders import SenderPool
-from scheduler.dispatch.store import Store
+from scheduler.dispatch.store import SenderStore
 from scheduler.dispatch.windows import zone_for_number, zone_for_region
 from scheduler.ledger.rows import DueDelivery
 
@@ -35,7 +35,7 @@ def recipient_window(options: DispatchOptions) -> WindowCheck | None:
     return closed_until
 
 
-def call_room(store: Store, channel: Channel, options: DispatchOptions, now: datetime, *,
+def call_room(store: SenderStore, channel: Channel, options: DispatchOptions, now: datetime, *,
               events_received: bool = True) -> float:
     """Calls that may still start (voice): the run's limit and the account's, less the calls
     in progress in the ledger; unlimited on other channels.
@@ -54,7 +54,7 @@ def call_room(store: Store, channel: Channel, options: DispatchOptions, now: dat
     return max(0, min(limit - mine, options.engine.voice_max_calls - everyone))
 
 
-def follow_sender_calls(store: Store, pool: SenderPool, options: DispatchOptions,
+def follow_sender_calls(store: SenderStore, pool: SenderPool, options: DispatchOptions,
                         now: datetime, *, events_received: bool = True) -> None:
     """One WhatsApp call at a time per sender (``calls`` runs): each sender holds while the
     ledger shows a call of it under way (claimed, no terminal event yet), until the

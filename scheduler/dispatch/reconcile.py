@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from scheduler.dispatch.channel import Channel
-from scheduler.dispatch.store import Store
+from scheduler.dispatch.store import QueueStore
 from scheduler.ledger.changes import InDoubt, ProofRule, Settle
 
 
@@ -48,7 +48,7 @@ def decider(now: datetime, *, at_least_once: bool, grace_s: float,
     return decide
 
 
-def recover_after_crash(store: Store, channel: Channel, now: datetime, *,
+def recover_after_crash(store: QueueStore, channel: Channel, now: datetime, *,
                         at_least_once: bool, grace_s: float = 0.0,
                         step_delays_s: tuple[float, ...] = (0.0,),
                         only: Collection[int] | None = None) -> dict[str, int]:
@@ -61,7 +61,7 @@ def recover_after_crash(store: Store, channel: Channel, now: datetime, *,
                                  step_delays_s=step_delays_s)
 
 
-def settle_verifying(store: Store, channel: Channel, now: datetime, *, at_least_once: bool,
+def settle_verifying(store: QueueStore, channel: Channel, now: datetime, *, at_least_once: bool,
                      step_delays_s: tuple[float, ...] = (0.0,)) -> int:
     """Rows whose grace is over: sent with proof, else unknown or queued again; how many."""
     decide = decider(now, at_least_once=at_least_once, grace_s=0.0,

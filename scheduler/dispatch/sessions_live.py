@@ -17,13 +17,13 @@ from collections.abc import Callable
 from datetime import datetime
 
 from scheduler.dispatch.senders import SenderPool
-from scheduler.dispatch.store import Store
+from scheduler.dispatch.store import SenderStore
 
 #: The start of the ``down_reason`` of a sender taken out here (only those come back here).
 DOWN_PREFIX = "session status "
 
 
-def follow_sessions(store: Store, pool: SenderPool | None, now: datetime,
+def follow_sessions(store: SenderStore, pool: SenderPool | None, now: datetime,
                     note: Callable[..., None], *,
                     on_status: Callable[[str, str, datetime], None] | None = None) -> None:
     """Take senders whose session is not connected out of rotation; bring back those whose

@@ -28,9 +28,7 @@ from apscheduler.triggers.date import DateTrigger
 from scheduler.core.display import span
 from scheduler.core.timeutil import utcnow
 from scheduler.core.units import load_zone
-from scheduler.ledger import access
-from scheduler.ledger.queries import schedules as sch
-from scheduler.ledger.runs import Ledger
+from scheduler.dispatch.store import ScheduleStore
 
 log = logging.getLogger(__name__)
 
@@ -54,23 +52,22 @@ def make_trigger(kind: str, spec: str, timezone: str) -> Any:
     return DateTrigger(run_date=moment, timezone=zone)
 
 
-def record_fire(ledger: Ledger, name: str, fire_time: datetime, *, status: str = "due",
-                reason: str | None = None) -> bool:
+def record_fire(store: ScheduleStore, name: str, fire_time: datetime, *,
+                status: str = "due", reason: str | None = None) -> bool:
     """Record that ``name`` was due at ``fire_time``; False when it was already recorded
     (or ``name`` is no longer scheduled)."""
-    with access.transaction(ledger.engine, f"record the fire of {name}") as conn:
-        return sch.record_fire(conn, name, fire_time, recorded_at=ledger.clock(),
-                               status=status, reason=reason)
+    return store.record_fire(name, fire_time, status=status, reason=reason)
 
 
 class Triggers:
     """The trigger process: APScheduler with its job store in the ledger's database."""
 
-    def __init__(self, ledger: Ledger, *, start_grace_s: float = DEFAULT_START_GRACE_S) -> None:
-        self.ledger = ledger
+    def __init__(self, store: ScheduleStore, *,
+                 start_grace_s: float = DEFAULT_START_GRACE_S) -> None:
+        self.store = store
         self.start_grace_s = start_grace_s
         self.scheduler = BackgroundScheduler(
-            jobstores={"default": sch.job_store(ledger.engine)},
+            jobstores={"default": store.job_store()},
             job_defaults={"coalesce": True, "misfire_grace_time": int(start_grace_s),
                           "max_instances": 1},
             timezone="UTC",
@@ -86,24 +83,22 @@ class Triggers:
             if not times:
                 return
             latest = times[-1]  # coalesced misfires: one fire, at the latest due time
-            if (self.ledger.clock() - latest).total_seconds() > self.start_grace_s:
+            if (self.store.clock() - latest).total_seconds() > self.start_grace_s:
                 self._missed(event.job_id, latest)
             else:
-                record_fire(self.ledger, event.job_id, latest)
+                record_fire(self.store, event.job_id, latest)
         elif isinstance(event, JobExecutionEvent) and event.code == EVENT_JOB_MISSED:
             self._missed(event.job_id, event.scheduled_run_time)
 
     def _missed(self, name: str, due: datetime) -> None:
-        late = self.ledger.clock() - due
-        record_fire(self.ledger, name, due, status="missed",
+        late = self.store.clock() - due
+        record_fire(self.store, name, due, status="missed",
                     reason=f"skipped: {span(late)} late, more than the start grace of "
                            f"{span(self.start_grace_s)}: not started")
 
     def sync(self) -> list[str]:
         """Make APScheduler's jobs match the ``schedules`` table; returns the names."""
-        with access.read(self.ledger.engine, "read the schedules") as conn:
-            schedules = sch.all_schedules(conn)
-            fired = sch.fired_campaigns(conn)
+        schedules, fired = self.store.schedules()
         wanted = {s.name for s in schedules}
         for job in self.scheduler.get_jobs():
             if job.id not in wanted:
@@ -135,17 +130,15 @@ class Triggers:
             self.scheduler.shutdown(wait=True)
 
 
-def add_schedule(ledger: Ledger, name: str, definition_path: str, trigger: str,
+def add_schedule(store: ScheduleStore, name: str, definition_path: str, trigger: str,
                  timezone: str) -> None:
     """Register (or replace) a campaign's schedule; ``serve`` picks it up."""
-    with access.transaction(ledger.engine, f"schedule {name}") as conn:
-        sch.put_schedule(conn, name, definition_path, trigger, timezone, ledger.clock())
+    store.put_schedule(name, definition_path, trigger, timezone)
 
 
-def remove_schedule(ledger: Ledger, name: str) -> bool:
+def remove_schedule(store: ScheduleStore, name: str) -> bool:
     """Forget a campaign's schedule (and its APScheduler job); False when unknown."""
-    with access.transaction(ledger.engine, f"remove the schedule of {name}") as conn:
-        return sch.delete_schedule(conn, name)
+    return store.delete_schedule(name)
 
 
 def next_fire_times(trigger: Any, count: int = 3, now: datetime | None = None) -> list[datetime]:

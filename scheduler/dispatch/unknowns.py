@@ -33,11 +33,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from scheduler.core.display import clock_time
-from scheduler.ledger import access
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import uptime as uq
-from scheduler.ledger.rows import UptimeInterval
-from scheduler.ledger.runs import Ledger
+from scheduler.dispatch.store import UnknownsStore
+from scheduler.ledger.rows import UnknownRow, UptimeInterval
 from scheduler.settings.engine import WEBHOOK_RETRY_HORIZON_S
 
 #: The service's retry horizon by default (the settings' ``webhook_retry_horizon_s``).
@@ -241,22 +238,17 @@ def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
     return out
 
 
-def judge_run(ledger: Ledger, run_id: int, now: datetime, *,
+def judge_run(store: UnknownsStore, run_id: int, now: datetime, *,
               horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
     """Judge the ``unknown`` rows of a run against the ledger's receiver uptime."""
-    with access.read(ledger.engine, f"read the unknown rows of run {run_id}") as conn:
-        return read_unknown_verdicts(conn, run_id, now, horizon=horizon)
+    return judge_facts(store.unknown_facts(run_id, now, horizon), now, horizon=horizon)
 
 
-def read_unknown_verdicts(conn: Connection, run_id: int, now: datetime, *,
-                          horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
-    """:func:`judge_run` read on ``conn`` (a caller's snapshot): the run's ``unknown`` rows
-    (the claim index: as many as there are) and the receivers' uptime since then."""
-    rows = uq.unknown_rows(conn, run_id)
+def judge_facts(facts: tuple[Sequence[UnknownRow], Sequence[UptimeInterval], set[int]],
+                now: datetime, *, horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
+    """:func:`judge_run` on facts already read (a caller's snapshot): the run's ``unknown``
+    rows, the receivers' uptime since then, the rows with a stray proof."""
+    rows, intervals, stray = facts
     if not rows:
         return UnknownVerdicts()
-    times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
-    since = (min(times) if times else now) - horizon
-    intervals = uq.uptime_intervals(conn, since)
-    stray = uq.rows_with_stray_proof(conn, run_id)
     return judge_unknowns(rows, intervals, now, horizon=horizon, stray=stray)

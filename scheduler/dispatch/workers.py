@@ -28,13 +28,9 @@ from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.leases import PreviousSends
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.store import StoreFor
-from scheduler.ledger import access
-from scheduler.ledger.lease import owner_alive, pid_alive
-from scheduler.ledger.queries import handoff as hq
-from scheduler.ledger.queries import leases as lq
+from scheduler.dispatch.store import StoresFor, WorkerStore
+from scheduler.ledger.lease import pid_alive
 from scheduler.ledger.rows import LeaseRow, WorkerRow
-from scheduler.ledger.runs import Ledger
 
 #: Default lease time (seconds): a dead worker's senders move this long after its last renewal.
 DEFAULT_LEASE_S = 15.0
@@ -59,20 +55,20 @@ def worker_is_live(worker: WorkerRow, now: datetime, lease: timedelta) -> bool:
 class WorkerSeat:
     """Registry row, heartbeat, sender leases and trigger leadership of this worker."""
 
-    def __init__(self, ledger: Ledger, store_for: StoreFor, *,
+    def __init__(self, store: WorkerStore, stores_for: StoresFor, *,
                  lease_s: float = DEFAULT_LEASE_S, grace_s: float = 0.0,
                  clock: Clock | None = None, target: str | None = None) -> None:
-        self.ledger = ledger
-        #: Any run's store (rows a dead worker left in doubt are settled through it).
-        self.store_for = store_for
+        self.store = store
+        #: Any run's stores (rows a dead worker left in doubt are settled through them).
+        self.stores_for = stores_for
         #: Where this worker sends (``runs.target``'s form), recorded in its row.
         self.target = target
-        self.clock = clock or ledger.clock
+        self.clock = clock or store.clock
         self.lease = timedelta(seconds=lease_s)
         self.grace_s = grace_s
         self.id = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(2)}"
         #: Leases on PostgreSQL; SQLite has one worker, which sends through every sender.
-        self.leasing = ledger.engine.dialect.name != "sqlite"
+        self.leasing = store.leasing
         self.held: dict[str, LeaseRow] = {}
         self.draining: set[str] = set()
         #: Senders taken but not sent through yet: ``campaign serve`` is still pointing
@@ -107,20 +103,17 @@ class WorkerSeat:
     def register(self) -> None:
         """Join the ledger's workers; on SQLite, refuse when another worker is live."""
         now = self.clock()
-        with access.transaction(self.ledger.engine, "register this worker") as conn:
-            if not self.leasing:
-                others = [w for w in lq.live_workers(conn, now - self.lease)
-                          if worker_is_live(w, now, self.lease)]
-                if others:
-                    w = others[0]
-                    raise SecondWorkerRefused(
-                        f"another `campaign serve` (pid {w.pid} on {w.host}) already serves "
-                        "this SQLite ledger: SQLite has one writer, so it serves one worker. "
-                        "To run several workers, put the ledger on PostgreSQL "
-                        "(database_url = \"postgresql+psycopg://...\" in config.toml, or "
-                        "CAMPAIGN_DATABASE_URL)")
-            lq.register_worker(conn, self.id, socket.gethostname(), os.getpid(), now,
-                               self.target)
+        other = self.store.register(
+            self.id, socket.gethostname(), os.getpid(), now, self.target,
+            alone_since=None if self.leasing else now - self.lease,
+            is_live=lambda w: worker_is_live(w, now, self.lease))
+        if other is not None:
+            raise SecondWorkerRefused(
+                f"another `campaign serve` (pid {other.pid} on {other.host}) already serves "
+                "this SQLite ledger: SQLite has one writer, so it serves one worker. "
+                "To run several workers, put the ledger on PostgreSQL "
+                "(database_url = \"postgresql+psycopg://...\" in config.toml, or "
+                "CAMPAIGN_DATABASE_URL)")
 
     def usable(self) -> frozenset[str] | None:
         """The senders this worker may claim on now (None: every sender, on SQLite)."""
@@ -134,8 +127,7 @@ class WorkerSeat:
         """What every process sent through ``senders`` since ``since`` (the start of the
         day), in any run: how many, and the latest claim of each (its lease's, taken when
         this worker took it, and its rows' in the ledger)."""
-        with access.read(self.ledger.engine, "read today's sends of the senders taken") as conn:
-            sends = hq.day_sends(conn, since, senders)
+        sends = self.store.day_sends(since, senders)
         out = {}
         for sender in senders:
             today, latest = sends.get(sender, (0, None))
@@ -162,27 +154,21 @@ class WorkerSeat:
         run_ids = sorted(self.wanted)
         now = self.clock()
         until = now + self.lease
-        with access.transaction(self.ledger.engine, "renew this worker's leases") as conn:
-            lq.beat_worker(conn, self.id, now, len(wanted))
-            if not self.leasing:
-                self.leader = True
-                return
-            renewed = lq.renew(conn, self.id, now, until)
-            self.held = {s: lease for s, lease in self.held.items() if s in renewed}
-            self.leader = shares.TRIGGER_LEASE in renewed
-            lq.release(conn, self.id, self.draining, now)
-            for sender in self.draining:
-                self.held.pop(sender, None)
-            self.draining = set()
-            leases = {row.sender: row for row in lq.all_leases(conn)}
-            # a worker still starting (no dispatcher ready) takes no share yet: counting it
-            # would leave a dead worker's senders idle until it is ready
-            live = [w.id for w in lq.live_workers(conn, now - self.lease) if w.wants]
+        if not self.leasing:  # this worker sends through every sender
+            self.store.beat(self.id, now, len(wanted))
+            self.leader = True
+            return
+        renewed, all_leases, live = self.store.renew(self.id, now, until, len(wanted),
+                                                     self.draining, now - self.lease)
+        self.held = {s: lease for s, lease in self.held.items()
+                     if s in renewed and s not in self.draining}
+        self.leader = shares.TRIGGER_LEASE in renewed
+        self.draining = set()
+        leases = {row.sender: row for row in all_leases}
         self.part = shares.partition(self.id, live)
         if not self.leader and shares.is_free(leases.get(shares.TRIGGER_LEASE), now):
-            with access.transaction(self.ledger.engine, "take the trigger lease") as conn:
-                self.leader = lq.acquire(conn, shares.TRIGGER_LEASE, self.id, now,
-                                         until) is not None
+            self.leader = self.store.acquire(shares.TRIGGER_LEASE, self.id, now,
+                                             until) is not None
         self.wake_at = shares.next_expiry(self.id, wanted, leases, now)
         plan = shares.plan_leases(self.id, wanted, leases, live, now)
         self.draining = set(plan.give_up)
@@ -196,11 +182,10 @@ class WorkerSeat:
         """Take ``sender`` and settle the rows its previous holder left in doubt (they stay
         ``dispatching`` until proven or past their grace; the sender's other rows are not
         held up by them); False when another worker was faster."""
-        with access.transaction(self.ledger.engine, f"take sender {sender}") as conn:
-            lease = lq.acquire(conn, sender, self.id, now, until)
-            if lease is None:
-                return False  # another worker was faster
-            left = lq.rows_to_take_over(conn, run_ids, sender, self.id)
+        taken = self.store.take_over(sender, self.id, now, until, run_ids)
+        if taken is None:
+            return False  # another worker was faster
+        lease, left = taken
         settled = 0
         for run_id in sorted({r for r, _i in left}):
             ids = {i for r, i in left if r == run_id}
@@ -212,11 +197,10 @@ class WorkerSeat:
 
     def _settle(self, run_id: int, ids: set[int], now: datetime) -> int:
         """Settle rows another worker left in doubt, as a restarted process does."""
-        run = self.ledger.get_run(run_id)
-        options = DispatchOptions.for_run(self.ledger.options(run),
-                                          start=run.started_at or now)
+        channel, stored, started_at = self.store.run_for_settling(run_id)
+        options = DispatchOptions.for_run(stored, start=started_at or now)
         counts = reconcile.recover_after_crash(
-            self.store_for(run_id), channel_for(run.channel, options), now,
+            self.stores_for(run_id).queue, channel_for(channel, options), now,
             at_least_once=options.at_least_once, grace_s=self.grace_s,
             step_delays_s=options.step_delays_s, only=ids)
         return sum(counts.values())
@@ -226,16 +210,11 @@ class WorkerSeat:
         single process) left ``dispatching`` in this run, which a lease takeover missed
         because no live worker was dispatching the run then."""
         now = self.clock()
-        run = self.ledger.get_run(run_id)
-        with access.read(self.ledger.engine, "look for rows a dead worker left in doubt") as conn:
-            live = [w.id for w in lq.live_workers(conn, now - self.lease)]
-            ids = lq.orphaned_rows(conn, run_id, [*live, self.id],
-                                   unowned=not owner_alive(run, now))
+        ids = self.store.orphaned_rows(run_id, now, now - self.lease, self.id)
         return self._settle(run_id, ids, now) if ids else 0
 
     def stop(self) -> None:
         """Leave cleanly: no longer live, every lease given up (free for the others now)."""
-        with access.transaction(self.ledger.engine, "stop this worker") as conn:
-            lq.stop_worker(conn, self.id, self.clock())
+        self.store.stop(self.id, self.clock())
         self.held.clear()
         self.leader = False

@@ -2,7 +2,7 @@
 
 Plain data, so the engine can decide (:mod:`scheduler.dispatch.outcomes`,
 :mod:`scheduler.dispatch.reconcile`) and the ledger can write
-(:class:`scheduler.ledger.run_store.RunStore`) without either knowing the other's insides.
+(:class:`scheduler.ledger.queue_store.QueueStore`) without either knowing the other's insides.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""A run's store, second chances: the rows awaiting a verdict, and writing the verdicts.
+"""A run's second chances as a store: the rows awaiting a verdict, and writing the verdicts.
 
-Mixed into :class:`~scheduler.ledger.run_store.RunStore` (see
+:class:`RecyclingStore` is the ledger's implementation of
+:class:`scheduler.dispatch.store.RecyclingStore` (see
 :mod:`scheduler.ledger.queries.recycling` for the SQL and why it has its shape). The
 verdicts are ``Retry | Fallback | Wait | Final`` of :mod:`scheduler.ledger.rows` (what
 :mod:`scheduler.dispatch.recycle.judge` returns).
@@ -32,10 +33,11 @@ def to_write(row: WatchedRow, verdict: RecycleVerdict) -> rq.Write | None:
 
 
 class RecyclingStore:
-    """Second chances of run ``run_id`` (the :class:`RunStore` mixin; see the module)."""
+    """Second chances of run ``run_id`` (see the module)."""
 
-    ledger: Ledger
-    run_id: int
+    def __init__(self, ledger: Ledger, run_id: int) -> None:
+        self.ledger = ledger
+        self.run_id = run_id
 
     def watched(self, now: datetime, limit: int = 2000, *,
                 after_id: int = 0) -> list[WatchedRow]:
@@ -47,11 +49,11 @@ class RecyclingStore:
             return rq.watched(conn, self.run_id, limit=limit, after_id=after_id)
 
     def recycle(self, now: datetime,
-                decisions: Sequence[tuple[WatchedRow, RecycleVerdict]]) -> Recycled:
+                verdicts: Sequence[tuple[WatchedRow, RecycleVerdict]]) -> Recycled:
         """Write the verdicts (waits skipped) in ONE transaction: each row's verdict
         taken once (a row another worker decided is left alone), its retry planned in
         this run or its fallback in the fallback run; what was done."""
-        writes = [w for row, verdict in decisions if (w := to_write(row, verdict))]
+        writes = [w for row, verdict in verdicts if (w := to_write(row, verdict))]
         with access.transaction(self.ledger.engine,
                                 "write the verdicts on the rows' outcomes") as conn:
             child = None

@@ -298,7 +298,7 @@ class WatchedRow:
 
 @dataclass(frozen=True)
 class Recycled:
-    """What one recycle transaction did (:meth:`RunStore.recycle`): rows planned again per
+    """What one recycle transaction did (:meth:`RecyclingStore.recycle`): rows planned again per
     rule (``{"no_answer": 12, "busy": 3}``), rows that fell back, verdicts that ended a
     recipient's attempts (and how many of those reached them), decisions another worker had
     taken already (nothing written), and the new rows: their ids and the earliest due."""

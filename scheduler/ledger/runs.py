@@ -12,7 +12,7 @@ import json
 import os
 import socket
 from collections.abc import Callable, Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
@@ -30,8 +30,10 @@ from scheduler.ledger.queries import links as lq
 from scheduler.ledger.queries import recycling as recq
 from scheduler.ledger.queries import reruns
 from scheduler.ledger.queries import runs as rq
+from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.queries import suppression as sq
-from scheduler.ledger.rows import ExperimentPlan
+from scheduler.ledger.queries import uptime as uq
+from scheduler.ledger.rows import ExperimentPlan, ScheduleRow, UnknownRow, UptimeInterval
 from scheduler.ledger.run_control import RunControl
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.settings.run import RunOptions, from_snapshot
@@ -306,3 +308,40 @@ class Ledger(RunControl):
         """The whole suppression list."""
         with access.session(self.engine, "read the suppression list") as session:
             return list(session.exec(select(Suppression)).all())
+
+    # ------------------------------------------------------------------ the engine's reads
+    # (scheduler.dispatch.store's ScheduleStore and UnknownsStore)
+
+    def unknown_facts(self, run_id: int, now: datetime, horizon: timedelta
+                      ) -> tuple[list[UnknownRow], list[UptimeInterval], set[int]]:
+        """The run's ``unknown`` rows, the receivers' uptime, the rows a stray proof makes
+        unknowable (:func:`scheduler.dispatch.unknowns.judge_run` judges them)."""
+        with access.read(self.engine, f"read the unknown rows of run {run_id}") as conn:
+            return uq.unknown_facts(conn, run_id, now, horizon)
+
+    def record_fire(self, name: str, fire_time: datetime, *, status: str = "due",
+                    reason: str | None = None) -> bool:
+        """Record that ``name`` was due at ``fire_time``; False when it was already."""
+        with access.transaction(self.engine, f"record the fire of {name}") as conn:
+            return sch.record_fire(conn, name, fire_time, recorded_at=self.clock(),
+                                   status=status, reason=reason)
+
+    def schedules(self) -> tuple[list[ScheduleRow], set[str]]:
+        """Every schedule, and the campaigns that fired already."""
+        with access.read(self.engine, "read the schedules") as conn:
+            return sch.all_schedules(conn), sch.fired_campaigns(conn)
+
+    def put_schedule(self, name: str, definition_path: str, trigger: str,
+                     timezone: str) -> None:
+        """Register (or replace) a campaign's schedule."""
+        with access.transaction(self.engine, f"schedule {name}") as conn:
+            sch.put_schedule(conn, name, definition_path, trigger, timezone, self.clock())
+
+    def delete_schedule(self, name: str) -> bool:
+        """Forget a campaign's schedule; False when unknown."""
+        with access.transaction(self.engine, f"remove the schedule of {name}") as conn:
+            return sch.delete_schedule(conn, name)
+
+    def job_store(self) -> Any:
+        """APScheduler's job store in the ledger's database."""
+        return sch.job_store(self.engine)

@@ -1,7 +1,7 @@
 """Each channel's own outcomes in ``campaign status``, ``runs`` and the progress bar.
 
 The runs here are stored and moved by the ledger's own code: the plan writer, the engine's
-claim and settlement (:meth:`scheduler.ledger.run_store.RunStore.write`, which records the SMS
+claim and settlement (:meth:`scheduler.ledger.queue_store.QueueStore.write`, which records the SMS
 segments and cost the answer gave) and the receiver's store-and-apply of the service's
 events, repeated and out of order as the service sends them.
 """
@@ -65,7 +65,7 @@ def _accept(ledger: Ledger, run_id: int, ids: list[str],
     settled = Changes(
         accepted=[(row.id, mid) for row, mid in zip(due, ids, strict=True)],
         details=[(row.id, d) for row, d in zip(due, details, strict=True) if d])
-    run_store(ledger, run_id).write([(settled, T0)])
+    run_store(ledger, run_id).queue.write([(settled, T0)])
 
 
 def _ingest(ledger: Ledger, events: list[dict[str, Any]]) -> None:

@@ -80,7 +80,7 @@ def claimed_run(ledger: Ledger, recipients: int) -> tuple[int, list[int]]:
 def record_calls(ledger: Ledger, run_id: int, accepted: list[tuple[int, str]]) -> None:
     """The dispatcher's commit of the placed calls' answers (their ``callId``)."""
     with ledger.engine.begin() as conn:
-        run_store(ledger, run_id).apply(conn, Changes(accepted=accepted),
+        run_store(ledger, run_id).queue.apply(conn, Changes(accepted=accepted),
                                         T0 + timedelta(seconds=1))
 
 
@@ -143,7 +143,7 @@ def test_a_call_left_dispatching_by_a_crash_is_proven_by_its_events(
     ingest(ledger, call_events("LOST0", number(0), answered=True)
            + call_events("LOST1", number(1), answered=False, session="s2"),
            T0 + timedelta(seconds=30))
-    counts = reconcile.recover_after_crash(run_store(ledger, run_id), channel_for("calls"),
+    counts = reconcile.recover_after_crash(run_store(ledger, run_id).queue, channel_for("calls"),
                                            T0 + timedelta(minutes=5), at_least_once=False)
     assert counts["sent"] == 1 and counts["unknown"] == 2
     first, second, third = rows(ledger, run_id)

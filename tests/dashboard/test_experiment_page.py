@@ -11,8 +11,8 @@ from scheduler.core.display import local_time
 from scheduler.dispatch.dispatcher.experiment import judge
 from scheduler.experiments import Decision
 from scheduler.ledger import access, rows
+from scheduler.ledger.experiment_store import ExperimentStore
 from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from tests.dashboard.web_support import project_settings, section, served
@@ -49,7 +49,7 @@ def test_the_run_page_shows_the_decision(ledger: Ledger, clock: FakeClock, ledge
         decision = judge(row, counts, at)
         return rows.ExperimentVerdict(decision.winner, decision.goes, decision.model_dump_json())
 
-    stored = RunStore(ledger, run_id).decide_experiment(at, verdict)
+    stored = ExperimentStore(ledger, run_id).decide_experiment(at, verdict)
     assert stored is not None
     decision = Decision.model_validate_json(stored.decision)
     settings = project_settings(tmp_path, ledger_url)

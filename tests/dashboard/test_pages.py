@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from scheduler.ledger.queries import tables
-from scheduler.ledger.run_store import RunStore
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.sender_store import SenderStore
 from tests.dashboard.web_support import (
     HOSTILE,
     form_token,
@@ -72,7 +72,7 @@ def test_the_overview_lists_the_runs_and_todays_sends(ledger: Ledger, clock: Fak
                                                       ledger_url: str, tmp_path: Path) -> None:
     scenario = make_whatsapp_run(ledger, clock)
     fresh = make_run(ledger, 3, name="fresh")
-    senders = RunStore(ledger, fresh)
+    senders = SenderStore(ledger, fresh)
     senders.sender_profiles(["s1", "s2"], clock(), new_state="healthy")
     senders.change_sender_state("s2", "throttled", "429 from the service", clock(),
                                 source="health", score=61.5, throttle=0.5)
@@ -107,8 +107,8 @@ def test_values_from_outside_are_shown_as_text(ledger: Ledger, clock: FakeClock,
     [row] = ids_by_row(ledger, run_id)
     set_rows(ledger, [row], state="failed", last_error=HOSTILE, failed_at=T0)
     add_reply(ledger, run_id, row, "5511900000001", HOSTILE, T0 + timedelta(minutes=1))
-    RunStore(ledger, run_id).sender_profiles([HOSTILE], clock(), new_state="healthy")
-    RunStore(ledger, run_id).change_sender_state(HOSTILE, "paused", HOSTILE, clock(),
+    SenderStore(ledger, run_id).sender_profiles([HOSTILE], clock(), new_state="healthy")
+    SenderStore(ledger, run_id).change_sender_state(HOSTILE, "paused", HOSTILE, clock(),
                                                  source="operator")  # a session's name too
     settings = project_settings(tmp_path, ledger_url)
     (tmp_path / "campaigns" / "evil.toml").write_text(

@@ -135,7 +135,7 @@ def test_a_replan_keeps_each_recipients_variant_and_a_decided_winner(
             conn.execute(update(deliveries).where(deliveries.c.run_id == run_id,
                                                   deliveries.c.state == "planned")
                          .values(state="sent", dispatched_at=T0))
-        store = run_store(ledger, run_id)
+        store = run_store(ledger, run_id).experiment
         verdict = store.decide_experiment(
             T0 + timedelta(hours=3),
             lambda _row, _counts: rows.ExperimentVerdict(winner="A", goes="A", decision="{}"))

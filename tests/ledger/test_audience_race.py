@@ -2,7 +2,7 @@
 ``max_per_day = 1``: the number is sent one message a day, never two (both databases).
 
 Each worker is a thread with an engine (and connections) of its own, calling the claim
-path the dispatcher calls (:meth:`RunStore.write` with the campaign's audience rules): on
+path the dispatcher calls (:meth:`QueueStore.write` with the campaign's audience rules): on
 PostgreSQL as a ``serve`` worker holding its sender's lease, on SQLite as a ``campaign
 run`` (SQLite refuses a second worker). Every round is a new day and two new campaigns.
 Half the rounds force the race: the first worker is held right after it has counted the
@@ -27,7 +27,7 @@ from scheduler.ledger.changes import AudienceCheck
 from scheduler.ledger.db import make_engine
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.queue_store import QueueStore
 from scheduler.ledger.runs import Ledger
 from tests.factories import T0, make_run, number
 
@@ -77,7 +77,7 @@ class _Worker:
         try:
             day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
             rules = AudienceCheck(1, None, None, day_start, {row_id: TO})
-            store = RunStore(Ledger(self.engine), run_id)
+            store = QueueStore(Ledger(self.engine), run_id)
             self.moved = store.write([], [(row_id, self.sender)], now, worker=self.worker,
                                      audience=rules)
         except BaseException as exc:  # reported by the test

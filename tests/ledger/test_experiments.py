@@ -12,9 +12,10 @@ import pytest
 from sqlalchemy import select, update
 
 from scheduler.ledger import access, rows
+from scheduler.ledger.experiment_store import ExperimentStore
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.queue_store import QueueStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from tests.factories import T0, number
@@ -78,7 +79,7 @@ def test_the_decision_counts_the_arms_releases_the_rest_once(ledger: Ledger) -> 
 
         conn.execute(replies.insert().values(run_id=run_id, number=number(0), kind="text",
                                              opt_out=True, received_at=sent))
-    first, second = RunStore(ledger, run_id), RunStore(ledger, run_id)
+    first, second = ExperimentStore(ledger, run_id), ExperimentStore(ledger, run_id)
     progress = first.experiment_progress()
     assert progress is not None and (progress.pending, progress.held) == (0, 4)
     assert progress.last_send == sent
@@ -105,7 +106,7 @@ def test_the_decision_counts_the_arms_releases_the_rest_once(ledger: Ledger) -> 
 def test_a_failing_judge_leaves_the_test_undecided(ledger: Ledger) -> None:
     run_id = _run(ledger)
     _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
-    store = RunStore(ledger, run_id)
+    store = ExperimentStore(ledger, run_id)
 
     def broken(_row: rows.ExperimentRow,
                _counts: dict[str, rows.ArmCount]) -> rows.ExperimentVerdict:
@@ -119,7 +120,7 @@ def test_a_failing_judge_leaves_the_test_undecided(ledger: Ledger) -> None:
 
 def test_cancel_and_expiry_settle_held_rows(ledger: Ledger) -> None:
     run_id = _run(ledger)
-    assert RunStore(ledger, run_id).expire(T0) == 10
+    assert QueueStore(ledger, run_id).expire(T0) == 10
     assert ledger.counts(run_id) == {"expired": 10}
     other = _run(ledger)
     ledger.cancel_pending(other)
@@ -128,7 +129,7 @@ def test_cancel_and_expiry_settle_held_rows(ledger: Ledger) -> None:
 
 def test_work_is_left_while_rows_are_held(ledger: Ledger) -> None:
     run_id = _run(ledger, test=0, rest=3)
-    assert RunStore(ledger, run_id).work_left() == (1, None)
+    assert QueueStore(ledger, run_id).work_left() == (1, None)
 
 
 def test_two_workers_deciding_at_once_decide_once(ledger: Ledger) -> None:
@@ -142,7 +143,7 @@ def test_two_workers_deciding_at_once_decide_once(ledger: Ledger) -> None:
     verdicts: list[rows.ExperimentVerdict | None] = []
 
     def worker(goes: str) -> None:
-        store = RunStore(ledger, run_id)
+        store = ExperimentStore(ledger, run_id)
         start.wait()
         verdicts.append(store.decide_experiment(
             T0, lambda _r, _c: rows.ExperimentVerdict(winner=goes, goes=goes, decision="{}")))

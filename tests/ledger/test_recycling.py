@@ -25,9 +25,9 @@ from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import recycling as recq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.tables import deliveries, runs
-from scheduler.ledger.recycling_store import to_write
+from scheduler.ledger.recycling_store import RecyclingStore, to_write
 from scheduler.ledger.rows import WatchedRow
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.run_store import RunControlStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus
@@ -70,7 +70,7 @@ def _call(ledger: Ledger, run_id: int, outcome: str = S.NOT_ANSWERED,
                                               deliveries.c.state == S.DISPATCHING)
                      .values(state=outcome, ended_at=ENDED, details=json.dumps(
                          {"cause": cause, "talkSeconds": 0})))
-    return RunStore(ledger, run_id).watched(ENDED)
+    return RecyclingStore(ledger, run_id).watched(ENDED)
 
 
 def _all(ledger: Ledger, run_id: int) -> list[dict[str, Any]]:
@@ -123,7 +123,7 @@ def test_the_plan_stores_watch_and_the_fallback_step(ledger: Ledger) -> None:
 
 def test_only_rows_sent_or_settled_await_a_verdict(ledger: Ledger) -> None:
     run_id = _run(ledger, 4, landline=3)
-    store = RunStore(ledger, run_id)
+    store = RecyclingStore(ledger, run_id)
     assert store.watched(T0) == []  # planned rows: nothing to judge yet
     with access.transaction(ledger.engine, "claim two") as conn:
         due = dq.due_deliveries(conn, run_id, T0, limit=2)
@@ -169,7 +169,7 @@ def test_the_rows_to_judge_are_read_through_their_partial_index(ledger: Ledger) 
 
 def test_a_retry_makes_one_attempt_row_even_written_twice(ledger: Ledger) -> None:
     run_id = _run(ledger, 3)
-    store = RunStore(ledger, run_id)
+    store = RecyclingStore(ledger, run_id)
     rows = _call(ledger, run_id)
     busy = Retry("busy", 2, ENDED + timedelta(minutes=10), "busy: attempt 2")
     decisions: list[tuple[WatchedRow, Verdict]] = [
@@ -213,7 +213,7 @@ def test_a_retry_makes_one_attempt_row_even_written_twice(ledger: Ledger) -> Non
 def test_the_unique_index_refuses_a_second_attempt_n(ledger: Ledger) -> None:
     run_id = _run(ledger, 1)
     rows = _call(ledger, run_id)
-    made = RunStore(ledger, run_id).recycle(ENDED, [(rows[0], _retry(rows[0]))]).made_due
+    made = RecyclingStore(ledger, run_id).recycle(ENDED, [(rows[0], _retry(rows[0]))]).made_due
     with pytest.raises(LedgerError, match="could not copy attempt 2"), \
             access.transaction(ledger.engine, "copy attempt 2") as conn:
         conn.execute(insert(deliveries).from_select(
@@ -230,7 +230,7 @@ def test_two_workers_writing_one_verdict_at_once_make_one_attempt(
     writes = [w for r, v in decisions if (w := to_write(r, v)) is not None]
     results: list[Any] = []
     second = threading.Thread(target=lambda: results.append(
-        RunStore(ledger, run_id).recycle(ENDED, decisions)))
+        RecyclingStore(ledger, run_id).recycle(ENDED, decisions)))
     with access.transaction(ledger.engine, "first worker") as conn:
         first = recq.recycle(conn, writes, ENDED, child=None)
         second.start()  # its UPDATE waits for this transaction's rows (or write lock)
@@ -258,13 +258,13 @@ def _wait_for_a_lock_wait(engine: Engine) -> None:
 def test_a_final_verdict_ends_the_watch(ledger: Ledger) -> None:
     run_id = _run(ledger, 2)
     rows = _call(ledger, run_id, S.ANSWERED)
-    done = RunStore(ledger, run_id).recycle(ENDED, [
+    done = RecyclingStore(ledger, run_id).recycle(ENDED, [
         (rows[0], Final("reached", reached=True)),
         (rows[1], Final("not answered after 3 attempts", reached=False))])
     assert (done.final, done.reached, done.made_due) == (2, 1, [])
     assert [(r["watch"], r["verdict"]) for r in _all(ledger, run_id)] == [
         (None, "reached"), (None, "not answered after 3 attempts")]
-    assert RunStore(ledger, run_id).watched(ENDED) == []
+    assert RecyclingStore(ledger, run_id).watched(ENDED) == []
 
 
 def test_each_row_gets_its_own_values_across_chunks(ledger: Ledger,
@@ -272,7 +272,7 @@ def test_each_row_gets_its_own_values_across_chunks(ledger: Ledger,
     monkeypatch.setattr(recq, "CHUNK", 2)  # 5 verdicts: three statements' worth of chunks
     run_id = _run(ledger, 5)
     ledger.create_fallback_run(run_id, "sms", "{}")
-    store = RunStore(ledger, run_id)
+    store = RecyclingStore(ledger, run_id)
     rows = _call(ledger, run_id)
     verdicts: list[Verdict] = [
         Retry("busy", 2, ENDED + timedelta(minutes=10), "busy"),
@@ -303,7 +303,7 @@ def test_each_row_gets_its_own_values_across_chunks(ledger: Ledger,
 
 def test_a_fallback_lands_in_the_child_run(ledger: Ledger) -> None:
     run_id = _run(ledger, 3, landline=2)
-    store = RunStore(ledger, run_id)
+    store = RecyclingStore(ledger, run_id)
     rows = _call(ledger, run_id)
     with pytest.raises(RunStateError, match="has no fallback run"):
         store.recycle(ENDED, [(rows[0], Fallback(2, "sms", "not delivered in 6h"))])
@@ -339,12 +339,12 @@ def test_a_fallback_run_lives_and_dies_with_its_parent(ledger: Ledger) -> None:
     run_id = _run(ledger, 2)
     child = ledger.create_fallback_run(run_id, "sms", "{}")
     assert ledger.discard_interrupted_plans() == []  # planned empty on purpose
-    assert RunStore(ledger, child).parent() == (run_id, RunStatus.PLANNED)
-    assert RunStore(ledger, run_id).parent() is None
+    assert RecyclingStore(ledger, child).parent() == (run_id, RunStatus.PLANNED)
+    assert RecyclingStore(ledger, run_id).parent() is None
     rows = _call(ledger, run_id)
-    RunStore(ledger, run_id).recycle(ENDED, [(rows[0], Fallback(2, "sms", "6h"))])
+    RecyclingStore(ledger, run_id).recycle(ENDED, [(rows[0], Fallback(2, "sms", "6h"))])
     ledger.set_status(run_id, RunStatus.COMPLETED)
-    assert RunStore(ledger, child).parent() == (run_id, RunStatus.COMPLETED)
+    assert RecyclingStore(ledger, child).parent() == (run_id, RunStatus.COMPLETED)
     assert unfinished_run_for(ledger, "dial") is None  # the child is not the campaign's run
     ledger.set_status(run_id, RunStatus.RUNNING)
     assert unfinished_run_for(ledger, "dial").id == run_id  # type: ignore[union-attr]
@@ -372,7 +372,7 @@ def test_the_migration_goes_down_and_up_with_rows(ledger_url: str, clock: FakeCl
         ledger = Ledger(engine, clock=clock)
         run_id = _run(ledger, 3)
         rows = _call(ledger, run_id)
-        RunStore(ledger, run_id).recycle(ENDED, [(rows[0], _retry(rows[0]))])
+        RecyclingStore(ledger, run_id).recycle(ENDED, [(rows[0], _retry(rows[0]))])
         config = alembic_config(engine)
         command.downgrade(config, "0012")
         with engine.connect() as conn:
@@ -400,10 +400,10 @@ def test_a_replan_keeps_the_retries_already_planned(ledger: Ledger) -> None:
     planned: the recipient's first call went out, so the new plan drops their step, and
     losing the retry would leave them with one call instead of the rules' three."""
     run_id = _run(ledger, 3)
-    store = RunStore(ledger, run_id)
+    store = RecyclingStore(ledger, run_id)
     rows = _call(ledger, run_id)
     done = store.recycle(ENDED, [(rows[0], _retry(rows[0]))])
-    options = store.options()
+    options = RunControlStore(ledger, run_id).options()
     _written, dropped = ledger.replan(run_id, [_rows(3)], start_at=T0, definition={},
                                       fingerprint="{}", options=options)
     assert dropped == 3  # the three recipients' steps were all sent

@@ -28,7 +28,7 @@ from scheduler.ledger.queries import reruns, sender_tallies, tallies
 from scheduler.ledger.queries import run_senders as rsq
 from scheduler.ledger.queries import runs as runq
 from scheduler.ledger.queries.tables import deliveries, replies
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.recycling_store import RecyclingStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, RunStatus
 from scheduler.ledger.states import DeliveryState as S
@@ -239,7 +239,7 @@ def test_a_retry_and_a_fallback_are_counted_when_sent(ledger: Ledger) -> None:
                      .values(state=S.NOT_ANSWERED, ended_at=ended))
     check(ledger, run_id)
     child = ledger.create_fallback_run(run_id, "sms", "{}")
-    store = RunStore(ledger, run_id)
+    store = RecyclingStore(ledger, run_id)
     rows = store.watched(ended)
     store.recycle(ended, [(rows[0], Retry("no_answer", 2, ended, "again")),
                           (rows[1], Fallback(2, "sms", "6h"))])

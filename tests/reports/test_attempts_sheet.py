@@ -15,7 +15,7 @@ from sqlalchemy import update
 from scheduler.dispatch.recycle.verdicts import Fallback, Final
 from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.recycling_store import RecyclingStore
 from scheduler.ledger.runs import Ledger
 from scheduler.reports import write_report
 from scheduler.settings.retry_rules import FallbackOptions, RecycleOptions
@@ -107,7 +107,7 @@ def test_a_whatsapp_run_says_who_the_sms_fallback_reached(ledger: Ledger,
             state="delivered", delivered_at=T0))
         conn.execute(update(deliveries).where(d.run_id == parent, d.row == 2).values(
             state="read", delivered_at=T0, read_at=T0))
-    store = RunStore(ledger, parent)
+    store = RecyclingStore(ledger, parent)
     later = T0 + timedelta(hours=2)
     watched = sorted(store.watched(later), key=lambda w: w.row)
     store.recycle(later, [(watched[0], Final("reached", reached=True)),

@@ -50,7 +50,7 @@ def in_flight(ledger: Ledger, recipients: int = 1, *, steps: int = 1) -> int:
 
 def record_accept(ledger: Ledger, run_id: int, accepted: list[tuple[int, str]]) -> None:
     """The dispatcher's commit of the service's answers."""
-    run_store(ledger, run_id).write([(Changes(accepted=accepted), ANSWERED_AT)])
+    run_store(ledger, run_id).queue.write([(Changes(accepted=accepted), ANSWERED_AT)])
 
 
 def lid_sent(i: int) -> dict[str, Any]:
@@ -121,7 +121,7 @@ def test_an_event_stored_while_the_accept_is_being_committed_is_matched(
 
     thread = threading.Thread(target=receiver)
     with tledger.engine.begin() as conn:
-        run_store(tledger, run_id).apply(conn, Changes(accepted=[(row["id"], mid(0))]),
+        run_store(tledger, run_id).queue.apply(conn, Changes(accepted=[(row["id"], mid(0))]),
                                          ANSWERED_AT)
         thread.start()
         wait_until(lambda: _blocked(tledger, db_backend))

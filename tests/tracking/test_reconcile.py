@@ -50,7 +50,7 @@ def test_a_dispatching_row_becomes_sent_when_its_late_event_arrives_after_a_rest
     [event] = table(tledger, "events")
     assert event["result"] == f"proved delivery {crashed} sent"
     # The dispatcher's own recovery at its next start finds nothing left to settle.
-    counts = reconcile.recover_after_crash(run_store(tledger, run_id), WHATSAPP,
+    counts = reconcile.recover_after_crash(run_store(tledger, run_id).queue, WHATSAPP,
                                            T0 + timedelta(minutes=1), at_least_once=False)
     assert counts == {"sent": 0, "unknown": 0, "requeued": 0, "verifying": 0}
 
@@ -59,7 +59,7 @@ def test_an_unknown_row_is_proved_sent_too_and_receipts_that_came_first_apply(
         tledger: Ledger, make_receiver) -> None:
     run_id = make_run(tledger, 1)
     crashed = _claim(tledger, run_id, number(0))
-    reconcile.recover_after_crash(run_store(tledger, run_id), WHATSAPP,
+    reconcile.recover_after_crash(run_store(tledger, run_id).queue, WHATSAPP,
                                   T0 + timedelta(seconds=30), at_least_once=False)
     assert _state(tledger, crashed)["state"] == "unknown"
     receiver = make_receiver(tledger)
@@ -101,7 +101,7 @@ def test_stored_events_serve_the_dispatchers_own_reconciliation(
     with tledger.engine.begin() as conn:  # pretend it was received after the dispatch
         conn.execute(update(tables.events).values(received_at=T0 + timedelta(seconds=2)))
         conn.execute(update(d).where(d.c.id == crashed).values(dispatched_at=T0))
-    counts = reconcile.recover_after_crash(run_store(tledger, run_id), WHATSAPP,
+    counts = reconcile.recover_after_crash(run_store(tledger, run_id).queue, WHATSAPP,
                                            T0 + timedelta(minutes=1), at_least_once=False)
     assert counts["sent"] == 1 and _state(tledger, crashed)["state"] == "sent"
 

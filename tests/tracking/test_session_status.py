@@ -64,7 +64,7 @@ def test_a_pool_follows_its_sessions_status(tledger: Ledger, make_receiver) -> N
 
     receiver.post(_status("s2", "logged_out", now))
     wait_until(lambda: table(tledger, "events"))
-    store = run_store(tledger, 0)  # the statuses are the senders', in any run
+    store = run_store(tledger, 0).senders  # the statuses are the senders', in any run
     follow_sessions(store, pool, now, note)
     s1, s2 = pool.senders["s1"], pool.senders["s2"]
     assert s1.down_reason is None and s2.down_reason == "session status logged_out " \

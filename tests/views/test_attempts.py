@@ -21,7 +21,7 @@ from scheduler.ledger import access
 from scheduler.ledger.attempt_funnel import AttemptLine, AttemptsView, ordinal
 from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries.tables import deliveries
-from scheduler.ledger.run_store import RunStore
+from scheduler.ledger.recycling_store import RecyclingStore
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
 from scheduler.views.attempts import attempt_lines
@@ -133,7 +133,7 @@ def test_the_view_counts_what_the_recycling_wrote(ledger: Ledger, settings: Sett
     with access.transaction(ledger.engine) as conn:
         conn.execute(update(deliveries).where(d.run_id == parent).values(
             state="not_answered", dispatched_at=T0, ended_at=T0))
-    store = RunStore(ledger, parent)
+    store = RecyclingStore(ledger, parent)
     watched = store.watched(NOW)
     assert len(watched) == 6
     later = NOW + timedelta(hours=1)
@@ -184,7 +184,7 @@ def test_a_call_answered_under_min_talk_is_not_counted_as_reached(ledger: Ledger
     with access.transaction(ledger.engine) as conn:
         conn.execute(update(deliveries).where(d.run_id == parent).values(
             state="answered", dispatched_at=T0, sent_at=T0, ended_at=T0))
-    store = RunStore(ledger, parent)
+    store = RecyclingStore(ledger, parent)
     long_call, short_call = store.watched(NOW)
     later = NOW + timedelta(hours=1)
     store.recycle(NOW, [(long_call, Final("reached: answered for 40 s", reached=True)),

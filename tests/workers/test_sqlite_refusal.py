@@ -11,7 +11,7 @@ import pytest
 from scheduler.dispatch.workers import SecondWorkerRefused, WorkerSeat
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
-from scheduler.wiring import store_for
+from scheduler.wiring import store_for, worker_store
 from tests.workers.support import CAMPAIGN, worker_env
 
 
@@ -20,10 +20,10 @@ def test_a_second_serve_on_sqlite_is_refused_saying_to_use_postgresql(
         tmp_path: Path, make_sandbox) -> None:
     url = f"sqlite:///{tmp_path / 'state' / 'ledger.db'}"
     ledger = Ledger(open_ledger(url))
-    first = WorkerSeat(ledger, store_for(ledger))
+    first = WorkerSeat(worker_store(ledger), store_for(ledger))
     first.register()  # a live worker: this process
     with pytest.raises(SecondWorkerRefused):
-        WorkerSeat(ledger, store_for(ledger)).register()
+        WorkerSeat(worker_store(ledger), store_for(ledger)).register()
 
     env = {**worker_env(make_sandbox(), url), "CAMPAIGN_WORKER_LEASE_S": "60"}
     (tmp_path / "campaigns").mkdir()
@@ -35,5 +35,5 @@ def test_a_second_serve_on_sqlite_is_refused_saying_to_use_postgresql(
     assert "database_url" in text and "Traceback" not in text
 
     first.stop()  # once the first has stopped, another may serve
-    WorkerSeat(ledger, store_for(ledger)).register()
+    WorkerSeat(worker_store(ledger), store_for(ledger)).register()
     ledger.close()

@@ -19,7 +19,7 @@ from scheduler.ledger import access
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
-from scheduler.wiring import store_for
+from scheduler.wiring import store_for, worker_store
 from tests.factories import T0, FakeClock, make_run, number
 
 D = tables.deliveries
@@ -40,7 +40,7 @@ def _states(ledger: Ledger, run_id: int) -> list[str]:
 
 
 def _seat(ledger: Ledger, clock: FakeClock) -> WorkerSeat:
-    seat = WorkerSeat(ledger, store_for(ledger), lease_s=3, clock=clock)
+    seat = WorkerSeat(worker_store(ledger), store_for(ledger), lease_s=3, clock=clock)
     seat.leasing = True  # the lease statements are the same on SQLite
     seat.register()
     return seat
@@ -109,7 +109,8 @@ def test_a_worker_wakes_when_a_dead_worker_s_lease_ends_not_at_its_next_tick(
     run_id = make_run(ledger, 2, senders=("s1",))
     with access.transaction(ledger.engine) as conn:
         lq.acquire(conn, "s1", "dead", T0, T0 + timedelta(seconds=7))
-    seat = WorkerSeat(ledger, store_for(ledger), lease_s=15, clock=clock)  # a tick every 5 s
+    # a tick every 5 s
+    seat = WorkerSeat(worker_store(ledger), store_for(ledger), lease_s=15, clock=clock)
     seat.leasing = True
     seat.register()
     seat.want(run_id, ["s1"])

@@ -24,7 +24,7 @@ from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.views.unserved import ServingWorker, judge_serving, unserved_runs
-from scheduler.wiring import store_for
+from scheduler.wiring import store_for, worker_store
 from tests.factories import T0, command_project, make_run, open_test_ledger
 
 API = "service:api.example.com:443"
@@ -164,7 +164,7 @@ def test_a_run_whose_process_died_is_told_and_one_held_here_is_not(
 def test_a_live_worker_of_another_target_is_named_by_status_and_workers(
         real_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         ledger_url: str) -> None:
-    seat = WorkerSeat(real_ledger, store_for(real_ledger), target=LOCAL)
+    seat = WorkerSeat(worker_store(real_ledger), store_for(real_ledger), target=LOCAL)
     seat.register()
     theirs = _running(real_ledger, API, _dead_pid())
     ours = _running(real_ledger, LOCAL, _dead_pid())  # the live worker continues this one

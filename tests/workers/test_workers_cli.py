@@ -15,7 +15,7 @@ from scheduler.ledger import access
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
-from scheduler.wiring import store_for
+from scheduler.wiring import store_for, worker_store
 from tests.workers.support import CAMPAIGN
 
 
@@ -30,7 +30,7 @@ def test_campaign_workers_lists_live_workers_with_their_senders(
         tmp_path: Path, ledger_url: str) -> None:
     (tmp_path / "campaigns").mkdir()
     ledger = Ledger(open_ledger(ledger_url))
-    seat = WorkerSeat(ledger, store_for(ledger))
+    seat = WorkerSeat(worker_store(ledger), store_for(ledger))
     seat.register()
     now = datetime.now(UTC)
     with access.transaction(ledger.engine) as conn:

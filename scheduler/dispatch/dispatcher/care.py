@@ -59,7 +59,7 @@ class SenderHealth:
 
     def start(self, now: datetime, day_start: datetime) -> None:
         """Profiles, warm-up caps and holds at the start of the dispatch."""
-        store, names = self.ctx.store, list(self.ctx.options.senders)
+        store, names = self.ctx.stores.senders, list(self.ctx.options.senders)
         warming = [n for n in names if self._ramps.get(n) is not None]
         plain = [n for n in names if self._ramps.get(n) is None]
         found = store.sender_profiles(warming, now, new_state=SenderStatus.WARMING) \
@@ -80,7 +80,7 @@ class SenderHealth:
         for name, profile in list(self._profiles.items()):
             if profile.state not in _SESSION_HOLDS.values():
                 continue
-            latest = self.ctx.store.session_statuses([name], profile.since).get(name)
+            latest = self.ctx.stores.senders.session_statuses([name], profile.since).get(name)
             if latest is not None and latest.status == "connected":
                 self.on_session(name, "connected", now)
 
@@ -89,7 +89,7 @@ class SenderHealth:
         the ledger once per date (whichever run or worker comes first); every run then
         reads the stored day, so all of them count the same cap."""
         self._day = day_start
-        store = self.ctx.store
+        store = self.ctx.stores.senders
         today = day_start.date()
         names = list(self._profiles)
         self._profiles.update(store.read_sender_profiles(names))
@@ -144,7 +144,7 @@ class SenderHealth:
         """Follow profiles changed elsewhere; a new day's caps; the health, when due."""
         if day_start != self._day:
             self._new_day(now, day_start)
-        stored = self.ctx.store.read_sender_profiles(list(self._profiles))
+        stored = self.ctx.stores.senders.read_sender_profiles(list(self._profiles))
         for name, profile in stored.items():
             before = self._profiles.get(name)
             self._profiles[name] = profile
@@ -185,7 +185,7 @@ class SenderHealth:
         recent = now - timedelta(seconds=SERVICE_WINDOW_S)
         while self.trouble and self.trouble[0][0] < recent:
             self.trouble.popleft()
-        counted = self.ctx.store.sender_signals(
+        counted = self.ctx.stores.senders.sender_signals(
             list(self._profiles), since, now - timedelta(seconds=self.care.undelivered_s()))
         # without a receiver no receipt can come: "never confirmed" and "never delivered"
         # say nothing of the number then, and are left out
@@ -205,7 +205,7 @@ class SenderHealth:
             if not self.care.health or profile.state in HELD_STATES:
                 # observe and record only (health off), or held: only a person or a
                 # reconnection moves it, and its reason stays
-                self.ctx.store.change_sender_state(
+                self.ctx.stores.senders.change_sender_state(
                     name, profile.state, profile.reason, now, source=ChangeSource.ENGINE,
                     score=verdict.score)
                 continue
@@ -217,7 +217,7 @@ class SenderHealth:
     def _change(self, name: str, to: str, reason: str | None, now: datetime, *,
                 source: str = ChangeSource.ENGINE, score: float | None = None,
                 throttle: float | None = None) -> None:
-        store = self.ctx.store
+        store = self.ctx.stores.senders
         if store.change_sender_state(name, to, reason, now, source=source, score=score,
                                      throttle=throttle) or throttle is not None:
             profiles = store.read_sender_profiles([name])

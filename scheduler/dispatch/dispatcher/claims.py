@@ -42,7 +42,7 @@ class Claiming:
         self.settling = settling
         #: Senders at their daily cap or plan limit: said once each, dated when reached.
         self.caps = caps.CapWatch(ctx.options, service_quotas=ctx.quotas,
-                                  nth_send=ctx.store.nth_send)
+                                  nth_send=ctx.stores.queue.nth_send)
         self._closed_until = limits.recipient_window(ctx.options)
         # enough rows that a bulk channel finds full groups in the buffer
         self._refill_size = max(REFILL, 2 * ctx.channel.batch_size)
@@ -66,18 +66,19 @@ class Claiming:
         pool = state.pool
         assert pool is not None
         events = ctx.setup.events_received
-        limits.follow_sender_calls(ctx.store, pool, ctx.options, now, events_received=events)
+        limits.follow_sender_calls(ctx.stores.senders, pool, ctx.options, now,
+                                   events_received=events)
         picked = picking.pick(
             state.buffer, pool, ctx.channel, now,
             room=ctx.options.concurrency - len(state.inflight),
-            call_room=limits.call_room(ctx.store, ctx.channel, ctx.options, now,
+            call_room=limits.call_room(ctx.stores.senders, ctx.channel, ctx.options, now,
                                        events_received=events),
             closed_until=self._closed_until)
         for entry in self.caps.look(pool, [g.sender for g in picked.groups],
                                     stuck=picked.wake is not None, now=now):
             state.record(entry)
         if picked.deferred:
-            ctx.store.defer(picked.deferred)
+            ctx.stores.queue.defer(picked.deferred)
             state.deferred.update(opens for _id, opens in picked.deferred)
         wake = picked.wake
         if picked.calls_full:

@@ -39,7 +39,7 @@ class Control:
 
     def poll(self) -> None:
         """Look at the stop event now, and at the ledger when a control poll is due."""
-        state, store = self.state, self.ctx.store
+        state, stores = self.state, self.ctx.stores
         mono, now = monotonic(), self.ctx.clock()
         if self.ctx.setup.stop_event.is_set():
             state.stop(RunStatus.PAUSED, "interrupted (Ctrl-C or SIGTERM)")
@@ -48,12 +48,12 @@ class Control:
             return
         self._next_real = mono + CONTROL_EVERY_S
         self._next_simulated = now + timedelta(seconds=CONTROL_EVERY_S)
-        request = store.beat()
+        request = stores.run.beat()
         if self.ownership.sync(state.pool, now, day_start=self.day_start(now)):
             state.reread()  # rows read for senders no longer held, or too few
-            state.verify_at = store.earliest_verifying()  # a taken-over sender's rows
+            state.verify_at = stores.queue.earliest_verifying()  # a taken-over sender's rows
         care = self.care
-        sessions_live.follow_sessions(store, state.pool, now, state.note,
+        sessions_live.follow_sessions(stores.senders, state.pool, now, state.note,
                                       on_status=care.on_session if care else None)
         if care is not None and state.pool is not None:
             care.poll(now, self.day_start(now))

@@ -59,7 +59,7 @@ class ABTest:
         usual). Called when the dispatcher has nothing due."""
         if self.over or (self.look_at is not None and now < self.look_at):
             return False, None if self.over else self.look_at
-        store = self.ctx.store
+        store = self.ctx.stores.experiment
         progress = store.experiment_progress()
         if progress is None:  # no test, or another worker decided it: rows may be due
             self.over = True
@@ -89,7 +89,7 @@ class ABTest:
             taken.append(decision)
             return ExperimentVerdict(decision.winner, decision.goes, decision.model_dump_json())
 
-        result = self.ctx.store.decide_experiment(now, verdict)
+        result = self.ctx.stores.experiment.decide_experiment(now, verdict)
         self.over = True
         self.state.reread()  # the released rows sit behind the read cursor
         if result is None:

@@ -35,18 +35,18 @@ from scheduler.dispatch.exceptions import RunStopped
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.senders import SenderPool, pool_for_run
-from scheduler.dispatch.store import Store
+from scheduler.dispatch.store import RunStores
 from scheduler.ledger.states import RunStatus
 
 
 class Dispatcher:
     """Dispatches one run until it is done, paused, cancelled or stopped."""
 
-    def __init__(self, store: Store, client: ServiceCalls, options: DispatchOptions, *,
+    def __init__(self, stores: RunStores, client: ServiceCalls, options: DispatchOptions, *,
                  channel: Channel, setup: RunSetup | None = None,
                  quotas: dict[str, Quota] | None = None) -> None:
         setup = setup or RunSetup()
-        self.ctx = ctx = RunContext(store, client, options, channel, setup, quotas or {})
+        self.ctx = ctx = RunContext(stores, client, options, channel, setup, quotas or {})
         self.state = state = RunState(setup.timing.clock, setup.on_note)
         self.ownership = ownership_for(ctx)
         self.care = SenderHealth(ctx, state, setup.care) if setup.care is not None else None
@@ -77,7 +77,7 @@ class Dispatcher:
         try:
             recovered = self.ownership.start(now)
             state.note(now, "dispatch started")
-            state.verify_at = ctx.store.earliest_verifying()
+            state.verify_at = ctx.stores.queue.earliest_verifying()
             if any(recovered.values()):
                 state.note(now, waits.recovered_note(recovered, now, state.verify_at,
                                                      ctx.zone),
@@ -106,7 +106,7 @@ class Dispatcher:
         ctx = self.ctx
         day_start = self.control.day_start(now)
         pool = pool_for_run(ctx.options, ctx.setup.rng, ctx.zone,
-                            ctx.store.sent_today(day_start), day_start, ctx.quotas, now)
+                            ctx.stores.queue.sent_today(day_start), day_start, ctx.quotas, now)
         if ctx.channel.one_call_per_sender:
             options = ctx.options
             pool.call_hold = timedelta(seconds=options.engine.whatsapp_call_timeout_s
@@ -118,7 +118,7 @@ class Dispatcher:
 
     async def _loop(self) -> None:
         ctx, state = self.ctx, self.state
-        options, store = ctx.options, ctx.store
+        options, queue = ctx.options, ctx.stores.queue
         window = options.window
         while True:
             now = ctx.clock()
@@ -143,7 +143,7 @@ class Dispatcher:
             if not state.buffer and not self.claims.refill(now):
                 self.settling.flush()
                 if not state.inflight and not state.outcomes:
-                    waiting, next_due = store.work_left()
+                    waiting, next_due = queue.work_left()
                     if waiting == 0:
                         if self.recycling.check(now):
                             continue  # attempts or fallbacks were planned
@@ -170,8 +170,8 @@ class Dispatcher:
                     if wake is not None:
                         next_due = wake if next_due is None else min(next_due, wake)
                     self.waiting.note_recipients_wait(now, next_due, waiting)
-                    if next_due is None and store.earliest_verifying() is None:
-                        store.repair_waiting_steps(now)
+                    if next_due is None and queue.earliest_verifying() is None:
+                        queue.repair_waiting_steps(now)
                     await self.waiting.idle(now, next_due)
                 else:
                     await self.waiting.for_answers(0.05)
@@ -184,7 +184,7 @@ class Dispatcher:
 
     def _finish(self) -> RunResult:
         ctx, state = self.ctx, self.state
-        store = ctx.store
+        store = ctx.stores.run
         now = ctx.clock()
         if state.stop_status == RunStatus.CANCELLED:
             status = store.cancel()

@@ -57,21 +57,21 @@ class SoleOwner:
 
     def take(self) -> None:
         """Take the run's lease: a second process cannot dispatch it too."""
-        self.ctx.store.acquire()
+        self.ctx.stores.run.acquire()
 
     def start(self, now: datetime) -> dict[str, int]:
         """Mark the run running, settle the rows a crash left in doubt."""
         ctx = self.ctx
-        ctx.store.mark_running()
+        ctx.stores.run.mark_running()
         options = ctx.options
         return reconcile.recover_after_crash(
-            ctx.store, ctx.channel, now, at_least_once=options.at_least_once,
+            ctx.stores.queue, ctx.channel, now, at_least_once=options.at_least_once,
             grace_s=options.engine.verify_grace_s if ctx.setup.events_received else 0.0,
             step_delays_s=options.step_delays_s)
 
     def due(self, now: datetime, *, limit: int, after_seq: int = -1) -> list[DueDelivery]:
         """Every due row of the run."""
-        return self.ctx.store.due(now, limit=limit, after_seq=after_seq)
+        return self.ctx.stores.queue.due(now, limit=limit, after_seq=after_seq)
 
     def claim_as(self) -> str | None:
         """Claims need no fence."""
@@ -83,7 +83,7 @@ class SoleOwner:
 
     def close(self) -> None:
         """Give up the run's lease."""
-        self.ctx.store.release()
+        self.ctx.stores.run.release()
 
 
 class WorkerShare:
@@ -99,13 +99,13 @@ class WorkerShare:
     def start(self, now: datetime) -> dict[str, int]:
         """Mark the run running (its control stays with whoever asked); settle the rows
         dead workers left in doubt (the worker does: its leases know whose they were)."""
-        self.ctx.store.mark_running(keep_control=True)
+        self.ctx.stores.run.mark_running(keep_control=True)
         self.gate.settle_orphans()
         return {}
 
     def due(self, now: datetime, *, limit: int, after_seq: int = -1) -> list[DueDelivery]:
         """Due rows of the senders held: this worker's part of the run first, then any."""
-        store, gate = self.ctx.store, self.gate
+        store, gate = self.ctx.stores.queue, self.gate
         senders = gate.held if gate.held is not None else frozenset()
         rows = store.due(now, limit=limit, after_seq=after_seq, senders=senders,
                          part=gate.seat.part)

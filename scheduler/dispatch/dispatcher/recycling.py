@@ -52,7 +52,7 @@ class RetryRules:
     def __init__(self, ctx: RunContext, state: RunState) -> None:
         self.ctx = ctx
         self.state = state
-        self.options: RecycleOptions | None = ctx.store.options().recycle
+        self.options: RecycleOptions | None = ctx.stores.run.options().recycle
         self.look_at: datetime | None = None
         #: Watched rows awaiting a verdict at the last look, and the earliest change.
         self.pending = 0
@@ -75,7 +75,7 @@ class RetryRules:
         if not self.active:
             return False
         assert self.options is not None
-        store, ctx = self.ctx.store, self.ctx
+        store, ctx = self.ctx.stores.recycling, self.ctx
         decisions: list[tuple[WatchedRow, Verdict]] = []
         wake: datetime | None = None
         pending = 0
@@ -127,7 +127,7 @@ class RetryRules:
         paused pauses too (resumed with it)."""
         if self.pending > 0:
             return True
-        parent = self.ctx.store.parent()
+        parent = self.ctx.stores.recycling.parent()
         if parent is None:
             return False
         parent_id, status = parent

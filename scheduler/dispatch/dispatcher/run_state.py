@@ -1,6 +1,6 @@
 """The state of one run's dispatch, shared by the dispatcher's roles, and its context.
 
-:class:`RunContext` is what does not change while the run is dispatched (its store, the
+:class:`RunContext` is what does not change while the run is dispatched (its stores, the
 service, its options and channel, its setup); :class:`RunState` is everything that does:
 rows read ahead, answers not yet settled, settlements not yet written, sends in flight,
 the timeline and why the run stops. The roles (``claims``, ``settling``, ``waiting``,
@@ -24,7 +24,7 @@ from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.outcomes import SendOutcome, Settlement
 from scheduler.dispatch.results import TimelineEntry
 from scheduler.dispatch.senders import SenderPool
-from scheduler.dispatch.store import Store
+from scheduler.dispatch.store import RunStores
 from scheduler.ledger.rows import DueDelivery
 
 
@@ -32,7 +32,7 @@ from scheduler.ledger.rows import DueDelivery
 class RunContext:
     """What one run's dispatch works with (fixed for the run)."""
 
-    store: Store
+    stores: RunStores
     client: ServiceCalls
     options: DispatchOptions
     channel: Channel
@@ -48,7 +48,7 @@ class RunContext:
     @property
     def run_id(self) -> int:
         """The run being dispatched."""
-        return self.store.run_id
+        return self.stores.run_id
 
     @property
     def clock(self) -> Clock:

@@ -54,7 +54,7 @@ class Settling:
         before any of the new sends goes out); the ids that moved. Senders on a warm-up
         ramp are held to today's cap, counted in that transaction over every run."""
         caps = self.care.claim_caps() if self.care is not None else None
-        moved = self.ctx.store.write(self.state.pending, claims, now, worker=worker,
+        moved = self.ctx.stores.queue.write(self.state.pending, claims, now, worker=worker,
                                      caps=caps, audience=audience)
         if caps:
             self._at_cap([(i, s) for i, s in claims if s in caps and i not in moved], now)
@@ -75,7 +75,7 @@ class Settling:
         """Write the settled outcomes in a transaction of their own (nothing to claim)."""
         if not self.state.pending:
             return
-        self.ctx.store.write(self.state.pending)
+        self.ctx.stores.queue.write(self.state.pending)
         self.state.pending.clear()
         self.report_progress()
 
@@ -84,7 +84,7 @@ class Settling:
         setup = self.ctx.setup
         if setup.on_progress is not None and monotonic() >= self._next_progress:
             self._next_progress = monotonic() + setup.progress_every_s
-            setup.on_progress(self.ctx.store.counts())
+            setup.on_progress(self.ctx.stores.run.counts())
 
     def verify_timeouts(self, now: datetime) -> None:
         """Rows whose send timed out: settle them from their proof once the grace ends."""
@@ -92,14 +92,14 @@ class Settling:
         if state.verify_at is None or now < state.verify_at:
             return
         settled = reconcile.settle_verifying(
-            self.ctx.store, self.ctx.channel, now,
+            self.ctx.stores.queue, self.ctx.channel, now,
             at_least_once=self.ctx.options.at_least_once,
             step_delays_s=self.ctx.options.step_delays_s)
-        state.verify_at = self.ctx.store.earliest_verifying()
+        state.verify_at = self.ctx.stores.queue.earliest_verifying()
         if settled:
             state.reread()
 
     def expire_rest(self, now: datetime) -> None:
         """The latest send time passed: expire every row still pending."""
-        n = self.ctx.store.expire(now)
+        n = self.ctx.stores.queue.expire(now)
         self.state.note(now, f"latest send time reached: {n} deliveries expired")

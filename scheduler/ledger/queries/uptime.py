@@ -9,7 +9,7 @@ seconds (one writer: the receiver's event writer). They are read for every unkno
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, and_, insert, or_, select, update
 
@@ -73,3 +73,16 @@ def rows_with_stray_proof(conn: Connection, run_id: int) -> set[int]:
                ~held)
     )
     return {int(i) for i in conn.execute(stmt).scalars()}
+
+
+def unknown_facts(conn: Connection, run_id: int, now: datetime, horizon: timedelta
+                  ) -> tuple[list[UnknownRow], list[UptimeInterval], set[int]]:
+    """What judging a run's ``unknown`` rows reads: the rows (the claim index: as many as
+    there are), the receivers' uptime since the first one's dispatch less ``horizon``, and
+    the rows a stray proof makes unknowable (nothing more when there is no such row)."""
+    rows = unknown_rows(conn, run_id)
+    if not rows:
+        return [], [], set()
+    times = [row.dispatched_at for row in rows if row.dispatched_at is not None]
+    since = (min(times) if times else now) - horizon
+    return rows, uptime_intervals(conn, since), rows_with_stray_proof(conn, run_id)

@@ -1,0 +1,85 @@
+"""The senders as a store: profiles and states, sends, sessions and calls, across runs.
+
+:class:`SenderStore` is the ledger's implementation of
+:class:`scheduler.dispatch.store.SenderStore` (sender care, caps, the call limits); the
+run is known for the calls in progress in it. Each method is one transaction or one read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import date, datetime
+
+from scheduler.ledger import access
+from scheduler.ledger.queries import sender_calls as scq
+from scheduler.ledger.queries import sender_health as shq
+from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.queries import sessions as sq
+from scheduler.ledger.queries import voice_calls as cq
+from scheduler.ledger.queries.sender_health import SenderSignals
+from scheduler.ledger.rows import SenderProfileRow, SessionStatusRow
+from scheduler.ledger.runs import Ledger
+
+
+class SenderStore:
+    """The ledger as the senders' store, seen from run ``run_id`` (see the module)."""
+
+    def __init__(self, ledger: Ledger, run_id: int) -> None:
+        self.ledger = ledger
+        self.run_id = run_id
+
+    def sender_profiles(self, senders: Collection[str], now: datetime, *,
+                        new_state: str) -> dict[str, SenderProfileRow]:
+        """The profiles of ``senders``, each made first when missing (``new_state``)."""
+        with access.transaction(self.ledger.engine, "read the senders' profiles") as conn:
+            spq.ensure_profiles(conn, senders, now, state=new_state)
+            return spq.profiles(conn, senders)
+
+    def read_sender_profiles(self, senders: Collection[str]) -> dict[str, SenderProfileRow]:
+        """The stored profiles of ``senders`` (a person or another worker may change them)."""
+        with access.read(self.ledger.engine, "read the senders' profiles") as conn:
+            return spq.profiles(conn, senders)
+
+    def change_sender_state(self, sender: str, state: str, reason: str | None, now: datetime,
+                            *, source: str, score: float | None = None,
+                            throttle: float | None = None) -> bool:
+        """Move a sender to ``state`` (kept in its history); True when it changed."""
+        with access.transaction(self.ledger.engine, f"record sender {sender}'s state") as conn:
+            return spq.change_state(conn, sender, state, reason, source, now, score=score,
+                                    throttle=throttle)
+
+    def advance_warm_day(self, sender: str, local_date: date, day: int) -> bool:
+        """Set a sender's warm-up day for ``local_date`` (once per date)."""
+        with access.transaction(self.ledger.engine, "advance a warm-up day") as conn:
+            return spq.advance_warm_day(conn, sender, local_date, day)
+
+    def sender_signals(self, senders: Collection[str], since: datetime,
+                       undelivered_before: datetime) -> dict[str, SenderSignals]:
+        """What the ledger knows of each sender's sends since ``since``."""
+        with access.read(self.ledger.engine, "count the senders' signals") as conn:
+            return shq.signals_since(conn, senders, since, undelivered_before)
+
+    def last_sends(self, senders: Collection[str]) -> dict[str, datetime]:
+        """Each sender's latest dispatch, any run."""
+        with access.read(self.ledger.engine, "read the senders' latest sends") as conn:
+            return shq.last_sends(conn, senders)
+
+    def calls_in_progress(self, since: datetime, channel: str) -> tuple[int, int]:
+        """Calls in progress in this run, and in every running run of ``channel``."""
+        with access.read(self.ledger.engine, "count calls in progress") as conn:
+            return cq.calls_in_progress(conn, self.run_id, since, channel)
+
+    def calls_under_way(self, senders: Sequence[str], since: datetime
+                        ) -> dict[str, datetime]:
+        """Senders with a call under way, and when it was claimed."""
+        with access.read(self.ledger.engine, "read the calls under way per sender") as conn:
+            return scq.calls_under_way(conn, self.run_id, senders, since)
+
+    def session_statuses(self, senders: Sequence[str], since: datetime
+                         ) -> dict[str, SessionStatusRow]:
+        """The latest ``connection.status`` of each sender's session since ``since``."""
+        with access.read(self.ledger.engine, "read the senders' session status") as conn:
+            return sq.latest_statuses(conn, senders, since=since)
+
+
+__all__ = ["SenderStore"]
