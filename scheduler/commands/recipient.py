@@ -55,7 +55,7 @@ def recipient_command(
         if d.decision:
             why = f": {clean(d.decision_reason)}" if d.decision_reason else ""
             parts.append(f"condition {clean(d.decision)}{why}")
-        parts += [clean(d.reason)] if d.reason else []
+        parts += [clean(d.reason)] if d.reason and not d.decision else []
         typer.echo("  " + " · ".join(parts))
     typer.echo("story:")
     for item in story.items:

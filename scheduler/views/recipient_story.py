@@ -80,7 +80,7 @@ class StoryItem(BaseModel):
     state: str | None = None
     #: the words of it: a reply's text, an error, a verdict, a link (shown escaped)
     text: str | None = None
-    #: the zone it is shown in (its run's; UTC for what belongs to no run)
+    #: the zone it is shown in (its run's; the newest run's for what belongs to none)
     timezone: str = "UTC"
 
 
@@ -186,6 +186,9 @@ def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
         opt_out = sq.story_opt_out(conn, number)
     by_id = {d.id: d for d in found}
     zone_of = {d.run_id: d.timezone for d in found}
+    # what belongs to no run (an event, the opt-out) in the zone of the newest run
+    home = found[-1].timezone if found else "UTC"
+
     campaign_of = {d.run_id: d.campaign for d in found}
     items = [item for d in found for item in _delivery_items(d)]
     for r in replies:
@@ -197,11 +200,11 @@ def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
             variant=d.variant if d else None, sender=r.session_id,
             delivery_id=r.delivery_id, reply_id=r.id, state=r.state,
             text=_short(r.text) if r.text else f"({r.kind})",
-            timezone=zone_of.get(r.run_id, "UTC") if r.run_id else "UTC"))
+            timezone=zone_of.get(r.run_id, home) if r.run_id else home))
     for e in events:
         if (e.result or "").startswith("reply"):
             continue  # a reply's own event: the reply is in the story already
-        items.append(StoryItem(at=e.at, what="event", sender=e.session_id,
+        items.append(StoryItem(at=e.at, what="event", sender=e.session_id, timezone=home,
                                text=" · ".join(x for x in (e.event, _event_words(e.payload))
                                                if x)))
     for c in clicks:
@@ -213,7 +216,7 @@ def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
                                step=d.step, attempt=d.attempt, variant=d.variant,
                                delivery_id=d.id, text=_short(words), timezone=d.timezone))
     if opt_out is not None:
-        items.append(StoryItem(at=opt_out.created_at, what="opt-out",
+        items.append(StoryItem(at=opt_out.created_at, what="opt-out", timezone=home,
                                text=_short(f"{opt_out.source}: {opt_out.reason}"
                                            if opt_out.reason else opt_out.source)))
     items.sort(key=lambda item: item.at)
