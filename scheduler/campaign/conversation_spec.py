@@ -35,11 +35,11 @@ later (or its own) step, a condition that can never be met.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from scheduler.core.folding import fold, plain
 from scheduler.core.units import UnitError, parse_duration
 from scheduler.settings.conversation import (
     DEFAULT_EXPECTED_RATE,
@@ -47,7 +47,6 @@ from scheduler.settings.conversation import (
     ConversationOptions,
     StepCondition,
 )
-from scheduler.tracking.replies import fold
 
 Duration = str | float | int
 #: The keys of ``when`` that say what it waits for (exactly one is given).
@@ -95,12 +94,6 @@ class RepliesSpec(BaseModel):
         "How long a condition waits for a reply, read or click when it names no time."))
     keywords: dict[str, str] = Field(default_factory=dict, description=(
         "A whole reply (any case and accents) → the name of the step it makes go."))
-
-
-def plain(text: str) -> str:
-    """``text`` without accents (case is left to the expression's IGNORECASE)."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:

@@ -377,9 +377,7 @@ def _second_parts(campaign: Campaign, stats: PlanStats, options: RunOptions,
     parts: dict[str, Any] = {
         "variants": variants_report(campaign, stats),
         "retries": retries_report(campaign, stats, options, start),
-        "branches": branches_report(  # steps that follow replies
-            options.conversation, [s.get("name") if isinstance(s, dict) else None
-                                   for s in campaign.spec.steps], stats.planned_per_step[0]),
+        "branches": branches_report(options.conversation, campaign.spec.steps, stats),
     }
     if stats.labels is not None:
         parts["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,

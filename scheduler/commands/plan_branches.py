@@ -29,12 +29,20 @@ def _share(cond: StepCondition, options: ConversationOptions) -> float | None:
     return None
 
 
-def branches_report(options: ConversationOptions | None, names: list[str | None],
-                    first: int) -> dict[str, Any] | None:
-    """The branches' JSON (None: no step has a condition): per step, what it looks at, its
-    condition and its expected recipients (``first``: step 0's planned recipients)."""
+def branches_report(options: ConversationOptions | None, steps: list[Any],
+                    stats: Any) -> dict[str, Any] | None:
+    """The branches' JSON (None: no step has a condition): per step of ``steps`` (the
+    definition's tables), what it looks at, its condition and its expected recipients
+    (``stats``: the plan's, whose step 0 count is the start)."""
     if options is None:
         return None
+    names = [s.get("name") if isinstance(s, dict) else None for s in steps]
+    return branches_of(options, names, stats.planned_per_step[0])
+
+
+def branches_of(options: ConversationOptions, names: list[str | None],
+                first: int) -> dict[str, Any]:
+    """:func:`branches_report` from the steps' names and step 0's planned recipients."""
     expected: list[float] = []
     steps = []
     for index, name in enumerate(names):
@@ -95,4 +103,4 @@ def branch_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-__all__ = ["branch_lines", "branches_report"]
+__all__ = ["branch_lines", "branches_of", "branches_report"]

@@ -12,6 +12,11 @@ from datetime import date, datetime
 from sqlalchemy import Index, Text, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
+# the tracked links' tables (migration 0011), kept in their own module, named here too
+from scheduler.ledger.link_models import Link as Link
+from scheduler.ledger.link_models import LinkClick as LinkClick
+from scheduler.ledger.link_models import LinkRow as LinkRow
+
 
 class Campaign(SQLModel, table=True):
     """A campaign definition seen by the ledger, by its unique name."""
@@ -372,44 +377,3 @@ class SenderStateChange(SQLModel, table=True):
     reason: str | None = Field(default=None, sa_type=Text)
     source: str
     score: float | None = None
-
-
-class Link(SQLModel, table=True):
-    """A tracked link of a run (migration 0011): its number in the run (the one its tokens
-    carry), the step it is in and the address it redirects to."""
-
-    __tablename__ = "links"
-
-    run_id: int = Field(primary_key=True)
-    link: int = Field(primary_key=True)
-    step: int
-    url: str = Field(sa_type=Text)
-
-
-class LinkRow(SQLModel, table=True):
-    """(run, CSV row, step) → delivery, for the steps with links: how a click finds its
-    recipient (migration 0011 says why this and not an index on ``deliveries``)."""
-
-    __tablename__ = "link_rows"
-
-    run_id: int = Field(primary_key=True)
-    row: int = Field(primary_key=True)
-    step: int = Field(primary_key=True)
-    delivery_id: int = Field(primary_key=True)
-
-
-class LinkClick(SQLModel, table=True):
-    """A hit on a valid tracked link: when, the user agent, whether it counts as a click
-    and why not (see ``scheduler.links.clicks``); no IP address."""
-
-    __tablename__ = "link_clicks"
-    __table_args__ = (Index("ix_link_clicks_run", "run_id", "link"),)
-
-    id: int | None = Field(default=None, primary_key=True)
-    run_id: int
-    link: int
-    delivery_id: int
-    at: datetime
-    counted: bool
-    why_not: str | None = Field(default=None, sa_type=Text)
-    user_agent: str | None = Field(default=None, sa_type=Text)

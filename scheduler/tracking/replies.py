@@ -8,25 +8,11 @@ sair de casa").
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from scheduler.core.folding import fold
 from scheduler.service.event_data import ListResponseData, MessageData, PollUpdateData
-
-
-def fold(text: str) -> str:
-    """Lower case, no accents, no punctuation or symbols at either end, single spaces."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    bare = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-    words = bare.split()
-    joined = " ".join(words)
-    start, end = 0, len(joined)
-    while start < end and not joined[start].isalnum():
-        start += 1
-    while end > start and not joined[end - 1].isalnum():
-        end -= 1
-    return joined[start:end]
 
 
 class OptOutWords:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.commands.plan_branches import branch_lines, branches_report
+from scheduler.commands.plan_branches import branch_lines, branches_of
 from scheduler.settings.conversation import ConversationOptions, StepCondition
 from tests.factories import REPO
 
@@ -51,7 +51,7 @@ def test_a_branch_follows_its_step_and_reads_are_not_estimated() -> None:
 
     options = ConversationOptions(expected_rate=0.5, conditions=(
         cond(1, "replied"), cond(3, "not_read"), cond(4, "not_replied", looks_at=1)))
-    report = branches_report(options, ["q", "yes", "thanks", "nudge", "again"], 100)
+    report = branches_of(options, ["q", "yes", "thanks", "nudge", "again"], 100)
     assert [(s["expected"], s["up_to"]) for s in report["steps"]] == [
         (100, None), (50, None), (50, None), (None, 100), (25, None)]
     lines = branch_lines(report)

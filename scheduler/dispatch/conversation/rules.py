@@ -29,12 +29,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from scheduler.campaign.conversation_spec import compile_pattern, plain
+from scheduler.campaign.conversation_spec import compile_pattern
+from scheduler.core.folding import fold, plain
 from scheduler.ledger.conversation_rows import Seen, SeenReply
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.settings.conversation import StepCondition
-from scheduler.tracking.replies import fold
 
 #: Looked-at states that are not settled yet: the decision waits.
 NOT_YET = frozenset({S.PLANNED, S.DISPATCHING, S.HELD})
