@@ -188,7 +188,6 @@ def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
     zone_of = {d.run_id: d.timezone for d in found}
     # what belongs to no run (an event, the opt-out) in the zone of the newest run
     home = found[-1].timezone if found else "UTC"
-
     campaign_of = {d.run_id: d.campaign for d in found}
     items = [item for d in found for item in _delivery_items(d)]
     for r in replies:
