@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch import waits
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
+from scheduler.dispatch.conversation.decisions import Decisions
 from scheduler.dispatch.dispatcher.care import SenderHealth
 from scheduler.dispatch.dispatcher.claims import Claiming
 from scheduler.dispatch.dispatcher.control import Control
@@ -56,6 +57,10 @@ class Dispatcher:
         self.claims = Claiming(ctx, state, self.ownership, self.settling, self.care)
         self.trial = ABTest(ctx, state)
         self.recycling = RetryRules(ctx, state)
+        # steps that follow replies (scheduler/dispatch/conversation): decided once each
+        self.decisions = Decisions(stores.conversation, stores.run.options().conversation,
+                                   options.step_delays_s,
+                                   retry_horizon_s=options.engine.webhook_retry_horizon_s)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
@@ -77,6 +82,7 @@ class Dispatcher:
         try:
             recovered = self.ownership.start(now)
             state.note(now, "dispatch started")
+            self.decisions.start(now)
             state.verify_at = ctx.stores.queue.earliest_verifying()
             if any(recovered.values()):
                 state.note(now, waits.recovered_note(recovered, now, state.verify_at,
@@ -93,6 +99,8 @@ class Dispatcher:
                 state.stop(RunStatus.PAUSED, "the run has no senders: name them in the "
                            "campaign's `senders` and plan it again")
             await self._loop()
+            for line in self.decisions.told(ctx.clock(), now_or_never=True):
+                state.note(ctx.clock(), line, kind="decisions")  # the last ones taken
         finally:
             await self.waiting.drain()
             if ctx.setup.shared is not None and state.pool is not None:
@@ -140,6 +148,9 @@ class Dispatcher:
             if self.recycling.due(now):  # outcomes came in: retries as their rule fires
                 self.settling.flush()
                 self.recycling.check(now)
+            if self.decisions.due(now):  # replies came in: the steps they choose
+                self.settling.flush()
+                self._decide(now)
             if not state.buffer and not self.claims.refill(now):
                 self.settling.flush()
                 if not state.inflight and not state.outcomes:
@@ -164,6 +175,11 @@ class Dispatcher:
                                 and await self.recycling.let_events_in():
                             continue
                         next_due = wake if next_due is None else min(next_due, wake)
+                    if self.decisions.active and self._decide(now, idle=True):
+                        continue  # steps were queued by their conditions
+                    wake = self.decisions.wake
+                    if wake is not None:
+                        next_due = wake if next_due is None else min(next_due, wake)
                     released, wake = self.trial.check(now)  # an A/B test's held rest
                     if released:
                         continue
@@ -181,6 +197,16 @@ class Dispatcher:
                 continue
             self.settling.flush()
             await self.waiting.idle(now, wake)
+
+    def _decide(self, now: datetime, *, idle: bool = False) -> bool:
+        """Decide the steps waiting for replies; True when some were decided."""
+        decided = self.decisions.check(now)
+        for line in self.decisions.told(now, now_or_never=idle
+                                        and self.decisions.pending == 0):
+            self.state.note(now, line, kind="decisions")
+        if decided:
+            self.state.reread()  # the queued steps sit behind the read cursor
+        return decided > 0
 
     def _finish(self) -> RunResult:
         ctx, state = self.ctx, self.state
