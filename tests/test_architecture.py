@@ -423,7 +423,6 @@ CHANNEL_COMPARISONS_LEFT = {
     "commands/plan_channels.py": 2,
     "ledger/queries/suppression.py": 1,
     "service/account_models.py": 1,
-    "views/progress.py": 1,
     "views/reading.py": 1,
 }
 #: Packages where no channel's name is compared at all (the ratchet may list none of them).

@@ -33,6 +33,10 @@ class ChannelTerms:
     sessions: bool
     #: Whether its deliveries are calls (they are answered or not, ring, last).
     calls: bool
+    #: Whether its reports say why a send was not delivered, with an error code (SMS).
+    error_codes: bool
+    #: Whether its reports tell a call's cause, the keys pressed and the talk time (voice).
+    keys: bool
     #: Whether several recipients share one request (SMS and voice's bulk endpoints).
     bulk: bool
     #: Whether each step's kind has an endpoint of its own, one message a request
@@ -66,7 +70,7 @@ class ChannelTerms:
 ALL = (
     ChannelTerms(name="whatsapp", words="WhatsApp", title="WhatsApp", unit="messages",
                  noun="messages", reached="delivered", reach="on WhatsApp", sessions=True,
-                 calls=False, bulk=False, step_endpoints=True,
+                 calls=False, error_codes=False, keys=False, bulk=False, step_endpoints=True,
                  segments=False, line_types=("mobile",),
                  line_needs="WhatsApp and SMS need a mobile number",
                  fallback_line_needs="WhatsApp needs a mobile number",
@@ -75,7 +79,8 @@ ALL = (
                  funnel=(("Planned", "planned"), ("Sent", "sent"), ("Delivered", "delivered"),
                          ("Read", "read"), ("Replied", "replied"))),
     ChannelTerms(name="sms", words="SMS", title="SMS", unit="messages", noun="SMS",
-                 reached="delivered", reach="by SMS", sessions=False, calls=False, bulk=True,
+                 reached="delivered", reach="by SMS", sessions=False, calls=False,
+                 error_codes=True, keys=False, bulk=True,
                  step_endpoints=False, segments=True, line_types=("mobile",),
                  line_needs="WhatsApp and SMS need a mobile number",
                  fallback_line_needs="SMS needs a mobile number",
@@ -84,7 +89,8 @@ ALL = (
                  funnel=(("Planned", "planned"), ("Sent", "sent"), ("Delivered", "delivered"),
                          ("Undelivered", "undelivered"))),
     ChannelTerms(name="voice", words="voice call", title="voice", unit="calls", noun="calls",
-                 reached="answered", reach="by a call", sessions=False, calls=True, bulk=True,
+                 reached="answered", reach="by a call", sessions=False, calls=True,
+                 error_codes=False, keys=True, bulk=True,
                  step_endpoints=False, segments=False, line_types=("mobile", "fixed_line"),
                  line_needs="calls need a mobile or landline number",
                  fallback_line_needs="calls need a mobile or landline number",
@@ -94,7 +100,7 @@ ALL = (
                          ("Pressed a key", "digits"))),
     ChannelTerms(name="calls", words="WhatsApp call", title="WhatsApp calls", unit="calls",
                  noun="calls", reached="answered", reach="by a WhatsApp call", sessions=True,
-                 calls=True, bulk=False, step_endpoints=False,
+                 calls=True, error_codes=False, keys=False, bulk=False, step_endpoints=False,
                  segments=False, line_types=("mobile",),
                  line_needs="WhatsApp calls need a mobile number",
                  fallback_line_needs="WhatsApp calls need a mobile number",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from scheduler.core.channel_terms import ALL
+
 
 @dataclass(frozen=True)
 class OutcomeKind:
@@ -24,13 +26,9 @@ class OutcomeKind:
     calls: bool
 
 
-#: Each channel this program sends on, by ``runs.channel``.
+#: Each channel this program sends on, by ``runs.channel`` (from its terms, written once).
 KINDS: dict[str, OutcomeKind] = {
-    "whatsapp": OutcomeKind(reports=False, keys=False, calls=False),
-    "sms": OutcomeKind(reports=True, keys=False, calls=False),
-    "voice": OutcomeKind(reports=False, keys=True, calls=True),
-    "calls": OutcomeKind(reports=False, keys=False, calls=True),
-}
+    t.name: OutcomeKind(reports=t.error_codes, keys=t.keys, calls=t.calls) for t in ALL}
 
 
 def outcome_kind(name: object) -> OutcomeKind | None:

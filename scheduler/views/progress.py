@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.display import clock_time, local_time, span
 from scheduler.dispatch.caps import describe as describe_caps
 from scheduler.dispatch.results import CapWait, TimelineEntry
@@ -83,7 +84,7 @@ class BarState:
                 retry_every_s: float = 60.0) -> BarState:
         """The state at the start of a run with these options."""
         return cls(zone=options.timezone,
-                   senders=options.senders if channel == "whatsapp" else (),
+                   senders=options.senders if terms_of(channel).sessions else (),
                    window=SendWindow.of(options.window, options.timezone),
                    recipient_timezone=options.recipient_timezone,
                    retry_every_s=retry_every_s)

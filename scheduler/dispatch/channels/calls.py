@@ -44,12 +44,12 @@ class CallsChannel:
     #: a call's events move it through :mod:`scheduler.tracking.call_events`
     progress: Mapping[str, Progress] = {}
     detail_keys: tuple[str, ...] = ()
-    reports_keys = False
-    error_codes = False
+    reports_keys = terms_of(name).keys
+    error_codes = terms_of(name).error_codes
     unit = terms_of(name).unit
     sender_quotas = False
     batch_size = 1
-    has_calls = True
+    has_calls = terms_of(name).calls
     one_call_per_sender = True
 
     def __init__(self, senders: int = 1) -> None:

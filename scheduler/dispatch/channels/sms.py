@@ -69,11 +69,11 @@ class SmsChannel:
         "sms.expired": (S.UNDELIVERED, ("sent_at",)),
     }
     detail_keys: tuple[str, ...] = ("segments", "errorCode")
-    reports_keys = False
-    error_codes = True
+    reports_keys = terms_of(name).keys
+    error_codes = terms_of(name).error_codes
     unit = terms_of(name).unit
     sender_quotas = False
-    has_calls = False
+    has_calls = terms_of(name).calls
     max_calls: int | None = None
     one_call_per_sender = False
 

@@ -71,11 +71,11 @@ class VoiceChannel:
         "call.ended": (S.NOT_ANSWERED, ("sent_at", "ended_at")),
     }
     detail_keys: tuple[str, ...] = ("callId", "talkSeconds", "cause", "causeDescription")
-    reports_keys = True
-    error_codes = False
+    reports_keys = terms_of(name).keys
+    error_codes = terms_of(name).error_codes
     unit = terms_of(name).unit
     sender_quotas = False
-    has_calls = True
+    has_calls = terms_of(name).calls
     one_call_per_sender = False
 
     def __init__(self, *, batch_size: int | None = None, bulk_max: int = 1000,

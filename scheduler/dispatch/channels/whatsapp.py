@@ -31,12 +31,12 @@ class WhatsAppChannel:
         "message.read": (S.READ, ("sent_at", "delivered_at", "read_at")),
     }
     detail_keys: tuple[str, ...] = ()
-    reports_keys = False
-    error_codes = False
+    reports_keys = terms_of(name).keys
+    error_codes = terms_of(name).error_codes
     unit = terms_of(name).unit
     sender_quotas = True
     batch_size = 1
-    has_calls = False
+    has_calls = terms_of(name).calls
     max_calls: int | None = None
     one_call_per_sender = False
 
