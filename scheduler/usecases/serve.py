@@ -345,7 +345,8 @@ class Server:
 
                 self.account_url = account_webhook_url(self.settings, receiver)
             keeper: asyncio.Task[None] | None = None
-            outgoing = self._outgoing_webhooks(stop)  # the outbox, while this worker lives
+            outgoing_stop = asyncio.Event()  # set when serving ends, however it ends
+            outgoing = self._outgoing_webhooks(outgoing_stop)  # the outbox, while it serves
             try:
                 self.seat.register()
                 await self._tick(client)
@@ -372,6 +373,7 @@ class Server:
             finally:
                 if keeper is not None:
                     await keeper
+                outgoing_stop.set()
                 if outgoing is not None:
                     await outgoing
                 for planning in self.planning.values():  # cut short: stores nothing, and
