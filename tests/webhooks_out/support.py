@@ -26,6 +26,12 @@ class Received:
         return standardwebhooks.Webhook(secret).verify(self.body, self.headers)
 
 
+class _Server(ThreadingHTTPServer):
+    allow_reuse_address = True  # up again on the same port
+    daemon_threads = True
+    request_queue_size = 128  # a batch's connections at once (the default backlog is 5)
+
+
 class Receiver:
     """A threaded HTTP server on 127.0.0.1 recording what is POSTed to ``/hook``."""
 
@@ -61,9 +67,7 @@ class Receiver:
             def log_message(self, *_args: Any) -> None:
                 pass
 
-        ThreadingHTTPServer.allow_reuse_address = True
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", self.port), Handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
