@@ -626,3 +626,19 @@ def test_every_document_the_code_cites_is_in_the_repository() -> None:
     assert cited_documents("see ``docs/service-facts.md`` and DESIGN.md, not a.mdx") == [
         "docs/service-facts.md", "DESIGN.md"]
     assert not missing, "documents cited that are not in the repository:\n" + "\n".join(missing)
+
+
+#: The packages of the engine and below it: they say times in words
+#: (``core/time_words.py``) but never print to a terminal.
+ENGINE_PACKAGES = ("dispatch", "ledger", "tracking", "campaign", "service", "settings")
+
+
+def test_the_engine_imports_no_terminal_text() -> None:
+    """Terminal text (``core/display.py``: escaping for rich, tables) is for the commands and
+    the views; the engine's notes say times through ``core/time_words.py`` (issue 33: eight
+    engine modules imported the terminal's module for its times)."""
+    edges = module_imports(every_import=True)
+    assert ("scheduler.commands.preview", "scheduler.core.display") in edges  # it sees them
+    found = sorted(f"{a} ({sites[0]})" for (a, b), sites in edges.items()
+                   if b == "scheduler.core.display" and _unit(a) in ENGINE_PACKAGES)
+    assert not found, "the engine imports terminal text:\n" + "\n".join(found)

@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -30,8 +29,9 @@ import typer
 
 from scheduler.campaign.exceptions import CampaignError, Issue
 from scheduler.core.channel_terms import terms_of
-from scheduler.core.display import clean_markup, iso_utc
+from scheduler.core.display import clean_markup
 from scheduler.core.errors import SchedulerError
+from scheduler.core.time_words import iso_utc
 from scheduler.core.timeutil import utcnow
 
 # rich's console and tables, the campaign's loader and the engine's pacing (pydantic models,
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from scheduler.campaign.loader import Campaign
     from scheduler.campaign.plan import PlanStats
     from scheduler.dispatch.pacing import Quota
-    from scheduler.settings.run import RunOptions
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
 clock: Callable[[], datetime] = utcnow
@@ -277,7 +276,7 @@ def plan_report(path: Path, start_text: str | None, *,
         else "settings voice_call_estimate_s",
         max_calls_asked=options.max_calls,
         account_calls=engine.voice_max_calls)
-    rate, jitter, limited_by = _pace(channel, options, counts, deliveries,
+    rate, jitter, limited_by = pc.pace(channel, options, counts, deliveries,
                                      bulk.total if bulk else 0, call_s)
     timed = counts if bulk is None or channel.has_calls else \
         pc.effective_counts(counts, deliveries, bulk.total)
@@ -343,47 +342,9 @@ def plan_report(path: Path, start_text: str | None, *,
         "warmup": [r.as_dict() | {"line": r.line()} for r in ramps.values()],
         "errors": [issue.as_dict() for issue in issues],
     }
-    return report | _second_parts(campaign, stats, options, start), issues
+    from scheduler.commands.plan_extras import later_parts
 
-
-def _pace(channel: Any, options: RunOptions, counts: list[int], deliveries: int,
-          requests: int, call_s: float) -> tuple[float, tuple[float, float], str]:
-    """The pace the finish is estimated at: (rate per second, jitter, what limits it).
-    Calls in progress bound a calling channel's pace (see ``plan_channels``)."""
-    from scheduler.commands import plan_channels as pc
-    from scheduler.dispatch.pacing import mean_interval
-
-    rate, jitter = options.rate_per_s, options.jitter_s
-    if not channel.has_calls:
-        return rate, jitter, "pace"
-    pace_s = mean_interval(rate, jitter)
-    share = int(getattr(channel, "max_calls", 1)) / max(len(counts), 1)
-    mean_bulk = round(deliveries / requests) if requests else 1
-    most = max(counts, default=0)
-    unlimited = pc.call_interval(most, pace_s, math.inf, call_s, mean_bulk)
-    interval = pc.call_interval(most, pace_s, share, call_s, mean_bulk)
-    limited_by = "calls in progress" if interval > unlimited * (1 + 1e-9) else "pace"
-    return (1 / interval if interval > 0 else math.inf), (0.0, 0.0), limited_by
-
-
-def _second_parts(campaign: Campaign, stats: PlanStats, options: RunOptions,
-                  start: datetime) -> dict[str, Any]:
-    """The plan's parts beyond the first sends: A/B variants, retries and the fallback,
-    steps that follow replies, the label filter."""
-    from scheduler.commands.plan_branches import branches_report
-    from scheduler.commands.plan_retries import retries_report
-    from scheduler.commands.plan_variants import variants_report
-
-    parts: dict[str, Any] = {
-        "variants": variants_report(campaign, stats),
-        "retries": retries_report(campaign, stats, options, start),
-        "branches": branches_report(options.conversation, campaign.spec.steps, stats),
-    }
-    if stats.labels is not None:
-        parts["label_filter"] = {**stats.labels.describe(), "kept": stats.valid,
-                                 "not_labelled": stats.not_labelled,
-                                 "excluded": stats.label_excluded}
-    return parts
+    return report | later_parts(campaign, stats, options, start), issues
 
 
 def plan(

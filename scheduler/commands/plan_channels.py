@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Channel
@@ -32,6 +32,9 @@ from scheduler.dispatch.dispatcher.claims import REFILL
 from scheduler.ledger.queries.common import dumps
 from scheduler.ledger.rows import DueDelivery
 from scheduler.views.channel_status import money
+
+if TYPE_CHECKING:
+    from scheduler.settings.run import RunOptions
 
 
 @dataclass
@@ -226,3 +229,22 @@ def totals_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"                so at most {voice['calls_per_minute_at_most']:g} "
                      "calls start per minute")
     return lines
+
+
+def pace(channel: Any, options: RunOptions, counts: list[int], deliveries: int,
+         requests: int, call_s: float) -> tuple[float, tuple[float, float], str]:
+    """The pace the finish is estimated at: (rate per second, jitter, what limits it).
+    Calls in progress bound a calling channel's pace (:func:`call_interval`)."""
+    from scheduler.dispatch.pacing import mean_interval
+
+    rate, jitter = options.rate_per_s, options.jitter_s
+    if not channel.has_calls:
+        return rate, jitter, "pace"
+    pace_s = mean_interval(rate, jitter)
+    share = int(getattr(channel, "max_calls", 1)) / max(len(counts), 1)
+    mean_bulk = round(deliveries / requests) if requests else 1
+    most = max(counts, default=0)
+    unlimited = call_interval(most, pace_s, math.inf, call_s, mean_bulk)
+    interval = call_interval(most, pace_s, share, call_s, mean_bulk)
+    limited_by = "calls in progress" if interval > unlimited * (1 + 1e-9) else "pace"
+    return (1 / interval if interval > 0 else math.inf), (0.0, 0.0), limited_by

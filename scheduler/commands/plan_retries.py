@@ -19,7 +19,7 @@ from scheduler.campaign.loader import Campaign
 from scheduler.campaign.plan_stats import PlanStats
 from scheduler.campaign.recycle_spec import when_words
 from scheduler.core.channel_terms import terms_of
-from scheduler.core.display import iso_utc, local_time, span, zone_label
+from scheduler.core.time_words import iso_utc, local_time, span, zone_label
 from scheduler.core.units import load_zone
 from scheduler.dispatch.windows import SendWindow
 from scheduler.settings.retry_rules import RetryRule, RuleWindow

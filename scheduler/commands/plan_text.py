@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from scheduler.core.channel_terms import terms_of
-from scheduler.core.display import local_time, span
+from scheduler.core.time_words import local_time, span
 
 if TYPE_CHECKING:
     from scheduler.campaign.plan_stats import PlanStats

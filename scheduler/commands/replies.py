@@ -11,7 +11,8 @@ import json
 
 import typer
 
-from scheduler.core.display import clean, local_time
+from scheduler.core.display import clean
+from scheduler.core.time_words import local_time
 
 
 def replies_command(

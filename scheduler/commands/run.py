@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.core import display
+from scheduler.core import display, time_words
 from scheduler.core.errors import SchedulerError
 
 if TYPE_CHECKING:  # the app's modules (and rich, the ledger) are imported when a command runs
@@ -199,7 +199,7 @@ def _times_line(row: dict[str, Any]) -> str:
 
     def at(key: str) -> str:
         moment = row[key]
-        return display.local_time(datetime.fromisoformat(moment) if moment else None, zone,
+        return time_words.local_time(datetime.fromisoformat(moment) if moment else None, zone,
                                   empty="not yet")
 
     if row["started_at"] is None:
@@ -311,7 +311,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
         return
     console.print(f"ledger: {ledger_label(settings)}", highlight=False, soft_wrap=True)
     for fire, status, reason in unplanned:  # a scheduled campaign that never became a run
-        at = display.local_time(fire.fire_time, zones.get(fire.campaign_name, "UTC"))
+        at = time_words.local_time(fire.fire_time, zones.get(fire.campaign_name, "UTC"))
         console.print(f"{fire.campaign_name} due at {at}: {status}, no run: {reason}",
                       style="yellow", highlight=False, markup=False)
     if not rows and not unplanned:
@@ -327,7 +327,7 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
         created = row["created_at"] and datetime.fromisoformat(row["created_at"])
         table.add_row(str(row["run"]), display.clean_markup(row["campaign"]), row["status"],
                       shown, f"{row['deliveries']:,}",
-                      display.local_time(created or None, row["timezone"]))
+                      time_words.local_time(created or None, row["timezone"]))
     console.print(table)
     # each channel's own outcomes, a line per run (a column would not fit in 80 columns)
     for row in rows:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from scheduler.core.display import local_time
 from scheduler.core.errors import SchedulerError
+from scheduler.core.time_words import local_time
 
 if TYPE_CHECKING:  # rich's console is imported when a command runs
     from rich.console import Console

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from scheduler.core.display import clean, clean_markup, local_time
+from scheduler.core.display import clean, clean_markup
+from scheduler.core.time_words import local_time
 
 if TYPE_CHECKING:
     from scheduler.views.senders import PlanLimits, SenderInfo, SendersView

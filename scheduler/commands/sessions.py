@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.core.display import clean, clean_markup, hide_url_secrets, local_time
+from scheduler.core.display import clean, clean_markup, hide_url_secrets
 from scheduler.core.errors import SchedulerError
+from scheduler.core.time_words import local_time
 
 if TYPE_CHECKING:
     from scheduler.ledger.rows import SessionStatusRow

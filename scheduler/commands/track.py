@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from scheduler.core.display import clean, local_time
+from scheduler.core.display import clean
+from scheduler.core.time_words import local_time
 
 if TYPE_CHECKING:  # rich's console is imported when a command runs
     from rich.console import Console

@@ -58,7 +58,7 @@ def _print(view: object, label: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from scheduler.core.display import span
+    from scheduler.core.time_words import span
     from scheduler.webhooks_out.readout import STATES, WebhooksView
 
     assert isinstance(view, WebhooksView)

@@ -15,7 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import HTMLResponse, Response
 
-from scheduler.core.display import zone_label
+from scheduler.core.time_words import zone_label
 from scheduler.core.units import load_zone
 from scheduler.dashboard.auth import require_viewer
 from scheduler.dashboard.svg import bars_svg, funnel_svg, hourly_svg, hours_of

@@ -1,8 +1,9 @@
 """What every route of the dashboard shares: its state (:class:`Dashboard`), the Jinja2
 templates (autoescaped: every value from outside is shown as text) and :func:`render`.
 
-Times are shown in the campaign's zone with its label (:func:`scheduler.core.display.local_time`),
-numbers with thousands separators, durations in words.
+Times are shown in the campaign's zone with its label
+(:func:`scheduler.core.time_words.local_time`), numbers with thousands separators,
+durations in words.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
-from scheduler.core.display import local_time, span
+from scheduler.core.time_words import local_time, span
 from scheduler.core.timeutil import Clock, utcnow
 from scheduler.dashboard.shared import SharedReads
 

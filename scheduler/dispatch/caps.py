@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, tzinfo
 
-from scheduler.core.display import clock_time, local_time, span
+from scheduler.core.time_words import clock_time, local_time, span
 from scheduler.core.units import load_zone
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait, TimelineEntry

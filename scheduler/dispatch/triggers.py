@@ -25,7 +25,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 
-from scheduler.core.display import span
+from scheduler.core.time_words import span
 from scheduler.core.timeutil import utcnow
 from scheduler.core.units import load_zone
 from scheduler.dispatch.store import ScheduleStore

@@ -32,7 +32,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler.core.display import clock_time
+from scheduler.core.time_words import clock_time
 from scheduler.dispatch.store import UnknownsStore
 from scheduler.ledger.rows import UnknownRow, UptimeInterval
 from scheduler.settings.engine import WEBHOOK_RETRY_HORIZON_S

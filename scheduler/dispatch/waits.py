@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime, timedelta, tzinfo
 
-from scheduler.core.display import clock_time, span
+from scheduler.core.time_words import clock_time, span
 
 #: A wait for recipients' windows shorter than this is pacing, not worth a timeline line.
 RECIPIENT_WAIT_NOTED = timedelta(minutes=10)

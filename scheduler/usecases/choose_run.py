@@ -19,8 +19,8 @@ from typing import Literal
 
 from scheduler.campaign.fingerprint import Change, compare, fingerprint_of, load_fingerprint
 from scheduler.campaign.loader import Campaign
-from scheduler.core.display import local_time
 from scheduler.core.errors import SchedulerError
+from scheduler.core.time_words import local_time
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import (

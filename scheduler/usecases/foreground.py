@@ -27,7 +27,8 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from scheduler.core.display import clean, clock_time, local_time
+from scheduler.core.display import clean
+from scheduler.core.time_words import clock_time, local_time
 from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.dispatch.channels import from_account, has_outcomes
 from scheduler.dispatch.dispatcher import RunSetup
@@ -324,8 +325,7 @@ async def _point_webhooks(settings: Settings, client: ServiceClient, target: Ser
 async def _wait_for_events(settings: Settings, ledger: Ledger, run: Run, child: Run | None,
                            result: RunResult, stop: asyncio.Event, console: Console,
                            settle: Callable[[], Awaitable[None]] | None) -> None:
-    """With the receiver up once the dispatch ended: wait for the reports of the run's
-    channel (and its fallback run's, from the account), then ``settle``."""
+    """With the receiver up after the dispatch: wait for the channels' reports, ``settle``."""
     if has_outcomes(run.channel) and result.status == "completed":
         await wait_for_reports(ledger, run.id or 0, run.channel, stop, console,
                                wait_s=settings.report_wait_s)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from scheduler.core.display import span
+from scheduler.core.time_words import span
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 

@@ -26,7 +26,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from scheduler.core.display import clean_markup, span
+from scheduler.core.display import clean_markup
+from scheduler.core.time_words import span
 from scheduler.core.timeutil import SimulatedClock, utcnow
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.results import RunResult, TimelineEntry

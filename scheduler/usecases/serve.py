@@ -21,8 +21,8 @@ from typing import Any
 
 from rich.console import Console
 
-from scheduler.core.display import local_time, span
 from scheduler.core.errors import SchedulerError
+from scheduler.core.time_words import local_time, span
 from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError

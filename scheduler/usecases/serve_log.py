@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 from typing import Any, TextIO
 
-from scheduler.core.display import clean, local_time, span
+from scheduler.core.display import clean
+from scheduler.core.time_words import local_time, span
 from scheduler.core.timeutil import local_zone
 
 #: APScheduler 3's messages, as its code logs them (``executors/base.py``,

@@ -9,7 +9,7 @@ import textwrap
 from typing import Any
 
 from scheduler.core.channel_terms import terms_of
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.ledger.attempt_funnel import AttemptsView, label, read_attempts, rules_text
 from scheduler.ledger.models import Run
 from scheduler.ledger.states import RunStatus

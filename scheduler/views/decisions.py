@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.core.display import iso_utc
+from scheduler.core.time_words import iso_utc
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import conversation as cq
 from scheduler.settings.conversation import ConversationOptions

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scheduler.core.display import iso_utc, local_time
+from scheduler.core.time_words import iso_utc, local_time
 from scheduler.experiments.decision import format_p, percent, points, rate_name
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection, Engine

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from scheduler.core.channel_terms import terms_of
-from scheduler.core.display import clock_time, local_time, span
+from scheduler.core.time_words import clock_time, local_time, span
 from scheduler.dispatch.caps import describe as describe_caps
 from scheduler.dispatch.results import CapWait, TimelineEntry
 from scheduler.dispatch.windows import SendWindow

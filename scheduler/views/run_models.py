@@ -3,7 +3,7 @@ parts: pydantic models that cross to the dashboard's templates and to ``campaign
 --json``.
 
 Times are aware datetimes in UTC; ``RunInfo.timezone`` names the campaign's zone, in
-which every page and line shows them (:func:`scheduler.core.display.local_time`).
+which every page and line shows them (:func:`scheduler.core.time_words.local_time`).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, field_serializer
 
-from scheduler.core.display import iso_utc, local_time
+from scheduler.core.time_words import iso_utc, local_time
 from scheduler.core.units import load_zone
 from scheduler.dispatch import warmup
 from scheduler.ledger import access

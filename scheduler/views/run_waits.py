@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from scheduler.core.display import iso_utc, local_time, span
+from scheduler.core.time_words import iso_utc, local_time, span
 from scheduler.core.units import load_zone
 from scheduler.dispatch import caps
 from scheduler.dispatch.options import DispatchOptions

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
-from scheduler.core.display import iso_utc
 from scheduler.core.errors import SchedulerError
+from scheduler.core.time_words import iso_utc
 from scheduler.core.units import load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.ledger import access

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from scheduler.core.display import local_time, span
+from scheduler.core.time_words import local_time, span
 from scheduler.dispatch import caps
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.windows import SendWindow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.runs import Ledger

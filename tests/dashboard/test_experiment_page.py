@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.dispatch.dispatcher.experiment import judge
 from scheduler.experiments import Decision
 from scheduler.ledger import access, rows

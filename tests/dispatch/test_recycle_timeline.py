@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from scheduler.core.display import clock_time
+from scheduler.core.time_words import clock_time
 from scheduler.dispatch.recycle.timeline import waves
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry, Verdict, Wait
 

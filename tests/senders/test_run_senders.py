@@ -14,7 +14,7 @@ import openpyxl
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.core.display import iso_utc
+from scheduler.core.time_words import iso_utc
 from scheduler.core.timeutil import utcnow
 from scheduler.core.units import load_zone
 from scheduler.ledger import access

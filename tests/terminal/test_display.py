@@ -7,16 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from rich.console import Console
 
-from scheduler.core.display import (
-    clean,
-    clean_markup,
-    clock_time,
-    iso_utc,
-    local_time,
-    span,
-    table,
-    zone_label,
-)
+from scheduler.core.display import clean, clean_markup, table
+from scheduler.core.time_words import clock_time, iso_utc, local_time, span, zone_label
 
 AT = datetime(2026, 11, 23, 12, 2, 57, 252787, tzinfo=UTC)
 

@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry
 from scheduler.ledger import access
 from scheduler.ledger.attempt_funnel import AttemptLine, AttemptsView, ordinal

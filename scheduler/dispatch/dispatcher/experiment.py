@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.experiments import Arm, Decision, decide
 from scheduler.ledger.rows import ArmCount, ExperimentRow, ExperimentVerdict

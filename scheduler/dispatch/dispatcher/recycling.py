@@ -24,7 +24,7 @@ import asyncio
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
 from scheduler.dispatch.recycle.judge import judge
 from scheduler.dispatch.recycle.timeline import waves

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from datetime import datetime
 
-from scheduler.core.display import local_time
+from scheduler.core.time_words import local_time
 from scheduler.dispatch import waits
 from scheduler.dispatch.dispatcher.control import Control
 from scheduler.dispatch.dispatcher.run_state import RunContext, RunState

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 
-from scheduler.core.display import clock_time, local_time
+from scheduler.core.time_words import clock_time, local_time
 from scheduler.dispatch.recycle.outcome import PENDING, Outcome, classify
 from scheduler.dispatch.recycle.timing import retry_due, window_text
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry, Verdict, Wait
