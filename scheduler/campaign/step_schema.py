@@ -34,8 +34,6 @@ from typing import Any
 from scheduler.campaign.recycle_spec import RULE_KEYS
 from scheduler.campaign.steps import (
     DISPATCHER_KEYS,
-    SMS_KIND,
-    VOICE_KIND,
     WHATSAPP_KINDS,
     StepKind,
     step_kind,
@@ -70,7 +68,7 @@ def whatsapp_kinds() -> dict[str, StepKind]:
 
 def channel_kind(channel: str) -> StepKind:
     """The one step kind of an SMS, voice or calls campaign."""
-    return {"sms": SMS_KIND, "voice": VOICE_KIND}.get(channel) or step_kind(channel, None)
+    return step_kind(channel, None)
 
 
 def _describe(node: Schema, text: str) -> Schema:

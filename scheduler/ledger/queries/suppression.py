@@ -7,6 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 
+from scheduler.core.channel_terms import ALL
 from scheduler.ledger.queries.tables import deliveries, runs, suppressions
 from scheduler.ledger.states import DeliveryState as S
 
@@ -60,11 +61,16 @@ def add_suppression(conn: Connection, number: str, *, source: str, reason: str |
     return exists is None
 
 
+#: The channels whose calls report keys pressed (an IVR's opt-out key): voice.
+_IVR_CHANNELS = [t.name for t in ALL if t.keys]
+
+
 def voice_calls_of(conn: Connection, message_id_norm: str) -> list[tuple[str, int, str, str]]:
     """``(number, run id, campaign, definition JSON)`` of the voice deliveries holding a call's
     id: whose run may name an IVR key as opt-out (read only when a call has digits)."""
     stmt = (select(deliveries.c.to, runs.c.id, runs.c.campaign_name, runs.c.definition)
             .join(runs, runs.c.id == deliveries.c.run_id)
-            .where(deliveries.c.message_id_norm == message_id_norm, runs.c.channel == "voice"))
+            .where(deliveries.c.message_id_norm == message_id_norm,
+                   runs.c.channel.in_(_IVR_CHANNELS)))
     return [(to, run_id, name, definition or "{}")
             for to, run_id, name, definition in conn.execute(stmt).all()]
