@@ -27,6 +27,7 @@ from scheduler.ledger.api_tokens import (
 from scheduler.ledger.runs import Ledger
 from tests.app.support import CAMPAIGN, clean_env, cli
 from tests.factories import T0, make_run
+from tests.incli import in_process
 from tests.terminal.test_start_imports import heavy_among, imported_by
 
 
@@ -75,21 +76,21 @@ def project(tmp_path: Path, ledger_url: str) -> tuple[Path, dict[str, str]]:
 def test_the_commands_create_list_and_revoke(project: tuple[Path, dict[str, str]],
                                              ledger: Ledger) -> None:
     root, env = project
-    made = cli(env, "api-token", "create", "crm", "--role", "viewer", cwd=root)
+    made = in_process(env, "api-token", "create", "crm", "--role", "viewer", cwd=root)
     assert made.returncode == 0, made.stderr
     token = made.stdout.strip()
     assert token.startswith("cmp_") and len(token) == 47
     assert "shown this once" in made.stderr and token not in made.stderr
     assert authenticate(ledger.engine, token, T0) is not None
-    listed = cli(env, "api-token", "list", "--json", cwd=root)
+    listed = in_process(env, "api-token", "list", "--json", cwd=root)
     (row,) = json.loads(listed.stdout)["tokens"]
     assert (row["name"], row["role"], row["revoked"]) == ("crm", "viewer", None)
-    shown = cli(env, "api-token", "list", cwd=root).stdout
+    shown = in_process(env, "api-token", "list", cwd=root).stdout
     assert "crm" in shown and "viewer" in shown and token not in shown
-    assert cli(env, "api-token", "revoke", "crm", cwd=root).returncode == 0
-    assert json.loads(cli(env, "api-token", "list", "--json", cwd=root).stdout)[
+    assert in_process(env, "api-token", "revoke", "crm", cwd=root).returncode == 0
+    assert json.loads(in_process(env, "api-token", "list", "--json", cwd=root).stdout)[
         "tokens"][0]["revoked"]
-    refused = cli(env, "api-token", "create", "crm", "--role", "viewer", cwd=root)
+    refused = in_process(env, "api-token", "create", "crm", "--role", "viewer", cwd=root)
     assert refused.returncode == 1 and "exists already" in refused.stderr
     assert "Traceback" not in refused.stderr
 
