@@ -259,3 +259,51 @@ def test_an_ab_tests_decision_writes_experiment_decided(ledger: Ledger) -> None:
     assert json.loads(events[0].payload) == {
         "run_id": run_id, "campaign": "promo", "winner": "b", "goes": "b",
         "decided_at": ledger.clock().isoformat().replace("+00:00", "Z")}
+
+
+def test_two_workers_claiming_at_once_never_take_the_same_delivery(
+        ledger: Ledger, ledger_url: str, clock: FakeClock, receiver: Receiver) -> None:
+    import threading
+
+    from scheduler.ledger.db import open_ledger
+
+    for _ in range(30):  # 60 events: started, then paused
+        run_id = make_run(ledger, 1)
+        ledger.set_status(run_id, "running")
+        ledger.request(run_id, "pause")
+    first = _worker(ledger, clock, receiver)
+    first.give_out()
+    other_engine = open_ledger(ledger_url)
+    try:
+        second = WebhookWorker(other_engine, list(first.subscriptions.values()), FAST,
+                               clock=clock)
+        taken: list[list[int]] = [[], []]
+        start = threading.Barrier(2)
+
+        def take(worker: WebhookWorker, into: list[int]) -> None:
+            start.wait()
+            for _ in range(5):
+                into.extend(c.id for c in worker.claim())
+
+        threads = [threading.Thread(target=take, args=(w, t))
+                   for w, t in zip((first, second), taken, strict=True)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        other_engine.dispose()
+    both = taken[0] + taken[1]
+    assert len(both) == len(set(both)) == 60  # every delivery taken once, by one of them
+
+
+def test_the_secret_is_nowhere_in_the_ledger(ledger: Ledger, clock: FakeClock,
+                                             receiver: Receiver) -> None:
+    worker = _worker(ledger, clock, receiver)
+    ledger.set_status(make_run(ledger, 1), "running")
+    asyncio.run(_deliver(worker))
+    key = SECRET.removeprefix("whsec_")
+    with access.read(ledger.engine) as conn:
+        stored = [str(v) for table in (oq.outbox_events, oq.outbox_deliveries)
+                  for row in conn.execute(table.select()) for v in row]
+    assert stored and not any(key in value for value in stored)
