@@ -84,7 +84,7 @@ class ServiceClient(
             raise ConfigError("timeout_s must be > 0 and concurrency >= 1")
         self.base_url = base_url.rstrip("/")
         self.transport_kind: TransportKind = transport
-        #: Seconds a request may take, and connections in the pool (what ``twin`` copies).
+        #: Seconds a request may take, connections in the pool (kept by ``for_another_loop``).
         self.timeout_s = timeout_s
         self.concurrency = concurrency
         self._key = api_key
@@ -113,7 +113,7 @@ class ServiceClient(
                    "concurrency": settings.http_concurrency, **overrides}
         return cls(*service, **options)
 
-    def twin(self) -> ServiceClient:
+    def for_another_loop(self) -> ServiceClient:
         """A new client with the same address, key, transport, time-out and concurrency: its
         own connection pool, for another event loop (a pool belongs to the loop that first
         used it)."""

@@ -42,7 +42,7 @@ class CallRejecter:
             if isinstance(source, ServiceClient):
                 # Its connection pool belongs to the loop that first used it (the
                 # dispatcher's): the receiver's loop gets a twin with the same address and key.
-                self._client, self._owned = source.twin(), True
+                self._client, self._owned = source.for_another_loop(), True
             elif source is None:
                 if self._settings.service_endpoint() is not None:
                     self._client = ServiceClient.from_settings(self._settings)

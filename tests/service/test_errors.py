@@ -188,7 +188,7 @@ async def test_a_twin_keeps_the_configured_time_out_and_pool(
                              http_timeout_s=0.3, http_concurrency=5)
     scripted.reply(200, hang=True)
     async with ServiceClient.from_settings(settings, transport=transport) as client, \
-            client.twin() as twin:
+            client.for_another_loop() as twin:
         assert (twin.timeout_s, twin.concurrency, twin.transport_kind) == (0.3, 5, transport)
         assert twin.http.timeout == client.http.timeout == httpx.Timeout(0.3)
         with pytest.raises(ServiceTimeout):  # the default 15 s would outlast the hang (10 s)
