@@ -136,9 +136,8 @@ def test_events_of_a_killed_worker_arrive_after_the_restart_once_per_id(
 
 
 @pytest.mark.slow
-def test_campaign_serve_delivers_what_a_killed_run_left(make_sandbox, tmp_path: Path,
-                                                         ledger_url: str,
-                                                         receiver: Receiver) -> None:
+def test_campaign_serve_delivers_a_killed_runs_backlog_once_the_receiver_is_up(
+        make_sandbox, tmp_path: Path, ledger_url: str, receiver: Receiver) -> None:
     service = make_sandbox()
     service.create_session("s1")
     root = tmp_path / "shop"
@@ -157,10 +156,15 @@ def test_campaign_serve_delivers_what_a_killed_run_left(make_sandbox, tmp_path: 
     finally:
         if proc.poll() is None:
             proc.kill()
-    receiver.up()
     serve = subprocess.Popen([*CAMPAIGN, "serve"], env=env, cwd=root,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:  # serve takes the run over, ends it, and its loop delivers both events
+    try:  # serve takes the run over and ends it; its loop tries while the receiver is
+        # down (a while: until the run completed and both events failed a try), then
+        # the receiver is up and gets the backlog
+        wait_for(lambda: _delivery_states(ledger_url)["failing"] == 2, timeout=90,
+                 what="both events failing while the receiver is down")
+        assert receiver.received == []
+        receiver.up()
         wait_for(lambda: "run.completed" in {b["type"] for b in receiver.bodies()},
                  timeout=90, what="run.completed at the receiver")
     finally:
