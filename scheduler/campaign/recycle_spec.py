@@ -44,8 +44,6 @@ from scheduler.settings.retry_rules import (
     StepRecycle,
 )
 
-#: Keys of a step table that are second chances, not body fields.
-STEP_KEYS = frozenset({"retry", "min_talk"})
 #: What a retry rule may say.
 RULE_KEYS = ("on", "delay", "max_attempts", "window", "codes")
 #: Every SMS error code the service reports (docs/service-facts.md).
