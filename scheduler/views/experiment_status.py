@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from scheduler.core.time_words import iso_utc, local_time
-from scheduler.experiments.decision import format_p, percent, points, rate_name
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection, Engine
 from scheduler.ledger.queries import experiments as xq
@@ -83,6 +82,10 @@ def _lines(info: dict[str, Any] | None, zone: str) -> list[str]:
     sent = " · ".join(f"{name} {v['sent']:,} sent" for name, v in info["variants"].items())
     if "metric" not in info:
         return [f"variants (a plain split): {sent}"]
+    # the A/B test's words, with the experiments package (its pydantic models): only for a
+    # run that has a test, not for every ``campaign status`` (issue 32)
+    from scheduler.experiments.decision import rate_name
+
     rate = rate_name(str(info["metric"]))
     lines = [f"A/B test on the {rate}: test share {info['test_share']:.0%} "
              f"({info['test_size']:,} recipients), the rest {info['rest_size']:,}; "
@@ -107,6 +110,8 @@ def _local(text: str | None, zone: str) -> str:
 
 def _arm_lines(decision: dict[str, Any], rate: str) -> list[str]:
     """One line per arm: its sends, rate with interval and, for a variant, the test."""
+    from scheduler.experiments.decision import format_p, percent, points
+
     alpha = 1.0 - float(decision["confidence"])
     tests = {c["variant"]: c for c in decision["comparisons"]}
     out = []
