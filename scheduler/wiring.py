@@ -204,13 +204,13 @@ def client_for(settings: Settings, target: ServiceTarget) -> ServiceClient:
 
 
 def run_store(ledger: Ledger, run_id: int) -> RunStores:
-    """Run ``run_id``'s stores in ``ledger``, by role, applying early events as sends are
-    recorded.
+    """Run ``run_id``'s stores in ``ledger``, by role, and tracking's matching.
 
     The dispatcher sees :class:`~scheduler.dispatch.store.RunStores` and never imports the
-    tracking layer; here, one floor above both, the ledger's queue is given the hook that
-    applies the webhook events which arrived before their send's message id was stored
-    (:func:`scheduler.tracking.early.match_early_events`), in the same transaction.
+    tracking layer, nor does the ledger; here, one floor above both, the stores are given
+    the one matching of stored events to deliveries
+    (:func:`scheduler.tracking.matching.match_events`), which the dispatcher calls once the
+    message ids it recorded are committed.
     """
     from scheduler.dispatch.store import RunStores
     from scheduler.ledger.conversation_store import ConversationStore
@@ -219,12 +219,14 @@ def run_store(ledger: Ledger, run_id: int) -> RunStores:
     from scheduler.ledger.recycling_store import RecyclingStore
     from scheduler.ledger.run_store import RunControlStore
     from scheduler.ledger.sender_store import SenderStore
-    from scheduler.tracking.early import match_early_events
+    from scheduler.tracking.matching import match_events
 
     return RunStores(RunControlStore(ledger, run_id),
-                     QueueStore(ledger, run_id, on_accepted=match_early_events),
+                     QueueStore(ledger, run_id),
                      SenderStore(ledger, run_id), ExperimentStore(ledger, run_id),
                      RecyclingStore(ledger, run_id),
+                     match_events=lambda ids, now: match_events(ledger.engine, ids, now,
+                                                                held=True),
                      conversation=ConversationStore(ledger, run_id))
 
 

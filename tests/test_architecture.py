@@ -234,6 +234,129 @@ def test_the_sql_scanner_sees_imports_and_calls() -> None:
         (8, ".begin_nested(…)")]
 
 
+# ------------------------------------------------------- the engine's doors into the ledger
+
+#: The ledger's modules the engine may not import: the concrete ``Ledger`` and the classes it
+#: is built on, the transaction scopes, the query modules. The engine holds the store
+#: protocols of ``dispatch/store.py``; plain rows, states and changes are data.
+LEDGER_INSIDES = ("scheduler.ledger.runs", "scheduler.ledger.core",
+                  "scheduler.ledger.run_control", "scheduler.ledger.access",
+                  "scheduler.ledger.queries", "scheduler.ledger.db")
+#: The most methods a store protocol may have (a door by role, not the whole ledger).
+MOST_STORE_METHODS = 12
+#: Tracking's modules that still open the ledger's transactions and call its queries (the
+#: receiver and the appliers of events: not behind a store yet); the list only shrinks.
+PENDING_TRACKING_QUERIES = frozenset({
+    "scheduler.tracking.answers", "scheduler.tracking.apply",
+    "scheduler.tracking.call_events", "scheduler.tracking.counts",
+    "scheduler.tracking.event_store", "scheduler.tracking.label_facts",
+    "scheduler.tracking.matching", "scheduler.tracking.receiver",
+    "scheduler.tracking.reload", "scheduler.tracking.writer"})
+
+
+def _names_the_ledger(node: ast.AST) -> bool:
+    """``Ledger``, or a string annotation naming it (``"Ledger | None"``)."""
+    if isinstance(node, ast.Name):
+        return node.id == "Ledger"
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) \
+        and "Ledger" in [part.strip() for part in node.value.split("|")]
+
+
+def ledger_insides(tree: ast.AST, module: str, is_package: bool = False) -> list[str]:
+    """What of the ledger's insides a module reaches: ``imports <module>`` for each import
+    of :data:`LEDGER_INSIDES`, ``Ledger`` for each annotation that names the ``Ledger``."""
+    found = []
+    for node in ast.walk(tree):
+        names = _imported(node, module, is_package)
+        if isinstance(node, ast.ImportFrom) and names:
+            names += [f"{names[0]}.{alias.name}" for alias in node.names]
+        inside = next((n for n in names if n.startswith(LEDGER_INSIDES)), None)
+        if inside is not None:
+            found.append(f"{node.lineno}: imports {inside}")  # type: ignore[attr-defined]
+        if isinstance(node, ast.ImportFrom) and any(a.name == "Ledger" for a in node.names):
+            found.append(f"{node.lineno}: imports Ledger")
+        annotations = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            annotations = [a.annotation for a in (*node.args.args, *node.args.kwonlyargs,
+                                                  *node.args.posonlyargs) if a.annotation]
+            annotations += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            annotations = [node.annotation]
+        for annotation in annotations:
+            if any(_names_the_ledger(n) for n in ast.walk(annotation)):
+                found.append(f"{annotation.lineno}: takes the Ledger")
+    return sorted(set(found), key=lambda f: (int(f.split(":")[0]), f))
+
+
+def _scan(prefix: str) -> dict[str, list[str]]:
+    """:func:`ledger_insides` of every module under ``scheduler.<prefix>``."""
+    out = {}
+    for path, module in _modules():
+        if module == f"scheduler.{prefix}" or module.startswith(f"scheduler.{prefix}."):
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            if found := ledger_insides(tree, module, path.name == "__init__.py"):
+                out[module] = found
+    return out
+
+
+def test_no_engine_module_takes_the_ledger() -> None:
+    """The engine (``dispatch/``: the dispatcher, the workers, the triggers, the judging of
+    unknown rows) holds store protocols: it never takes the concrete ``Ledger``, opens a
+    transaction or imports a query module."""
+    assert "scheduler.views.reading" in {m for m, _ in _scan("views").items()}  # it sees
+    offences = _scan("dispatch")
+    assert not offences, f"the engine reaches into the ledger: {offences}"
+
+
+def test_tracking_calls_no_new_ledger_query_module() -> None:
+    """Tracking applies events with the ledger's queries in its own transactions; no other
+    of its modules does (the list of those that do only shrinks)."""
+    found = {m for m, what in _scan("tracking").items()
+             if any("scheduler.ledger.queries" in w or "scheduler.ledger.access" in w
+                    for w in what)}
+    assert not _beyond(found, PENDING_TRACKING_QUERIES, "PENDING_TRACKING_QUERIES")
+
+
+def store_protocols(tree: ast.AST) -> dict[str, int]:
+    """Each ``Protocol`` class named ``…Store`` and how many methods it has."""
+    return {node.name: sum(isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))
+                           for s in node.body)
+            for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+            and node.name.endswith("Store")
+            and any(_names(base)[-1:] == ["Protocol"] for base in node.bases)}
+
+
+def test_no_store_protocol_over_twelve_methods() -> None:
+    sizes = {f"{module}.{name}": n for path, module in _modules()
+             for name, n in store_protocols(ast.parse(path.read_text("utf-8"))).items()}
+    assert "scheduler.dispatch.store.QueueStore" in sizes  # it sees the engine's stores
+    over = {name: n for name, n in sizes.items() if n > MOST_STORE_METHODS}
+    assert not over, f"store protocols over {MOST_STORE_METHODS} methods: {over}"
+
+
+def test_the_ledger_imports_nothing_from_tracking() -> None:
+    """The ledger never calls up into tracking (events are matched by tracking itself)."""
+    edges = package_imports()
+    assert ("wiring", "tracking") in edges  # it sees such edges
+    assert edges.get(("ledger", "tracking"), []) == [], edges.get(("ledger", "tracking"))
+
+
+def test_the_ledger_and_store_finders_see_what_they_look_for() -> None:
+    source = ("from scheduler.ledger.runs import Ledger\nfrom scheduler.ledger import access\n"
+              "from scheduler.ledger.queries import leases as lq\n"
+              "from scheduler.ledger.rows import LeaseRow\n"
+              "def f(ledger: Ledger, n: int) -> 'Ledger | None': ...\n"
+              "class A(Protocol):\n    x: int\n    def a(self) -> None: ...\n"
+              "class BStore(typing.Protocol):\n    def a(self) -> None: ...\n"
+              "    def b(self) -> None: ...\nclass CStore:\n    def a(self) -> None: ...\n")
+    tree = ast.parse(source)
+    assert ledger_insides(tree, "scheduler.dispatch.x") == [
+        "1: imports Ledger", "1: imports scheduler.ledger.runs",
+        "2: imports scheduler.ledger.access", "3: imports scheduler.ledger.queries",
+        "5: takes the Ledger"]
+    assert store_protocols(tree) == {"BStore": 2}
+
+
 def module_imports(*, every_import: bool = False) -> Edges:
     """Edges between scheduler's modules made by imports at module level (those run when
     a module is imported; one inside a function runs later and breaks no import order);

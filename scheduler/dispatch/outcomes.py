@@ -2,12 +2,12 @@
 
 :func:`settle` turns each outcome into ledger changes (a :class:`Settlement`) and tells the
 sender pool what happened; the run's store writes them
-(:meth:`scheduler.dispatch.store.Store.write`), in the transaction of the next claim. Keeping
+(:meth:`scheduler.dispatch.store.QueueStore.write`), in the transaction of the next claim. Keeping
 this apart from the dispatcher's loop makes the rules readable in one place:
 
 - accepted → ``accepted`` with its ``messageId``; the recipient's next step is released;
-  events about that id stored before it (``messages.sent`` often comes first) are applied
-  in the same transaction (the store's hook from the wiring);
+  events about that id stored before it (``messages.sent`` often comes first) are matched
+  by tracking once that transaction commits (``RunStores.match_events``, from the wiring);
 - ``fail`` (a 4xx about the message) → ``failed`` at once, with the service's text;
 - ``stop_run`` (401/403) → the row goes back to ``planned``; the run stops and says why;
 - ``sender_down`` → back to ``planned`` for another sender; the sender cools off;

@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection
 from datetime import datetime, timedelta
 
 from scheduler.dispatch.channel import Channel
-from scheduler.dispatch.store import QueueStore
+from scheduler.dispatch.store import MatchEvents, QueueStore
 from scheduler.ledger.changes import InDoubt, ProofRule, Settle
 
 
@@ -48,24 +48,45 @@ def decider(now: datetime, *, at_least_once: bool, grace_s: float,
     return decide
 
 
+def _noting(decide: Callable[[InDoubt], Settle], proven: list[str]
+            ) -> Callable[[InDoubt], Settle]:
+    """``decide``, keeping the message ids of the rows it proves sent in ``proven``."""
+    def noted(item: InDoubt) -> Settle:
+        verdict = decide(item)
+        if verdict.kind == "sent" and verdict.proof is not None:
+            proven.append(verdict.proof.message_id_norm)
+        return verdict
+
+    return noted
+
+
 def recover_after_crash(store: QueueStore, channel: Channel, now: datetime, *,
-                        at_least_once: bool, grace_s: float = 0.0,
+                        match_events: MatchEvents, at_least_once: bool, grace_s: float = 0.0,
                         step_delays_s: tuple[float, ...] = (0.0,),
                         only: Collection[int] | None = None) -> dict[str, int]:
     """At start-up: settle every row a previous owner left ``dispatching`` (a bulk batch's
     rows one by one: each recipient's own event proves it); ``only`` those ids when given
-    (a worker taking a sender over settles that sender's rows, not a live worker's)."""
-    decide = decider(now, at_least_once=at_least_once, grace_s=grace_s,
-                     proof_events=channel.proof_events)
-    return store.settle_in_doubt(now, proof_rule(channel), decide, only=only,
-                                 step_delays_s=step_delays_s)
+    (a worker taking a sender over settles that sender's rows, not a live worker's).
+    The events stored earlier about the rows proven sent (receipts, a call's outcome) are
+    then matched (``match_events``, tracking's, after the commit)."""
+    proven: list[str] = []
+    decide = _noting(decider(now, at_least_once=at_least_once, grace_s=grace_s,
+                             proof_events=channel.proof_events), proven)
+    counts = store.settle_in_doubt(now, proof_rule(channel), decide, only=only,
+                                   step_delays_s=step_delays_s)
+    match_events(proven, now)
+    return counts
 
 
-def settle_verifying(store: QueueStore, channel: Channel, now: datetime, *, at_least_once: bool,
+def settle_verifying(store: QueueStore, channel: Channel, now: datetime, *,
+                     match_events: MatchEvents, at_least_once: bool,
                      step_delays_s: tuple[float, ...] = (0.0,)) -> int:
-    """Rows whose grace is over: sent with proof, else unknown or queued again; how many."""
-    decide = decider(now, at_least_once=at_least_once, grace_s=0.0,
-                     proof_events=channel.proof_events)
+    """Rows whose grace is over: sent with proof, else unknown or queued again; how many
+    (the events about those proven sent are matched after, as above)."""
+    proven: list[str] = []
+    decide = _noting(decider(now, at_least_once=at_least_once, grace_s=0.0,
+                             proof_events=channel.proof_events), proven)
     counts = store.settle_in_doubt(now, proof_rule(channel), decide, grace_over=True,
                                    step_delays_s=step_delays_s)
+    match_events(proven, now)
     return sum(counts.values())

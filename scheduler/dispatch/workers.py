@@ -199,8 +199,10 @@ class WorkerSeat:
         """Settle rows another worker left in doubt, as a restarted process does."""
         channel, stored, started_at = self.store.run_for_settling(run_id)
         options = DispatchOptions.for_run(stored, start=started_at or now)
+        stores = self.stores_for(run_id)
         counts = reconcile.recover_after_crash(
-            self.stores_for(run_id).queue, channel_for(channel, options), now,
+            stores.queue, channel_for(channel, options), now,
+            match_events=stores.match_events,
             at_least_once=options.at_least_once, grace_s=self.grace_s,
             step_delays_s=options.step_delays_s, only=ids)
         return sum(counts.values())

@@ -3,15 +3,15 @@
 :class:`QueueStore` is the ledger's implementation of
 :class:`scheduler.dispatch.store.QueueStore` (the engine sees only that protocol). Each
 method is one transaction or one read through :mod:`scheduler.ledger.access`, naming what
-it does, so a database error says what the dispatcher was doing. What the wiring adds:
-``on_accepted``, called in the transaction that records accepted sends with their message
-ids (the tracking layer applies the events that arrived before the ids were known; the
-engine never imports it).
+it does, so a database error says what the dispatcher was doing. It never applies
+webhook events: the events that arrived before their send's message id was stored are
+matched by tracking once the id is committed (the dispatcher asks, through the wiring's
+``RunStores.match_events``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 
 from scheduler.ledger import access
@@ -30,22 +30,13 @@ from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 
-#: Called with the message ids just stored on accepted deliveries, in their transaction.
-AcceptedHook = Callable[[Connection, Iterable[str | None], datetime], object]
-
-
-def _nothing(_conn: Connection, _ids: Iterable[str | None], _now: datetime) -> None:
-    return None
-
 
 class QueueStore:
     """The ledger as the queue of run ``run_id`` (see the module)."""
 
-    def __init__(self, ledger: Ledger, run_id: int, *,
-                 on_accepted: AcceptedHook = _nothing) -> None:
+    def __init__(self, ledger: Ledger, run_id: int) -> None:
         self.ledger = ledger
         self.run_id = run_id
-        self.on_accepted = on_accepted
 
     def due(self, now: datetime, *, limit: int, after_seq: int = -1,
             senders: Collection[str] | None = None,
@@ -115,7 +106,6 @@ class QueueStore:
         batch; a test holds the transaction open around it)."""
         dq.record_accepted(conn, c.accepted, now)  # first: it takes the matching lock
         tq.record_details(conn, c.details)
-        self.on_accepted(conn, (m for _i, m in c.accepted), now)
         dq.release_next_steps(conn, self.run_id, c.released, c.step_delays_s, now)
         dq.record_retry(conn, c.retries, now)
         dq.record_final(conn, c.failed, S.FAILED, now)
@@ -177,8 +167,6 @@ class QueueStore:
             assert v.proof is not None
             aq.mark_proven_sent(conn, row.id, v.proof.message_id_norm, v.proof.occurred_at,
                                 now)
-            # the events that came before the id was known: receipts, a call's outcome
-            self.on_accepted(conn, [v.proof.message_id_norm], now)
             released.append((row.to, row.step, row.sender))
         elif v.kind == "verifying":
             assert v.until is not None
@@ -225,4 +213,4 @@ def _within_caps(conn: Connection, claims: Sequence[tuple[int, str]],
     return kept
 
 
-__all__ = ["AcceptedHook", "QueueStore"]
+__all__ = ["QueueStore"]

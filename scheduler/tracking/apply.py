@@ -5,8 +5,9 @@ column keeps the earliest time any event gave it, so repeats, late and reordered
 give the same final ledger. A ``messages.sent`` whose id no delivery holds may prove an
 ambiguous row (``dispatching`` / ``unknown``, left by a crash or a time-out) of the same
 recipient and sender sent, as :mod:`scheduler.dispatch.reconcile` does at start-up; receipts
-stored earlier for that id are then applied too. Receipts whose message id no delivery holds
-yet are kept ``unmatched`` and retried when a delivery takes that id. A call whose keys
+stored earlier for that id are then applied too, by :mod:`scheduler.tracking.matching`
+(``Applied.proved``). Receipts whose message id no delivery holds yet are kept ``unmatched``
+and matched when a delivery takes that id (the same module). A call whose keys
 include its campaign's ``[recipients] opt_out_digit`` puts the number on the suppression list.
 Label events keep each session's label state (:mod:`scheduler.tracking.label_facts`).
 """
@@ -35,7 +36,6 @@ from scheduler.tracking.call_keys import call_slot
 from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, jid_number
 from scheduler.tracking.label_facts import apply_label_event, is_label_event
-from scheduler.tracking.reload import load_stored
 from scheduler.tracking.replies import OptOutWords, reply_choices, reply_text
 
 #: Clock skew tolerated between the dispatcher's clock and event times.
@@ -72,17 +72,21 @@ class CallToReject:
 
 @dataclass
 class Applied:
-    """What a batch did: a result per event, calls to reject, ids still unmatched."""
+    """What a batch did: a result per event, calls to reject, ids still unmatched, and the
+    message ids its proofs gave to rows in doubt (events stored earlier about them are
+    matched next: :func:`scheduler.tracking.matching.apply_and_match`)."""
 
     results: dict[int, str] = field(default_factory=dict)
     calls: list[CallToReject] = field(default_factory=list)
     unmatched: list[tuple[int, str]] = field(default_factory=list)
+    proved: list[str] = field(default_factory=list)
 
     def merge(self, other: Applied) -> None:
         """Add another batch's outcome to this one."""
         self.results.update(other.results)
         self.calls.extend(other.calls)
         self.unmatched.extend(other.unmatched)
+        self.proved.extend(other.proved)
 
 
 def _progress(item: Incoming) -> Progress | None:
@@ -153,13 +157,7 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
             continue
         held.add(norm)
         out.results[event_id] = f"proved delivery {row} sent"
-        _reapply_stored(conn, norm, now, out)
-
-
-def _reapply_stored(conn: Connection, norm: str, now: datetime, out: Applied) -> None:
-    """Receipts stored before their delivery had a message id: apply them now."""
-    late, _ = load_stored(conn, eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID), now)
-    _apply_by_id(conn, late, now, out)
+        out.proved.append(norm)
 
 
 def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datetime,

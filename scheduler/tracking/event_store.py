@@ -20,11 +20,10 @@ from typing import TypeVar
 from scheduler.ledger.access import Connection, Engine, read, savepoint, transaction
 from scheduler.ledger.queries import common as cq
 from scheduler.ledger.queries import events as eq
-from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.rows import UnmatchedEvent
-from scheduler.tracking.apply import MATCHED_BY_ID, Applied, ApplyContext, apply_batch
-from scheduler.tracking.call_events import CALL_EVENTS
+from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.intake import Incoming
+from scheduler.tracking.matching import MATCHED_EVENTS, apply_and_match
 from scheduler.tracking.reload import load_stored
 
 logger = logging.getLogger("scheduler.tracking")
@@ -44,12 +43,12 @@ def _apply(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContex
            now: datetime, *, careful: bool) -> tuple[Applied, dict[int, str]]:
     """Apply a batch; ``careful``: event by event in savepoints. Returns (applied, errors)."""
     if not careful:
-        return apply_batch(conn, batch, ctx, now), {}
+        return apply_and_match(conn, batch, ctx, now), {}
     applied, errors = Applied(), {}
     for event_id, item in batch:
         try:
             with savepoint(conn):
-                applied.merge(apply_batch(conn, [(event_id, item)], ctx, now))
+                applied.merge(apply_and_match(conn, [(event_id, item)], ctx, now))
         except Exception as exc:
             logger.exception("event %s (%s) could not be applied", event_id, item.name)
             errors[event_id] = f"error: {type(exc).__name__}: {exc}"[:500]
@@ -105,7 +104,7 @@ def store_and_apply(engine: Engine, items: Sequence[Incoming], ctx: ApplyContext
 
 def reapply(engine: Engine, event_ids: Sequence[int], ctx: ApplyContext,
             now: datetime) -> Applied:
-    """Apply stored events again (late matches, recovery); their results are updated."""
+    """Apply stored events again (recovery); their results are updated."""
 
     def attempt(careful: bool) -> Applied:
         with transaction(engine, "apply stored events") as conn:
@@ -138,14 +137,7 @@ def pending_unmatched(engine: Engine, *, window: int = 100_000) -> list[Unmatche
     with read(engine, "read stored events") as conn:
         newest = eq.max_event_id(conn)
         return eq.recent_unmatched_events(conn, since_id=max(newest - window, 0),
-                                          names=("messages.sent", *MATCHED_BY_ID,
-                                                 *CALL_EVENTS))
-
-
-def now_matched(engine: Engine, norms: Sequence[str]) -> set[str]:
-    """Which of these message ids a delivery holds now."""
-    with read(engine, "read deliveries") as conn:
-        return tq.held_message_ids(conn, norms)
+                                          names=MATCHED_EVENTS)
 
 
 def note_result(engine: Engine, event_id: int, result: str) -> None:

@@ -55,6 +55,7 @@ from scheduler.tracking.intake import (
     incoming_from,
     read_body,
 )
+from scheduler.tracking.matching import match_events
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.urls import ACCOUNT_PATH, SESSION_PATH, receiver_token
 from scheduler.tracking.writer import EventWriter
@@ -90,7 +91,8 @@ def _error(status: int, message: str) -> tuple[int, bytes]:
 
 
 class LateMatches:
-    """Unmatched receipts, retried until a delivery takes their message id (or a TTL)."""
+    """Unmatched events, matched once a delivery takes their message id (or forgotten after
+    a TTL): what the receiver's sweep gives :func:`scheduler.tracking.matching.match_events`."""
 
     def __init__(self, ttl_s: float = UNMATCHED_TTL_S, most: int = UNMATCHED_MAX) -> None:
         self.ttl_s = ttl_s
@@ -224,16 +226,15 @@ class Receiver:
                                                                name="late-matches")
 
     async def sweep(self) -> int:
-        """Apply unmatched receipts whose delivery now holds their message id."""
+        """Apply the unmatched events whose delivery now holds their message id (the one
+        matching rule: :func:`scheduler.tracking.matching.match_events`); how many."""
         if not len(self.late):
             return 0
-        engine = self.ledger.engine
-        held = await self.writer.run(event_store.now_matched, engine, self.late.norms())
-        ready = self.late.due(held)
-        if ready:
-            applied = await self.writer.run(event_store.reapply, engine, ready, self.ctx,
-                                            self.clock())
-            self._after(applied)
+        engine, norms, now = self.ledger.engine, self.late.norms(), self.clock()
+        held, applied = await self.writer.run(lambda: match_events(engine, norms, now,
+                                                                   ctx=self.ctx))
+        ready = self.late.due(held)  # matched here, or by the dispatcher already
+        self._after(applied)
         return len(ready)
 
     async def _sweep_forever(self) -> None:

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from scheduler.dispatch import reconcile
+from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.channels import channel_for
+from scheduler.dispatch.store import RunStores
 from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
@@ -28,6 +30,13 @@ CTX = ApplyContext(OptOutWords(["SAIR"]))
 RECORDING = "https://files.example.com/{call}/full.wav"
 #: How much later the connection layer's repeat of an event is stamped.
 REPEAT_LAG = timedelta(milliseconds=4)
+
+
+def _recover(stores: RunStores, channel: Channel, now: datetime, **kw: Any) -> dict[str, int]:
+    """Reconciliation as the dispatcher runs it: the run's queue, then tracking's matching."""
+    return reconcile.recover_after_crash(stores.queue, channel, now,
+                                         match_events=stores.match_events, **kw)
+
 
 
 def _event(name: str, call: str, to: str, at: datetime, session: str = "s1",
@@ -78,10 +87,11 @@ def claimed_run(ledger: Ledger, recipients: int) -> tuple[int, list[int]]:
 
 
 def record_calls(ledger: Ledger, run_id: int, accepted: list[tuple[int, str]]) -> None:
-    """The dispatcher's commit of the placed calls' answers (their ``callId``)."""
-    with ledger.engine.begin() as conn:
-        run_store(ledger, run_id).queue.apply(conn, Changes(accepted=accepted),
-                                        T0 + timedelta(seconds=1))
+    """The dispatcher's commit of the placed calls' answers (their ``callId``), then
+    tracking's matching of the events that came first (as ``Settling`` does)."""
+    stores = run_store(ledger, run_id)
+    stores.queue.write([(Changes(accepted=accepted), T0 + timedelta(seconds=1))])
+    stores.match_events([m for _i, m in accepted], T0 + timedelta(seconds=1))
 
 
 def _near(moment: datetime | None, expected: datetime) -> bool:
@@ -143,7 +153,7 @@ def test_a_call_left_dispatching_by_a_crash_is_proven_by_its_events(
     ingest(ledger, call_events("LOST0", number(0), answered=True)
            + call_events("LOST1", number(1), answered=False, session="s2"),
            T0 + timedelta(seconds=30))
-    counts = reconcile.recover_after_crash(run_store(ledger, run_id).queue, channel_for("calls"),
+    counts = _recover(run_store(ledger, run_id), channel_for("calls"),
                                            T0 + timedelta(minutes=5), at_least_once=False)
     assert counts["sent"] == 1 and counts["unknown"] == 2
     first, second, third = rows(ledger, run_id)

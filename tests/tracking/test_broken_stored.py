@@ -20,9 +20,9 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.counts import event_json, stored_events
-from scheduler.tracking.early import match_early_events
 from scheduler.tracking.event_store import apply_unapplied, store_and_apply
 from scheduler.tracking.intake import incoming_from
+from scheduler.tracking.matching import match_stored
 from scheduler.tracking.replies import OptOutWords
 from tests.factories import T0, make_run, number
 from tests.tracking.support import accepted_run, mid, receipt, rows, sent
@@ -96,7 +96,7 @@ def test_an_early_event_that_no_longer_parses_does_not_hold_back_the_others(
             conn.execute(update(d).where(d.c.run_id == run_id, d.c.to == number(i))
                          .values(state="accepted", sender="s1", accepted_at=T0,
                                  message_id=mid(i), message_id_norm=mid(i).lower()))
-        applied = match_early_events(conn, [mid(0), mid(1)], NOW)
+        applied = match_stored(conn, [mid(0), mid(1)], NOW)
 
     assert applied.results == {good: "read"}
     assert [r["state"] for r in rows(tledger, run_id)] == ["accepted", "read"]

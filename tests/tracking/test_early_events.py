@@ -49,8 +49,11 @@ def in_flight(ledger: Ledger, recipients: int = 1, *, steps: int = 1) -> int:
 
 
 def record_accept(ledger: Ledger, run_id: int, accepted: list[tuple[int, str]]) -> None:
-    """The dispatcher's commit of the service's answers."""
-    run_store(ledger, run_id).queue.write([(Changes(accepted=accepted), ANSWERED_AT)])
+    """The dispatcher's commit of the service's answers, then tracking's matching of the
+    events stored before it (as ``Settling`` does after each write)."""
+    stores = run_store(ledger, run_id)
+    stores.queue.write([(Changes(accepted=accepted), ANSWERED_AT)])
+    stores.match_events([m for _i, m in accepted], ANSWERED_AT)
 
 
 def lid_sent(i: int) -> dict[str, Any]:

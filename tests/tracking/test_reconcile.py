@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import update
 
 from scheduler.dispatch import reconcile
+from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.channels.whatsapp import WhatsAppChannel
+from scheduler.dispatch.store import RunStores
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import events as eq
 from scheduler.ledger.queries import tables
@@ -21,6 +24,13 @@ from tests.tracking.support import receipt, rows, sent, table, wait_until
 WHATSAPP = WhatsAppChannel()
 
 CRASHED_ID = "3EB0AAAABBBBCCCCDDDD01"
+
+
+def _recover(stores: RunStores, channel: Channel, now: datetime, **kw: Any) -> dict[str, int]:
+    """Reconciliation as the dispatcher runs it: the run's queue, then tracking's matching."""
+    return reconcile.recover_after_crash(stores.queue, channel, now,
+                                         match_events=stores.match_events, **kw)
+
 
 
 def _claim(ledger: Ledger, run_id: int, to: str, *, at=T0) -> int:
@@ -50,7 +60,7 @@ def test_a_dispatching_row_becomes_sent_when_its_late_event_arrives_after_a_rest
     [event] = table(tledger, "events")
     assert event["result"] == f"proved delivery {crashed} sent"
     # The dispatcher's own recovery at its next start finds nothing left to settle.
-    counts = reconcile.recover_after_crash(run_store(tledger, run_id).queue, WHATSAPP,
+    counts = _recover(run_store(tledger, run_id), WHATSAPP,
                                            T0 + timedelta(minutes=1), at_least_once=False)
     assert counts == {"sent": 0, "unknown": 0, "requeued": 0, "verifying": 0}
 
@@ -59,7 +69,7 @@ def test_an_unknown_row_is_proved_sent_too_and_receipts_that_came_first_apply(
         tledger: Ledger, make_receiver) -> None:
     run_id = make_run(tledger, 1)
     crashed = _claim(tledger, run_id, number(0))
-    reconcile.recover_after_crash(run_store(tledger, run_id).queue, WHATSAPP,
+    _recover(run_store(tledger, run_id), WHATSAPP,
                                   T0 + timedelta(seconds=30), at_least_once=False)
     assert _state(tledger, crashed)["state"] == "unknown"
     receiver = make_receiver(tledger)
@@ -101,7 +111,7 @@ def test_stored_events_serve_the_dispatchers_own_reconciliation(
     with tledger.engine.begin() as conn:  # pretend it was received after the dispatch
         conn.execute(update(tables.events).values(received_at=T0 + timedelta(seconds=2)))
         conn.execute(update(d).where(d.c.id == crashed).values(dispatched_at=T0))
-    counts = reconcile.recover_after_crash(run_store(tledger, run_id).queue, WHATSAPP,
+    counts = _recover(run_store(tledger, run_id), WHATSAPP,
                                            T0 + timedelta(minutes=1), at_least_once=False)
     assert counts["sent"] == 1 and _state(tledger, crashed)["state"] == "sent"
 

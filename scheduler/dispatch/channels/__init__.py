@@ -89,6 +89,11 @@ def places_session_calls(name: str) -> bool:
     return channel is not None and channel.has_calls and channel.events_name_session
 
 
+def proof_events() -> tuple[str, ...]:
+    """Every event that proves a send of its channel (sorted)."""
+    return tuple(sorted({name for c in _KNOWN.values() for name in c.proof_events}))
+
+
 def progress_events() -> tuple[str, ...]:
     """Every event that moves the delivery holding its message id (sorted)."""
     return tuple(sorted({name for c in _KNOWN.values() for name in c.progress}))
@@ -96,4 +101,4 @@ def progress_events() -> tuple[str, ...]:
 
 __all__ = ["CHANNELS", "SESSION_CHANNEL", "channel_for", "channel_unit", "channel_words",
            "from_account", "from_sessions", "has_outcomes", "known_channel", "places_session_calls",
-           "progress_events"]
+           "progress_events", "proof_events"]

@@ -65,7 +65,8 @@ class SoleOwner:
         ctx.stores.run.mark_running()
         options = ctx.options
         return reconcile.recover_after_crash(
-            ctx.stores.queue, ctx.channel, now, at_least_once=options.at_least_once,
+            ctx.stores.queue, ctx.channel, now, match_events=ctx.stores.match_events,
+            at_least_once=options.at_least_once,
             grace_s=options.engine.verify_grace_s if ctx.setup.events_received else 0.0,
             step_delays_s=options.step_delays_s)
 

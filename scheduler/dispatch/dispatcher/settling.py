@@ -54,8 +54,10 @@ class Settling:
         before any of the new sends goes out); the ids that moved. Senders on a warm-up
         ramp are held to today's cap, counted in that transaction over every run."""
         caps = self.care.claim_caps() if self.care is not None else None
-        moved = self.ctx.stores.queue.write(self.state.pending, claims, now, worker=worker,
-                                     caps=caps, audience=audience)
+        pending = self.state.pending
+        moved = self.ctx.stores.queue.write(pending, claims, now, worker=worker, caps=caps,
+                                            audience=audience)
+        self._match(pending, now)
         if caps:
             self._at_cap([(i, s) for i, s in claims if s in caps and i not in moved], now)
         self.state.pending.clear()
@@ -76,8 +78,17 @@ class Settling:
         if not self.state.pending:
             return
         self.ctx.stores.queue.write(self.state.pending)
+        self._match(self.state.pending, self.ctx.clock())
         self.state.pending.clear()
         self.report_progress()
+
+    def _match(self, written: list[tuple[outcomes.Settlement, datetime]], now: datetime
+               ) -> None:
+        """The sends just recorded as accepted, committed: tracking applies the events
+        that arrived before their message ids were stored (``RunStores.match_events``)."""
+        ids = [m for settlement, _at in written for _i, m in settlement.accepted if m]
+        if ids:
+            self.ctx.stores.match_events(ids, now)
 
     def report_progress(self) -> None:
         """Tell ``on_progress`` the run's counts (at most every ``progress_every_s``)."""
@@ -93,6 +104,7 @@ class Settling:
             return
         settled = reconcile.settle_verifying(
             self.ctx.stores.queue, self.ctx.channel, now,
+            match_events=self.ctx.stores.match_events,
             at_least_once=self.ctx.options.at_least_once,
             step_delays_s=self.ctx.options.step_delays_s)
         state.verify_at = self.ctx.stores.queue.earliest_verifying()

@@ -143,9 +143,9 @@ def record_accepted(
 
     Must be the first statement of its transaction: it takes the matching lock
     (:func:`~scheduler.ledger.queries.common.lock_matching`), so that an event stored by
-    the receiver meanwhile is either seen here, or sees the message ids stored here; the
-    caller then applies the events that arrived first
-    (:func:`scheduler.tracking.early.match_early_events`) in the same transaction.
+    the receiver meanwhile is either seen by the match that follows the commit
+    (:func:`scheduler.tracking.matching.match_events`), or sees the message ids stored
+    here.
     A ``messages.sent`` event may already have proved the row sent (it is then ``sent``
     with that event's id): only what is missing is filled in, ``accepted_at`` included.
     """

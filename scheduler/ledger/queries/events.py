@@ -117,9 +117,10 @@ def unmatched_events_for(conn: Connection, norms: Iterable[str],
     """Events of ``names`` stored ``unmatched`` (or not applied yet) with one of these
     message ids, oldest first.
 
-    Hot: run by every outcome transaction of the dispatcher (see ``match_early_events``),
-    usually finding nothing. On SQLite it goes through the driver: SQLAlchemy's compiling
-    and parameter processing cost more than the indexed lookup itself (figure P2).
+    Hot: run after every outcome transaction of the dispatcher that recorded accepted
+    sends (``scheduler.tracking.matching.match_events``), usually finding nothing. On
+    SQLite it goes through the driver: SQLAlchemy's compiling and parameter processing
+    cost more than the indexed lookup itself (figure P2).
     """
     wanted = sorted(set(norms))
     found: list[StoredEvent] = []
