@@ -29,13 +29,13 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET, SenderStatus, describe_target
 from scheduler.service.exceptions import ServiceError
-from scheduler.service.responses import Limits
 from scheduler.settings.load import Settings
 from scheduler.settings.run import SESSION_CHANNELS, OptionsError
 from scheduler.settings.senders import SenderCare
 
 if TYPE_CHECKING:  # the client (aiohttp, httpx) comes with the service, when limits are read
     from scheduler.service.client import ServiceClient
+    from scheduler.service.responses import Limits  # and its wire model (status reads none)
 
 #: The state shown for a sender named by a run that has no profile yet.
 NEW = "new"
@@ -201,6 +201,7 @@ async def fetch_limits(client: ServiceClient, base_url: str,
                        sessions: list[str]) -> dict[str, PlanLimits | str]:
     """Each session's plan limits from a configured service, or the sentence saying why
     they could not be read (one session's failure does not hide the others')."""
+    from scheduler.service.responses import Limits
     from scheduler.service.session_admin import explain
 
     async def one(session: str) -> PlanLimits | str:
@@ -229,6 +230,7 @@ def embedded_limits(sessions: list[str]) -> dict[str, PlanLimits | str]:
     """
     from scheduler.sandbox.config import SandboxConfig
     from scheduler.sandbox.plan_limits import limits_document
+    from scheduler.service.responses import Limits
 
     config = SandboxConfig()
     now = config.clock()
