@@ -24,6 +24,7 @@ from scheduler.commands import (
     demo,
     labels,
     members,
+    person,
     plan,
     recipient,
     replies,
@@ -54,7 +55,7 @@ app = typer.Typer(
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, replies, recipient, sessions, members,
                    catalog, templates, sandbox, demo, workers, senders, labels, schema,
-                   dashboard, dashboard_users, api, webhooks)
+                   dashboard, dashboard_users, api, webhooks, person)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -90,8 +90,28 @@ class PlanWriter(threading.Thread):
                 if r["state"] in waiting and r["to"] in suppressed:
                     r["state"], r["reason"] = DeliveryState.SKIPPED, "suppressed"
                     r["choices"] = None
+        self._skip_erased(conn, chunk, waiting)
         self.total += pq.insert_deliveries(conn, self.run_id, chunk,
                                            first_seq=self.total, start_at=self.start_at)
+
+    def _skip_erased(self, conn: Connection, chunk: list[dict[str, Any]],
+                     waiting: tuple[str, ...]) -> None:
+        """Numbers erased at the person's request (their keyed hash is on the list):
+        skipped with the list's reason (:mod:`scheduler.ledger.privacy`)."""
+        from scheduler.ledger.privacy import erased_among
+        from scheduler.ledger.privacy_key import project_key
+
+        found = erased_among(conn, (r["to"] for r in chunk), project_key)
+        if not found:
+            return
+        for r in chunk:
+            if r["to"] in found:  # no clear number in any row, skipped or not
+                reason, alias = found[r["to"]]
+                if r["state"] in waiting:
+                    r["state"], r["reason"] = DeliveryState.SKIPPED, reason
+                    if "watch" in r:
+                        r["watch"] = r["fallback"] = None
+                r["to"], r["payload"], r["variables"], r["choices"] = alias, {}, {}, None
 
     def put(self, item: Any) -> bool:
         """Hand a chunk over (waits while two are pending); False once the writer failed."""

@@ -28,6 +28,7 @@ from scheduler.settings.api import ApiSettings
 from scheduler.settings.dashboard import DashboardSettings
 from scheduler.settings.engine import EngineSettings
 from scheduler.settings.metrics import MetricsSettings
+from scheduler.settings.privacy import PrivacySettings
 from scheduler.settings.senders import SenderCare
 from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription, check_unique
 
@@ -91,6 +92,8 @@ class Settings(BaseSettings):
     api: ApiSettings = Field(default_factory=ApiSettings)
     # /metrics: `campaign serve`'s own metrics port, a scraper's token ([metrics]).
     metrics: MetricsSettings = Field(default_factory=MetricsSettings)
+    # Retention and the erasure key ([privacy]; see docs/privacy.md).
+    privacy: PrivacySettings = Field(default_factory=PrivacySettings)
     # Outgoing webhooks: [[webhooks]] subscriptions, [webhook_delivery] back-off (webhooks.py).
     webhooks: list[WebhookSubscription] = Field(default_factory=list)
     webhook_delivery: WebhookDelivery = Field(default_factory=WebhookDelivery)
