@@ -26,6 +26,7 @@ from scheduler.commands import (
     members,
     person,
     plan,
+    purge,
     recipient,
     replies,
     report,
@@ -55,7 +56,7 @@ app = typer.Typer(
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, replies, recipient, sessions, members,
                    catalog, templates, sandbox, demo, workers, senders, labels, schema,
-                   dashboard, dashboard_users, api, webhooks, person)
+                   dashboard, dashboard_users, api, webhooks, person, purge)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -355,10 +355,15 @@ class Server:
                                    + (" (trigger leader)" if self.seat.leader else "")
                                    + (f", receiver {self.webhook_url.split('?')[0]}"
                                       if self.webhook_url else ""))
+                from scheduler.privacy.retention import DailyPurge  # [privacy], daily
+
+                purge = DailyPurge(self.ledger.engine, self.settings.privacy, self.ledger.clock,
+                                   self.console.print)
                 while not stop.is_set():
                     if self.triggers is not None:
                         self.triggers.sync()
                         self.start_due_fires()
+                        purge.run_if_due()  # the trigger leader's: one worker purges
                     for run in self.runs_to_dispatch():
                         assert run.id is not None
                         self.stops[run.id] = asyncio.Event()
