@@ -4,7 +4,7 @@
 would run a service next to the scheduler) and waits until it answers; ``cli`` runs the
 ``campaign`` console script (in this process) from an empty folder, with only the
 ``CAMPAIGN_*`` variables the test gives it; ``process_cli`` the same in a process of its
-own (the journey from an API key to a connected sender runs that way).
+own (the journey from an API key to a connected sender starts and ends that way).
 """
 
 from __future__ import annotations

@@ -42,11 +42,13 @@ def assert_clean_failure(result) -> None:
 
 
 @pytest.mark.slow
-def test_from_api_key_to_a_connected_sender(process_cli: Cli, service_env, workdir: Path,
-                                            sandbox_process: SandboxProcess, tmp_path: Path):
-    cli = process_cli  # each command in its own process, as a user runs it
-    created = cli("sessions", "create", "loja-sp-01", "--webhook", "http://127.0.0.1:9/hook",
-                  env=service_env)
+def test_from_api_key_to_a_connected_sender(process_cli: Cli, cli: Cli, service_env,
+                                            workdir: Path, sandbox_process: SandboxProcess,
+                                            tmp_path: Path):
+    # The first and the last commands in a process of their own, as a user runs them (the
+    # QR drawn in the terminal; a clean failure); the readouts between them in this process.
+    created = process_cli("sessions", "create", "loja-sp-01", "--webhook",
+                          "http://127.0.0.1:9/hook", env=service_env)
     assert created.code == 0, created.both
     assert "loja-sp-01 created" in created.out
     # The QR code is drawn in the terminal, within 80 columns, and saved as a PNG here.
@@ -98,10 +100,10 @@ def test_from_api_key_to_a_connected_sender(process_cli: Cli, service_env, workd
         "https://example.com/hooks/sp01")
 
     # A connected session has nothing to scan; creating it again says it exists.
-    again = cli("sessions", "qr", "loja-sp-01", env=service_env)
+    again = process_cli("sessions", "qr", "loja-sp-01", env=service_env)
     assert_clean_failure(again)
     assert "already connected" in again.err
-    twice = cli("sessions", "create", "loja-sp-01", env=service_env)
+    twice = process_cli("sessions", "create", "loja-sp-01", env=service_env)
     assert_clean_failure(twice)
     assert "already exists" in twice.err
 
