@@ -29,8 +29,8 @@ from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.leases import PreviousSends
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.store import StoresFor, WorkerStore
-from scheduler.ledger.lease import pid_alive
-from scheduler.ledger.rows import LeaseRow, WorkerRow
+from scheduler.ledger.lease import worker_is_live  # one rule, which the views read too
+from scheduler.ledger.rows import LeaseRow
 
 #: Default lease time (seconds): a dead worker's senders move this long after its last renewal.
 DEFAULT_LEASE_S = 15.0
@@ -42,14 +42,6 @@ MIN_WAIT_S = 0.01
 
 class SecondWorkerRefused(DispatchError):
     """Another worker serves this SQLite ledger."""
-
-
-def worker_is_live(worker: WorkerRow, now: datetime, lease: timedelta) -> bool:
-    """Whether a registered worker is live: not stopped, heartbeat fresh, and (on this
-    host) its process still exists."""
-    if worker.stopped_at is not None or now - worker.heartbeat_at >= lease:
-        return False
-    return worker.host != socket.gethostname() or pid_alive(worker.pid)
 
 
 class WorkerSeat:
