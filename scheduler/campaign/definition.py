@@ -61,8 +61,6 @@ second chances (a step's ``retry`` and ``min_talk``, ``[fallback]``) are describ
 
 from __future__ import annotations
 
-import math
-import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -82,6 +80,8 @@ from scheduler.campaign.audience_spec import AudienceSpec
 from scheduler.campaign.blanks_spec import BlanksSpec
 from scheduler.campaign.conversation_spec import RepliesSpec
 from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
+from scheduler.campaign.holidays import HOLIDAYS_HELP, HolidayCode, holidays_problem
+from scheduler.campaign.invalid_share import PERCENT
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.recycle_spec import FALLBACK_HELP, FallbackSpec
 from scheduler.campaign.render_bounds import RenderLimits
@@ -118,20 +118,6 @@ def lenient(info: ValidationInfo) -> bool:
 #: A TOML date-time as a JSON Schema sees it: a string (an editor's TOML support turns TOML
 #: dates into strings; a local one, without an offset, is read in ``schedule.timezone``).
 _DATE_TIME_TEXT = {"type": "string", "examples": ["2027-03-08T09:00:00"]}
-
-_PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
-
-
-def invalid_limit(value: int | str | None, read: int) -> int | None:
-    """How many unreachable numbers ``max_invalid`` allows among ``read`` recipients."""
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    found = _PERCENT.match(value)
-    assert found is not None, "checked by RecipientsSpec"
-    return math.floor(read * float(found.group(1)) / 100 + 1e-9)
-
 
 class RecipientsSpec(Strict):
     """``[recipients]``: the CSV, its phone column, the default country, opt-out lists."""
@@ -179,7 +165,7 @@ class RecipientsSpec(Strict):
                 raise ValueError("must not be negative")
             return value
         if isinstance(value, str):
-            found = _PERCENT.match(value)
+            found = PERCENT.match(value)
             if found is None or float(found.group(1)) > 100:
                 raise ValueError(f'{value!r}: expected a count such as 20 or a share such as "2%"')
         return value
@@ -214,6 +200,7 @@ class ScheduleSpec(Strict):
         {"anyOf": [{"type": "string", "examples": ["20:00", "2027-03-08T20:00:00"]},
                    {"type": "null"}]})] = Field(default=None, description=(
         'What is not sent by then expires: "HH:MM" on the run\'s day, or a date-time.'))
+    holidays: HolidayCode | None = Field(default=None, description=HOLIDAYS_HELP)
 
     @field_validator("timezone")
     @classmethod
@@ -396,5 +383,5 @@ class CampaignSpec(Strict):
         both = {n.casefold() for n in self.labels} & {n.casefold() for n in self.exclude_labels}
         if both:
             return "exclude_labels", f"{sorted(both)[0]!r} is in labels too"
-        return None
+        return holidays_problem(self.schedule.holidays, self.channel)
 

@@ -41,7 +41,12 @@ def run_options(campaign: Campaign) -> RunOptions:
     if schedule.window is not None:
         window = WindowOptions(opens_min=schedule.window.opens_min,
                                closes_min=schedule.window.closes_min,
-                               weekdays=tuple(sorted(schedule.days.weekdays)))
+                               weekdays=tuple(sorted(schedule.days.weekdays)),
+                               holidays=schedule.holidays)
+    elif schedule.holidays is not None:  # no hours: the whole day, off holidays
+        window = WindowOptions(opens_min=0, closes_min=0,
+                               weekdays=tuple(sorted(schedule.days.weekdays)),
+                               holidays=schedule.holidays)
     latest_at, latest_clock = latest_parts(schedule.latest, campaign.zone)
     return RunOptions(
         # SMS and voice send from the account ("account" unless the file names it)

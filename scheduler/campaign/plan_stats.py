@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.campaign.definition import invalid_limit
 from scheduler.campaign.exceptions import Issue
+from scheduler.campaign.invalid_share import invalid_limit
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
 from scheduler.core.channel_terms import terms_of

@@ -285,12 +285,13 @@ def plan_report(path: Path, start_text: str | None, *,
 
     ramps = plan_ramps(campaign.path, senders, start=start, tz=options.zone,
                        normal_cap=options.daily_cap)
+    window = SendWindow.of(options.window, options.timezone)
     estimate = estimate_finish(
         timed,
         start=start,
         rate=rate,
         jitter=jitter,
-        window=SendWindow.of(options.window, options.timezone),
+        window=window,
         daily_cap=options.daily_cap,
         quotas=quotas,
         tz=options.zone,
@@ -338,6 +339,10 @@ def plan_report(path: Path, start_text: str | None, *,
         "latest": iso_utc(latest),
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
+        "holidays": spec.schedule.holidays,
+        # the holidays the estimate waits over ("holiday: Natal"), by local date
+        "holidays_waited": [] if window is None else
+        window.holiday_dates(start, estimate.finish),
         "audience": spec.audience.model_dump(),
         "warmup": [r.as_dict() | {"line": r.line()} for r in ramps.values()],
         "errors": [issue.as_dict() for issue in issues],

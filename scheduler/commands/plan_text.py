@@ -152,6 +152,12 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
                       "finish")
         console.print("       is when the last request goes out"
                       + (", plus one call's length" if calls else ""))
+    for held in report.get("holidays_waited") or ():
+        console.print(f"       holiday: {held['name']} ({held['date']}): no sends that day",
+                      highlight=False, markup=False)
+    if report.get("holidays") == "recipient":
+        console.print("       each recipient's state holidays (from the area code) hold "
+                      "its numbers too", highlight=False, markup=False)
     audience = audience_line(report.get("audience"))
     if audience is not None:
         console.print(audience, highlight=False, markup=False)

@@ -42,6 +42,8 @@ class DispatchOptions:
     timezone: str = DEFAULT_TIMEZONE
     window: SendWindow | None = None
     recipient_timezone: bool = False
+    #: ``[schedule] holidays = "recipient"``: each number's state's holidays too
+    recipient_holidays: bool = False
     latest: datetime | None = None
     delivery_mode: DeliveryMode = DEFAULT_DELIVERY
     step_delays_s: tuple[float, ...] = (0.0,)
@@ -81,6 +83,8 @@ class DispatchOptions:
             "timezone": stored.timezone,
             "window": SendWindow.of(stored.window, stored.timezone),
             "recipient_timezone": stored.recipient_timezone,
+            "recipient_holidays": stored.window is not None
+            and stored.window.holidays == "recipient",
             "latest": stored.latest_for(start),
             "delivery_mode": stored.delivery_mode,
             "step_delays_s": stored.step_delays_s or (0.0,),

@@ -23,6 +23,15 @@ from scheduler.core.time_words import clock_time, span
 RECIPIENT_WAIT_NOTED = timedelta(minutes=10)
 
 
+def holiday_words(names: list[str]) -> str:
+    """What a wait is for when holidays are in it: ``" (holiday: Natal)"``; ``""`` when
+    none is."""
+    if not names:
+        return ""
+    return f" (holiday: {', '.join(names)})" if len(names) == 1 else \
+        f" (holidays: {', '.join(names)})"
+
+
 def capped(until: datetime | None, latest: datetime | None) -> datetime | None:
     """``until``, or the latest send time when that comes first (``None``: no bound)."""
     if latest is None:

@@ -9,6 +9,9 @@ and end (``"00:00-00:00"``) means the whole day. Every instant is computed with
 sides of a change. A local time that does not exist (inside a spring-forward gap) is taken
 as PEP 495 ``fold=0`` reads it, i.e. shifted forward by the gap; an ambiguous one is its
 first occurrence. All comparisons are made in UTC. Pure functions: no clock is read here.
+A window with a holiday calendar (:mod:`scheduler.campaign.holidays`) does not open on a
+holiday: the whole local day is outside it (an overnight window ends at the holiday's
+midnight).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from functools import lru_cache
 
+from scheduler.campaign.holidays import HolidayCalendar, calendar_for
 from scheduler.core.units import UnitError, load_zone, parse_clock, parse_days, parse_window
 from scheduler.settings.run import WindowOptions
 
@@ -45,13 +49,15 @@ class SendWindow:
     """A daily send window on some weekdays, by wall-clock time in ``tz``.
 
     ``start`` and ``end`` are ``"HH:MM"`` or minutes after midnight; ``days`` is text such
-    as ``"mon-sat"`` or weekday numbers (Monday 0).
+    as ``"mon-sat"`` or weekday numbers (Monday 0); ``holidays`` the days it stays shut.
     """
 
     start: str | int = "00:00"
     end: str | int = "00:00"
     days: str | Iterable[int] = "*"
     tz: str | tzinfo = "UTC"
+    #: holidays on which the window stays shut (None: none)
+    holidays: HolidayCalendar | None = None
     _start: int = field(init=False, repr=False, compare=False)
     _end: int = field(init=False, repr=False, compare=False)
     _days: frozenset[int] = field(init=False, repr=False, compare=False)
@@ -83,7 +89,8 @@ class SendWindow:
         """The window of a run's options (``None``: the run has no window)."""
         if window is None:
             return None
-        return cls(window.opens_min, window.closes_min, window.weekdays, tz)
+        return cls(window.opens_min, window.closes_min, window.weekdays, tz,
+                   calendar_for(window.holidays))
 
     @property
     def zone(self) -> tzinfo:
@@ -99,17 +106,65 @@ class SendWindow:
         """The same window read in another time zone (a recipient's own)."""
         return replace(self, tz=tz)
 
+    def with_holidays(self, calendar: HolidayCalendar | None) -> SendWindow:
+        """The same window shut on ``calendar``'s holidays as well (a recipient's state)."""
+        return replace(self, holidays=calendar)
+
+    def holiday_on(self, day: date) -> str | None:
+        """The name of the holiday on local ``day`` (None: a working day or no calendar)."""
+        return None if self.holidays is None else self.holidays.name_on(day)
+
+    def holiday_dates(self, start: datetime, end: datetime) -> list[dict[str, str]]:
+        """``{"date", "name"}`` of each holiday from ``start``'s local day to ``end``'s."""
+        out: list[dict[str, str]] = []
+        if self.holidays is None:
+            return out
+        day = start.astimezone(self._zone).date()
+        while day <= end.astimezone(self._zone).date():
+            name = self.holidays.name_on(day)
+            if name is not None:
+                out.append({"date": day.isoformat(), "name": name})
+            day += timedelta(days=1)
+        return out
+
+    def holidays_between(self, start: datetime, end: datetime) -> list[str]:
+        """Names of the holidays on the local days from ``start``'s to the day before
+        ``end``'s (what a wait from ``start`` until ``end`` is partly for), in order."""
+        names: list[str] = []
+        if self.holidays is None:
+            return names
+        day = start.astimezone(self._zone).date()
+        last = max(day, end.astimezone(self._zone).date() - timedelta(days=1))
+        while day <= last:
+            name = self.holidays.name_on(day)
+            if name is not None and name not in names:
+                names.append(name)
+            day += timedelta(days=1)
+        return names
+        day = start.astimezone(self._zone).date()
+        last = end.astimezone(self._zone).date()
+        while day < last or day == start.astimezone(self._zone).date():
+            name = self.holidays.name_on(day)
+            if name is not None and name not in names:
+                names.append(name)
+            day += timedelta(days=1)
+            if (day - last).days > 0:
+                break
+        return names
+
     def _interval(self, day: date) -> tuple[datetime, datetime]:
         return _local(day, self._start, self._zone), _local(day, self._end, self._zone)
 
     def _intervals_from(
-        self, dt: datetime, days_ahead: int = 9
+        self, dt: datetime, days_ahead: int = 16
     ) -> Iterator[tuple[datetime, datetime]]:
         first = dt.astimezone(self._zone).date() - timedelta(days=1)
         for offset in range(days_ahead):
             day = first + timedelta(days=offset)
-            if day.weekday() in self._days:
+            if day.weekday() in self._days and self.holiday_on(day) is None:
                 opens, closes = self._interval(day)
+                if self._end > 1440 and self.holiday_on(day + timedelta(days=1)):
+                    closes = min(closes, _local(day + timedelta(days=1), 0, self._zone))
                 if closes > opens:  # a DST gap can swallow a short window
                     yield opens, closes
 

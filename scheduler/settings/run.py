@@ -69,6 +69,8 @@ class WindowOptions(_Frozen):
     opens_min: int = Field(ge=0, lt=1440)
     closes_min: int = Field(ge=0, le=1440)
     weekdays: tuple[int, ...]
+    #: ``[schedule] holidays``: "BR", "BR-SP" or "recipient" (None: holidays are workdays)
+    holidays: str | None = None
 
     @model_validator(mode="after")
     def _days(self) -> WindowOptions:

@@ -95,6 +95,8 @@ class Rehearsal:
     per_sender: dict[str, int]
     #: What the rehearsal could not take from the project (a ledger it did not read).
     notes: list[str] = field(default_factory=list)
+    #: When each number was sent to (simulated time, UTC), in order.
+    sent: list[tuple[datetime, str]] = field(default_factory=list)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
@@ -169,13 +171,16 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
                                 result.counts[f"fallback {state}"] = n
                 sends = target.sandbox.state.sandbox.world.sends
                 per_sender: dict[str, int] = {}
+                sent: list[tuple[datetime, str]] = []
                 for send in sends:
                     to = send.get("to")
+                    at = datetime.fromisoformat(str(send["at"]).replace("Z", "+00:00"))
+                    sent.extend((at, str(n)) for n in (to if isinstance(to, list) else [to]))
                     who = send.get("sessionId") or (senders[0] if senders else "account")
                     per_sender[who] = per_sender.get(who, 0) + (
                         len(to) if isinstance(to, list) else 1)
             return Rehearsal(run.campaign_name, run.timezone, start, clock(), result,
-                             len(sends), per_sender, notes)
+                             len(sends), per_sender, notes, sent)
         finally:
             engine.dispose()
 

@@ -80,6 +80,9 @@ class Claiming:
         if picked.deferred:
             ctx.stores.queue.defer(picked.deferred)
             state.deferred.update(opens for _id, opens in picked.deferred)
+            if self._closed_until is not None:  # a state holiday: said once
+                for what, until in self._closed_until.notes(ctx.zone):
+                    state.note(now, what, kind="holiday", until=until)
         wake = picked.wake
         if picked.calls_full:
             wake = now + timedelta(seconds=CONTROL_EVERY_S)

@@ -45,7 +45,8 @@ class Waiting:
         closed = options.window.closed_since(now)
         at = now if closed is None or state.pool is None else max(closed,
                                                                   state.pool.started_at)
-        state.note(at, f"window closed; paused until {local_time(opens, self.ctx.zone)}",
+        why = waits.holiday_words(options.window.holidays_between(now, opens))
+        state.note(at, f"window closed{why}; paused until {local_time(opens, self.ctx.zone)}",
                    kind="window_closed", until=opens)
         until = waits.capped(opens, options.latest)
         assert until is not None
