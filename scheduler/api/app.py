@@ -252,6 +252,9 @@ def create_api(settings: Settings | None = None, ledger: Ledger | None = None, *
     add_campaign_routes(app, PREFIX, ERRORS, ACTION_ERRORS, _json)
     add_run_routes(app, PREFIX, ERRORS, ACTION_ERRORS, _json)
     add_sender_routes(app, PREFIX, ACTION_ERRORS, _json)
+    from scheduler.api.privacy_routes import add_privacy_routes  # issue 36: a person's data
+
+    add_privacy_routes(app, PREFIX, ACTION_ERRORS, _json)
 
     not_listed: dict[int | str, dict[str, Any]] = {
         404: {"model": Problem, "description": "The number is not listed."}}

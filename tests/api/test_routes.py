@@ -25,7 +25,8 @@ ACTIONS = {("POST", "/api/v1/runs/{run_id}/pause"), ("POST", "/api/v1/runs/{run_
            ("DELETE", "/api/v1/suppressions/{number}"),
            ("POST", "/api/v1/senders/{sender}/pause"), ("POST", "/api/v1/senders/{sender}/resume"),
            ("POST", "/api/v1/senders/{sender}/retire"), ("POST", "/api/v1/runs/{run_id}/resend"),
-           ("POST", "/api/v1/runs")}
+           ("POST", "/api/v1/runs"),
+           ("POST", "/api/v1/people/export"), ("POST", "/api/v1/people/forget")}
 
 
 @pytest.fixture
