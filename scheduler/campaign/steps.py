@@ -30,6 +30,7 @@ from scheduler.campaign.call_steps import (
     call_event_model,
     call_path,
 )
+from scheduler.core.channel_terms import terms_of
 from scheduler.service.account_models import VoiceSettings
 from scheduler.service.requests import API, SEND_KINDS, NonEmpty, PhoneDigits, WireModel
 from scheduler.service.template_models import SEND_TEMPLATE_PATH, SendTemplateBody
@@ -77,6 +78,8 @@ class StepKind:
 
 SMS_KIND = StepKind("sms", f"{API}/sms/send", SmsBody, False)
 VOICE_KIND = StepKind("voice", f"{API}/voice/bulk", VoiceRecipientBody, False)
+#: The one kind of the steps of a channel sent from the account, by its first type name.
+_ACCOUNT_KINDS = {kind.name: kind for kind in (SMS_KIND, VOICE_KIND)}
 #: An official provider (``cloud_api``) template: ``template = {name, language, variables}``.
 TEMPLATE_KIND = StepKind("template", SEND_TEMPLATE_PATH, SendTemplateBody, True)
 WHATSAPP_KINDS = {
@@ -91,22 +94,18 @@ def step_kind(channel: str, type_name: str | None, *, timezone: str = "UTC",
 
     ``timezone`` (the campaign's) reads a ``call_event``'s time; ``fields`` (the step's)
     choose a ``call``'s endpoint (``record = true``: ``calls/stream``)."""
-    if channel == "calls":
-        if type_name not in (None, *CALL_TYPES):
-            raise ValueError(f"a calls step has type 'call' (or none), not {type_name!r}")
-        path = call_path((fields or {}).get("record"))
-        return StepKind("call", path, PlaceCallStepBody, True)
-    if type_name == "call_event" and channel == "whatsapp":
+    terms = terms_of(channel)
+    if terms.step_types:  # one kind a channel (SMS, voice, WhatsApp calls), its type optional
+        if type_name not in (None, *terms.step_types):
+            raise ValueError(f"{terms.a_step} has type {terms.step_types[0]!r} (or none), "
+                             f"not {type_name!r}")
+        if terms.sessions:  # WhatsApp calls: the step's fields choose the endpoint
+            path = call_path((fields or {}).get("record"))
+            return StepKind(CALL_TYPES[0], path, PlaceCallStepBody, True)
+        return _ACCOUNT_KINDS[terms.step_types[0]]
+    if type_name == "call_event":
         return StepKind("call_event", SEND_EVENT_PATH, call_event_model(timezone), True,
                         SAMPLES)
-    if channel == "sms":
-        if type_name not in (None, "sms", "text"):
-            raise ValueError(f"an SMS step has type 'sms' (or none), not {type_name!r}")
-        return SMS_KIND
-    if channel == "voice":
-        if type_name not in (None, "voice", "call"):
-            raise ValueError(f"a voice step has type 'voice' (or none), not {type_name!r}")
-        return VOICE_KIND
     names = ", ".join([*WHATSAPP_KINDS, "call_event"])
     if type_name is None:
         raise ValueError(f"type is required: one of {names}")

@@ -60,6 +60,8 @@ class ChannelTerms:
     fallback_hint: str
     #: The ``type`` names its steps may give (none: WhatsApp's steps each name their kind).
     step_types: tuple[str, ...]
+    #: Its step in words, as the campaign file's errors say it ("an SMS step").
+    a_step: str
     #: Its name in the campaign file's JSON Schema's definitions (``SmsStep``).
     schema_name: str
     #: Its funnel, in order: (label, count key); the first is planned, the second sent.
@@ -76,6 +78,7 @@ ALL = (
                  fallback_line_needs="WhatsApp needs a mobile number",
                  read_receipts=True, call_length=False, retry_on=(), fallback_hint="sms",
                  step_types=(), schema_name="WhatsApp",
+                 a_step="a WhatsApp step",
                  funnel=(("Planned", "planned"), ("Sent", "sent"), ("Delivered", "delivered"),
                          ("Read", "read"), ("Replied", "replied"))),
     ChannelTerms(name="sms", words="SMS", title="SMS", unit="messages", noun="SMS",
@@ -86,6 +89,7 @@ ALL = (
                  fallback_line_needs="SMS needs a mobile number",
                  read_receipts=False, call_length=False, retry_on=("undelivered",),
                  fallback_hint="voice", step_types=("sms", "text"), schema_name="Sms",
+                 a_step="an SMS step",
                  funnel=(("Planned", "planned"), ("Sent", "sent"), ("Delivered", "delivered"),
                          ("Undelivered", "undelivered"))),
     ChannelTerms(name="voice", words="voice call", title="voice", unit="calls", noun="calls",
@@ -96,6 +100,7 @@ ALL = (
                  fallback_line_needs="calls need a mobile or landline number",
                  read_receipts=False, call_length=True, retry_on=("no_answer", "busy", "failed"),
                  fallback_hint="sms", step_types=("voice", "call"), schema_name="Voice",
+                 a_step="a voice step",
                  funnel=(("Planned", "planned"), ("Dialed", "sent"), ("Answered", "answered"),
                          ("Pressed a key", "digits"))),
     ChannelTerms(name="calls", words="WhatsApp call", title="WhatsApp calls", unit="calls",
@@ -106,6 +111,7 @@ ALL = (
                  fallback_line_needs="WhatsApp calls need a mobile number",
                  read_receipts=False, call_length=False, retry_on=("not_answered",),
                  fallback_hint="sms", step_types=("call",), schema_name="Calls",
+                 a_step="a calls step",
                  funnel=(("Planned", "planned"), ("Called", "sent"), ("Answered", "answered"))),
 )
 _BY_NAME = {t.name: t for t in ALL}
