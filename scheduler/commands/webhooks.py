@@ -72,24 +72,33 @@ def _print(view: object, label: str) -> None:
 
     console.print(f"failing deliveries are retried for {span(timedelta(seconds=view.horizon_s))}"
                   " after their event, then failed", markup=False)
-    table = Table("subscription", "url", *STATES, show_edge=False)
+    # at 80 columns: a subscription's URL under its name, a delivery's last error under
+    # its type (folded, never cut); the event's id and the subscription's events in --json
+    table = Table("subscription", *STATES, show_edge=False)
+    table.columns[0].overflow = "fold"
     for sub in view.subscriptions:
         name = sub.name + ("" if sub.configured else " (no longer configured)")
-        table.add_row(name, sub.url or "", *(f"{sub.counts.get(s, 0):,}" for s in STATES))
+        table.add_row(name + (f"\n{sub.url}" if sub.url else ""),
+                      *(f"{sub.counts.get(s, 0):,}" for s in STATES))
     console.print(table)
     if view.not_given_out:
         console.print(f"{view.not_given_out:,} events not yet given out (a worker does it: "
                       "campaign serve, or campaign run while it sends)", markup=False)
     if not view.deliveries:
         return
-    rows = Table("id", "event", "type", "run", "subscription", "state", "tries", "last",
-                 "next try", show_edge=False)
+    several = len({d.subscription for d in view.deliveries}) > 1
+    rows = Table("id", "event, last error", "run", *(["subscription"] if several else []),
+                 "state", "tries", "next try (UTC)", show_edge=False)
+    rows.columns[1].overflow = "fold"
     for d in view.deliveries:
-        last = (f"{d.last_status or ''} {d.last_error or ''}".strip() if d.attempts else "")
-        rows.add_row(str(d.id), d.event_id, d.type, str(d.run_id or ""), d.subscription,
-                     d.state, str(d.attempts), last[:60],
-                     d.next_attempt_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        last = (d.last_error or (f"HTTP {d.last_status}" if d.last_status else "")
+                ) if d.attempts else ""
+        rows.add_row(str(d.id), d.type + (f"\n{last}" if last else ""), str(d.run_id or ""),
+                     *([d.subscription] if several else []), d.state, str(d.attempts),
+                     d.next_attempt_at.strftime("%m-%d %H:%M:%S")
                      if d.next_attempt_at else "")
+    for column in rows.columns[2:]:
+        column.no_wrap = True
     console.print(rows)
 
 

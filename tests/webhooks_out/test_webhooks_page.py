@@ -82,3 +82,26 @@ def test_the_command_shows_the_same_counts_as_json(tmp_path: Path, ledger: Ledge
     assert missing.returncode == 1 and "no delivery 999999" in missing.stderr
     wrong = campaign("webhooks", "--state", "late")
     assert wrong.returncode == 1 and "not a delivery state" in wrong.stderr
+
+
+def test_the_command_reads_whole_at_80_columns(tmp_path: Path, ledger: Ledger,
+                                               ledger_url: str, clock: FakeClock,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each delivery's type, state, error and next try are whole on an 80-column terminal,
+    and the subscription's name and URL too (nothing cut with an ellipsis)."""
+    config = CONFIG.replace('"crm"', '"crm-principal-de-producao"').replace(
+        "/hook?", "/hooks/campaigns/production?")
+    command_project(tmp_path, monkeypatch, ledger_url)
+    (tmp_path / "config.toml").write_text(config)
+    _fail_twice(ledger, clock, project_settings(tmp_path, ledger_url, config))
+    monkeypatch.setenv("COLUMNS", "80")
+    out = CliRunner().invoke(app, ["webhooks"])
+    assert out.exit_code == 0, out.output
+    lines = out.output.splitlines()[1:]  # the ledger's path, first, is never cut
+    assert "…" not in out.output and max(map(len, lines)) <= 80
+    flat = " ".join(out.output.replace("│", " ").split())
+    for words in ("crm-principal-de-producao", "run.paused", "run.started",
+                  "cannot connect (refused or unreachable)", "failing"):
+        assert words in flat, words
+    assert "http://127.0.0.1:9/hooks/campaigns/production" in "".join(flat.split())
+    assert "sekrit" not in out.output and SECRET not in out.output
