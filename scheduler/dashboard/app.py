@@ -29,6 +29,7 @@ from scheduler.dashboard import (
     inbox,
     live,
     pages,
+    privacy,
     recipients,
     webhooks,
 )
@@ -57,7 +58,7 @@ def create_app(settings: Settings, ledger: Ledger, *, check: Check | None = None
                                     clock=clock, live_every_s=live_every_s)
     install_handlers(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    for module in (pages, live, actions, downloads, inbox, recipients, webhooks):
+    for module in (pages, live, actions, downloads, inbox, recipients, webhooks, privacy):
         app.include_router(module.router())
     auth.install(app, settings.dashboard, clock=clock, secure_cookies=secure_cookies)
     # GET /metrics before the login rules: a scraper holds no session (its own rule)
