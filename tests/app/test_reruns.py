@@ -38,7 +38,7 @@ def test_a_finished_one_off_campaign_is_not_sent_again_by_accident(make_sandbox,
     assert cli(env, "run", str(campaign), cwd=cwd).returncode == 0
     assert len(text_sends(service.sends())) == 6
 
-    again = cli(env, "run", str(campaign), cwd=cwd)
+    again = in_process(env, "run", str(campaign), cwd=cwd)  # refused: nothing to run
     assert again.returncode == 1
     assert "already ran: run 1 completed" in again.stderr and "sent 6 of 6" in again.stderr
     assert "--new-run" in again.stderr
@@ -62,14 +62,14 @@ def _start_paused_run(env: dict[str, str], campaign: Path, service, cwd: Path, s
                       ) -> None:
     """Start `campaign run` in the background, pause it after ``sent`` sends.
 
-    The campaigns pace at 1/s so that the pause (a new process, slow to start on a loaded
-    machine) lands long before the run could finish.
+    The campaigns pace at 1/s so that the pause (``campaign pause`` in this process, the
+    run's process noticing it) lands long before the run could finish on a loaded machine.
     """
     proc = subprocess.Popen([*CAMPAIGN, "run", str(campaign)], env=env, cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: len(text_sends(service.sends())) >= sent)
-        assert cli(env, "pause", "1", cwd=cwd).returncode == 0
+        assert in_process(env, "pause", "1", cwd=cwd).returncode == 0
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
@@ -92,7 +92,7 @@ def test_an_edited_paused_run_asks_how_to_continue_then_applies_the_pacing(
     before = len(text_sends(service.sends()))
 
     campaign.write_text(campaign.read_text().replace('rate = "1/s"', 'rate = "40/s"'))
-    refused = cli(env, "run", str(campaign), cwd=cwd)
+    refused = in_process(env, "run", str(campaign), cwd=cwd)
     assert refused.returncode == 1
     assert "pace.rate: 1/s → 40/s" in refused.stderr
     for flag in ("--apply-changes", "--replan", "--as-planned"):
@@ -127,7 +127,7 @@ def test_an_edited_audience_and_text_are_planned_again_without_re_sending(
     edited = campaign.read_text().replace("Oi {{ nome }}", "Olá de novo {{ nome }}")
     campaign.write_text(edited.replace('rate = "1/s"', 'rate = "40/s"'))
     _add_rows(campaign, ["Nova Pessoa,11987650999"])
-    refused = cli(env, "run", str(campaign), "--apply-changes", cwd=cwd)
+    refused = in_process(env, "run", str(campaign), "--apply-changes", cwd=cwd)
     assert refused.returncode == 1 and "need --replan" in refused.stderr
     assert "recipients: data/lote.csv (edited)" in refused.stderr
 
