@@ -78,6 +78,7 @@ from pydantic import (
 
 from scheduler.campaign.audience_spec import AudienceSpec
 from scheduler.campaign.blanks_spec import BlanksSpec
+from scheduler.campaign.consent import CONSENT_COLUMN_HELP, CONSENT_HELP, ConsentMode
 from scheduler.campaign.conversation_spec import RepliesSpec
 from scheduler.campaign.experiment_spec import EXPERIMENT_HELP, ExperimentSpec
 from scheduler.campaign.holidays import HOLIDAYS_HELP, HolidayCode, holidays_problem
@@ -142,6 +143,8 @@ class RecipientsSpec(Strict):
     max_invalid: int | str | None = Field(default=None, description=(
         'How many unreachable numbers are tolerated: a count (20) or a share of the rows '
         'read ("2%"); more make validate, plan and run fail. Unset: any number.'))
+    consent: ConsentMode | None = Field(default=None, description=CONSENT_HELP)
+    consent_column: NonEmpty | None = Field(default=None, description=CONSENT_COLUMN_HELP)
     opt_out_digit: str | None = Field(default=None, description=(
         "Voice: the IVR key (0-9, * or #) that, pressed, puts the number on the shared "
         "suppression list."))

@@ -16,7 +16,8 @@ the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason
 ``"invalid_number: …"``, a line type the channel does not reach such as ``"landline: WhatsApp
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
 ``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
-``"label: …"`` (the label filter, :mod:`scheduler.campaign.label_filter`), or
+``"label: …"`` (the label filter, :mod:`scheduler.campaign.label_filter`), ``"no_consent: …"``
+(:mod:`scheduler.campaign.consent`), or
 ``"render_error: …"`` when not strict) and ``region`` (phone region code such as
 ``"BR"``). A campaign with retry rules or ``[fallback]`` adds ``watch`` (1 on a planned or
 held row of a step with retry rules, or of step 0 with ``[fallback]``: its outcome awaits a
@@ -39,12 +40,10 @@ rows plus the set of numbers seen (for duplicates) and the suppression set.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +54,7 @@ from scheduler.campaign.chunk_plan import (
     init_worker,
     plan_chunk_in_worker,
 )
+from scheduler.campaign.consent import ConsentGate, consent_gate
 from scheduler.campaign.exceptions import (
     BlankValueError,
     CampaignError,
@@ -67,6 +67,7 @@ from scheduler.campaign.exceptions import (
     TooManyInvalidNumbers,
     UndefinedVariableError,
 )
+from scheduler.campaign.gc_pause import gc_paused
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign, CompiledStep, load_campaign
 from scheduler.campaign.phones import PhoneNormalizer
@@ -111,10 +112,11 @@ class Plan:
         workers: int = 1,
         blanks: BlankRules | None = None,
         labels: LabelAudience | None = None,
+        consent: ConsentGate | None = None,
     ) -> None:
         self.campaign = campaign
         self.blanks = blanks
-        self.labels = labels
+        self.labels, self.consent = labels, consent
         self.layout = layout
         self.phone_slug = phone_slug
         self.suppressed = suppressed
@@ -211,7 +213,7 @@ class Plan:
         seen: set[str] = set()
         results = self._results()
         while True:
-            with _gc_paused():
+            with gc_paused():
                 result = next(results, None)
                 if result is not None:
                     self._settle(result, seen)
@@ -241,7 +243,7 @@ class Plan:
         """Decide duplicates and opt-outs in CSV order, count, and apply strictness."""
         stats, rows, width = self.stats, result.rows, len(self.steps)
         suppressed, errors, sms_parts = self.suppressed, result.errors, result.sms_parts
-        labels = self.labels
+        labels, consent = self.labels, self.consent
         stats.planned_per_step.update(result.planned)
         stats.skipped_per_step.update(result.skipped)
         valid = duplicates = opted_out = invalid = blank = 0
@@ -284,6 +286,11 @@ class Plan:
                     stats.not_labelled += 1
                 skip(first, left_out)
                 continue
+            no_consent = consent.check(digits, rows[first:first + width]) if consent else None
+            if no_consent is not None:
+                stats.no_consent += 1
+                skip(first, no_consent)
+                continue
             valid += 1
             issues = errors.get(row) if errors else None
             if issues:
@@ -309,24 +316,6 @@ class Plan:
         stats.invalid_total += invalid
         stats.unreachable += result.unreachable
         stats.ninth_digit_added += result.ninth_digit_added
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a chunk is built.
-
-    A chunk is ~10⁵ new dicts that all stay alive until the consumer is done with them; the
-    collector would scan them again and again (a third of the plan's CPU time) and find
-    nothing, since plan rows hold no reference cycles. It is switched back on (if it was on)
-    before the chunk is handed over.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _error_class(issues: list[Issue]) -> type[CampaignError]:
@@ -360,10 +349,12 @@ def build_plan(
     strict: bool = True,
     workers: int = 1,
     labels: LabelAudience | None = None,
+    imported: Mapping[str, str] | None = None,
 ) -> Plan:
     """Check the recipients file's layout and the suppression lists, and return the plan.
 
-    ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.label_filter`).
+    ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.label_filter`);
+    ``imported``: the imported consent records by number (:mod:`scheduler.campaign.consent`).
 
     ``workers`` > 1 renders chunks in that many processes (same rows, same order). Measured
     on P1, moving plan rows between processes (pickling ~10⁵ dicts per chunk) costs more
@@ -385,6 +376,8 @@ def build_plan(
         layout, campaign.spec.recipients.phone_column, label=label, key="recipients.phone_column"
     )
     blanks = blank_rules(campaign, layout, layout.slugs[index], strict=strict)
+    consent = consent_gate(spec.recipients, spec.channel, lambda wanted, key: layout.slugs[
+        find_column(layout, wanted, label=label, key=key)], imported)
     suppressed = load_suppression(campaign)
     return Plan(
         campaign,
@@ -396,4 +389,5 @@ def build_plan(
         workers=workers,
         blanks=blanks,
         labels=labels,
+        consent=consent,
     )

@@ -31,6 +31,8 @@ class PlanStats:
     #: left out by the label filter: no ``labels`` name, or an ``exclude_labels`` one
     not_labelled: int = 0
     label_excluded: int = 0
+    #: left out for want of consent ([recipients] consent = "required")
+    no_consent: int = 0
     labels: LabelAudience | None = None
     invalid: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
@@ -64,6 +66,7 @@ class PlanStats:
             "blank_skipped": self.blank_skipped,
             "not_labelled": self.not_labelled,
             "label_excluded": self.label_excluded,
+            "no_consent": self.no_consent,
         }
 
     def count_fallback(self, fallback: dict[str, Any], parts: tuple[int, str] | None) -> None:

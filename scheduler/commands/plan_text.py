@@ -81,6 +81,8 @@ def stats_table(stats: PlanStats) -> Table:
         *((("not labelled (labels)", stats.not_labelled),
            ("excluded by label (exclude_labels)", stats.label_excluded))
           if stats.labels is not None else ()),
+        *((("skipped without consent (consent)", stats.no_consent),) if stats.no_consent
+          else ()),
     ):
         table.add_row(name, f"{value:,}")
     return table
@@ -114,6 +116,9 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
             cells.append(f"{s['sms_segments']:,}")
         steps.add_row(*cells)
     console.print(steps)
+    if report["recipients"].get("no_consent"):
+        console.print(f"consent required: {report['recipients']['no_consent']:,} recipients "
+                      "without it skipped (no_consent)", highlight=False, markup=False)
     senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
     for col in ("sender", "recipients", "deliveries", "limit/day", "last send"):
         senders.add_column(col, overflow="fold")
