@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 from typing import TYPE_CHECKING
 
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.units import load_zone
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
@@ -187,7 +188,8 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         run=run_info(run, options, now), counts=counts,
         funnel=vf.funnel_view(run.channel, tally, funnel_counts, tracking,
                               vq.newest_sms_failures(conn, run_id)
-                              if run.channel == "sms" and counts.get(S.UNDELIVERED) else []),
+                              if terms_of(run.channel).error_codes and counts.get(S.UNDELIVERED)
+                              else []),
         progress=vf.progress(funnel_counts, counts, recent, PACE_WINDOW, now,
                              sending=running),
         pace=vf.pace(names, recent, PACE_WINDOW), waits=waits,
