@@ -22,11 +22,12 @@ def test_a_service_without_its_key_is_an_error_and_nothing_is_sent(make_sandbox,
     elsewhere.mkdir()
     for key in ({"CAMPAIGN_API_KEY": ""}, {}):
         env = clean_env(CAMPAIGN_BASE_URL=service.base_url, **key)
-        out = cli(env, "run", str(campaign), cwd=elsewhere)
+        out = in_process(env, "run", str(campaign), cwd=elsewhere)  # refused: no process
         assert out.returncode == 1, out.stdout
         assert "CAMPAIGN_API_KEY" in out.stderr and "Traceback" not in out.stderr
         assert "sandbox" not in out.stdout.lower()
-    out = cli(clean_env(CAMPAIGN_API_KEY=service.api_key), "run", str(campaign), cwd=elsewhere)
+    out = in_process(clean_env(CAMPAIGN_API_KEY=service.api_key), "run", str(campaign),
+                     cwd=elsewhere)
     assert out.returncode == 1 and "no service address" in out.stderr
     assert service.api_key not in out.stderr + out.stdout
     assert service.sends() == []
@@ -75,6 +76,6 @@ def test_the_same_campaign_reaches_the_same_ledger_from_any_folder(make_sandbox,
     named = in_process({**env, "CAMPAIGN_PROJECT_DIR": str(shop)}, "runs", cwd=elsewhere)
     assert str(shop / "state" / "campaign.db") in named.stdout.replace("\n", "")
     # the same file run again from the project itself is the same campaign: not re-sent
-    again = cli(env, "run", "campaigns/lote.toml", cwd=shop)
+    again = in_process(env, "run", "campaigns/lote.toml", cwd=shop)
     assert again.returncode == 1 and "already ran" in again.stderr
     assert len(text_sends(service.sends())) == 3
