@@ -201,7 +201,7 @@ def forget(conn: Connection, digits: str, *, needles: Sequence[str], pseudonym: 
     ``needles``: the number's formats (longest first); ``pseudonym`` replaces the number;
     ``number_hash`` goes on the suppression list with ``list_reason``.
     """
-    counts: dict[str, int] = {}
+    counts: dict[str, int] = {"deliveries": 0, "deliveries skipped": 0}
     mine = deliveries_of(conn, digits)
     ids = [r["id"] for r in mine]
     msgids = sorted({r["message_id_norm"] for r in mine if r["message_id_norm"]})
