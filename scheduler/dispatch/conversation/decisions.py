@@ -34,7 +34,9 @@ EVENT_GRACE_S = 2.0
 #: The timeline gets the decisions taken at most this often (seconds of the run's clock),
 #: summed per step (a large run decides a few at every look).
 TELL_EVERY_S = 60.0
-#: Waiting rows read per page, and the most pages one look reads.
+#: Waiting rows read per page, and the most pages one look reads: a run with more waiting
+#: rows is read on at the next look from where this one stopped (a reply to a recipient
+#: far down the run is decided within a few looks, not when the rows before it are).
 PAGE_ROWS = 2000
 PAGES = 10
 
@@ -59,6 +61,11 @@ class Decisions:
         self._tally: Counter[tuple[int, str]] = Counter()
         self._told_at: datetime | None = None
         self._looks = {c.step: c.looks_at for c in options.conditions} if options else {}
+        #: Where the next look reads on (0: from the first row), and what the looks of the
+        #: current pass over the rows found: their earliest deadline, rows waiting.
+        self._after_id = 0
+        self._pass_wake: datetime | None = None
+        self._pass_pending = 0
 
     @property
     def active(self) -> bool:
@@ -85,9 +92,8 @@ class Decisions:
         options, store = self.options, self.store
         clicks = any(c.kind.endswith("clicked") for c in options.conditions)
         writes: list[DecisionWrite] = []
-        wake: datetime | None = None
-        pending = 0
-        after_id = 0
+        wake, pending = self._pass_wake, self._pass_pending
+        after_id, ended = self._after_id, False
         for _page in range(PAGES):
             rows = store.gated(self._looks, limit=PAGE_ROWS, after_id=after_id, clicks=clicks)
             for row in rows:
@@ -109,11 +115,20 @@ class Decisions:
                         row, "skip", decision.why, reply=decision.reply,
                         branch=options.continuation(row.step, len(self.delays_s))))
             if len(rows) < PAGE_ROWS:
+                ended = True
                 break
             after_id = rows[-1].id
-        self.wake, self.pending = wake, pending
+        if ended:  # a whole pass over the waiting rows: the next starts from the first
+            self._after_id, self._pass_wake, self._pass_pending = 0, None, 0
+            self.wake, self.pending = wake, pending
+        else:  # rows left unread: read on at once
+            self._after_id, self._pass_wake, self._pass_pending = after_id, wake, pending
+            self.wake, self.pending = now, max(pending, 1)
         done = store.decide(writes, now) if writes else []
         self._tally.update((w.row.step, w.outcome) for w in done)
+        if self._tally and self._told_at is not None:  # wake to tell them, on time
+            tell_at = self._told_at + timedelta(seconds=TELL_EVERY_S)
+            self.wake = tell_at if self.wake is None else min(self.wake, tell_at)
         return len(done)
 
     def heard(self, deadline: datetime) -> datetime:
