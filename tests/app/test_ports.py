@@ -32,7 +32,7 @@ def test_a_busy_fixed_port_stops_the_run_before_planning(make_sandbox, tmp_path,
     campaign = write_project(cwd, 3)
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                     CAMPAIGN_RECEIVER_PORT=str(busy_port))
-    out = cli(env, "run", str(campaign), cwd=cwd)
+    out = in_process(env, "run", str(campaign), cwd=cwd)  # refused: no process needed
     assert out.returncode == 1 and f"receiver_port {busy_port}" in out.stderr
     assert "Traceback" not in out.stderr
     assert not (cwd / "state" / "campaign.db").exists()  # it made no ledger either
