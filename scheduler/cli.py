@@ -19,6 +19,7 @@ from scheduler import __version__
 from scheduler.commands import (
     api,
     catalog,
+    consent,
     dashboard,
     dashboard_users,
     demo,
@@ -56,7 +57,7 @@ app = typer.Typer(
 #: Every command module, registered explicitly: this list is how the CLI is put together.
 COMMAND_MODULES = (plan, run, schedule, track, report, replies, recipient, sessions, members,
                    catalog, templates, sandbox, demo, workers, senders, labels, schema,
-                   dashboard, dashboard_users, api, webhooks, person, purge)
+                   dashboard, dashboard_users, api, webhooks, person, purge, consent)
 for _module in COMMAND_MODULES:
     _module.register(app)
 

@@ -49,7 +49,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     require_remote(campaign, rehearsal=rehearsal)  # templates, products: once, before any row
     if labels is None:
         labels = label_audience(ledger.engine, campaign)
-    plan = build_plan(campaign, labels=labels)
+    plan = build_plan(campaign, labels=labels, imported=imported_consent(ledger, campaign))
     spec = campaign.spec
     refuse_unlinkable(campaign)  # before the run exists: nothing to mark failed
     options = run_options(campaign)
@@ -92,7 +92,8 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
     campaign = load_campaign(campaign_path)
     require_remote(campaign)
     assert run.id is not None
-    plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign))
+    plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign),
+                      imported=imported_consent(ledger, campaign))
     links = bind_run(campaign, ledger.engine, run.id)
     return ledger.replan(
         run.id, plan.chunks(), start_at=start_at,
@@ -100,6 +101,17 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
         fingerprint=fingerprint_of(campaign).model_dump_json(),
         options=run_options(campaign), on_progress=on_progress, links=links,
         experiment=experiment_plan(campaign))
+
+
+def imported_consent(ledger: Ledger, campaign: Campaign) -> dict[str, str] | None:
+    """The imported consent records of the campaign's channel, when it requires consent
+    without a CSV column (None: not read)."""
+    recipients = campaign.spec.recipients
+    if recipients.consent != "required" or recipients.consent_column is not None:
+        return None
+    from scheduler.ledger.consent import consent_bases
+
+    return consent_bases(ledger.engine, campaign.spec.channel)
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:
