@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 
 from scheduler.core.time_words import clock_time
 from scheduler.dispatch.store import UnknownsStore
-from scheduler.ledger.rows import UnknownRow, UptimeInterval
+from scheduler.ledger.rows import UptimeInterval
 from scheduler.settings.engine import WEBHOOK_RETRY_HORIZON_S
 
 #: The service's retry horizon by default (the settings' ``webhook_retry_horizon_s``).
@@ -240,15 +240,10 @@ def judge_unknowns(rows: Sequence[tuple[int, datetime | None]],
 
 def judge_run(store: UnknownsStore, run_id: int, now: datetime, *,
               horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
-    """Judge the ``unknown`` rows of a run against the ledger's receiver uptime."""
-    return judge_facts(store.unknown_facts(run_id, now, horizon), now, horizon=horizon)
-
-
-def judge_facts(facts: tuple[Sequence[UnknownRow], Sequence[UptimeInterval], set[int]],
-                now: datetime, *, horizon: timedelta = RETRY_HORIZON) -> UnknownVerdicts:
-    """:func:`judge_run` on facts already read (a caller's snapshot): the run's ``unknown``
-    rows, the receivers' uptime since then, the rows with a stray proof."""
-    rows, intervals, stray = facts
+    """Judge the ``unknown`` rows of a run against the ledger's receiver uptime (the rows,
+    the receivers' uptime since then and the rows with a stray proof, as the store reads
+    them)."""
+    rows, intervals, stray = store.unknown_facts(run_id, now, horizon)
     if not rows:
         return UnknownVerdicts()
     return judge_unknowns(rows, intervals, now, horizon=horizon, stray=stray)
