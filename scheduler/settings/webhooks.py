@@ -67,6 +67,10 @@ class WebhookSubscription(BaseModel):
         parts = urlsplit(value.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// address")
+        try:
+            parts.port  # noqa: B018 (a port past 65535 or not a number raises)
+        except ValueError:
+            raise ValueError("its port is not a number from 1 to 65535") from None
         return value.strip()
 
     @field_validator("events")

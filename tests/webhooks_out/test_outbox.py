@@ -324,3 +324,17 @@ def test_a_forgotten_number_leaves_the_recipient_events(ledger: Ledger) -> None:
         numbers = sorted(json.loads(e.payload)["number"]
                          for e in conn.execute(oq.outbox_events.select()))
     assert numbers == ["5511900000002", "5511900000002", "erased:ab12", "erased:ab12"]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999/hook", "http://127.0.0.1:port/hook",
+                                 "ftp://127.0.0.1/hook"])
+def test_a_url_that_cannot_be_posted_to_is_a_clear_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """A port past 65535 passed the check and then stopped the delivery loop (httpx raised
+    outside its own errors)."""
+    monkeypatch.delenv("CAMPAIGN_CONFIG", raising=False)
+    (tmp_path / "config.toml").write_text(
+        f'[[webhooks]]\nurl = "{url}"\nsecret = "{SECRET}"\nevents = ["run.completed"]\n')
+    with pytest.raises(ConfigError) as caught:
+        load_settings(near=tmp_path / "config.toml")
+    assert "webhooks.0.url" in str(caught.value)
