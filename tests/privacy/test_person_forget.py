@@ -100,4 +100,7 @@ def test_forget_erases_the_person_everywhere_and_keeps_the_totals(
                                 "state = 'skipped'")
     assert len(skipped) == 1
     assert skipped[0][0].startswith("erased at the person's request on 20")
+    status = json.loads(in_process(env, "status", "--json", "2", cwd=root).stdout)
+    assert any(k.startswith("erased at the person's request")
+               for k in status["skipped_by_reason"]), status["skipped_by_reason"]
     assert scan(ledger_url, NEEDLES[:2]) == []  # the number is still nowhere in clear
