@@ -16,14 +16,14 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
 from scheduler.wiring import store_for, worker_store
-from tests.workers.support import CAMPAIGN
+from tests.incli import campaign
 
 
 def _workers(root: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``campaign workers ARGS`` run in this process (a readout: see :mod:`tests.incli`)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
     env.update(CAMPAIGN_DATABASE_URL=url, COLUMNS="200")
-    return subprocess.run([*CAMPAIGN, "workers", *args], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=60)
+    return campaign("workers", *args, env=env, cwd=root)
 
 
 def test_campaign_workers_lists_live_workers_with_their_senders(
