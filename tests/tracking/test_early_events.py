@@ -16,15 +16,18 @@ from typing import Any
 
 from sqlalchemy import text, update
 
+from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.service.client import ServiceClient
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from scheduler.wiring import run_store
+from tests.engine import dispatcher_for
 from tests.factories import T0, make_run, number
 from tests.tracking.support import mid, receipt, rows, sent, table, wait_until
 
@@ -153,3 +156,37 @@ def test_a_receiver_started_later_matches_sends_left_unmatched_by_an_older_versi
     wait_until(lambda: rows(tledger, run_id)[0]["state"] == "sent")
     assert rows(tledger, run_id)[0]["sent_at"] == EVENT_AT
     assert table(tledger, "events")[0]["result"] == "sent"
+
+
+class _EventFirst:
+    """The service's client, but every send's ``messages.sent`` reaches the receiver (is
+    stored and applied) before the dispatcher gets the send's answer: the race, each time."""
+
+    def __init__(self, client: ServiceClient, ledger: Ledger) -> None:
+        self.client, self.ledger = client, ledger
+
+    async def send_prepared(self, path: str, body: dict[str, Any]) -> Any:
+        answer = await self.client.send_prepared(path, body)
+        assert answer.messageId is not None
+        ingest(self.ledger, sent(body["to"], answer.messageId, EVENT_AT,
+                                 session=body["sessionId"]))
+        return answer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+
+async def test_the_dispatcher_matches_the_events_that_came_before_its_answers(
+        tledger: Ledger, service_factory) -> None:
+    """No receiver runs here: the dispatcher itself has tracking match the events stored
+    before it recorded each answer, once that record is committed."""
+    service = service_factory()
+    await service.connect("s1")
+    run_id = make_run(tledger, 3)
+    async with ServiceClient(service.base_url, service.api_key) as client:
+        options = DispatchOptions(senders=("s1",), rate=50.0, timezone="America/Sao_Paulo")
+        result = await dispatcher_for(tledger, _EventFirst(client, tledger), run_id,
+                                      options).run()
+    assert result.counts == {"sent": 3}
+    assert {r["sent_at"] for r in rows(tledger, run_id)} == {EVENT_AT}
+    assert [e["result"] for e in table(tledger, "events")] == ["sent"] * 3
