@@ -27,12 +27,14 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              on_progress: Callable[[int], None] | None = None,
              target: str | None = None, skip_previous: bool = False,
              campaign: Campaign | None = None,
-             labels: LabelAudience | None = None, rehearsal: bool = False) -> int:
+             labels: LabelAudience | None = None, rehearsal: bool = False,
+             consent: dict[str, str] | None = None) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
     ``campaign``: the file already loaded and checked by the caller (not read again).
     ``labels``: its label filter, when read elsewhere (else from this ledger's labels).
     ``rehearsal``: the configured service is not asked anything (see ``usecases.lookups``).
+    ``consent``: the imported consent records, when read elsewhere (else from this ledger).
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
     The run records its ``target`` and the fingerprint of the files it was planned from;
@@ -49,7 +51,9 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     require_remote(campaign, rehearsal=rehearsal)  # templates, products: once, before any row
     if labels is None:
         labels = label_audience(ledger.engine, campaign)
-    plan = build_plan(campaign, labels=labels, imported=imported_consent(ledger, campaign))
+    if consent is None:
+        consent = imported_consent(ledger, campaign)
+    plan = build_plan(campaign, labels=labels, imported=consent)
     spec = campaign.spec
     refuse_unlinkable(campaign)  # before the run exists: nothing to mark failed
     options = run_options(campaign)

@@ -112,3 +112,35 @@ async def test_a_campaign_requiring_imported_consent_sends_only_to_those_numbers
     # 4302 consented to SMS only: this WhatsApp campaign skips it
     assert sorted(s["to"] for s in service.sends()) == ["5511987654301", "5521987654303"]
     assert _count(ledger) == 3
+
+
+def test_plan_counts_the_numbers_without_an_imported_consent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.ledger.db import open_ledger
+
+    state = tmp_path / "state"
+    state.mkdir()
+    monkeypatch.setenv("CAMPAIGN_STATE_DIR", str(state))
+    monkeypatch.delenv("CAMPAIGN_DATABASE_URL", raising=False)
+    engine = open_ledger(f"sqlite:///{state / 'campaign.db'}")
+    try:
+        optin = tmp_path / "optin.csv"
+        optin.write_text(GOOD, encoding="utf-8")
+        store_consents(engine, read_consent_file(optin, zone=SP, now=NOW))
+    finally:
+        engine.dispose()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "r.csv").write_text(
+        "nome,telefone\nAna,11 98765-4301\nBia,11 98765-4302\nCaio,21 98765-4303\n",
+        encoding="utf-8")
+    (tmp_path / "campaigns").mkdir()
+    path = tmp_path / "campaigns" / "c.toml"
+    path.write_text('name = "c"\nchannel = "sms"\n[recipients]\nfile = "data/r.csv"\n'
+                    'consent = "required"\n[[steps]]\ntext = "Oi {{ nome }}"\n',
+                    encoding="utf-8")
+    import json
+
+    report = json.loads(cli("plan", str(path), "--start", "2026-12-01T09:00:00-03:00",
+                            "--json", cwd=tmp_path).stdout)
+    assert report["recipients"]["no_consent"] == 2  # 4302 consented to SMS, the rest not
+    assert report["recipients"]["valid"] == 1
