@@ -15,6 +15,7 @@ import pytest
 
 from tests.dispatch.test_cli_runs import CAMPAIGN, _env, _status
 from tests.factories import Project
+from tests.incli import in_process
 from tests.waiting import running, wait_for
 
 N = 200
@@ -85,8 +86,7 @@ def test_the_winner_goes_to_the_rest_after_the_wait(tmp_path: Path, ledger_url: 
     assert all(_at(s) >= decided for s in rest)
     assert all("[B]" in s["body"]["text"] for s in rest)  # the winner to the rest
 
-    text = subprocess.run([*CAMPAIGN, "status", "1"], env=env, cwd=project.root,
-                          capture_output=True, text=True, timeout=60)
+    text = in_process(env, "status", "1", cwd=project.root)  # readouts: in this process
     assert text.returncode == 0, text.stderr
     assert "A/B test on the reply rate" in text.stdout
     assert "B wins: its reply rate" in text.stdout
@@ -96,9 +96,8 @@ def test_the_winner_goes_to_the_rest_after_the_wait(tmp_path: Path, ledger_url: 
     # the report's Experiment sheet: the split compared, the decision with its numbers
     import openpyxl
 
-    report = subprocess.run([*CAMPAIGN, "report", "1", "--output",
-                             str(tmp_path / "r.xlsx")], env=env, cwd=project.root,
-                            capture_output=True, text=True, timeout=120)
+    report = in_process(env, "report", "1", "--output", str(tmp_path / "r.xlsx"),
+                        cwd=project.root)
     assert report.returncode == 0, report.stderr
     sheet = openpyxl.load_workbook(tmp_path / "r.xlsx")["Experiment"]
     cells = [tuple(row) for row in sheet.iter_rows(values_only=True)]

@@ -5,8 +5,6 @@ limits (from the sandbox, embedded or configured), in text at 80 columns and ``-
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -24,6 +22,7 @@ from scheduler.ledger.states import ChangeSource, SenderStatus
 from scheduler.sandbox.testing import SandboxHandle
 from scheduler.views.senders import read_senders
 from tests.factories import T0, make_run, number
+from tests.incli import campaign
 from tests.senders.support import dispatched_run
 
 runner = CliRunner()
@@ -142,9 +141,7 @@ def test_a_person_pauses_resumes_and_retires_a_sender_with_a_reason(known: Ledge
 def test_an_unknown_sender_is_named_with_the_known_ones_and_nothing_changes(
         known: Ledger, project: Path) -> None:
     before = {s: _history(known, s) for s in ("s1", "s2", "account")}
-    done = subprocess.run([*CAMPAIGN, "senders", "pause", "s7", "--reason", "typo"],
-                          cwd=project, env=dict(os.environ), capture_output=True, text=True,
-                          timeout=120)
+    done = campaign("senders", "pause", "s7", "--reason", "typo", cwd=project)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert "no sender 's7'" in done.stderr and "account, s1, s2" in done.stderr

@@ -29,6 +29,7 @@ from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
 from tests.factories import T0, make_run, number
+from tests.incli import campaign
 from tests.tracking.support import TOKEN, accepted_run, mid, receipt, received, sent
 
 runner = CliRunner()
@@ -133,8 +134,7 @@ def test_events_lists_stored_events_newest_last(ledger: Ledger) -> None:
 
 
 def test_an_unknown_run_is_one_line_and_exit_1(env: dict[str, str], ledger: Ledger) -> None:
-    done = subprocess.run([*CAMPAIGN, "events", "--run", "42"], env=env, capture_output=True,
-                          text=True, timeout=60)
+    done = campaign("events", "--run", "42", env=env)  # the console script's main()
     assert done.returncode == 1
     assert "run 42 not found" in done.stderr and "Traceback" not in done.stderr
 
