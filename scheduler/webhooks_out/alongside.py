@@ -27,15 +27,23 @@ class Alongside:
     def __init__(self, worker: WebhookWorker, console: Console) -> None:
         self.worker = worker
         self.stop = asyncio.Event()
-        self.task = asyncio.create_task(worker.run(
-            self.stop, on_error=lambda line: console.print(line, style="yellow",
-                                                           markup=False, highlight=False)))
+        self.console = console
+        self.task = asyncio.create_task(worker.run(self.stop, on_error=self._say))
+
+    def _say(self, line: str) -> None:
+        self.console.print(line, style="yellow", markup=False, highlight=False)
 
     async def finish(self) -> None:
-        """Stop the loop, then try what is due (the run's last events) for a moment."""
+        """Stop the loop, then try what is due (the run's last events) for a moment; a
+        ledger error is said (the run has ended as it did; the events wait, durable)."""
+        from scheduler.core.errors import SchedulerError
+
         self.stop.set()
         await self.task
-        await self.worker.flush(min(FLUSH_S, 2 * self.worker.delivery.timeout_s))
+        try:
+            await self.worker.flush(min(FLUSH_S, 2 * self.worker.delivery.timeout_s))
+        except SchedulerError as exc:
+            self._say(f"outgoing webhooks: {exc}")
 
 
 @contextlib.contextmanager

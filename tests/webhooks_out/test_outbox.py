@@ -338,3 +338,26 @@ def test_a_url_that_cannot_be_posted_to_is_a_clear_error(
     with pytest.raises(ConfigError) as caught:
         load_settings(near=tmp_path / "config.toml")
     assert "webhooks.0.url" in str(caught.value)
+
+
+def test_a_ledger_error_at_a_runs_last_try_is_said_not_raised(
+        ledger: Ledger, clock: FakeClock, receiver: Receiver) -> None:
+    """``campaign run``'s last try of what is due (after the run ended) meets a ledger that
+    cannot be read: a warning, and the run ends as it did (the events wait, durable)."""
+    import io
+
+    from rich.console import Console
+    from sqlalchemy import text
+
+    from scheduler.webhooks_out.alongside import Alongside
+
+    worker = _worker(ledger, clock, receiver)
+    with ledger.engine.begin() as conn:
+        conn.execute(text("DROP TABLE outbox_deliveries"))
+    said = io.StringIO()
+
+    async def run_then_finish() -> None:
+        loop = Alongside(worker, Console(file=said, width=200))
+        await loop.finish()
+    asyncio.run(run_then_finish())
+    assert "outgoing webhooks:" in said.getvalue()
