@@ -20,9 +20,17 @@ def purge_command(
     from scheduler.wiring import open_project
 
     settings, ledger = open_project()
-    done = purge(ledger.engine, settings.privacy, utcnow(), dry_run=dry_run)
+    now = utcnow()
+    done = purge(ledger.engine, settings.privacy, now, dry_run=dry_run)
     for line in done.lines():
         typer.echo(line)
+    if not dry_run:
+        from scheduler.ledger.privacy_key import erasure_key
+        from scheduler.privacy.retention import forget_late_events
+
+        late = forget_late_events(ledger.engine, lambda: erasure_key(settings), now)
+        if late:
+            typer.echo(f"erased again: {late} erased people's late events")
 
 
 def register(app: typer.Typer) -> None:

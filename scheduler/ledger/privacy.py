@@ -313,3 +313,13 @@ def audit_rows(conn: Connection, limit: int = 100) -> list[dict[str, Any]]:
     a = privacy_audit.c
     return [_row(r) for r in conn.execute(select(privacy_audit).order_by(a.id.desc())
                                           .limit(limit))]
+
+
+def erased_in_events(conn: Connection, key_of: Callable[[], bytes | None]) -> list[str]:
+    """Numbers in clear in ``events`` whose hash is on the suppression list: an erased
+    person's late events (a message already on its way when they were erased, reported
+    after). Read only when the list holds an erased number."""
+    e = events.c
+    candidates = conn.execute(select(e.number).distinct().where(
+        e.number.is_not(None), e.number.not_like(ERASED + "%"))).scalars().all()
+    return sorted(erased_among(conn, candidates, key_of)) if candidates else []

@@ -7,11 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from scheduler.ledger import access
+from scheduler.ledger import privacy as lr_privacy
 from scheduler.ledger import retention as lr
 from scheduler.ledger.access import Engine
 from scheduler.settings.privacy import PrivacySettings
+
+if TYPE_CHECKING:
+    from scheduler.settings.load import Settings
 
 #: How often ``campaign serve`` purges.
 EVERY = timedelta(days=1)
@@ -55,13 +60,31 @@ def purge(engine: Engine, privacy: PrivacySettings, now: datetime, *,
     return Purged(counts, bodies, payloads, dry_run)
 
 
+def forget_late_events(engine: Engine, key_of: Callable[[], bytes | None],
+                       now: datetime) -> int:
+    """Erase again the people whose late events (a message that was on its way when they
+    were erased) brought their number back into ``events``; how many."""
+    from scheduler.privacy.person import forget_person
+
+    with access.read(engine, "look for erased people's late events") as conn:
+        late = lr_privacy.erased_in_events(conn, key_of)
+    key = key_of() if late else None
+    for digits in late:
+        assert key is not None
+        forget_person(engine, "+" + digits, key=key, who="campaign serve", via="purge",
+                      reason="late events of an erased person", now=now)
+    return len(late)
+
+
 class DailyPurge:
     """``campaign serve``'s purge: at start, then once a day (by the injected clock)."""
 
     def __init__(self, engine: Engine, privacy: PrivacySettings,
                  clock: Callable[[], datetime],
-                 report: Callable[[str], None] | None = None) -> None:
+                 report: Callable[[str], None] | None = None,
+                 key_of: Callable[[], bytes | None] | None = None) -> None:
         self.engine, self.privacy, self.clock, self.report = engine, privacy, clock, report
+        self.key_of = key_of
         self.last: datetime | None = None
 
     def run_if_due(self) -> Purged | None:
@@ -71,7 +94,20 @@ class DailyPurge:
             return None
         self.last = now
         done = purge(self.engine, self.privacy, now)
+        if self.key_of is not None:
+            late = forget_late_events(self.engine, self.key_of, now)
+            if late and self.report is not None:
+                self.report(f"purge: {late} erased people's late events erased")
         if self.report is not None and any(done.counts.values()):
             for line in done.lines():
                 self.report(f"purge: {line}")
         return done
+
+
+def daily_purge(settings: Settings, engine: Engine, clock: Callable[[], datetime],
+                report: Callable[[str], None] | None = None) -> DailyPurge:
+    """``campaign serve``'s purge over the settings' ``[privacy]`` and erasure key."""
+    from scheduler.ledger.privacy_key import erasure_key
+
+    return DailyPurge(engine, settings.privacy, clock, report,
+                      key_of=lambda: erasure_key(settings))

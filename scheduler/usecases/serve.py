@@ -355,10 +355,10 @@ class Server:
                                    + (" (trigger leader)" if self.seat.leader else "")
                                    + (f", receiver {self.webhook_url.split('?')[0]}"
                                       if self.webhook_url else ""))
-                from scheduler.privacy.retention import DailyPurge  # [privacy], daily
+                from scheduler.privacy.retention import daily_purge  # [privacy], daily
 
-                purge = DailyPurge(self.ledger.engine, self.settings.privacy, self.ledger.clock,
-                                   self.console.print)
+                purge = daily_purge(self.settings, self.ledger.engine, self.ledger.clock,
+                                    self.console.print)
                 while not stop.is_set():
                     if self.triggers is not None:
                         self.triggers.sync()

@@ -10,9 +10,11 @@ from sqlalchemy import select
 
 from scheduler.ledger import access
 from scheduler.ledger.queries import dispatch as dq
-from scheduler.ledger.queries.tables import deliveries, suppressions
+from scheduler.ledger.queries.tables import deliveries, events, suppressions
 from scheduler.ledger.runs import Ledger
 from scheduler.privacy.person import forget_person
+from scheduler.privacy.retention import DailyPurge, forget_late_events
+from scheduler.settings.privacy import PrivacySettings
 from tests.factories import T0, make_run, number
 from tests.privacy.support import scan
 
@@ -59,3 +61,24 @@ def test_a_claimed_row_goes_its_way_and_nothing_more_is_sent(ledger: Ledger,
     with access.read(ledger.engine) as conn:
         listed = conn.execute(select(suppressions.c.number)).scalars().all()
     assert len(listed) == 1 and listed[0].startswith("erased:") and person not in listed[0]
+
+
+def test_late_events_of_an_erased_person_are_erased_by_the_daily_purge(
+        ledger: Ledger, ledger_url: str) -> None:
+    make_run(ledger, 2)
+    person = number(1)
+    forget_person(ledger.engine, person, key=KEY, who="t", via="test", reason="x", now=T0)
+    with access.transaction(ledger.engine) as conn:  # the claimed message's late report
+        conn.execute(events.insert().values(
+            dedupe_key=f"late-{person}", event="message.delivered", number=person,
+            received_at=T0, applied_at=T0, payload=f'{{"from": "{person}@c.us"}}'))
+        conn.execute(events.insert().values(
+            dedupe_key="other", event="message.delivered", number=number(0),
+            received_at=T0, applied_at=T0, payload="{}"))
+    assert scan(ledger_url, [person])
+    assert forget_late_events(ledger.engine, lambda: None, T0) == 0  # no key: nothing known
+    daily = DailyPurge(ledger.engine, PrivacySettings(), lambda: T0, key_of=lambda: KEY)
+    assert daily.run_if_due() is not None
+    assert scan(ledger_url, [person]) == []
+    assert scan(ledger_url, [number(0)])  # the other's event is untouched
+    assert forget_late_events(ledger.engine, lambda: KEY, T0) == 0
