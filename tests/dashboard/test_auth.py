@@ -4,8 +4,6 @@ forger each get."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tomllib
 from datetime import timedelta
 
@@ -31,6 +29,7 @@ from tests.dashboard.auth_support import (
     user_settings,
 )
 from tests.factories import FakeClock
+from tests.incli import campaign
 
 
 def _cookie_header(response: httpx.Response) -> str:
@@ -253,9 +252,8 @@ def test_every_post_route_of_the_app_checks_the_token(clock: FakeClock) -> None:
 
 def test_the_hash_command_reads_the_password_from_stdin_and_its_hash_signs_in() -> None:
     password = "a long passphrase 1"
-    done = subprocess.run([sys.executable, "-m", "scheduler.cli", "dashboard-user", "hash",
-                           "--user", "rita", "--role", "operator"],
-                          input=password + "\n", capture_output=True, text=True, timeout=60)
+    done = campaign("dashboard-user", "hash", "--user", "rita", "--role", "operator",
+                    stdin=password + "\n")  # the console script's main(), in this process
     assert done.returncode == 0, done.stderr
     assert password not in done.stdout + done.stderr
     block = tomllib.loads(done.stdout)["dashboard"]
@@ -264,8 +262,7 @@ def test_the_hash_command_reads_the_password_from_stdin_and_its_hash_signs_in() 
     assert verify_password(settings.users["rita"].password_hash, password)
     assert not verify_password(settings.users["rita"].password_hash, password + "x")
 
-    bare = subprocess.run([sys.executable, "-m", "scheduler.cli", "dashboard-user", "hash"],
-                          input="short\n", capture_output=True, text=True, timeout=60)
+    bare = campaign("dashboard-user", "hash", stdin="short\n")
     assert bare.returncode == 1 and "at least 8 characters" in bare.stderr
 
 
