@@ -98,7 +98,8 @@ def _print(view: object, label: str) -> None:
                      d.next_attempt_at.strftime("%m-%d %H:%M:%S")
                      if d.next_attempt_at else "")
     for column in rows.columns[2:]:
-        column.no_wrap = True
+        column.no_wrap = column.header != "subscription"
+        column.overflow = "fold"
     console.print(rows)
 
 
