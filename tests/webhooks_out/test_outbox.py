@@ -361,3 +361,43 @@ def test_a_ledger_error_at_a_runs_last_try_is_said_not_raised(
         await loop.finish()
     asyncio.run(run_then_finish())
     assert "outgoing webhooks:" in said.getvalue()
+
+
+def test_two_workers_writing_one_run_stuck_at_once_write_it_once(ledger: Ledger) -> None:
+    """Two workers notice the same stuck spell at once (PostgreSQL): the second's event,
+    written while the first's is not yet committed, is taken as written, not a ledger
+    error (a warning on the second worker's console and its round of deliveries lost)."""
+    import threading
+    import time
+
+    from sqlalchemy import text
+
+    if ledger.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite takes its write lock first: one writer at a time")
+    first = ledger.engine.connect()
+    first.begin()
+    assert oq.add_event(first, "msg_first", "run.stuck", "{}", T0, dedupe_key="spell")
+    outcome: list[object] = []
+
+    def second() -> None:
+        try:
+            with access.transaction(ledger.engine, "second worker") as conn:
+                outcome.append(oq.add_event(conn, "msg_second", "run.stuck", "{}", T0,
+                                            dedupe_key="spell"))
+        except Exception as exc:  # the outcome is asserted below
+            outcome.append(exc)
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with access.read(ledger.engine) as watch:  # the second waits on the first's key
+        for _ in range(2000):
+            if watch.execute(text("SELECT count(*) FROM pg_stat_activity WHERE "
+                                  "wait_event_type = 'Lock'")).scalar():
+                break
+            time.sleep(0.005)
+    first.commit()
+    first.close()
+    thread.join(timeout=30)
+    assert outcome == [False]
+    with access.read(ledger.engine) as conn:
+        assert conn.execute(text("SELECT count(*) FROM outbox_events")).scalar() == 1

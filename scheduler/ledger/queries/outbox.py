@@ -120,13 +120,22 @@ class DeliveryRow:
 def add_event(conn: Connection, msg_id: str, event_type: str, payload: str, now: datetime, *,
               run_id: int | None = None, dedupe_key: str | None = None) -> bool:
     """Write one event (in the caller's transaction); False when ``dedupe_key`` is taken."""
-    if dedupe_key is not None and conn.execute(
-            select(E.id).where(E.dedupe_key == dedupe_key)).first() is not None:
+    values = {"msg_id": msg_id, "type": event_type, "run_id": run_id, "payload": payload,
+              "created_at": now, "dedupe_key": dedupe_key}
+    if dedupe_key is None:
+        conn.execute(insert(outbox_events).values(**values))
+        return True
+    if conn.execute(select(E.id).where(E.dedupe_key == dedupe_key)).first() is not None:
         return False
-    conn.execute(insert(outbox_events).values(
-        msg_id=msg_id, type=event_type, run_id=run_id, payload=payload, created_at=now,
-        dedupe_key=dedupe_key))
-    return True
+    # another worker's uncommitted event with the key: whichever commits first wrote it
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as upsert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+    written = conn.execute(upsert(outbox_events).values(**values)  # RETURNING: psycopg's
+                           .on_conflict_do_nothing(index_elements=["dedupe_key"])  # rowcount
+                           .returning(E.id)).first()  # is not 0 after DO NOTHING
+    return written is not None
 
 
 def has_work(conn: Connection, now: datetime, subscriptions: Collection[str]
