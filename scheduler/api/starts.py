@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -91,17 +92,22 @@ def start_run(ledger: Ledger, settings: Settings, files: CampaignFiles, key: str
     claim = idempotency.claim(ledger.engine, key, request_hash(body), now)
     if claim.run_id is not None:
         return answer(ledger, settings, claim.run_id, now, notes=[]), False
+    created: list[int] = []
+
+    def bind(run_id: int) -> None:  # the run exists: the key answers it from now on
+        idempotency.settle(ledger.engine, key, run_id)
+        created.append(run_id)
+
     try:
-        run_id, notes = _plan(ledger, settings, path, body)
-    except BaseException:
-        idempotency.release(ledger.engine, key)
+        run_id, notes = _plan(ledger, settings, path, body, on_created=bind)
+    except BaseException:  # nothing of it will be sent: the key may start a run again
+        idempotency.release(ledger.engine, key, run_id=created[0] if created else None)
         raise
-    idempotency.settle(ledger.engine, key, run_id)
     return answer(ledger, settings, run_id, now, notes=notes), True
 
 
-def _plan(ledger: Ledger, settings: Settings, path: Path,
-          body: dict[str, Any]) -> tuple[int, list[str]]:
+def _plan(ledger: Ledger, settings: Settings, path: Path, body: dict[str, Any], *,
+          on_created: Callable[[int], None]) -> tuple[int, list[str]]:
     """``campaign run FILE``'s checks and plan (its own functions), without sending."""
     from rich.console import Console
 
@@ -125,7 +131,8 @@ def _plan(ledger: Ledger, settings: Settings, path: Path,
     console = Console(file=said, width=200, highlight=False, color_system=None)
     run = plan_new_run(ledger, path, campaign, target, console,
                        new_run=bool(body.get("new_run")),
-                       include_previous=bool(body.get("include_previous")))
+                       include_previous=bool(body.get("include_previous")),
+                       on_created=on_created)
     assert run.id is not None
     return run.id, [line for line in said.getvalue().splitlines() if line.strip()]
 

@@ -6,8 +6,13 @@ after a timeout) answers with that run instead of starting another.
 it came with (the campaign file and the options, never a number), the run, and when. A key
 is claimed before the run is planned (its ``run_id`` empty meanwhile), so two requests with
 one key at once plan one run: the second is told the first is under way. A start that fails
-gives its key back (the client may send it again once the cause is fixed); a key whose
-process died while planning is claimed again after :data:`CLAIM_EXPIRES`.
+gives its key back (the client may send it again once the cause is fixed).
+
+The key is bound to its run as soon as the run's row exists, before its rows are planned
+(:func:`settle`, called by the planner's ``on_created``): a retry while a long plan is
+being stored answers that run, however long the plan takes. A key still without a run
+after :data:`CLAIM_EXPIRES` had a planner that died before its run existed, so nothing of
+that request can ever be sent: the key is claimed again.
 """
 
 from __future__ import annotations
@@ -101,14 +106,22 @@ def claim(engine: Engine, key: str, request_hash: str, now: datetime) -> Claim:
 
 
 def settle(engine: Engine, key: str, run_id: int) -> None:
-    """Keep ``run_id`` as the run ``key`` started."""
+    """Keep ``run_id`` as the run ``key`` started; :class:`KeyInUse` when the key is no
+    longer this request's to bind (another request claimed it again meanwhile and bound
+    its own run): the caller's run is then failed before a row of it is planned."""
+    c = api_idempotency_keys.c
     with access.transaction(engine, "keep the run of an Idempotency-Key") as conn:
-        conn.execute(update(api_idempotency_keys).where(api_idempotency_keys.c.key == key)
-                     .values(run_id=run_id))
+        bound = conn.execute(update(api_idempotency_keys)
+                             .where(c.key == key, c.run_id.is_(None)).values(run_id=run_id))
+    if bound.rowcount != 1:
+        raise KeyInUse("this Idempotency-Key was claimed again by another request while "
+                       "this one was preparing its plan; that request's run is the key's")
 
 
-def release(engine: Engine, key: str) -> None:
-    """Give a claimed key back: its request started nothing."""
+def release(engine: Engine, key: str, *, run_id: int | None = None) -> None:
+    """Give a claimed key back: its request sends nothing (no run, or ``run_id``, whose
+    plan failed and was stored as failed); a key bound to another run is kept."""
+    c = api_idempotency_keys.c
+    bound = c.run_id.is_(None) if run_id is None else (c.run_id.is_(None) | (c.run_id == run_id))
     with access.transaction(engine, "release an Idempotency-Key") as conn:
-        conn.execute(delete(api_idempotency_keys).where(
-            api_idempotency_keys.c.key == key, api_idempotency_keys.c.run_id.is_(None)))
+        conn.execute(delete(api_idempotency_keys).where(c.key == key, bound))

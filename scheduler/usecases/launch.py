@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -154,11 +155,13 @@ def launch_run(file: Path, console: Console, *, new_run: bool = False,
 
 def plan_new_run(ledger: Ledger, file: Path, campaign: Campaign, target: str,
                  console: Console, *, new_run: bool = False,
-                 include_previous: bool = False) -> Run:
+                 include_previous: bool = False,
+                 on_created: Callable[[int], None] | None = None) -> Run:
     """Plan a new run of ``campaign`` (loaded from ``file``) and store it, ``planned``: the
     checks of a new run first (a start time already past; a one-off campaign that finished
     to ``target``, unless ``new_run``), then the plan, its counts said on ``console``.
-    ``campaign run`` and the HTTP API's start (:mod:`scheduler.api.starts`) both call it."""
+    ``campaign run`` and the HTTP API's start (:mod:`scheduler.api.starts`) both call it;
+    ``on_created`` is :func:`~scheduler.usecases.planning.plan_run`'s."""
     from scheduler.campaign.exceptions import DefinitionError
     from scheduler.campaign.loader import start_issues
     from scheduler.usecases.planning import plan_run
@@ -175,6 +178,7 @@ def plan_new_run(ledger: Ledger, file: Path, campaign: Campaign, target: str,
         run_id = plan_run(ledger, file, start_at=utcnow(), target=target,
                           campaign=campaign,
                           skip_previous=earlier is not None and not include_previous,
+                          on_created=on_created,
                           on_progress=lambda n: status.update(f"planning… {n:,} rows"))
     counts = ledger.counts(run_id)
     skipped_before = _skipped_as_received(ledger, run_id)

@@ -28,13 +28,17 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              target: str | None = None, skip_previous: bool = False,
              campaign: Campaign | None = None,
              labels: LabelAudience | None = None, rehearsal: bool = False,
-             consent: dict[str, str] | None = None) -> int:
+             consent: dict[str, str] | None = None,
+             on_created: Callable[[int], None] | None = None) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
     ``campaign``: the file already loaded and checked by the caller (not read again).
     ``labels``: its label filter, when read elsewhere (else from this ledger's labels).
     ``rehearsal``: the configured service is not asked anything (see ``usecases.lookups``).
     ``consent``: the imported consent records, when read elsewhere (else from this ledger).
+    ``on_created``: called with the run's id as soon as the run exists, before its rows are
+    planned (the HTTP API binds its ``Idempotency-Key`` to the run there, so a retry during
+    a long plan answers this run instead of planning another).
 
     The plan is stored in one transaction: a bad row stops everything and stores nothing.
     The run records its ``target`` and the fingerprint of the files it was planned from;
@@ -64,6 +68,8 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         fingerprint=fingerprint_of(campaign).model_dump_json(), options=options,
     )
     try:
+        if on_created is not None:
+            on_created(run_id)
         fallback = fallback_run_options(campaign, options)
         if spec.fallback is not None and fallback is not None:
             # the fallback run: planned empty, filled row by row by the parent's verdicts
