@@ -40,6 +40,8 @@ def replies_command(
     now = utcnow()
     chosen_since = parse_since(since, now)
     settings, ledger = open_project()
+    if run is not None:
+        ledger.get_run(run)  # an unknown run: "no run N" (RunNotFound), not an empty inbox
     view = read_inbox(ledger, now=now, run_id=run, campaign=campaign,
                       state="to answer" if to_answer else state, since=chosen_since,
                       limit=limit)

@@ -112,7 +112,9 @@ def normalise_number(raw: str, region: str = "BR") -> str:
     digits = "".join(ch for ch in raw if ch.isdigit())
     if digits and len(digits) >= 8 and not any(ch.isalpha() for ch in raw):
         return digits  # a number phonenumbers refuses may still be in the ledger as given
-    raise NumberError(f"{raw!r} is not a phone number: {found.reason or 'not valid'}")
+    why = found.reason or "not valid"
+    raise NumberError(f"{raw!r} is not a phone number"
+                      + ("" if why == "not a phone number" else f": {why}"))
 
 
 def looks_like_number(text: str) -> bool:

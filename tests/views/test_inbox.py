@@ -229,7 +229,8 @@ def test_campaign_recipient_prints_the_story(world: World) -> None:
 def test_the_commands_refuse_bad_input_in_one_line(tmp_path: Path, ledger_url: str) -> None:
     (tmp_path / "config.toml").write_text("")
     env = clean_env(CAMPAIGN_DATABASE_URL=ledger_url)
-    for args, said in ((["recipient", "maria"], "'maria' is not a phone number"),
+    for args, said in ((["recipient", "maria"], "'maria' is not a phone number\n"),
+                       (["replies", "--run", "99"], "run 99 not found"),
                        (["replies", "--since", "ontem"], "--since 'ontem'"),
                        (["replies", "--state", "lido"], "state 'lido': expected one of"),
                        (["replies", "--to-answer", "--state", "new"], "say different")):
