@@ -80,3 +80,17 @@ def span(duration: timedelta | float) -> str:
         return f"{hours} h {minutes:02d} min"
     days, hours = divmod(hours, 24)
     return f"{days:,} days {hours} h"
+
+
+def written_duration(seconds: float) -> str:
+    """A delay as a campaign file writes it (``24 h``, ``10 min``, ``1 h 30 min``, ``3 s``):
+    the retry rules' and the steps' conditions' reasons say their waits so."""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours} h"] if hours else []
+    if minutes:
+        parts.append(f"{minutes} min")
+    if secs or not parts:
+        parts.append(f"{secs} s")
+    return " ".join(parts)

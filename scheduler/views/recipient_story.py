@@ -11,7 +11,6 @@ default region ``BR`` unless told): ``+55 (11) 98765-4321``, ``11 98765-4321`` a
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -21,7 +20,7 @@ from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
 from scheduler.ledger.queries import recipient_story as sq
 from scheduler.ledger.runs import Ledger
-from scheduler.views.run_parts import recipient
+from scheduler.views.run_parts import event_summary, recipient
 
 #: The times of a delivery that make a line of the story: (column, what happened).
 _MOMENTS = (("dispatched_at", "handed to the service"), ("accepted_at", "accepted"),
@@ -129,20 +128,6 @@ def _short(text: str | None) -> str | None:
     return text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN - 1] + "…"
 
 
-def _event_words(payload: str) -> str | None:
-    """A few words of an event: its status, error code and message."""
-    try:
-        body: Any = json.loads(payload)
-    except ValueError:
-        return None
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        return None
-    parts = [f"{key} {data[key]}" for key in ("status", "errorCode", "error", "reason")
-             if isinstance(data.get(key), str | int) and data.get(key) != ""]
-    return _short(" · ".join(parts)) if parts else None
-
-
 def _line(d: sq.StoryDelivery) -> StoryDeliveryLine:
     return StoryDeliveryLine(
         id=d.id, run_id=d.run_id, campaign=d.campaign, channel=d.channel, step=d.step,
@@ -205,9 +190,9 @@ def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
     for e in events:
         if (e.result or "").startswith("reply"):
             continue  # a reply's own event: the reply is in the story already
+        words = event_summary(e.payload, TEXT_SHOWN)
         items.append(StoryItem(at=e.at, what="event", sender=e.session_id, timezone=home,
-                               text=" · ".join(x for x in (e.event, _event_words(e.payload))
-                                               if x)))
+                               text=" · ".join(x for x in (e.event, words) if x)))
     for c in clicks:
         d = by_id[c.delivery_id]
         words = c.url or "a tracked link"

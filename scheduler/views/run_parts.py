@@ -122,14 +122,15 @@ def errors(rows: Sequence[ErrorRow]) -> list[ErrorGroup]:
                        last_at=r.last_at) for r in rows]
 
 
-def _short(text: str | None) -> str | None:
+def _short(text: str | None, limit: int = TEXT_AT_MOST) -> str | None:
     if text is None:
         return None
-    return text if len(text) <= TEXT_AT_MOST else text[:TEXT_AT_MOST - 1] + "…"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _summary(payload: str | None) -> str | None:
-    """A few words of an event: its status, or its error code and message."""
+def event_summary(payload: str | None, limit: int = TEXT_AT_MOST) -> str | None:
+    """A few words of an event: its status, or its error code and message (cut at
+    ``limit`` characters)."""
     try:
         body: Any = json.loads(payload) if payload else None
     except ValueError:
@@ -139,7 +140,7 @@ def _summary(payload: str | None) -> str | None:
         return None
     parts = [f"{key} {data[key]}" for key in ("status", "errorCode", "error", "reason")
              if isinstance(data.get(key), str | int) and data.get(key) != ""]
-    return _short(" · ".join(parts)) if parts else None
+    return _short(" · ".join(parts), limit) if parts else None
 
 
 def recipient(variables: str | None) -> str | None:
@@ -163,7 +164,7 @@ def events(found: Sequence[EventRow], replies: Sequence[EventRow]) -> list[Recen
     """The run's newest events and replies together, newest first, each with its
     recipient's name (the CSV values parsed for the rows shown only)."""
     merged = [(RecentEvent(id=e.id, event=e.event, at=e.at, number=e.number,
-                           text=_summary(e.payload)), e.variables) for e in found]
+                           text=event_summary(e.payload)), e.variables) for e in found]
     merged += [(RecentEvent(id=r.id, event=r.event, at=r.at, number=r.number,
                             text=_short(r.payload)), r.variables) for r in replies]
     merged.sort(key=lambda pair: (pair[0].at is not None, pair[0].at or datetime.min),

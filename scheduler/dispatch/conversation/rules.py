@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 
 from scheduler.campaign.conversation_spec import compile_pattern
 from scheduler.core.folding import fold, plain
+from scheduler.core.time_words import written_duration
 from scheduler.ledger.conversation_rows import Seen, SeenReply
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
@@ -66,18 +67,6 @@ class Wait:
 
 Decision = Go | Skip | Wait
 
-
-def duration(seconds: float) -> str:
-    """A wait as a campaign file writes it: ``24 h``, ``10 min``, ``1 h 30 min``, ``3 s``."""
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours} h"] if hours else []
-    if minutes:
-        parts.append(f"{minutes} min")
-    if secs or not parts:
-        parts.append(f"{secs} s")
-    return " ".join(parts)
 
 
 def quoted(text: str | None, limit: int = 40) -> str:
@@ -120,7 +109,7 @@ def decide(cond: StepCondition, seen: Seen, now: datetime,
     if seen.suppressed:
         return Skip("the number opted out")
     deadline = seen.sent_at + timedelta(seconds=cond.wait_s)
-    within = duration(cond.wait_s)
+    within = written_duration(cond.wait_s)
     if cond.kind in ("replied", "reply_matches", "not_replied"):
         reply = first_reply(seen, deadline)
         if reply is not None:

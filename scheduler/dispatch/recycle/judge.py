@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta, tzinfo
 
-from scheduler.core.time_words import clock_time, local_time
+from scheduler.core.time_words import clock_time, local_time, written_duration
 from scheduler.dispatch.recycle.outcome import PENDING, Outcome, classify
 from scheduler.dispatch.recycle.timing import retry_due, window_text
 from scheduler.dispatch.recycle.verdicts import Fallback, Final, Retry, Verdict, Wait
@@ -46,19 +46,6 @@ WHEN_WORDS = {"not_delivered": "not delivered", "not_read": "not read",
               "not_answered": "not answered"}
 _NO_STEP_RULES = StepRecycle()
 
-
-def duration(seconds: float) -> str:
-    """A rule's delay or ``after`` as written in a campaign file: ``6 h``, ``10 min``,
-    ``1 h 30 min``, ``45 s``."""
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [f"{hours} h"] if hours else []
-    if minutes:
-        parts.append(f"{minutes} min")
-    if secs or not parts:
-        parts.append(f"{secs} s")
-    return " ".join(parts)
 
 
 def _moment(moment: datetime, now: datetime, zone: tzinfo) -> str:
@@ -128,8 +115,8 @@ def judge(row: WatchedRow, recycle: RecycleOptions, *, channel: str, now: dateti
         waited = timedelta(seconds=recycle.outcome_wait_s)
         if sent is not None and now < sent + waited:
             return Wait(sent + waited, f"{out.said}: its outcome is awaited")
-        out = Outcome("no_outcome", f"no outcome within {duration(recycle.outcome_wait_s)} "
-                                    "of the send")
+        out = Outcome("no_outcome", "no outcome within "
+                      f"{written_duration(recycle.outcome_wait_s)} of the send")
     if out.reached:
         return Final(f"reached: {out.said}", reached=True)
     rule = step.rule_for(out.kind)
@@ -148,11 +135,11 @@ def judge(row: WatchedRow, recycle: RecycleOptions, *, channel: str, now: dateti
     other = channel_words(fallback.channel)
     if now < decided:
         return Wait(decided, f"{why}: the {other} fallback is decided "
-                             f"{duration(fallback.after_s)} after the first send")
+                             f"{written_duration(fallback.after_s)} after the first send")
     if row.fallback is None:
         return Final(f"{why}: no fallback planned for this recipient", reached=False)
     if "none" in row.fallback:
         return Final(f"no fallback: {row.fallback['none']}", reached=False)
     return Fallback(row.attempt + 1, fallback.channel,
                     f"{WHEN_WORDS.get(fallback.when, fallback.when)} within "
-                    f"{duration(fallback.after_s)}: {other} fallback")
+                    f"{written_duration(fallback.after_s)}: {other} fallback")
