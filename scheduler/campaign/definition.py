@@ -86,6 +86,7 @@ from scheduler.campaign.invalid_share import PERCENT
 from scheduler.campaign.linetypes import LineTypeName
 from scheduler.campaign.recycle_spec import FALLBACK_HELP, FallbackSpec
 from scheduler.campaign.render_bounds import RenderLimits
+from scheduler.core.channel_terms import terms_of
 from scheduler.core.units import ClockTime, ClockWindow, Days, Jitter, Rate, load_zone
 from scheduler.settings.run import (
     DEFAULT_DAYS,
@@ -377,7 +378,7 @@ class CampaignSpec(Strict):
         is wrong (``campaign validate`` asks for it on the best-effort definition)."""
         if self.channel in SESSION_CHANNELS and not self.senders:
             return "senders", "a WhatsApp campaign needs at least one session id"
-        if self.recipients.opt_out_digit is not None and self.channel != "voice":
+        if self.recipients.opt_out_digit is not None and not terms_of(self.channel).keys:
             return "recipients.opt_out_digit", "only a voice campaign's IVR has keys to press"
         for key in ("labels", "exclude_labels"):
             if getattr(self, key) and self.channel not in SESSION_CHANNELS:

@@ -159,7 +159,7 @@ def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, delive
     out["largest_request"] = tally.largest
     if channel.error_codes:  # SMS: priced by segment
         segments = sum(tally.segments_by_route.values())
-        out["sms"] = {
+        out[channel.name] = {
             "segments": segments,
             "segments_by_route": dict(sorted(tally.segments_by_route.items())),
             "encodings": dict(sorted(encodings.items())),
@@ -172,7 +172,7 @@ def totals(channel: Channel, tally: BulkTally | None, *, recipients: int, delive
         }
     if channel.has_calls and not channel.one_call_per_sender:  # voice: max_calls at once
         max_calls = int(getattr(channel, "max_calls", account_calls))
-        out["voice"] = {
+        out[channel.name] = {
             "max_calls": max_calls,
             "max_calls_asked": max_calls_asked,
             "account_max_calls": account_calls,
@@ -189,10 +189,11 @@ def totals_lines(report: dict[str, Any]) -> list[str]:
     if not t:
         return []
     name = t["channel"]
-    what = terms_of(name).unit
+    terms = terms_of(name)
+    what = terms.unit
     lines = [f"Channel {name}: {t['recipients']:,} recipients, {t['deliveries']:,} {what}"]
     requests = t["requests"]
-    if terms_of(name).step_endpoints:
+    if terms.step_endpoints:
         lines.append(f"  requests      {requests['total']:,} (one per message)")
         return lines
     paths = ", ".join(f"{n:,} to {path.removeprefix('/api/v1/')}"
@@ -200,7 +201,7 @@ def totals_lines(report: dict[str, Any]) -> list[str]:
     lines.append(f"  requests      {requests['total']:,}: {paths or 'none'}")
     lines.append(f"                (up to {t['batch_size']:,} recipients each; the largest "
                  f"has {t['largest_request']:,})")
-    sms = t.get("sms")
+    sms = t.get(name) if terms.segments else None
     if sms:
         encodings = ", ".join(f"{k} {v:,}" for k, v in sms["encodings"].items())
         lines.append(f"  segments      {sms['segments']:,}"
@@ -216,7 +217,7 @@ def totals_lines(report: dict[str, Any]) -> list[str]:
                      "settings'")
         lines.append("                sms_price_micro; the service's answers give the "
                      "real cost")
-    voice = t.get("voice")
+    voice = t.get(name) if terms.keys else None
     if voice:
         lines.append(f"  calls at once {voice['max_calls']:,} (campaign max_calls "
                      f"{voice['max_calls_asked'] or 'unset'}, account "

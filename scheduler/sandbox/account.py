@@ -20,11 +20,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scheduler.sandbox.common import ApiError, iso_ms
-from scheduler.service.account_models import ACCOUNT_EVENT_NAMES, AccountWebhookBody
+from scheduler.service.account_models import AccountWebhookBody
 
 if TYPE_CHECKING:
     from scheduler.sandbox.world_view import WorldView
 
+#: Event names of each account webhook channel (the service's words on the wire).
+ACCOUNT_EVENT_NAMES: dict[str, tuple[str, ...]] = {
+    "sms": ("sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"),
+    "voice": ("call.started", "call.answered", "call.dtmf", "call.ended"),
+}
 CHANNELS = tuple(ACCOUNT_EVENT_NAMES)
 CHANNEL_HEADER = "X-DAPI-Webhook-Channel"
 SIGNATURE_HEADER = "X-DAPI-Signature"

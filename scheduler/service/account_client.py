@@ -11,7 +11,7 @@ no answer for it); a bulk call answers ``skipped`` instead.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, get_args
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -155,7 +155,7 @@ class AccountCalls:
         every event of the channel); ``secret`` is sent when given, and ``secret=None``
         sends ``null``, which clears it.
         """
-        if channel not in am.ACCOUNT_EVENT_NAMES:
+        if channel not in get_args(am.AccountChannel):
             raise InvalidRequest(f"channel must be sms or voice, got {channel!r}")
         values: dict[str, Any] = {}
         if url is not None:

@@ -26,11 +26,6 @@ ACCOUNT_WEBHOOKS_PATH = f"{API}/account/webhooks"
 SmsRoute = Literal["otp", "marketing"]
 AccountChannel = Literal["sms", "voice"]
 VariableValue = str | int | float | bool
-#: Event names of each account webhook channel.
-ACCOUNT_EVENT_NAMES: dict[str, tuple[str, ...]] = {
-    "sms": ("sms.delivered", "sms.undelivered", "sms.failed", "sms.expired"),
-    "voice": ("call.started", "call.answered", "call.dtmf", "call.ended"),
-}
 #: Q.850 causes (and the service's own 150/151) in words, for ledger and reports.
 CAUSES: dict[int, str] = {
     16: "normal", 17: "busy", 18: "no response", 19: "no answer", 21: "rejected",
