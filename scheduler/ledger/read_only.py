@@ -21,21 +21,20 @@ missing SQLite file and migrate any ledger, a production PostgreSQL one included
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
-from sqlalchemy import Engine, create_engine
+from sqlalchemy import Engine, create_engine, inspect
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
 
 from scheduler.ledger import access
-from scheduler.ledger.db import MIGRATIONS, redact_url
+from scheduler.ledger.db import redact_url
 from scheduler.ledger.exceptions import DatabaseUnavailable, LedgerError
+from scheduler.ledger.schema_head import head_revision, known_revisions
 
 #: PostgreSQL's SQLSTATE for a database that does not exist.
 _NO_DATABASE = "3D000"
@@ -45,20 +44,12 @@ class LedgerOutOfDate(LedgerError):
     """The ledger's schema is not the one this version of campaign reads."""
 
 
-@functools.cache
 def schema_head() -> str:
-    """The latest schema revision of the packaged migrations."""
-    from alembic.script import ScriptDirectory
-
-    head = ScriptDirectory(str(MIGRATIONS)).get_current_head()
+    """The latest schema revision of the packaged migrations (from their file names, see
+    :mod:`scheduler.ledger.schema_head`: reading a ledger imports no Alembic)."""
+    head = head_revision()
     assert head is not None
     return head
-
-
-def _known_revisions() -> set[str]:
-    from alembic.script import ScriptDirectory
-
-    return {s.revision for s in ScriptDirectory(str(MIGRATIONS)).walk_revisions()}
 
 
 def _sqlite_engine(database: str) -> Engine | None:
@@ -101,12 +92,13 @@ def _engine(url: str) -> Engine | None:
 
 
 def _revision(engine: Engine, shown: str) -> str | None:
-    from alembic.runtime.migration import MigrationContext
-
+    """The ledger's revision from its ``alembic_version`` table, as Alembic would read it
+    (None: no such table, not a ledger yet)."""
     with access.read(engine, f"read the schema version of the ledger at {shown}") as conn:
-        context: Any = MigrationContext.configure(conn)
-        revision: str | None = context.get_current_revision()
-        return revision
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
+        return ",".join(sorted(found)) or None
 
 
 @contextmanager
@@ -126,7 +118,7 @@ def read_only(url: str) -> Iterator[Engine | None]:
             return
         head = schema_head()
         if revision != head:
-            why = ("an older schema" if revision in _known_revisions()
+            why = ("an older schema" if revision in known_revisions()
                    else "a schema this version does not know (a newer campaign wrote it?)")
             raise LedgerOutOfDate(
                 f"the ledger at {shown} has {why} (revision {revision}; this version reads "

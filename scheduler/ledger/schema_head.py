@@ -21,9 +21,14 @@ from scheduler.ledger.db import make_engine, migrate
 VERSIONS = Path(__file__).parent / "migrations" / "versions"
 
 
+def known_revisions() -> list[str]:
+    """Every migration's revision, oldest first (a test checks them against Alembic's)."""
+    return sorted(path.name[:4] for path in VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
+
+
 def head_revision() -> str | None:
     """The newest migration's revision (None: no migration found)."""
-    numbers = sorted(path.name[:4] for path in VERSIONS.glob("[0-9][0-9][0-9][0-9]_*.py"))
+    numbers = known_revisions()
     return numbers[-1] if numbers else None
 
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from sqlalchemy import inspect, text
 
-from scheduler.ledger.db import alembic_config, make_engine
-from scheduler.ledger.schema_head import at_head, head_revision, open_current
+from scheduler.ledger.db import alembic_config, make_engine, redact_url
+from scheduler.ledger.read_only import LedgerOutOfDate, read_only
+from scheduler.ledger.schema_head import at_head, head_revision, known_revisions, open_current
 
 
 def test_the_newest_migration_file_is_alembics_head(ledger_url: str) -> None:
@@ -46,3 +48,35 @@ def test_a_ledger_at_an_older_revision_is_not_at_head(ledger_url: str) -> None:
         assert not at_head(engine)
     finally:
         engine.dispose()
+
+
+def test_the_migration_files_are_alembics_revisions_in_order(ledger_url: str) -> None:
+    """``campaign validate`` and the rehearsal tell an older ledger from one a newer
+    version wrote by these names, without Alembic."""
+    from alembic.script import ScriptDirectory
+
+    engine = make_engine(ledger_url)
+    try:
+        script = ScriptDirectory.from_config(alembic_config(engine))
+        oldest_first = [s.revision for s in script.walk_revisions()][::-1]
+        assert known_revisions() == oldest_first
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(("version", "why"), [
+    ("0001", "an older schema"),
+    ("9999", "a schema this version does not know (a newer campaign wrote it?)")])
+def test_a_ledger_not_at_head_is_not_read(ledger_url: str, version: str, why: str) -> None:
+    engine = open_current(ledger_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(text("UPDATE alembic_version SET version_num = :v"), {"v": version})
+    finally:
+        engine.dispose()
+    with pytest.raises(LedgerOutOfDate) as caught, read_only(ledger_url):
+        pass
+    assert str(caught.value) == (
+        f"the ledger at {redact_url(ledger_url)} has {why} (revision {version}; this version "
+        f"reads {head_revision()}); it was not read. Any command that writes to it "
+        "(campaign plan, run or serve) migrates it first")
