@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from scheduler.ledger.access import Connection, Engine, transaction
+from scheduler.ledger.queries import names
 from scheduler.ledger.queries import plan as pq
 from scheduler.ledger.queries import runs as rq
 from scheduler.ledger.queries import suppression as sq
@@ -93,6 +94,7 @@ class PlanWriter(threading.Thread):
         self._skip_erased(conn, chunk, waiting)
         self.total += pq.insert_deliveries(conn, self.run_id, chunk,
                                            first_seq=self.total, start_at=self.start_at)
+        names.note_names(conn, chunk)  # the recipient page's search by name
 
     def _skip_erased(self, conn: Connection, chunk: list[dict[str, Any]],
                      waiting: tuple[str, ...]) -> None:

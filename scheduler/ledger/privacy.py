@@ -248,6 +248,10 @@ def forget(conn: Connection, digits: str, *, needles: Sequence[str], pseudonym: 
     done = conn.execute(update(label_chats).where(label_chats.c.number == digits)
                         .values(number=pseudonym))
     counts["label_chats"] = done.rowcount or 0
+    from scheduler.ledger.queries.names import forget_number
+
+    if gone := forget_number(conn, digits):  # the search by name's keys (folded names)
+        counts["recipient_names"] = gone
     # then every text column of every table: the number in any format, and the person's
     # values in the rows that held it
     for table in reflected(conn):

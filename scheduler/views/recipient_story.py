@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
+from scheduler.ledger.queries import names
 from scheduler.ledger.queries import recipient_story as sq
 from scheduler.ledger.runs import Ledger
 from scheduler.views.run_parts import event_summary, recipient
@@ -214,19 +215,19 @@ def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
 
 
 class NamedNumber(BaseModel):
-    """A number whose CSV values hold the words searched for, with the name found."""
+    """A number whose name has a word starting with the words searched for, with the name."""
 
     number: str
     name: str | None = None
 
 
 def find_by_name(ledger: Ledger, words: str, limit: int = 20) -> list[NamedNumber]:
-    """Numbers whose CSV values hold ``words`` (a name; any case), at most ``limit``."""
+    """Numbers whose name (a CSV's name column) has a word starting with ``words`` (case
+    and accents aside: "jose s" finds "José Silva"), at most ``limit``; an index lookup
+    (:mod:`scheduler.ledger.queries.names`)."""
     words = words.strip()
     if not words:
         return []
     with access.read(ledger.engine, "search the recipients by name") as conn:
-        found = sq.numbers_named(conn, words, limit * 5)
-    out = [NamedNumber(number=number, name=recipient(variables))
-           for number, variables in found]
-    return out[:limit]
+        found = names.numbers_named(conn, words, limit)
+    return [NamedNumber(number=number, name=name) for number, name in found]

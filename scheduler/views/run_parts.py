@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from scheduler.core import person_names
 from scheduler.ledger import funnel as fn
 from scheduler.ledger.queries.run_view import ErrorRow, EventRow, RecentSends, SmsFailureRow
 from scheduler.ledger.queries.tallies import ENDED, Tally
@@ -34,7 +35,7 @@ EVENTS_SHOWN = 20
 #: CSV columns that hold a recipient's name, case-insensitively (the recent events show
 #: the value of the first of the delivery's columns named so: operators know people by
 #: name, not by number). Portuguese and English, as the campaigns' CSV files have them.
-NAME_COLUMNS = ("name", "nome", "first_name", "full_name", "customer", "cliente")
+NAME_COLUMNS = person_names.NAME_COLUMNS
 
 
 def planned_rate(rate_per_s: float, senders: Sequence[RunSender]) -> float:

@@ -11,9 +11,8 @@ snapshot, and at a million deliveries each must stay an index lookup (figure D1)
 - clicks by ``ix_link_clicks_delivery`` (migration 0020), with the link's address;
 - the number's suppression (its primary key).
 
-:func:`numbers_named` is the page's search by name: the CSV values (``deliveries.
-variables``) hold the name, and no index can find a word inside them, so it scans, stopping
-at ``limit`` rows found (it is the search box, not the page).
+The page's search by name is :func:`scheduler.ledger.queries.names.numbers_named` (an
+index of the names' words, migration 0023).
 """
 
 from __future__ import annotations
@@ -226,16 +225,3 @@ def story_opt_out(conn: Connection, number: str) -> StoryOptOut | None:
     row = conn.execute(select(s.source, s.reason, s.created_at).where(
         s.number == number)).first()
     return StoryOptOut(source=str(row[0]), reason=row[1], created_at=row[2]) if row else None
-
-
-def numbers_named(conn: Connection, words: str, limit: int) -> list[tuple[str, str | None]]:
-    """``(number, CSV values)`` of deliveries whose CSV values hold ``words`` (any case;
-    a scan, see the module), the first ``limit`` found; one per number."""
-    pattern = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-    d = deliveries.c
-    stmt = (select(d.to, d.variables).where(d.variables.ilike(pattern, escape="\\"))
-            .limit(limit))
-    seen: dict[str, str | None] = {}
-    for number, variables in conn.execute(stmt):
-        seen.setdefault(str(number), variables)
-    return list(seen.items())

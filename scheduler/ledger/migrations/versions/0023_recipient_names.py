@@ -1,0 +1,45 @@
+"""recipient names
+
+Revision ID: 0023
+Revises: 0022
+Create Date: 2026-11-29 08:50:00
+
+The search by name of the recipient page (issue 35, item 4;
+:mod:`scheduler.ledger.name_models`): ``recipient_names`` holds each number's name by
+the folded start of each of its words, found by ``ix_recipient_names_key`` (a prefix is
+one range; on PostgreSQL the key is compared in the ``"C"`` collation). The rows planned
+before this revision are read once to fill it (their first step's CSV values).
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+from sqlmodel.sql.sqltypes import AutoString
+
+from scheduler.ledger.queries import names
+
+revision = "0023"
+down_revision = "0022"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    """Apply this revision."""
+    op.create_table(
+        "recipient_names",
+        sa.Column("number", AutoString(), nullable=False),
+        sa.Column("name_key", AutoString().with_variant(sa.String(collation="C"),
+                                                        "postgresql"), nullable=False),
+        sa.Column("name", AutoString(), nullable=False),
+        sa.PrimaryKeyConstraint("number", "name_key"),
+    )
+    op.create_index("ix_recipient_names_key", "recipient_names", ["name_key"])
+    names.fill_from_deliveries(op.get_bind())
+
+
+def downgrade() -> None:
+    """Revert this revision."""
+    op.drop_index("ix_recipient_names_key", table_name="recipient_names")
+    op.drop_table("recipient_names")
