@@ -1,7 +1,8 @@
 """One recipient's story as a page, found by number or by name.
 
 - ``GET /recipients?q=``: the search: a number (any common format) leads to its page
-  (303); words are looked for in the CSVs' values (a name) and the numbers found listed;
+  (303); words are the start of a name's words (case and accents aside), the numbers
+  found listed (an index, :mod:`scheduler.ledger.queries.names`);
 - ``GET /recipients/{number}``: every delivery, attempt, variant, event, reply, click and
   opt-out of that number across runs, in time order, with the sender and the decisions
   taken (:func:`scheduler.views.recipient_story.read_story`).

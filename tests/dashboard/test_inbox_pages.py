@@ -163,6 +163,8 @@ def test_a_recipient_is_found_by_number_or_name(
             f"/recipients/{number(0)}"
         named = web.get("/recipients", params={"q": "ana 2"}).text
         assert hooks(named, "data-number") == {number(2): f"{number(2)} · Ana 2"}
+        folded = web.get("/recipients", params={"q": "ÁNA"}).text  # case and accents aside
+        assert set(hooks(folded, "data-number")) == {number(i) for i in range(3)}
         assert "none-found" in hooks(web.get("/recipients", params={"q": HOSTILE}).text, "id")
         html = web.get(f"/recipients/{number(0)}").text
         assert HOSTILE not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
