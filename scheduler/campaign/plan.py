@@ -17,7 +17,8 @@ the phone column excepted), ``state`` (``"planned"`` or ``"skipped"``), ``reason
 and SMS need a mobile number"`` (see :mod:`scheduler.campaign.linetypes`), ``"duplicate"``,
 ``"suppressed"``, ``"blank_value: <column>"`` (``[blanks]``, :mod:`scheduler.campaign.blanks`),
 ``"label: …"`` (the label filter, :mod:`scheduler.campaign.label_filter`), ``"no_consent: …"``
-(:mod:`scheduler.campaign.consent`), or
+(:mod:`scheduler.campaign.consent`), ``"erased at the person's request on …"`` (a number
+erased with ``person forget``, :mod:`scheduler.privacy.erased`), or
 ``"render_error: …"`` when not strict) and ``region`` (phone region code such as
 ``"BR"``). A campaign with retry rules or ``[fallback]`` adds ``watch`` (1 on a planned or
 held row of a step with retry rules, or of step 0 with ``[fallback]``: its outcome awaits a
@@ -27,7 +28,8 @@ does not suit the fallback's channel, see :mod:`scheduler.campaign.fallback_rend
 None); other campaigns' rows have neither key (10 keys keep a row's dict small). A skipped
 recipient has one skipped row per step. Order of checks: invalid,
 unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
-even when a blank value skips it), blank values, label filter. Invalid and unreachable
+even when a blank value skips it), blank values, label filter, consent, erased (the order
+a stored run's reasons follow). Invalid and unreachable
 numbers are the campaign's *invalid* numbers: counted, listed by ``campaign validate``
 and, past ``[recipients] max_invalid``, an error.
 
@@ -42,7 +44,7 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -113,10 +115,13 @@ class Plan:
         blanks: BlankRules | None = None,
         labels: LabelAudience | None = None,
         consent: ConsentGate | None = None,
+        erased: Callable[[str], str | None] | None = None,
     ) -> None:
         self.campaign = campaign
         self.blanks = blanks
         self.labels, self.consent = labels, consent
+        #: A number's reason when it was erased at the person's request (None: it was not).
+        self.erased = erased
         self.layout = layout
         self.phone_slug = phone_slug
         self.suppressed = suppressed
@@ -180,29 +185,15 @@ class Plan:
     def _exact_split(self) -> ExactSplit | None:
         """With ``[experiment]``, the test share counted over every recipient the plan
         keeps (a first pass over the file: numbers, opt-outs, duplicates, blanks, labels,
-        no rendering); None otherwise."""
+        consent, erasures, no rendering): a recipient skipped later takes no variant's
+        share; None otherwise."""
         experiment = self.campaign.spec.experiment
         if self.split is None or experiment is None:
             return None
-        return exact_split(self.campaign.spec.name, self._kept(), experiment.test_share,
-                           self.split.pairs)
+        from scheduler.campaign.first_pass import kept_numbers
 
-    def _kept(self) -> Iterator[str]:
-        """The number of each recipient the plan keeps, as :meth:`_settle` decides it."""
-        planner = ChunkPlanner(self.campaign, self.phone_slug, self.variable_slugs, self.blanks)
-        seen: set[str] = set()
-        for chunk in read_chunks(self.campaign.recipients_file, self.layout,
-                                 chunk_rows=self.chunk_rows, label=str(planner.csv_label),
-                                 problems=None if self.strict else []):
-            for _row, digits, blank_skip in planner.numbers(chunk.first_row, chunk.columns,
-                                                            chunk.blank):
-                if digits is None or digits in self.suppressed or digits in seen:
-                    continue
-                seen.add(digits)
-                if blank_skip or (self.labels is not None and
-                                  self.labels.reason(digits) is not None):
-                    continue
-                yield digits
+        return exact_split(self.campaign.spec.name, kept_numbers(self),
+                           experiment.test_share, self.split.pairs)
 
     def chunks(self) -> Iterator[list[dict[str, Any]]]:
         """Lists of plan rows, in CSV order then step order; resets :attr:`stats`."""
@@ -291,6 +282,11 @@ class Plan:
                 stats.no_consent += 1
                 skip(first, no_consent)
                 continue
+            gone = self.erased(digits) if self.erased is not None else None
+            if gone is not None:  # the words the stored run's rows carry
+                stats.erased += 1
+                skip(first, gone)
+                continue
             valid += 1
             issues = errors.get(row) if errors else None
             if issues:
@@ -350,11 +346,14 @@ def build_plan(
     workers: int = 1,
     labels: LabelAudience | None = None,
     imported: Mapping[str, str] | None = None,
+    erased: Callable[[str], str | None] | None = None,
 ) -> Plan:
     """Check the recipients file's layout and the suppression lists, and return the plan.
 
     ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.label_filter`);
-    ``imported``: the imported consent records by number (:mod:`scheduler.campaign.consent`).
+    ``imported``: the imported consent records by number (:mod:`scheduler.campaign.consent`);
+    ``erased``: a number's reason when it was erased at the person's request, else None
+    (:class:`scheduler.privacy.erased.ErasedNumbers`' ``reason``).
 
     ``workers`` > 1 renders chunks in that many processes (same rows, same order). Measured
     on P1, moving plan rows between processes (pickling ~10⁵ dicts per chunk) costs more
@@ -390,4 +389,5 @@ def build_plan(
         blanks=blanks,
         labels=labels,
         consent=consent,
+        erased=erased,
     )

@@ -33,6 +33,8 @@ class PlanStats:
     label_excluded: int = 0
     #: left out for want of consent ([recipients] consent = "required")
     no_consent: int = 0
+    #: left out because the number was erased at the person's request (``person forget``)
+    erased: int = 0
     labels: LabelAudience | None = None
     invalid: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
@@ -67,6 +69,7 @@ class PlanStats:
             "not_labelled": self.not_labelled,
             "label_excluded": self.label_excluded,
             "no_consent": self.no_consent,
+            "erased": self.erased,
         }
 
     def count_fallback(self, fallback: dict[str, Any], parts: tuple[int, str] | None) -> None:

@@ -83,6 +83,7 @@ def stats_table(stats: PlanStats) -> Table:
           if stats.labels is not None else ()),
         *((("skipped without consent (consent)", stats.no_consent),) if stats.no_consent
           else ()),
+        *((("erased at the person's request", stats.erased),) if stats.erased else ()),
     ):
         table.add_row(name, f"{value:,}")
     return table
@@ -119,6 +120,9 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     if report["recipients"].get("no_consent"):
         console.print(f"consent required: {report['recipients']['no_consent']:,} recipients "
                       "without it skipped (no_consent)", highlight=False, markup=False)
+    if report["recipients"].get("erased"):
+        console.print(f"erased at the person's request: {report['recipients']['erased']:,} "
+                      "recipients skipped (person forget)", highlight=False, markup=False)
     senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
     for col in ("sender", "recipients", "deliveries", "limit/day", "last send"):
         senders.add_column(col, overflow="fold")

@@ -1,4 +1,5 @@
-"""A campaign's imported consent records, from the project's ledger, read only.
+"""A campaign's imported consent records and the numbers erased at the person's request,
+from the project's ledger, read only.
 
 ``campaign validate`` / ``plan`` and the rehearsal plan without the run's ledger; a campaign
 with ``[recipients] consent = "required"`` and no ``consent_column`` reads the records of
@@ -9,9 +10,14 @@ recipient is skipped for want of consent, and the counts say so.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from scheduler.campaign.loader import Campaign
 from scheduler.settings.load import load_settings
 from scheduler.usecases.label_lookup import _ledger_exists
+
+if TYPE_CHECKING:
+    from scheduler.privacy.erased import ErasedNumbers
 
 
 def needs_imported_consent(campaign: Campaign) -> bool:
@@ -32,3 +38,19 @@ def project_consent(campaign: Campaign) -> dict[str, str] | None:
         return {}
     with read_only(settings.resolved_database_url()) as engine:
         return {} if engine is None else consent_bases(engine, campaign.spec.channel)
+
+
+def project_erased(campaign: Campaign) -> ErasedNumbers | None:
+    """The numbers erased at the person's request, from the project's ledger, read only
+    (None before any ``person forget``: no key, or no ledger), so that ``validate`` /
+    ``plan`` and the rehearsal skip and count them as a run would."""
+    from scheduler.ledger.privacy_key import erasure_key
+    from scheduler.ledger.read_only import read_only
+    from scheduler.privacy.erased import erased_numbers
+
+    settings = load_settings(near=campaign.path)
+    key = erasure_key(settings)
+    if key is None or not _ledger_exists(settings):
+        return None
+    with read_only(settings.resolved_database_url()) as engine:
+        return None if engine is None else erased_numbers(engine, key)

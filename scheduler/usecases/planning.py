@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from scheduler.campaign.label_filter import LabelAudience
 from scheduler.campaign.loader import Campaign
@@ -21,6 +22,9 @@ from scheduler.usecases.experiment_plan import experiment_plan
 from scheduler.usecases.label_lookup import label_audience
 from scheduler.usecases.link_setup import bind_run, refuse_unlinkable
 
+if TYPE_CHECKING:
+    from scheduler.privacy.erased import ErasedNumbers
+
 
 def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              fire_time: datetime | None = None,
@@ -29,6 +33,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              campaign: Campaign | None = None,
              labels: LabelAudience | None = None, rehearsal: bool = False,
              consent: dict[str, str] | None = None,
+             erased: ErasedNumbers | None = None,
              on_created: Callable[[int], None] | None = None) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
@@ -36,6 +41,8 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     ``labels``: its label filter, when read elsewhere (else from this ledger's labels).
     ``rehearsal``: the configured service is not asked anything (see ``usecases.lookups``).
     ``consent``: the imported consent records, when read elsewhere (else from this ledger).
+    ``erased``: the numbers erased at the person's request, when read elsewhere (else from
+    this ledger, with the project's erasure key).
     ``on_created``: called with the run's id as soon as the run exists, before its rows are
     planned (the HTTP API binds its ``Idempotency-Key`` to the run there, so a retry during
     a long plan answers this run instead of planning another).
@@ -57,7 +64,10 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         labels = label_audience(ledger.engine, campaign)
     if consent is None:
         consent = imported_consent(ledger, campaign)
-    plan = build_plan(campaign, labels=labels, imported=consent)
+    if erased is None:
+        erased = ledger_erased(ledger)
+    plan = build_plan(campaign, labels=labels, imported=consent,
+                      erased=erased.reason if erased is not None else None)
     spec = campaign.spec
     refuse_unlinkable(campaign)  # before the run exists: nothing to mark failed
     options = run_options(campaign)
@@ -102,8 +112,10 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
     campaign = load_campaign(campaign_path)
     require_remote(campaign)
     assert run.id is not None
+    erased = ledger_erased(ledger)
     plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign),
-                      imported=imported_consent(ledger, campaign))
+                      imported=imported_consent(ledger, campaign),
+                      erased=erased.reason if erased is not None else None)
     links = bind_run(campaign, ledger.engine, run.id)
     return ledger.replan(
         run.id, plan.chunks(), start_at=start_at,
@@ -122,6 +134,14 @@ def imported_consent(ledger: Ledger, campaign: Campaign) -> dict[str, str] | Non
     from scheduler.ledger.consent import consent_bases
 
     return consent_bases(ledger.engine, campaign.spec.channel)
+
+
+def ledger_erased(ledger: Ledger) -> ErasedNumbers | None:
+    """The numbers erased at the person's request in this ledger (None: none, or no key)."""
+    from scheduler.ledger.privacy_key import project_key
+    from scheduler.privacy.erased import erased_numbers
+
+    return erased_numbers(ledger.engine, project_key())
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:

@@ -110,7 +110,7 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
     from scheduler.campaign.loader import load_campaign
     from scheduler.service.client import ServiceClient
     from scheduler.settings.load import Settings, load_settings
-    from scheduler.usecases.consent_lookup import project_consent
+    from scheduler.usecases.consent_lookup import project_consent, project_erased
     from scheduler.usecases.label_lookup import project_label_audience
 
     clock = SimulatedClock(start)
@@ -123,7 +123,8 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             campaign = load_campaign(path)
             run_id = plan_run(ledger, path, start_at=start, campaign=campaign,
                               labels=project_label_audience(campaign), rehearsal=True,
-                              consent=project_consent(campaign))
+                              consent=project_consent(campaign),
+                              erased=project_erased(campaign))
             run = ledger.get_run(run_id)
             senders = list(ledger.options(run).senders)
             # retry rules and fallbacks judge outcomes: a receiver takes the sandbox's

@@ -1,0 +1,54 @@
+"""Numbers erased at the person's request, recognised in a campaign's CSV: what a plan skips
+(with the suppression list's reason, the words a stored run gives) and counts.
+
+``person forget`` puts the number's keyed hash on the suppression list (``erased:`` + the
+HMAC-SHA256 of its digits, :mod:`scheduler.ledger.privacy_key`); a plan hashes each
+recipient's number with the same key to know it again. Nothing is read, and nothing is
+hashed, while the list holds no erased number or there is no key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Mapping
+
+from sqlalchemy import Connection, select
+
+from scheduler.ledger.access import Engine, read
+from scheduler.ledger.privacy_key import ERASED
+from scheduler.ledger.queries.tables import suppressions
+
+
+def erased_reasons(conn: Connection) -> dict[str, str]:
+    """The suppression list's erased numbers: keyed hash -> the list's reason ("erased at
+    the person's request on …"). Few rows (one per ``person forget``), read by the primary
+    key's range."""
+    s = suppressions.c
+    return {number: reason or "erased at the person's request" for number, reason in
+            conn.execute(select(s.number, s.reason).where(
+                s.number >= ERASED, s.number < "erased;", s.source == "erasure"))}
+
+
+class ErasedNumbers:
+    """The erased numbers' hashes with their reasons, and the key that makes them."""
+
+    def __init__(self, key: bytes, reasons: Mapping[str, str]) -> None:
+        self._mac = hmac.new(key, digestmod=hashlib.sha256)  # copied per number: faster
+        self.reasons = dict(reasons)
+
+    def reason(self, digits: str) -> str | None:
+        """The list's reason when ``digits`` (a normalised number) was erased, else None."""
+        mac = self._mac.copy()
+        mac.update(digits.encode())
+        return self.reasons.get(ERASED + mac.hexdigest())
+
+
+def erased_numbers(engine: Engine, key: bytes | None) -> ErasedNumbers | None:
+    """The ledger's erased numbers (None: there are none, or no key to know them by)."""
+    if key is None:
+        return None
+    with read(engine, "read the erased numbers of the suppression list") as conn:
+        reasons = erased_reasons(conn)
+    return ErasedNumbers(key, reasons) if reasons else None
+
