@@ -6,10 +6,18 @@ Typer (0.2x) prints a boolean flag as ``--json <bool>``, which reads as if it to
 added later by any module's ``register``) the classes below, which show ``--json`` alone and
 arguments in capitals: ``campaign validate [OPTIONS] FILE``, ``campaign status [RUN_ID]``.
 Parsing is unchanged: only what help and usage errors print.
+
+Help is click's plain text (Typer's ``rich_markup_mode=None``), not Typer's boxed panels:
+those import Rich's Markdown (markdown-it) and tracebacks (Pygments) and lay out tables,
+which made ``campaign --help`` take twice as long as ``--version`` (issue 32, figure CLI1).
+The same sections are shown (usage, the docstring, arguments, options with their defaults,
+commands), each command in the list with its whole first paragraph, wrapped, where click
+would cut it at the first sentence or with "...".
 """
 
 from __future__ import annotations
 
+import inspect
 import re
 from typing import Any
 
@@ -48,11 +56,19 @@ def unwrap(text: str | None) -> str | None:
     return None if text is None else _SOFT_BREAK.sub(" ", text)
 
 
+def _summary(command: Any) -> str:
+    """A command's line in its group's list: its short help, else its docstring's first
+    paragraph, on one line (the list wraps it)."""
+    text = inspect.cleandoc(command.short_help or command.help or "")
+    return " ".join(text.split("\n\n")[0].split())
+
+
 class CampaignCommand(TyperCommand):
     """A command whose help shows flags as flags and arguments by name."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.rich_markup_mode = None  # plain help (see the module)
         self.help = unwrap(self.help)
         for param in self.params:
             _tidy(param)
@@ -74,6 +90,7 @@ class CampaignGroup(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.rich_markup_mode = None  # plain help (see the module)
         self.help = unwrap(self.help)
         for param in self.params:
             _tidy(param)
@@ -88,6 +105,17 @@ class CampaignGroup(TyperGroup):
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         """``[OPTIONS] COMMAND [ARGS]...``."""
         return [*_usage(self, ctx), self.subcommand_metavar or "COMMAND [ARGS]..."]
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands, each with its whole first paragraph (click cuts it short)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, _summary(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def _default(cls: Any, base: type) -> bool:

@@ -34,7 +34,9 @@ def test_flags_take_no_value_in_help(command: tuple[str, ...]) -> None:
 def test_arguments_are_shown_by_name() -> None:
     shown = _help("validate")
     assert "Usage: campaign validate [OPTIONS] FILE" in shown
-    assert "{file}" not in shown and re.search(r"\*\s+FILE\s+<path>", shown)
+    assert "{file}" not in shown
+    assert re.search(r"Arguments:\n\s+FILE <path>\s+The campaign definition \(TOML\)\.\s+"
+                     r"\[required\]", shown), shown
     assert "Usage: campaign status [OPTIONS] [RUN_ID]" in _help("status")
     assert "Usage: campaign sessions create [OPTIONS] SESSION_ID" in _help("sessions", "create")
 
@@ -55,6 +57,21 @@ def test_version_comes_from_the_package_metadata() -> None:
     assert result.exit_code == 0
     assert result.output == f"campaign {version('campaign-scheduler')}\n"
     assert "--version" in _help()
+
+
+def test_the_command_list_shows_each_first_paragraph_whole() -> None:
+    """Plain help (issue 32: no Rich panels) still shows each command's whole summary,
+    wrapped under its own column, where click would cut it with "..."."""
+    shown = _help()
+    assert "..." not in shown.split("Commands:")[1]
+    flat = " ".join(shown.split())
+    assert ("status A run's status: deliveries by state, and the channel's outcomes (WhatsApp: "
+            "sent / delivered / read / replied / opted out; SMS: delivered / undelivered, "
+            "segments, cost; voice: answered / not answered, digits pressed).") in flat
+    assert "[privacy] keep_bodies" in flat  # brackets are text, not markup
+    assert not any(c in shown for c in "╭│╰")
+    group = _help("sessions")
+    assert re.search(r"Commands:\n\s+list\s+List the account's sessions", group), group
 
 
 def test_docstring_paragraphs_wrap_at_the_terminal_width() -> None:

@@ -123,3 +123,7 @@ def test_version_and_help_build_no_model_and_open_no_database(
     command module's top once cost --version a quarter of a second)."""
     _, modules = imported_by(args, tmp_path, ledger_url)
     assert [m for m in modules if m.split(".")[0] in ("pydantic", "sqlalchemy", "sqlmodel")] == []
+    # help is plain text: not Typer's Rich panels, with Markdown (markdown-it) and Pygments
+    assert [m for m in modules if m.split(".")[0] in ("markdown_it", "pygments", "alembic",
+                                                      "mako")
+            or m == "typer.rich_utils"] == []
