@@ -82,6 +82,10 @@ WATCHED = "watch IS NOT NULL AND state NOT IN ('planned', 'dispatching', 'held')
 #: migration 0019; ``queries/conversation.py`` spells it the same, literals included).
 GATED = "gate IS NOT NULL AND state = 'planned'"
 
+#: The predicate of ``ix_deliveries_marks`` (migration 0025, PostgreSQL only): the states
+#: whose rows :mod:`scheduler.ledger.queries.verdict_marks` marks.
+MARKED = "state IN ('unknown', 'skipped')"
+
 #: The predicates of the two partial indexes of migration 0016 (the same text there).
 MSGID_HELD = "message_id_norm IS NOT NULL"
 SENDER_SET = "sender IS NOT NULL"
@@ -117,6 +121,10 @@ class Delivery(SQLModel, table=True):
         # steps that follow replies (migration 0019): the rows awaiting their decision
         Index("ix_deliveries_gate", "run_id", "id", sqlite_where=text(GATED),
               postgresql_where=text(GATED)),
+        # a run's unknown and skipped rows' ids, read by an index-only scan (migration
+        # 0025); PostgreSQL only: SQLite's claim index holds each entry's rowid already
+        Index("ix_deliveries_marks", "run_id", "state", "id",
+              postgresql_where=text(MARKED)).ddl_if(dialect="postgresql"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

@@ -23,11 +23,10 @@ from scheduler.dispatch.unknowns import UnknownVerdicts
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import dispatch as dq
-from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.queries.verdict_marks import read_marks
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.settings.run import RunOptions, from_snapshot
@@ -142,17 +141,20 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     assert run.id is not None
     run_id = run.id
     options = options_of(run)
-    counts = dq.counts_by_state(conn, run_id)
+    # the run's tallies read once: its counts, funnel and tracking are sums of them (as
+    # dq.counts_by_state, rq.funnel_counts and tq.funnel sum them)
     tally = tallies.read(conn, run_id)
-    funnel_counts = rq.funnel_counts(conn, run_id)
-    tracking = tq.funnel(conn, run_id).as_dict()
+    counts = tally.states()
+    funnel_counts = tally.funnel()
+    tracking = tq.funnel(conn, run_id, tally).as_dict()
     if sends_today:  # a day of a million sends takes 0.3 s to count per sender: not then
         day = vq.sends_since(conn, day_start(now, options.timezone))
         sends_today = day <= SENDER_DAY_COUNTED
     senders = read_senders_of_run(conn, run_id, options, settings.senders, now,
                                   with_counts=sender_counts, today=sends_today)
     names = [s.sender for s in senders]
-    recent = vq.recent_sends(conn, run_id, names, now - PACE_WINDOW)
+    recent, by_worker = vq.recent_sends_and_workers(conn, run_id, names,
+                                                     now - PACE_WINDOW)
     last_send = vq.last_send(conn, run_id, names)
     dispatch = DispatchOptions.for_run(options, start=run.started_at or now)
     capped = (read_cap_waits(conn, dispatch, now)
@@ -162,10 +164,13 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     unknown = counts.get(S.UNKNOWN, 0)
     judged = every_row or unknown <= UNKNOWN_JUDGED
     # kept between reads while nothing they come from changed (views/verdict_memo.py)
-    verdicts = (kept_verdicts(conn, run_id, now, settings.retry_horizon())
-                if unknown and judged else UnknownVerdicts())
     skipped = counts.get(S.SKIPPED, 0)
     sampled = 0 if every_row or skipped <= SKIPS_COUNTED else SKIPS_COUNTED
+    # what the kept verdicts and skip reasons depend on, in one round trip
+    marks = (read_marks(conn, run_id)
+             if (unknown and judged) or (skipped and not sampled) else None)
+    verdicts = (kept_verdicts(conn, run_id, now, settings.retry_horizon(), marks=marks)
+                if unknown and judged else UnknownVerdicts())
     unserved = _unserved(conn, run, settings, now)
     running = run.status == RunStatus.RUNNING and bool(counts.get(S.PLANNED))
     facts = RunFacts(
@@ -196,14 +201,12 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         errors=vf.errors(vq.newest_errors(conn, run_id, [str(s) for s in ERROR_STATES
                                                          if counts.get(s)])),
         events=vf.events(vq.recent_events(conn, run_id), vq.recent_replies(conn, run_id)),
-        workers=vf.workers(claimed, vq.recent_worker_sends(conn, run_id, names,
-                                                           now - PACE_WINDOW)
-                           if claimed else {}, _live_workers(conn, settings, now),
-                           PACE_WINDOW),
+        workers=vf.workers(claimed, by_worker if claimed else {},
+                           _live_workers(conn, settings, now), PACE_WINDOW),
         stuck=judge_stuck(facts, waits, now), last_send_at=last_send,
         senders=facts.senders, read_at=now,
         skipped_by_reason=(vq.newest_skip_kinds(conn, run_id, sampled) if sampled else
-                           kept_skips(conn, run_id) if skipped else {}),
+                           kept_skips(conn, run_id, marks=marks) if skipped else {}),
         skipped_sampled=sampled, unknown_judged=judged,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
                          "unknowable": len(verdicts.unknowable)}

@@ -125,7 +125,7 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
     # was tried today); the state as well would cost a read of each row
     today_sends = (vq.dispatched_since(conn, names, _day_start(now, options.timezone))
                    if today else {})
-    latest = {name: spq.history(conn, name, limit=1) for name in stored}
+    latest = spq.latest_changes(conn, list(stored))  # one statement, every sender
     out = []
     for name in names:
         done = counts.get(name, rsq.RunSenderCounts())
@@ -136,7 +136,8 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
         if row is not None:
             facts.state, facts.since, facts.reason = row.state, row.since, row.reason
             facts.score, facts.throttle = row.score, row.throttle
-            facts.changed_by = latest[name][0].source if latest[name] else None
+            change = latest.get(name)
+            facts.changed_by = change.source if change is not None else None
             facts.held = row.state in HELD_STATES
             facts.what_to_do = what_to_do(name, row.state)
             ramp = care.ramp_of(name)

@@ -10,16 +10,19 @@ settled judgement is kept, per ledger and run (its id and when it was made), and
 again while
 
 - the rows are the same (:func:`~scheduler.ledger.queries.verdict_marks.unknown_mark`:
-  their count and id sums, from the claim index) and none was sent again (its dispatch
+  their count and id sums, from an index alone) and none was sent again (its dispatch
   time moves: :func:`~scheduler.ledger.queries.verdict_marks.send_minutes`),
 - no event arrived since (a new ``messages.sent`` may be a stray proof), and no row had
   a stray proof (such a proof stops being stray when a row takes its message id),
 - the uptime intervals, cut at the last horizon's end, are the same (read each time: a
   few rows).
 
-``listening`` (a receiver heard lately) is read anew each time. Anything else is judged as
-before, so the answer is always the full judgement's. A kept judgement also keeps the
-lines of its :meth:`~scheduler.dispatch.unknowns.UnknownVerdicts.reasons` per time zone.
+Every mark is read in one round trip
+(:func:`~scheduler.ledger.queries.verdict_marks.read_marks`; a run's view reads them once
+for both memos). ``listening`` (a receiver heard lately) is read anew each time. Anything
+else is judged as before, so the answer is always the full judgement's. A kept judgement
+also keeps the lines of its :meth:`~scheduler.dispatch.unknowns.UnknownVerdicts.reasons`
+per time zone.
 
 The run's skipped rows by kind of reason (:func:`kept_skips`) are kept the same way while
 the skipped rows are the same (a skipped row's reason never changes).
@@ -61,7 +64,7 @@ class _Settled(UnknownVerdicts):
 
 @dataclass(frozen=True)
 class _Kept:
-    rows: tuple[int, int, int, int]
+    rows: tuple[int, int, int, str]
     newest_event: int
     since: datetime
     last_end: datetime
@@ -90,13 +93,15 @@ def _listening(intervals: list[UptimeInterval], now: datetime) -> bool:
     return any(i.stopped_at is None and i.last_seen_at >= recent for i in intervals)
 
 
-def kept_verdicts(conn: Connection, run_id: int, now: datetime,
-                  horizon: timedelta) -> UnknownVerdicts:
+def kept_verdicts(conn: Connection, run_id: int, now: datetime, horizon: timedelta, *,
+                  marks: vm.Marks | None = None) -> UnknownVerdicts:
     """The run's ``unknown`` verdicts at ``now``: the kept judgement when nothing it
-    depends on changed, else a full one (kept when settled)."""
-    key: Key = (_ledger(conn), run_id, vm.run_born(conn, run_id), horizon.total_seconds())
-    rows = (*vm.unknown_mark(conn, run_id), vm.send_minutes(conn, run_id))
-    newest = vm.newest_event(conn)
+    depends on changed, else a full one (kept when settled). ``marks``: the run's, read
+    on ``conn`` already (:func:`~scheduler.ledger.queries.verdict_marks.read_marks`)."""
+    marks = marks if marks is not None else vm.read_marks(conn, run_id)
+    key: Key = (_ledger(conn), run_id, marks.born, horizon.total_seconds())
+    rows = (*marks.unknown, marks.minutes)
+    newest = marks.newest_event
     with _lock:
         kept = _kept.get(key)
     if kept is not None and kept.rows == rows and kept.newest_event == newest:
@@ -127,11 +132,13 @@ def kept_verdicts(conn: Connection, run_id: int, now: datetime,
     return verdicts
 
 
-def kept_skips(conn: Connection, run_id: int) -> dict[str, int]:
+def kept_skips(conn: Connection, run_id: int, *,
+               marks: vm.Marks | None = None) -> dict[str, int]:
     """:func:`~scheduler.ledger.queries.skips.skipped_by_kind`, read again only when the
-    run's skipped rows changed."""
-    key = (_ledger(conn), run_id, vm.run_born(conn, run_id))
-    mark = vm.skipped_mark(conn, run_id)
+    run's skipped rows changed (``marks``: as :func:`kept_verdicts`)."""
+    marks = marks if marks is not None else vm.read_marks(conn, run_id)
+    key = (_ledger(conn), run_id, marks.born)
+    mark = marks.skipped
     with _lock:
         kept = _skips.get(key)
     if kept is not None and kept[0] == mark:

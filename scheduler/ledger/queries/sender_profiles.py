@@ -145,6 +145,19 @@ def history(conn: Connection, sender: str | None = None, limit: int = 200
     return [SenderChangeRow(*row) for row in conn.execute(stmt)]
 
 
+def latest_changes(conn: Connection, senders: Collection[str]) -> dict[str, SenderChangeRow]:
+    """Each of ``senders``' latest state change (as ``history(conn, sender, 1)`` gives it),
+    in one statement: each one's highest id (``ix_sender_state_changes_sender``); a sender
+    with no change is left out."""
+    if not senders:
+        return {}
+    newest = (select(func.max(H.c.id)).where(H.c.sender.in_(sorted(set(senders))))
+              .group_by(H.c.sender))
+    stmt = select(H.c.id, H.c.sender, H.c.at, H.c.from_state, H.c.to_state, H.c.reason,
+                  H.c.source, H.c.score).where(H.c.id.in_(newest))
+    return {str(row.sender): SenderChangeRow(*row) for row in conn.execute(stmt)}
+
+
 def note_sends(conn: Connection, sender_last_sent: Mapping[str, datetime]) -> None:
     """Record each sender's latest send: ``last_sent_at`` becomes the given time when it is
     later than the stored one (a late writer never moves it back).

@@ -213,12 +213,13 @@ def record_details(conn: Connection, rows: Sequence[tuple[int, dict[str, Any]]])
                  .values(details=bindparam("b_details")), params)
 
 
-def funnel(conn: Connection, run_id: int) -> Funnel:
+def funnel(conn: Connection, run_id: int, tally: tallies.Tally | None = None) -> Funnel:
     """How far the run's deliveries got (``campaign status``), counting a row by its time
     columns or, when an event gave no time, by its state: from the run's trigger-kept
-    tallies (:meth:`.tallies.Tally.tracking`), no scan of its rows; opted out are the
-    distinct numbers of its opt-out replies."""
-    counts = tallies.read(conn, run_id).tracking()
+    tallies (:meth:`.tallies.Tally.tracking`; ``tally``: the run's, already read on
+    ``conn``), no scan of its rows; opted out are the distinct numbers of its opt-out
+    replies."""
+    counts = (tally if tally is not None else tallies.read(conn, run_id)).tracking()
     opted = conn.execute(select(func.count(func.distinct(replies.c.number))).where(
         replies.c.run_id == run_id, replies.c.opt_out.is_(True))).scalar()
     return Funnel(sent=counts["sent"], delivered=counts["delivered"], read=counts["read"],
