@@ -34,8 +34,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from scheduler.service.account_events import SMS_ERROR_CODES
-
 #: Unanswered scripted outcomes and the Q.850 cause each ends with.
 UNANSWERED: dict[str, int] = {
     "busy": 17,
@@ -62,6 +60,10 @@ def _voice_outcome(text: str) -> str:
 
 
 def _sms_outcome(text: str) -> str:
+    # the service's event models come with the error codes: imported when an SMS script is
+    # read, not with the configuration (``campaign senders`` reads it; issue 32)
+    from scheduler.service.account_events import SMS_ERROR_CODES
+
     code = text.removeprefix("failed:")
     if text in SMS_FINAL or code in SMS_ERROR_CODES:
         return text
