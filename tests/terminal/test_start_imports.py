@@ -86,12 +86,15 @@ def test_the_command_imports_no_server_report_library_or_dispatcher(
 #: stack (Starlette under FastAPI), the service client (httpx, aiohttp), the sandbox's app,
 #: Alembic with Mako (only a ledger behind the code is migrated), the channels with the
 #: service's wire models (the views ask ``views.channel_kinds``), phonenumbers (no number
-#: is looked up) and the A/B tests' statistics (only a run with a test shows them).
+#: is looked up), the A/B tests' statistics (only a run with a test shows them), the
+#: service's event models and segno (the sandbox's limits need neither its events nor its
+#: QR codes).
 NOT_FOR_READERS = ("starlette", "httpx", "aiohttp", "scheduler.sandbox.app",
                    "scheduler.service.client", "alembic", "mako", "scheduler.dispatch.channels",
                    "scheduler.dispatch.channel", "scheduler.service.account_models",
                    "scheduler.service.requests", "scheduler.service.call_models", "phonenumbers",
-                   "scheduler.experiments")
+                   "scheduler.experiments", "scheduler.service.event_data",
+                   "scheduler.service.account_events", "segno")
 
 
 @pytest.mark.parametrize("args", [["status"], ["runs"], ["senders"]],
