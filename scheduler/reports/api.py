@@ -23,6 +23,7 @@ from scheduler.ledger.queries import reports as rq
 from scheduler.reports import (
     attempts,
     charts,
+    decisions,
     details,
     experiment,
     links,
@@ -150,7 +151,9 @@ def _variables(conn: Connection, runs: Sequence[source.RunInfo]) -> dict[str, fl
 def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dict[str, float],
                 scan: details.DetailScan) -> Table:  # fmt: skip
     reached = attempts.ReachedBy(conn, runs)  # second chances: who was reached how
-    layout = RecipientsLayout(runs, variables, scan, reached.values if reached.shown else None)
+    decided = decisions.StepDecisions(conn, runs)  # steps that follow replies
+    layout = RecipientsLayout(runs, variables, scan, reached.values if reached.shown else None,
+                              decided.values if decided.shown else None)
 
     def frames() -> Iterator[dict[str, Any]]:
         for run in runs:

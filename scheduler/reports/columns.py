@@ -45,6 +45,10 @@ class Column:
 Frame = dict[str, Any]
 #: The Recipients' "Reached by" of a chunk of one run's rows (``reports.attempts``).
 ReachedByValues = Callable[[int, Mapping[str, Any]], list[str | None]]
+#: The Recipients' condition and its reason, of a chunk of one run's rows
+#: (``reports.decisions``).
+DecisionValues = Callable[[int, Mapping[str, Any]],
+                          tuple[list[str | None], list[str | None]]]
 
 
 @dataclass
@@ -152,9 +156,10 @@ class RecipientsLayout:
 
     def __init__(self, runs: Sequence[RunInfo], variables: Mapping[str, float],
                  scan: det.DetailScan, reached_by: ReachedByValues | None = None,
-                 ) -> None:  # fmt: skip
+                 decided: DecisionValues | None = None) -> None:  # fmt: skip
         self.zones = {run.id: run.timezone for run in runs}
         self.reached_by = reached_by
+        self.decided = decided
         zone = _zone_label(self.zones)
         self.variables = list(variables)
         self.detail_columns = scan.columns(run.channel for run in runs)
@@ -167,8 +172,11 @@ class RecipientsLayout:
             cols += [Column("attempt", "Attempt", "int", 8),
                      Column("rule", "Made by", "text", 11),
                      Column("reached_by", "Reached by", "text", 18)]
-        cols += [Column("reason", "Reason", "user_text", 22),
-                 Column("sender", "Sender", "user_text", 14),
+        cols.append(Column("reason", "Reason", "user_text", 22))
+        if decided is not None:  # steps that follow replies: the decision, and why
+            cols += [Column("decision", "Condition", "text", 10),
+                     Column("decision_reason", "Condition's reason", "user_text", 34)]
+        cols += [Column("sender", "Sender", "user_text", 14),
                  Column("message_id", "messageId", "user_text", 26),
                  Column("attempts", "Attempts", "int", 9),
                  Column("last_error", "Last error", "user_text", 30)]  # fmt: skip
@@ -210,6 +218,8 @@ class RecipientsLayout:
             out["attempt"] = chunk["attempt"]
             out["rule"] = chunk["rule"]
             out["reached_by"] = self.reached_by(run_id, chunk) if length else []
+        if self.decided is not None:
+            out["decision"], out["decision_reason"] = self.decided(run_id, chunk)
         if self.variables:
             variables = json_dicts(chunk["variables"])
             for key in self.variables:

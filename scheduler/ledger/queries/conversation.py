@@ -203,3 +203,20 @@ def decisions_of(conn: Connection, run_id: int, *, number: str | None = None,
     if number is not None:
         stmt = stmt.where(step_decisions.c.to == number)
     return [dict(r._mapping) for r in conn.execute(stmt)]
+
+
+def any_decided(conn: Connection, run_ids: Sequence[int]) -> bool:
+    """Whether one of the runs has a decision stored (``ix_step_decisions_run``)."""
+    d = step_decisions.c
+    return any(conn.execute(select(d.id).where(d.run_id == run_id).limit(1)).first()
+               is not None for run_id in run_ids)
+
+
+def decisions_between(conn: Connection, run_id: int, first_id: int, last_id: int
+                      ) -> dict[int, tuple[str, str, str | None]]:
+    """Delivery id → (outcome, reason, late note) of the run's decisions on deliveries
+    ``first_id``…``last_id`` (a report's chunk: one range of the unique delivery index)."""
+    d = step_decisions.c
+    return {int(i): (str(o), str(r), n) for i, o, r, n in conn.execute(
+        select(d.delivery_id, d.outcome, d.reason, d.late_note)
+        .where(d.delivery_id >= first_id, d.delivery_id <= last_id, d.run_id == run_id))}
