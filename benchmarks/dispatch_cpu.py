@@ -47,6 +47,7 @@ from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
+from scheduler.settings.engine import EngineSettings
 from scheduler.wiring import run_store
 
 PATH = SEND_KINDS["text"].path
@@ -91,8 +92,9 @@ async def measure_scheduler(
         cpu0, wall0 = time.process_time(), time.perf_counter()
         if profile is not None:
             profile.enable()
+        engine = EngineSettings(send_concurrency=concurrency)
         result = await dispatch(run_store(ledger, run.id), client, run,
-                                option_overrides={"concurrency": concurrency})
+                                option_overrides={"engine": engine})
         if profile is not None:
             profile.disable()
         cpu1, wall1 = time.process_time(), time.perf_counter()

@@ -52,6 +52,7 @@ from scheduler.service.account_models import (
     SmsSendResult,
 )
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from scheduler.usecases.planning import plan_run
 from scheduler.wiring import run_store
 
@@ -101,8 +102,9 @@ async def measure_scheduler(base_url: str, ledger: Ledger, run_id: int, recipien
     run = ledger.get_run(run_id)
     async with ServiceClient(base_url, KEY, concurrency=concurrency) as client:
         cpu0, wall0 = time.process_time(), time.perf_counter()
+        engine = EngineSettings(send_concurrency=concurrency)
         result = await dispatch(run_store(ledger, run.id), client, run,
-                                option_overrides={"concurrency": concurrency})
+                                option_overrides={"engine": engine})
         cpu1, wall1 = time.process_time(), time.perf_counter()
     if result.status != "completed" or result.counts != {"accepted": recipients}:
         raise SystemExit(f"the scheduler run did not complete cleanly: {result.status} "

@@ -666,6 +666,26 @@ def test_the_settings_defaults_are_each_written_once() -> None:
              if p.stem in ("config", "engine_settings", "dashboard_settings", "sender_care",
                            "run_options", "recycle_options")]
     assert not stray, f"settings outside scheduler/settings/: {stray}"
+    # the engine's own knobs (issue 33: six defaults of DispatchOptions nobody could set)
+    # are settings of the engine, beside the others
+    assert {("top level", k) for k in ENGINE_KNOBS} <= set(defaults), ENGINE_KNOBS
+    chosen = [place for rel, tree in trees.items() if not rel.startswith("settings/")
+              for places in field_defaults(tree, rel, sections).values() for place in places
+              if own_choice(place.split(" = ", 1)[1])]
+    assert not chosen, f"defaults chosen outside scheduler/settings/ (read them from it): {chosen}"
+
+
+#: The engine's knobs that ``DispatchOptions`` used to write itself.
+ENGINE_KNOBS = ("send_max_attempts", "send_backoff_base_s", "send_backoff_cap_s",
+                "send_concurrency", "sender_cooloff_s", "sender_failure_threshold")
+
+
+def own_choice(default: str) -> bool:
+    """Whether a default (as source) chooses a value of its own: a number or a word written
+    there, not nothing (``False``, ``0``, empty) nor a value read from a name of the settings
+    (``parse_rate(DEFAULT_RATE)``)."""
+    return any(isinstance(n, ast.Constant) and n.value not in (None, False, 0, "", ...)
+               for n in ast.walk(ast.parse(default, mode="eval")))
 
 
 def reflection_copies(tree: ast.AST) -> list[int]:
@@ -709,6 +729,9 @@ def test_the_settings_checks_see_defaults_and_copies() -> None:
                "    return {n: getattr(s, n) for n in EngineSettings.model_fields}\n"
                "names = {n.upper() for n in Settings.model_fields}\n")
     assert reflection_copies(ast.parse(copying)) == [3, 5]
+    assert [own_choice(d) for d in ("5", "60.0", "'x'", "parse_rate(DEFAULT_RATE)", "False",
+                                    "(0.0,)", "EngineSettings", "dict")] == [
+        True, True, True, False, False, False, False, False]
 
 
 # ------------------------------------------------------------------ the documents cited

@@ -2,9 +2,10 @@
 
 :class:`DispatchOptions` is :class:`scheduler.settings.run.RunOptions` (stored with the run,
 already parsed) made ready to use: the send window as a :class:`SendWindow`, the latest
-send time on the run's start day, plus the engine's own knobs (retries, concurrency) and
-this process's :class:`~scheduler.settings.engine.EngineSettings` (``engine``: grace, bulk
-and call limits, SMS prices), held whole, never copied field by field, never stored.
+send time on the run's start day, plus this process's
+:class:`~scheduler.settings.engine.EngineSettings` (``engine``: grace, bulk and call limits,
+SMS prices, tries and back-off, concurrency, a sender's rest), held whole, never copied
+field by field, never stored.
 """
 
 from __future__ import annotations
@@ -48,12 +49,6 @@ class DispatchOptions:
     delivery_mode: DeliveryMode = DEFAULT_DELIVERY
     step_delays_s: tuple[float, ...] = (0.0,)
     rotation: Rotation = DEFAULT_ROTATION
-    max_attempts: int = 5
-    backoff_base_s: float = 1.0
-    backoff_cap_s: float = 300.0
-    concurrency: int = 64
-    sender_cooloff_s: float = 60.0
-    failure_threshold: int = 5
     plan_limit: int | None = None
     #: SMS / voice: recipients per bulk request; None = the channel's default.
     batch_size: int | None = None
@@ -74,7 +69,7 @@ class DispatchOptions:
     def for_run(cls, stored: RunOptions, *, start: datetime,
                 **overrides: Any) -> DispatchOptions:
         """The options of a run stored with ``stored``, starting (or started) at ``start``;
-        ``overrides`` are this process's (``engine``: ``Settings.engine``, ``concurrency``)."""
+        ``overrides`` are this process's (``engine``: ``Settings.engine``)."""
         values: dict[str, Any] = {
             "senders": stored.senders,
             "rate": stored.rate_per_s,

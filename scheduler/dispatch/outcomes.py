@@ -125,7 +125,7 @@ def _retry_later(o: SendOutcome, verdict: Verdict, why: str, pool: SenderPool,
                                        f"({why})", kind="sender_down", sender=o.sender.name,
                                        why=f"kept failing ({why})"))
     attempts = o.row.attempts + 1
-    if attempts >= options.max_attempts:
+    if attempts >= options.engine.send_max_attempts:
         out.failed.append((o.row.id, "", f"gave up after {attempts} attempts: {why}"))
         out.stopped.append((o.row.to, o.row.step))
         return
@@ -139,7 +139,8 @@ def _retry_later(o: SendOutcome, verdict: Verdict, why: str, pool: SenderPool,
         delay = 0.0
     else:
         delay = retry_delay(verdict, attempts, rng, retry_after=retry_after,
-                            base_s=options.backoff_base_s, cap_s=options.backoff_cap_s)
+                            base_s=options.engine.send_backoff_base_s,
+                            cap_s=options.engine.send_backoff_cap_s)
     out.retries.append((o.row.id, now + timedelta(seconds=delay), why))
 
 

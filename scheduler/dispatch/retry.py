@@ -81,16 +81,14 @@ def classify(error: ServiceError) -> Verdict:
     return Verdict.FAIL
 
 
-def backoff_delay(attempt: int, rng: random.Random, *, base_s: float = 1.0,
-                  cap_s: float = 300.0) -> float:
+def backoff_delay(attempt: int, rng: random.Random, *, base_s: float, cap_s: float) -> float:
     """Seconds to wait before try ``attempt + 1``: exponential, capped, with equal jitter."""
     ceiling = min(cap_s, base_s * (2.0 ** max(0, attempt - 1)))
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 
 def retry_delay(verdict: Verdict, attempt: int, rng: random.Random, *,
-                retry_after: float | None = None, base_s: float = 1.0,
-                cap_s: float = 300.0) -> float:
+                retry_after: float | None = None, base_s: float, cap_s: float) -> float:
     """The wait before the next try; ``Retry-After`` wins when the service gave one."""
     delay = backoff_delay(attempt, rng, base_s=base_s, cap_s=cap_s)
     if verdict is Verdict.THROTTLED and retry_after is not None:

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, tzinfo
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.pacing import SenderPace
 from scheduler.dispatch.shared_senders import SharedSenders
+from scheduler.settings.engine import SENDER_COOLOFF_S, SENDER_FAILURE_THRESHOLD
 
 #: A 429 doubles a sender's interval, up to this factor.
 MAX_SLOWDOWN = 16.0
@@ -72,8 +73,9 @@ class SenderPool:
     def __init__(
         self, names: list[str], *, rate: float, rng: random.Random,
         jitter: tuple[float, float] = (0.0, 0.0), daily_cap: int | None = None,
-        tz: tzinfo, rotation: str = "round-robin", cooloff_s: float = 60.0,
-        failure_threshold: int = 5, sent_today: dict[str, int] | None = None,
+        tz: tzinfo, rotation: str = "round-robin", cooloff_s: float = SENDER_COOLOFF_S,
+        failure_threshold: int = SENDER_FAILURE_THRESHOLD,
+        sent_today: dict[str, int] | None = None,
         now: datetime,
     ) -> None:
         self.rotation = rotation
@@ -293,7 +295,8 @@ def pool_for_run(options: DispatchOptions, rng: random.Random, zone: tzinfo,
     pool = SenderPool(
         list(options.senders), rate=options.rate, rng=rng, jitter=options.jitter,
         daily_cap=options.daily_cap, tz=zone, rotation=options.rotation,
-        cooloff_s=options.sender_cooloff_s, failure_threshold=options.failure_threshold,
+        cooloff_s=options.engine.sender_cooloff_s,
+        failure_threshold=options.engine.sender_failure_threshold,
         sent_today=sent_today, now=now,
     )
     if options.plan_limit is not None:

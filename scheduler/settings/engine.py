@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 #: tries, 5 to 160 s apart, about 315 s), with a margin: an unknown send is judged once this
 #: has passed (:mod:`scheduler.dispatch.unknowns`).
 WEBHOOK_RETRY_HORIZON_S = 360.0
+#: A sender rests this long after this many retryable failures in a row (also the
+#: defaults of :class:`scheduler.dispatch.senders.SenderPool`).
+SENDER_COOLOFF_S = 60.0
+SENDER_FAILURE_THRESHOLD = 5
 
 
 class EngineSettings(BaseModel):
@@ -44,6 +48,19 @@ class EngineSettings(BaseModel):
     #: WhatsApp calls to a list: a session places its next call after its call's end event,
     #: or after this long without one.
     whatsapp_call_timeout_s: float = Field(default=600.0, gt=0)
+    #: A send that failed in a way worth trying again (a time-out, a 5xx, a 429) is tried
+    #: at most this many times in all, then failed.
+    send_max_attempts: int = Field(default=5, ge=1)
+    #: The wait before the next try doubles from ``send_backoff_base_s`` up to
+    #: ``send_backoff_cap_s`` (with jitter); a ``Retry-After`` wins.
+    send_backoff_base_s: float = Field(default=1.0, gt=0)
+    send_backoff_cap_s: float = Field(default=300.0, gt=0)
+    #: Requests a run's dispatcher has in flight at once.
+    send_concurrency: int = Field(default=64, ge=1)
+    #: After ``sender_failure_threshold`` retryable failures in a row a sender rests
+    #: ``sender_cooloff_s`` seconds.
+    sender_cooloff_s: float = Field(default=SENDER_COOLOFF_S, ge=0)
+    sender_failure_threshold: int = Field(default=SENDER_FAILURE_THRESHOLD, ge=1)
 
     def retry_horizon(self) -> timedelta:
         """How long the service retries a webhook (``webhook_retry_horizon_s``)."""

@@ -32,7 +32,6 @@ from scheduler.core.time_words import clock_time, local_time
 from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.dispatch.channels import from_account, has_outcomes
 from scheduler.dispatch.dispatcher import RunSetup
-from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run
@@ -262,8 +261,8 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             total, done = progress_totals(counts)
             run_id = run.id or 0
             overrides = {**settings.engine_overrides(), **(option_overrides or {})}
-            state = BarState.for_run(options, channel=run.channel, retry_every_s=float(
-                overrides.get("sender_cooloff_s", DispatchOptions.sender_cooloff_s)))
+            state = BarState.for_run(options, channel=run.channel,
+                                     retry_every_s=overrides["engine"].sender_cooloff_s)
             bar = RunProgress(console, total, done, channel=run.channel,
                               outcomes=lambda counts: channel_outcomes(ledger, run_id,
                                                                     run.channel, counts),

@@ -92,12 +92,12 @@ def test_the_engine_gets_the_window_and_latest_resolved(project: Project) -> Non
     extra = '[schedule]\nwindow = "09:00-20:00"\ndays = "mon-sat"\nlatest = "19:00"\n'
     options = run_options(load_campaign(project.basic(extra=extra)))
     start = datetime(2025, 3, 9, 12, 0, tzinfo=SP)  # a Sunday
-    engine = DispatchOptions.for_run(options, start=start, concurrency=1,
-                                     engine=EngineSettings(verify_grace_s=5))
+    engine = DispatchOptions.for_run(options, start=start, engine=EngineSettings(
+        verify_grace_s=5, send_concurrency=1))
     assert engine.window is not None
     assert engine.window.next_open(start) == datetime(2025, 3, 10, 9, 0, tzinfo=SP)
     assert engine.latest == datetime(2025, 3, 9, 19, 0, tzinfo=SP)
-    assert (engine.concurrency, engine.engine.verify_grace_s) == (1, 5)  # this process's
+    assert (engine.engine.send_concurrency, engine.engine.verify_grace_s) == (1, 5)  # ours
 
 
 

@@ -19,6 +19,7 @@ from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from scheduler.settings.run import DeliveryMode
 from tests.engine import dispatcher_for
 
@@ -52,7 +53,8 @@ def options(mode: str) -> DispatchOptions:
     """The options of the child and of the test's restart: one bulk of ten at a time."""
     return DispatchOptions(senders=("account",), rate=1000.0,
                            delivery_mode=cast(DeliveryMode, mode),
-                           batch_size=BATCH, concurrency=1)
+                           batch_size=BATCH,
+                           engine=EngineSettings(send_concurrency=1))
 
 
 async def main(db_url: str, base_url: str, api_key: str, run_id: int, n: int,

@@ -19,6 +19,7 @@ from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from tests.engine import dispatcher_for
 
 
@@ -46,7 +47,8 @@ class CrashingClient:
 async def main(db_url: str, base_url: str, api_key: str, run_id: int, point: str,
                n: int) -> None:
     ledger = Ledger(open_ledger(db_url))
-    options = DispatchOptions(senders=("s1",), rate=50.0, concurrency=1)
+    options = DispatchOptions(senders=("s1",), rate=50.0,
+                              engine=EngineSettings(send_concurrency=1))
     async with ServiceClient(base_url, api_key) as real:
         client = CrashingClient(real, point, n)
         dispatcher = dispatcher_for(ledger, client, run_id, options)

@@ -16,6 +16,7 @@ from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from tests.engine import dispatcher_for
 from tests.factories import T0, FakeClock, Service, make_run
 
@@ -139,8 +140,8 @@ async def test_a_429_burst_slows_the_sender_and_nothing_is_lost_or_doubled(
     service = service_factory(clock=clock, throttle_rate=0.6, throttle_retry_after_s=2)
     await service.connect("s1")
     run_id = make_run(ledger, 30)
-    dispatcher, result = await _dispatch(ledger, service, run_id, clock,
-                                         _options(rate=10.0, max_attempts=50))
+    options = _options(rate=10.0, engine=EngineSettings(send_max_attempts=50))
+    dispatcher, result = await _dispatch(ledger, service, run_id, clock, options)
     assert result.counts == {"accepted": 30}
     sends = service.sends()
     assert sorted(s["to"] for s in sends) == sorted({s["to"] for s in sends})
@@ -167,7 +168,8 @@ async def test_a_sender_that_disconnects_hands_its_work_to_the_others(
 
     dispatcher, result = await _dispatch(
         ledger, service, run_id, clock,
-        _options(senders=("s1", "s2"), rate=5.0, sender_cooloff_s=3600), on_progress=progress)
+        _options(senders=("s1", "s2"), rate=5.0, engine=EngineSettings(sender_cooloff_s=3600)),
+        on_progress=progress)
     assert result.counts == {"accepted": 40}
     sends = service.sends()
     assert len(sends) == len({s["to"] for s in sends}) == 40
@@ -212,7 +214,8 @@ async def test_server_errors_are_retried_with_backoff_until_they_pass(
     await service.connect("s1")
     run_id = make_run(ledger, 20)
     _, result = await _dispatch(ledger, service, run_id, clock,
-                                _options(max_attempts=30, failure_threshold=1000))
+                                _options(engine=EngineSettings(
+                                    send_max_attempts=30, sender_failure_threshold=1000)))
     assert result.counts == {"accepted": 20}
     assert len(service.sends()) == 20
 

@@ -53,8 +53,9 @@ def test_backoff_doubles_up_to_the_cap_with_jitter_inside_the_band() -> None:
 
 def test_retry_after_wins_for_a_429() -> None:
     rng = random.Random(1)
-    assert retry_delay(Verdict.THROTTLED, 1, rng, retry_after=17.0) == 17.0
-    assert retry_delay(Verdict.RETRY, 1, rng, retry_after=17.0) <= 1.0
+    back_off = {"base_s": 1.0, "cap_s": 300.0}
+    assert retry_delay(Verdict.THROTTLED, 1, rng, retry_after=17.0, **back_off) == 17.0
+    assert retry_delay(Verdict.RETRY, 1, rng, retry_after=17.0, **back_off) <= 1.0
 
 
 def _pool(*names: str) -> SenderPool:
@@ -78,7 +79,7 @@ def test_settle_sorts_a_mixed_batch() -> None:
         SendOutcome(_row(5, attempts=4), s1, error=ServerError(500, "boom")),
         SendOutcome(_row(6), s1, error=RateLimited(429, "slow", retry_after=5)),
     ]
-    out = settle(batch, pool, DispatchOptions(senders=("s1", "s2"), max_attempts=5),
+    out = settle(batch, pool, DispatchOptions(senders=("s1", "s2")),
                  random.Random(1), NOW, events_received=False)
     assert out.accepted == [(1, "ABC")]
     assert [f[0] for f in out.failed] == [2, 5]

@@ -33,6 +33,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, RunStatus
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -102,7 +103,7 @@ def service(clock: FakeClock) -> Iterator[Service]:
 async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeClock,
                     senders: tuple[str, ...]) -> None:
     options = DispatchOptions(senders=senders, rate=50.0, timezone="America/Sao_Paulo",
-                              max_attempts=2)
+                              engine=EngineSettings(send_max_attempts=2))
     async with ServiceClient(service.base_url, service.api_key) as client:
         await dispatcher_for(ledger, client, run_id, options, clock=clock,
                              rng=random.Random(3)).run()

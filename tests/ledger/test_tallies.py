@@ -30,6 +30,7 @@ from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -137,7 +138,7 @@ def service(clock: FakeClock) -> Iterator[Service]:
 
 async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeClock) -> None:
     options = DispatchOptions(senders=("s1", "s2"), rate=50.0, timezone="America/Sao_Paulo",
-                              max_attempts=1)
+                              engine=EngineSettings(send_max_attempts=1))
     async with ServiceClient(service.base_url, service.api_key) as client:
         await dispatcher_for(ledger, client, run_id, options, clock=clock,
                              rng=random.Random(5)).run()

@@ -18,6 +18,7 @@ from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from scheduler.wiring import run_store
 from tests.engine import dispatcher_for
 from tests.factories import make_run
@@ -111,7 +112,7 @@ async def test_a_sender_whose_session_disconnects_mid_run_is_out_until_scanned_a
 
     # a long cool-off: a sender paused by a 409 would not come back during this run
     options = DispatchOptions(senders=("s1", "s2"), rate=10.0, timezone="America/Sao_Paulo",
-                              sender_cooloff_s=3600)
+                              engine=EngineSettings(sender_cooloff_s=3600))
     async with ServiceClient(box.base_url, box.api_key) as client:
         dispatcher = dispatcher_for(tledger, client, run_id, options, rng=random.Random(3),
                                     on_progress=progress)

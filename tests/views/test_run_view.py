@@ -20,6 +20,7 @@ from scheduler.ledger.queries import tables, tallies
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, RunStatus
 from scheduler.service.client import ServiceClient
+from scheduler.settings.engine import EngineSettings
 from scheduler.settings.load import Settings
 from scheduler.views.overview import read_overview
 from scheduler.views.run_view import read_run_view
@@ -46,7 +47,8 @@ async def test_the_view_counts_what_the_ledger_holds_after_a_real_run(
             ledger.request(run_id, "pause")
 
     options = DispatchOptions(senders=("s1", "s2"), rate=2.0, timezone="America/Sao_Paulo",
-                              max_attempts=1, failure_threshold=1000,
+                              engine=EngineSettings(send_max_attempts=1,
+                                                    sender_failure_threshold=1000),
                               step_delays_s=(0.0, 0.0))
     async with ServiceClient(service.base_url, service.api_key) as client:
         result = await dispatcher_for(ledger, client, run_id, options, clock=clock,

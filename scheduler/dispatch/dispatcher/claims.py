@@ -70,7 +70,7 @@ class Claiming:
                                    events_received=events)
         picked = picking.pick(
             state.buffer, pool, ctx.channel, now,
-            room=ctx.options.concurrency - len(state.inflight),
+            room=ctx.options.engine.send_concurrency - len(state.inflight),
             call_room=limits.call_room(ctx.stores.senders, ctx.channel, ctx.options, now,
                                        events_received=events),
             closed_until=self._closed_until)

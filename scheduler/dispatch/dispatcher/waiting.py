@@ -92,7 +92,7 @@ class Waiting:
         """Wait (at most ``timeout``) for a batch of sends, so one flush and claim serve
         many."""
         state = self.state
-        state.want = max(1, min(len(state.inflight), self.ctx.options.concurrency // 4))
+        state.want = max(1, min(len(state.inflight), self.ctx.options.engine.send_concurrency // 4))
         if state.inflight and len(state.outcomes) < state.want:
             state.batch_done.clear()
             with contextlib.suppress(TimeoutError):
