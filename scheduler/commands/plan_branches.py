@@ -103,4 +103,34 @@ def branch_lines(report: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-__all__ = ["branch_lines", "branches_of", "branches_report"]
+def step_estimates(report: dict[str, Any] | None) -> dict[int, str]:
+    """The step table's counts of the steps that depend on a condition (theirs, or one
+    before them on their branch), as the tree has them: ``≈ 2`` or ``≤ 5`` (a read or
+    click condition: at most its looked-at step's); the other steps are not in it."""
+    if not report:
+        return {}
+    steps = report["steps"]
+    branched: dict[int, bool] = {}
+    out: dict[int, str] = {}
+    for step in steps:
+        index, looks_at = step["step"], step["looks_at"]
+        branched[index] = step["when"] is not None or (
+            looks_at is not None and branched.get(looks_at, False))
+        if branched[index]:
+            out[index] = (f"≈ {step['expected']:,}" if step["expected"] is not None
+                          else f"≤ {step['up_to']:,}")
+    return out
+
+
+def estimate_note(report: dict[str, Any] | None, planned: int) -> list[str]:
+    """What the step table's ``≈`` counts are, within 80 columns (empty: no step has one)."""
+    if not report or not step_estimates(report):
+        return []
+    return textwrap.wrap(
+        f"≈, ≤: recipients expected at a {report['expected_rate']:.0%} reply rate "
+        f"([replies] expected_rate); the {planned:,} rows of those steps are planned, "
+        "each sent only when its condition is met", 78)
+
+
+__all__ = ["branch_lines", "branches_of", "branches_report", "estimate_note",
+           "step_estimates"]

@@ -108,15 +108,22 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
                "planned", "skipped", *(["segments"] if segments else [])]
     for col in columns:
         steps.add_column(col, overflow="fold")
+    from scheduler.commands.plan_branches import estimate_note, step_estimates
+
+    estimates = step_estimates(report.get("branches"))  # steps that follow replies
     for s in report["steps"]:
         cells = [str(s["step"]), s["kind"]]
         if endpoints:
             cells.append(s["path"].removeprefix("/api/v1/"))
-        cells += [f"{s['delay_s']:g}s", f"{s['planned']:,}", f"{s['skipped']:,}"]
+        cells += [f"{s['delay_s']:g}s", estimates.get(s["step"], f"{s['planned']:,}"),
+                  f"{s['skipped']:,}"]
         if segments:
             cells.append(f"{s['sms_segments']:,}")
         steps.add_row(*cells)
     console.print(steps)
+    for line in estimate_note(report.get("branches"), sum(
+            s["planned"] for s in report["steps"] if s["step"] in estimates)):
+        console.print(line, highlight=False, markup=False)
     if report["recipients"].get("no_consent"):
         console.print(f"consent required: {report['recipients']['no_consent']:,} recipients "
                       "without it skipped (no_consent)", highlight=False, markup=False)

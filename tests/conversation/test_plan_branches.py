@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.commands.plan_branches import branch_lines, branches_of
+from scheduler.commands.plan_branches import branch_lines, branches_of, step_estimates
 from scheduler.settings.conversation import ConversationOptions, StepCondition
 from tests.factories import REPO
 
@@ -43,6 +43,16 @@ def test_plan_draws_the_branches_at_the_expected_rate() -> None:
     assert text.exit_code == 0, text.output
     assert "branches at a 60% reply rate ([replies] expected_rate):" in text.stdout
     assert "└ step 3 'lembrete': ≈ 2" in text.stdout
+    # the step table counts the branches as the tree does, marked as estimates
+    rows = {line.split("│")[1].strip(): line.split("│")[5].strip()
+            for line in text.stdout.splitlines()
+            if line.startswith("│") and "messages/send/text" in line}
+    assert rows == {"0": "5", "1": "≈ 2", "2": "≈ 2", "3": "≈ 2"}
+    assert ("≈, ≤: recipients expected at a 60% reply rate ([replies] expected_rate); the"
+            in text.stdout)
+    assert "15 rows of those steps are planned, each sent only when its condition is met" \
+        in text.stdout
+    assert all(len(line) <= 80 for line in text.stdout.splitlines())
 
 
 def test_a_branch_follows_its_step_and_reads_are_not_estimated() -> None:
@@ -58,4 +68,6 @@ def test_a_branch_follows_its_step_and_reads_are_not_estimated() -> None:
     assert lines[1:4] == ["  step 0 'q': ≈ 100", "  ├ step 1 'yes': ≈ 50", "  │ │ when replied"]
     assert "  │ ├ step 2 'thanks': ≈ 50" in lines and "  │ └ step 4 'again': ≈ 25" in lines
     assert "  └ step 3 'nudge': up to 100" in lines
+    assert step_estimates(report) == {1: "≈ 50", 2: "≈ 50", 3: "≤ 100", 4: "≈ 25"}
+    assert step_estimates(None) == {}
     assert all(len(line) <= 80 for line in lines)
