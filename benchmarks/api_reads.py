@@ -12,6 +12,10 @@ that memo before each call (the first read of a run in a process, or after its r
 changed), the other lines read with it. The ``(CPU time)`` lines time the same calls in this
 process's CPU time: with SQLite the server's whole work, whatever load the machine has.
 
+``run_document's statements`` and ``read_run_view's statements`` list the statements one
+read sends (an event listener on the engine): their number, each one's median time and
+their sum (the database's share of the read, round trips included).
+
 Prints JSON lines::
 
     {"figure": "H1", "what": "GET /api/v1/runs/{id} (loopback)", "database": "sqlite",
@@ -22,6 +26,7 @@ Prints JSON lines::
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -45,6 +50,42 @@ def median_cpu_ms(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
             "max_ms": round(max(times), 1), "repeat": repeat}
 
 
+def statements(engine: Any, fn: Callable[[], Any], repeat: int) -> dict[str, Any]:
+    """The statements one call of ``fn`` sends (an event listener on ``engine``): how many,
+    and each one's median time over ``repeat`` calls (from sending it to its result, the
+    rows fetched by the driver), slowest first; their sum's median."""
+    from sqlalchemy import event
+
+    seen: list[tuple[str, float]] = []
+
+    def before(conn: Any, *_args: Any) -> None:
+        conn.info["h1_began"] = time.perf_counter()
+
+    def after(conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append((" ".join(statement.split())[:90],
+                     (time.perf_counter() - conn.info["h1_began"]) * 1000))
+
+    fn()
+    event.listen(engine, "before_cursor_execute", before)
+    event.listen(engine, "after_cursor_execute", after)
+    rounds: list[list[tuple[str, float]]] = []
+    try:
+        for _ in range(repeat):
+            seen.clear()
+            fn()
+            rounds.append(list(seen))
+    finally:
+        event.remove(engine, "before_cursor_execute", before)
+        event.remove(engine, "after_cursor_execute", after)
+    counts = sorted({len(r) for r in rounds})
+    each = [(rounds[0][i][0], round(statistics.median(r[i][1] for r in rounds
+                                                       if len(r) > i), 2))
+            for i in range(len(rounds[0]))]
+    return {"statements": counts[0] if len(counts) == 1 else counts,
+            "sql_ms": round(statistics.median(sum(t for _s, t in r) for r in rounds), 1),
+            "each": sorted(each, key=lambda item: -item[1])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="a ledger seeded by dashboard.py (a copy)")
@@ -63,6 +104,7 @@ def main() -> None:
     from scheduler.ledger.runs import Ledger
     from scheduler.settings.load import load_settings
     from scheduler.views import verdict_memo
+    from scheduler.views.run_view import read_run_view
 
     engine = open_ledger(args.url)
     ledger = Ledger(engine)
@@ -99,12 +141,23 @@ def main() -> None:
                 emit({**base, "what": "run_document (CPU time)", **median_cpu_ms(
                     lambda rid=run_id: reads.run_document(ledger, settings, rid, utcnow()),
                     args.repeat)})
+                emit({**base, "what": "read_run_view (the dashboard's read, in process)",
+                      **median_ms(lambda rid=run_id: read_run_view(
+                          ledger, rid, settings=settings, now=utcnow()), args.repeat)})
+                emit({**base, "what": "run_document's statements", **statements(
+                    engine, lambda rid=run_id: reads.run_document(ledger, settings, rid,
+                                                                  utcnow()), args.repeat)})
+                emit({**base, "what": "read_run_view's statements", **statements(
+                    engine, lambda rid=run_id: read_run_view(ledger, rid, settings=settings,
+                                                             now=utcnow()), args.repeat)})
                 emit({**base, "what": "GET /api/v1/runs/{id} (loopback)", **median_ms(
                     lambda rid=run_id: client.get(f"/api/v1/runs/{rid}").raise_for_status(),
                     args.repeat)})
             emit({"figure": "H1", "database": engine.dialect.name, "runs": len(runs),
                   "unit": "ms", "what": "GET /api/v1/runs (loopback)", **median_ms(
                       lambda: client.get("/api/v1/runs").raise_for_status(), args.repeat)})
+    emit({"figure": "H1-context", "cpus": os.cpu_count(),
+          "load_avg_1m": round(os.getloadavg()[0], 2)})
     engine.dispose()
 
 
