@@ -33,11 +33,14 @@ FILL_BATCH = 20_000
 
 
 def _rows_of(pairs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str, str]]:
-    """``(number, key, name)`` of each ``(number, CSV values dict)``; a number's steps
-    (the same dict one after another) counted once."""
+    """``(number, key, name)`` of each ``(number, CSV values dict)``, each (number, key)
+    once; a number's steps (the same dict one after another) counted once, a name's keys
+    folded once (names repeat: a million-row plan has a few thousand distinct ones)."""
     last_number: str | None = None
     last_values: Any = None
-    seen: set[tuple[str, str]] = set()
+    keys_of: dict[str, list[str]] = {}
+    first_name: dict[str, str] = {}  # number -> the name its keys were first given for
+    more: dict[str, set[str]] = {}  # number -> its keys, once it came with another name
     for number, values in pairs:
         if values is last_values and number == last_number:
             continue
@@ -45,10 +48,22 @@ def _rows_of(pairs: Iterable[tuple[str, Any]]) -> Iterator[tuple[str, str, str]]
         name = name_in(values) if isinstance(values, dict) else None
         if name is None or not number:
             continue
-        for key in name_keys(name):
-            if (number, key) not in seen:
-                seen.add((number, key))
+        keys = keys_of.get(name)
+        if keys is None:
+            keys = keys_of[name] = name_keys(name)
+        first = first_name.get(number)
+        if first is None:  # a new number: every key of its name (they are distinct)
+            first_name[number] = name
+            for key in keys:
                 yield number, key, name
+        elif first != name:  # the same number with another name: the keys not yet given
+            given = more.get(number)
+            if given is None:
+                given = more[number] = set(keys_of[first])
+            for key in keys:
+                if key not in given:
+                    given.add(key)
+                    yield number, key, name
 
 
 def _write(conn: Connection, rows: list[tuple[str, str, str]]) -> int:
