@@ -219,14 +219,15 @@ def run_store(ledger: Ledger, run_id: int) -> RunStores:
     from scheduler.ledger.recycling_store import RecyclingStore
     from scheduler.ledger.run_store import RunControlStore
     from scheduler.ledger.sender_store import SenderStore
+    from scheduler.ledger.tracking_store import TrackingStore
     from scheduler.tracking.matching import match_events
 
+    tracking = TrackingStore(ledger)
     return RunStores(RunControlStore(ledger, run_id),
                      QueueStore(ledger, run_id),
                      SenderStore(ledger, run_id), ExperimentStore(ledger, run_id),
                      RecyclingStore(ledger, run_id),
-                     match_events=lambda ids, now: match_events(ledger.engine, ids, now,
-                                                                held=True),
+                     match_events=lambda ids, now: match_events(tracking, ids, now, held=True),
                      conversation=ConversationStore(ledger, run_id))
 
 

@@ -244,14 +244,10 @@ LEDGER_INSIDES = ("scheduler.ledger.runs", "scheduler.ledger.core",
                   "scheduler.ledger.queries", "scheduler.ledger.db")
 #: The most methods a store protocol may have (a door by role, not the whole ledger).
 MOST_STORE_METHODS = 12
-#: Tracking's modules that still open the ledger's transactions and call its queries (the
-#: receiver and the appliers of events: not behind a store yet); the list only shrinks.
-PENDING_TRACKING_QUERIES = frozenset({
-    "scheduler.tracking.answers", "scheduler.tracking.apply",
-    "scheduler.tracking.call_events", "scheduler.tracking.counts",
-    "scheduler.tracking.event_store", "scheduler.tracking.label_facts",
-    "scheduler.tracking.matching", "scheduler.tracking.receiver",
-    "scheduler.tracking.reload", "scheduler.tracking.writer"})
+#: Tracking's modules that still open the ledger's transactions and call its queries: two
+#: read models (a run's funnel and events, its answers' tallies); the receiver and the
+#: appliers of events hold ``tracking/store.py``'s stores. The list only shrinks.
+PENDING_TRACKING_QUERIES = frozenset({"scheduler.tracking.answers", "scheduler.tracking.counts"})
 
 
 def _names_the_ledger(node: ast.AST) -> bool:

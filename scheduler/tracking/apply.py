@@ -21,13 +21,6 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch.channel import Progress
 from scheduler.dispatch.channels import known_channel, progress_events
-from scheduler.ledger import outbox
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import ambiguous as aq
-from scheduler.ledger.queries import answers as answers_q
-from scheduler.ledger.queries import events as eq
-from scheduler.ledger.queries import suppression as sq
-from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.events import CallOfferEvent, MessageEvent
 from scheduler.tracking.answers import answer_of
@@ -37,6 +30,7 @@ from scheduler.tracking.details import fold
 from scheduler.tracking.intake import Incoming, jid_number
 from scheduler.tracking.label_facts import apply_label_event, is_label_event
 from scheduler.tracking.replies import OptOutWords, reply_choices, reply_text
+from scheduler.tracking.store import BatchStore, DeliveryTrackStore, ReplyStore
 
 #: Clock skew tolerated between the dispatcher's clock and event times.
 SKEW = timedelta(seconds=5)
@@ -101,9 +95,9 @@ def _proves_a_send(item: Incoming) -> bool:
         and isinstance(item.event, MessageEvent)
 
 
-def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
+def apply_batch(book: BatchStore, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
                 now: datetime) -> Applied:
-    """Apply stored events (``(event id, event)``, arrival order) inside ``conn``."""
+    """Apply stored events (``(event id, event)``, arrival order) in ``book``'s transaction."""
     out = Applied()
     sent: list[tuple[int, Incoming]] = []
     by_id: list[tuple[int, Incoming]] = []
@@ -113,31 +107,30 @@ def apply_batch(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyC
         elif _progress(item) is not None and item.message_id_norm:
             by_id.append((event_id, item))
         elif item.name == "messages.received" and isinstance(item.event, MessageEvent):
-            out.results[event_id] = _apply_reply(conn, event_id, item, ctx, now)
+            out.results[event_id] = _apply_reply(book, event_id, item, ctx, now)
         elif isinstance(item.event, CallOfferEvent):
             out.results[event_id] = _apply_offer(event_id, item, ctx, out)
         elif call_slot(item.event) is not None:
-            out.results[event_id] = apply_call_event(conn, item, now)
+            out.results[event_id] = apply_call_event(book, item, now)
             if out.results[event_id] == UNMATCHED and item.message_id_norm:
                 out.unmatched.append((event_id, item.message_id_norm))
         elif is_label_event(item.event):
-            out.results[event_id] = apply_label_event(conn, item, now)
+            out.results[event_id] = apply_label_event(book, item, now)
         else:
             out.results[event_id] = "stored"
-    _apply_sent(conn, sent, ctx, now, out)
-    _apply_by_id(conn, by_id, now, out)
+    _apply_sent(book, sent, ctx, now, out)
+    _apply_by_id(book, by_id, now, out)
     return out
 
 
-def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyContext,
-                now: datetime, out: Applied) -> None:
+def _apply_sent(book: DeliveryTrackStore, items: list[tuple[int, Incoming]],
+                ctx: ApplyContext, now: datetime, out: Applied) -> None:
     """``messages.sent``: ``sent`` by message id, else proof for an ambiguous row."""
     if not items:
         return
-    held = tq.held_message_ids(conn, (i.message_id_norm for _, i in items
-                                      if i.message_id_norm))
+    held = book.held_message_ids(i.message_id_norm for _, i in items if i.message_id_norm)
     matched = [(i.message_id_norm, i.when) for _, i in items if i.message_id_norm in held]
-    tq.track_progress(conn, S.SENT, matched, now, stamps=SENT_STAMPS)
+    book.track_progress(S.SENT, matched, now, stamps=SENT_STAMPS)
     for event_id, item in items:
         norm = item.message_id_norm
         if norm in held:
@@ -150,9 +143,9 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
             continue
         channel = known_channel(item.channel)
         kinds = channel.proven_kinds(data.type) if channel is not None else (data.type,)
-        row = aq.ambiguous_row_for(conn, item.number, item.session_id,
-                                   item.when + ctx.skew, kinds=kinds, strict_kinds=STRICT_KINDS)
-        if row is None or not aq.mark_proven_sent(conn, row, norm, item.when, now):
+        row = book.ambiguous_row_for(item.number, item.session_id, item.when + ctx.skew,
+                                     kinds=kinds, strict_kinds=STRICT_KINDS)
+        if row is None or not book.mark_proven_sent(row, norm, item.when, now):
             out.results[event_id] = UNMATCHED
             continue
         held.add(norm)
@@ -160,18 +153,17 @@ def _apply_sent(conn: Connection, items: list[tuple[int, Incoming]], ctx: ApplyC
         out.proved.append(norm)
 
 
-def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datetime,
+def _apply_by_id(book: BatchStore, items: list[tuple[int, Incoming]], now: datetime,
                  out: Applied) -> None:
     """Receipts, SMS reports and voice events: move the delivery holding their id."""
     if not items:
         return
-    held = tq.held_message_ids(conn, (i.message_id_norm for _, i in items
-                                      if i.message_id_norm))
+    held = book.held_message_ids(i.message_id_norm for _, i in items if i.message_id_norm)
     groups: dict[Progress, list[tuple[str, datetime]]] = defaultdict(list)
     for event_id, item in items:
         rule = _progress(item)
         assert rule is not None and item.message_id_norm is not None
-        if item.message_id_norm not in held and _prove_account_row(conn, item, now):
+        if item.message_id_norm not in held and _prove_account_row(book, item, now):
             held.add(item.message_id_norm)
         if item.message_id_norm in held:
             groups[rule].append((item.message_id_norm, item.when))
@@ -180,15 +172,14 @@ def _apply_by_id(conn: Connection, items: list[tuple[int, Incoming]], now: datet
             out.results[event_id] = UNMATCHED
             out.unmatched.append((event_id, item.message_id_norm))
     for (target, stamps), params in groups.items():
-        tq.track_progress(conn, target, params, now, stamps=stamps)
+        book.track_progress(target, params, now, stamps=stamps)
     extras = {i.message_id_norm for _, i in items
               if _tells_details(i.channel) and i.message_id_norm in held}
     for norm in sorted(extras):
-        stored = eq.stored_event_payloads_for(conn, norm, MATCHED_BY_ID)
-        details = fold(stored)
-        tq.merge_details(conn, norm, details)
+        details = fold(book.payloads_about(norm, MATCHED_BY_ID))
+        book.merge_details(norm, details)
         if details.get("digits"):
-            _ivr_opt_out(conn, norm, str(details["digits"]), now)
+            _ivr_opt_out(book, norm, str(details["digits"]), now)
 
 
 def _tells_details(name: str | None) -> bool:
@@ -197,34 +188,33 @@ def _tells_details(name: str | None) -> bool:
     return channel is not None and bool(channel.detail_keys)
 
 
-def _ivr_opt_out(conn: Connection, norm: str, digits: str, now: datetime) -> None:
+def _ivr_opt_out(book: ReplyStore, norm: str, digits: str, now: datetime) -> None:
     """A call whose keys include its campaign's ``[recipients] opt_out_digit``: the number
     goes on the suppression list (source ``ivr``), its pending deliveries are skipped."""
-    for number, run_id, campaign, definition in sq.voice_calls_of(conn, norm):
+    for number, run_id, campaign, definition in book.voice_calls_of(norm):
         try:
             recipients = json.loads(definition).get("recipients") or {}
         except (ValueError, AttributeError):
             continue
         key = recipients.get("opt_out_digit") if isinstance(recipients, dict) else None
         if key and str(key) in digits:
-            sq.add_suppression(conn, number, source="ivr", now=now,
-                               reason=f"pressed {key} in the IVR of run {run_id} ({campaign})")
+            book.add_suppression(number, source="ivr", now=now,
+                                 reason=f"pressed {key} in the IVR of run {run_id} ({campaign})")
 
 
-def _prove_account_row(conn: Connection, item: Incoming, now: datetime) -> bool:
+def _prove_account_row(book: DeliveryTrackStore, item: Incoming, now: datetime) -> bool:
     """An SMS or voice event whose id no delivery holds may prove a row in doubt (a bulk
     request whose answer a crash or a time-out lost) of the same channel to that number."""
     channel = known_channel(item.channel)
     if channel is None or channel.events_name_session or not item.number \
             or not item.message_id_norm:
         return False
-    row = aq.ambiguous_row_for(conn, item.number, None, item.when + SKEW,
-                               only_kinds=(channel.name,))
-    return row is not None and aq.mark_proven_sent(conn, row, item.message_id_norm,
-                                                   item.when, now)
+    row = book.ambiguous_row_for(item.number, None, item.when + SKEW,
+                                 only_kinds=(channel.name,))
+    return row is not None and book.mark_proven_sent(row, item.message_id_norm, item.when, now)
 
 
-def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyContext,
+def _apply_reply(book: BatchStore, event_id: int, item: Incoming, ctx: ApplyContext,
                  now: datetime) -> str:
     """``messages.received``: a reply on the recipient's latest delivery; maybe an opt-out."""
     assert isinstance(item.event, MessageEvent)
@@ -240,10 +230,10 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
     # a reply that quotes one of our messages (or votes in its poll, picks from its list)
     # answers that message; otherwise the latest one sent to the number
     answered = data.answered_message_key
-    latest = (tq.delivery_answered(conn, answered.lower(), number) if answered else None) \
-        or tq.latest_delivery_to(conn, number, item.session_id, item.when + ctx.skew)
+    latest = (book.delivery_answered(answered.lower(), number) if answered else None) \
+        or book.latest_delivery_to(number, item.session_id, item.when + ctx.skew)
     opt_out = ctx.opt_out.matches(text)
-    tq.record_reply(conn, {
+    book.record_reply({  # with its outgoing webhooks' events
         "event_id": event_id, "delivery_id": latest.delivery_id if latest else None,
         "run_id": latest.run_id if latest else None, "number": number,
         "session_id": item.session_id, "kind": data.type, "text": text, "opt_out": opt_out,
@@ -253,35 +243,30 @@ def _apply_reply(conn: Connection, event_id: int, item: Incoming, ctx: ApplyCont
         "choices": json.dumps(chosen, ensure_ascii=False) if (chosen := reply_choices(data))
         else None,
     }, now)
-    outbox.reply_stored(conn, run_id=latest.run_id if latest else None,  # its webhook events
-                        delivery_id=latest.delivery_id if latest else None, number=number,
-                        kind=data.type, opted_out=opt_out, received_at=item.when, now=now)
     result = (f"reply to delivery {latest.delivery_id}" if latest
               else "reply (no delivery to this number)")
     if latest is not None and not opt_out:  # steps already decided on that delivery
-        late_reply(conn, latest.delivery_id, text, item.when)
+        late_reply(book, latest.delivery_id, text, item.when)
     answer = answer_of(data)  # a poll vote or list choice, kept on the delivery it answers
     if answer is not None and latest is not None:
-        answers_q.record_answer(conn, latest.delivery_id, answer, item.when)
+        book.record_answer(latest.delivery_id, answer, item.when)
     if opt_out:
-        sq.add_suppression(conn, number, source="reply", reason="replied with an "
-                           "opt-out word", now=now)
+        book.add_suppression(number, source="reply", reason="replied with an opt-out word",
+                             now=now)
         result += "; opted out"
     return result
 
 
-def late_reply(conn: Connection, delivery_id: int, text: str | None, at: datetime) -> None:
+def late_reply(book: ReplyStore, delivery_id: int, text: str | None, at: datetime) -> None:
     """A reply to a step whose conditions were already decided (issue 35): noted on each
     decision, never undoing it (the reply stays to answer)."""
     from scheduler.dispatch.conversation.rules import late_note
     from scheduler.ledger.conversation_rows import SeenReply
-    from scheduler.ledger.queries import conversation as cq
 
-    decided = cq.decided_on(conn, delivery_id)
+    decided = book.decided_on(delivery_id)
     if decided:
         reply = SeenReply(0, at, text)
-        cq.note_late(conn, [(i, at, late_note(reply, when, outcome))
-                            for i, outcome, when in decided])
+        book.note_late([(i, at, late_note(reply, when, outcome)) for i, outcome, when in decided])
 
 
 def _apply_offer(event_id: int, item: Incoming, ctx: ApplyContext, out: Applied) -> str:

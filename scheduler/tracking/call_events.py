@@ -19,7 +19,7 @@ next one). Its ``details`` are recomputed from the call's stored events each tim
 order they came in does not matter): ``callId``, ``answered``, ``reason``, ``durationMs``
 (the recording's, else from ``call.connected`` to ``call.ended``) and ``recordingUrl``. An
 event that comes before its delivery holds the ``callId`` is stored ``unmatched`` and
-applied when the dispatcher records the call (:mod:`scheduler.tracking.early`).
+applied when the dispatcher records the call (:mod:`scheduler.tracking.matching`).
 """
 
 from __future__ import annotations
@@ -29,14 +29,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from scheduler.ledger.access import Connection, Engine, read
-from scheduler.ledger.queries import call_events as cq
-from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.service.event_data import AudioChunk, Recording
 from scheduler.service.events import CallAudioEvent, CallStateEvent, Event
 from scheduler.tracking.call_keys import slot_key
 from scheduler.tracking.intake import Incoming, parse_stamp
+from scheduler.tracking.store import BatchStore, EventLogStore, TrackingStore
 
 NOT_ANSWERED = "call.not_answered"
 #: The events of an outgoing call, matched to a delivery by ``callId``.
@@ -55,7 +53,7 @@ def is_live_chunk(event: Event) -> bool:
     return isinstance(event, CallAudioEvent) and isinstance(event.data, AudioChunk)
 
 
-def apply_call_event(conn: Connection, item: Incoming, now: datetime) -> str:
+def apply_call_event(book: BatchStore, item: Incoming, now: datetime) -> str:
     """Apply an outgoing call's event (stored once already) to the delivery holding its
     ``callId``; its result (``unmatched`` while no delivery holds it)."""
     event = item.event
@@ -67,19 +65,19 @@ def apply_call_event(conn: Connection, item: Incoming, now: datetime) -> str:
     else:
         assert isinstance(event, CallAudioEvent) and isinstance(event.data, Recording)
         terminal = slot_key(item.session_id, event.data.callId, "terminal")
-        found = cq.events_by_keys(conn, [terminal]).get(terminal)
+        found = book.events_by_keys([terminal]).get(terminal)
         if found is not None and found[0] == NOT_ANSWERED:
             return "ignored: a recording of a call that was not answered"
         result = "call recording"
     norm = item.message_id_norm
-    if norm is None or not tq.held_message_ids(conn, [norm]):
+    if norm is None or not book.held_message_ids([norm]):
         return "unmatched"
     move = MOVES.get(item.name)
     if move is not None:
-        tq.track_progress(conn, move[0], [(norm, item.when)], now, stamps=move[1])
+        book.track_progress(move[0], [(norm, item.when)], now, stamps=move[1])
     assert isinstance(event, CallStateEvent | CallAudioEvent)
-    outcome = outcome_in(conn, item.session_id, event.data.callId)
-    tq.merge_details(conn, norm, outcome.details())
+    outcome = outcome_in(book, item.session_id, event.data.callId)
+    book.merge_details(norm, outcome.details())
     return result
 
 
@@ -112,12 +110,12 @@ def _stamp(payload: str) -> datetime | None:
     return parse_stamp(envelope.get("timestamp")) if isinstance(envelope, dict) else None
 
 
-def outcome_in(conn: Connection, session_id: str | None, call_id: str) -> CallOutcome:
+def outcome_in(book: EventLogStore, session_id: str | None, call_id: str) -> CallOutcome:
     """One call's outcome from its stored events (a recording only for an answered call;
     without one, the duration runs from ``call.connected`` to ``call.ended``)."""
     keys = {slot: slot_key(session_id, call_id, slot)
             for slot in ("ringing", "connected", "terminal", "recording")}
-    found = cq.events_by_keys(conn, list(keys.values()))
+    found = book.events_by_keys(list(keys.values()))
     got = {slot: found[key] for slot, key in keys.items() if key in found}
     if "terminal" in got:
         name, payload = got["terminal"]
@@ -139,7 +137,7 @@ def outcome_in(conn: Connection, session_id: str | None, call_id: str) -> CallOu
     return CallOutcome(call_id, "ringing" if "ringing" in got else "unknown")
 
 
-def call_outcome(engine: Engine, session_id: str, call_id: str) -> CallOutcome:
+def call_outcome(store: TrackingStore, session_id: str, call_id: str) -> CallOutcome:
     """One call's outcome from its stored events (see :func:`outcome_in`)."""
-    with read(engine, f"read the events of call {call_id}") as conn:
-        return outcome_in(conn, session_id, call_id)
+    with store.reading(f"read the events of call {call_id}") as book:
+        return outcome_in(book, session_id, call_id)

@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import labels as lq
 from scheduler.service.events import Event, LabelChatEvent, LabelEditEvent, LabelMessageEvent
 from scheduler.service.label_events import LabelModel, is_full_sync
 from scheduler.tracking.intake import Incoming, jid_number
+from scheduler.tracking.store import LabelStore
 
 #: Epoch milliseconds fit in 15 digits until the year 33658.
 _MS_DIGITS = 15
@@ -43,7 +42,7 @@ def _rank_of(item: Incoming, data: LabelModel, tie: str) -> str:
     return rank(item.when, is_full_sync(item.name, data.from_full_sync), tie)
 
 
-def apply_label_event(conn: Connection, item: Incoming, now: datetime) -> str:
+def apply_label_event(book: LabelStore, item: Incoming, now: datetime) -> str:
     """Keep the fact of a label event if it is the newest of its kind; the event's result."""
     event, session = item.event, item.session_id
     if not session:
@@ -56,21 +55,21 @@ def apply_label_event(conn: Connection, item: Incoming, now: datetime) -> str:
         deleted = bool(data.deleted)
         color = int(data.color) if data.color is not None else None
         tie = ("1" if deleted else "0") + json.dumps([data.name, color], ensure_ascii=True)
-        lq.upsert_label(conn, {
+        book.upsert_label({
             "session_id": session, "label_id": data.key, "name": data.name, "color": color,
             "deleted": deleted, "rank": _rank_of(item, data, tie), "updated_at": now})
         what = "deleted" if deleted else f"named {data.name!r}" if data.name else "edited"
         return f"label {data.key} {what} ({source})"
     if isinstance(event, LabelMessageEvent):
         msg = event.data
-        lq.upsert_message(conn, {
+        book.upsert_label_message({
             "session_id": session, "label_id": msg.key, "chat": msg.chat,
             "message_id": msg.message_id.strip().lower(), "labeled": msg.labeled,
             "rank": _rank_of(item, msg, "0" if msg.labeled else "1"), "updated_at": now})
         return f"label {msg.key} {'on' if msg.labeled else 'off'} a message ({source})"
     assert isinstance(event, LabelChatEvent)
     chat = event.data
-    lq.upsert_chat(conn, {
+    book.upsert_label_chat({
         "session_id": session, "label_id": chat.key, "chat": chat.chat,
         "number": jid_number(chat.chat), "labeled": chat.labeled,
         "rank": _rank_of(item, chat, "0" if chat.labeled else "1"), "updated_at": now})

@@ -27,15 +27,12 @@ from collections.abc import Collection, Iterable
 from datetime import datetime
 
 from scheduler.dispatch.channels import progress_events, proof_events
-from scheduler.ledger.access import Connection, Engine, read, transaction
-from scheduler.ledger.queries import common as cq
-from scheduler.ledger.queries import events as eq
-from scheduler.ledger.queries import tracking as tq
 from scheduler.tracking.apply import Applied, ApplyContext, apply_batch
 from scheduler.tracking.call_events import CALL_EVENTS
 from scheduler.tracking.intake import Incoming
 from scheduler.tracking.reload import load_stored
 from scheduler.tracking.replies import OptOutWords
+from scheduler.tracking.store import BatchStore, TrackingStore
 
 #: The events matched to a delivery by message id (or call id) alone: each channel's
 #: proof and progress, and a WhatsApp call's steps.
@@ -44,18 +41,18 @@ MATCHED_EVENTS = tuple(sorted({*proof_events(), *progress_events(), *CALL_EVENTS
 PLAIN = ApplyContext(OptOutWords(()))
 
 
-def apply_and_match(conn: Connection, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
+def apply_and_match(book: BatchStore, batch: list[tuple[int, Incoming]], ctx: ApplyContext,
                     now: datetime) -> Applied:
     """Apply stored events (:func:`~scheduler.tracking.apply.apply_batch`), then match the
     events stored earlier about the message ids their proofs gave a delivery."""
-    applied = apply_batch(conn, batch, ctx, now)
+    applied = apply_batch(book, batch, ctx, now)
     if applied.proved:
-        applied.merge(match_stored(conn, applied.proved, now, ctx=ctx,
+        applied.merge(match_stored(book, applied.proved, now, ctx=ctx,
                                    skip=[event_id for event_id, _item in batch]))
     return applied
 
 
-def match_stored(conn: Connection, norms: Iterable[str], now: datetime, *,
+def match_stored(book: BatchStore, norms: Iterable[str], now: datetime, *,
                  ctx: ApplyContext = PLAIN, held: bool = False,
                  skip: Collection[int] = ()) -> Applied:
     """In the caller's transaction: apply the stored, unmatched events about ``norms`` whose
@@ -63,20 +60,19 @@ def match_stored(conn: Connection, norms: Iterable[str], now: datetime, *,
     is updated. ``skip``: events the caller applies itself."""
     wanted = {n.lower() for n in norms if n}  # as record_accepted stores them
     if wanted and not held:
-        wanted = tq.held_message_ids(conn, wanted)
+        wanted = book.held_message_ids(wanted)
     if not wanted:
         return Applied()
-    stored = [s for s in eq.unmatched_events_for(conn, wanted, MATCHED_EVENTS)
-              if s.id not in skip]
+    stored = [s for s in book.unmatched_for(wanted, MATCHED_EVENTS) if s.id not in skip]
     if not stored:
         return Applied()
-    loaded, _ = load_stored(conn, stored, now)  # one that no longer parses: said, left
-    applied = apply_and_match(conn, loaded, ctx, now)
-    eq.mark_events_applied(conn, sorted(applied.results.items()), now)
+    loaded, _ = load_stored(book, stored, now)  # one that no longer parses: said, left
+    applied = apply_and_match(book, loaded, ctx, now)
+    book.mark_applied(sorted(applied.results.items()), now)
     return applied
 
 
-def match_events(engine: Engine, norms: Collection[str], now: datetime, *,
+def match_events(store: TrackingStore, norms: Collection[str], now: datetime, *,
                  ctx: ApplyContext = PLAIN, held: bool = False
                  ) -> tuple[set[str], Applied]:
     """:func:`match_stored` after the caller's commit: a read first (usually nothing waits),
@@ -86,14 +82,13 @@ def match_events(engine: Engine, norms: Collection[str], now: datetime, *,
     wanted = {n.lower() for n in norms if n}  # as record_accepted stores them
     if not wanted:
         return set(), Applied()
-    with read(engine, "look for events stored before their send") as conn:
+    with store.reading("look for events stored before their send") as book:
         if not held:
-            wanted = tq.held_message_ids(conn, wanted)
-        if not wanted or not eq.unmatched_events_for(conn, wanted, MATCHED_EVENTS):
+            wanted = book.held_message_ids(wanted)
+        if not wanted or not book.unmatched_for(wanted, MATCHED_EVENTS):
             return wanted, Applied()
-    with transaction(engine, "apply the events stored before their send") as conn:
-        cq.lock_matching(conn)
-        return wanted, match_stored(conn, wanted, now, ctx=ctx, held=True)
+    with store.batch("apply the events stored before their send") as book:
+        return wanted, match_stored(book, wanted, now, ctx=ctx, held=True)
 
 
 __all__ = ["MATCHED_EVENTS", "apply_and_match", "match_events", "match_stored"]

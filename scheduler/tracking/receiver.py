@@ -26,7 +26,6 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Iterable
-from datetime import datetime
 
 from fastapi import FastAPI
 from starlette.requests import Request
@@ -35,10 +34,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from scheduler.core.httpserver import BackgroundServer
 from scheduler.core.timeutil import Clock, monotonic
-from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
-from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore as LedgerTracking
 from scheduler.links.routes import add_link_routes
 from scheduler.settings.load import Settings
 from scheduler.tracking import event_store, intake_counts
@@ -57,6 +55,7 @@ from scheduler.tracking.intake import (
 )
 from scheduler.tracking.matching import match_events
 from scheduler.tracking.replies import OptOutWords
+from scheduler.tracking.store import TrackingStore
 from scheduler.tracking.urls import ACCOUNT_PATH, SESSION_PATH, receiver_token
 from scheduler.tracking.writer import EventWriter
 
@@ -72,18 +71,6 @@ _DUPLICATE = b'{"ok":true,"duplicate":true}'
 
 #: How often a running receiver records that it still listens.
 UPTIME_EVERY_S = 5.0
-
-
-def _write_uptime(engine: Engine, uptime_id: int | None, pid: int, url_key: str,
-                  now: datetime, stopping: bool = False) -> int:
-    with transaction(engine, "record the receiver's uptime") as conn:
-        if uptime_id is None:
-            return uq.open_uptime(conn, pid, url_key, now) if not stopping else 0
-        if stopping:
-            uq.stop_uptime(conn, uptime_id, now)
-        else:
-            uq.touch_uptime(conn, uptime_id, now)
-        return uptime_id
 
 
 def _error(status: int, message: str) -> tuple[int, bytes]:
@@ -129,10 +116,10 @@ class LateMatches:
 class Receiver:
     """State of one receiver app: writer, rejecter, late matches, secrets."""
 
-    def __init__(self, settings: Settings, ledger: Ledger, client: ClientSource,
-                 clock: Clock, sweep_every_s: float) -> None:
+    def __init__(self, settings: Settings, store: TrackingStore,
+                 client: ClientSource, clock: Clock, sweep_every_s: float) -> None:
         self.settings = settings
-        self.ledger = ledger
+        self.store = store
         self.clock = clock
         self.sweep_every_s = sweep_every_s
         self.token = receiver_token(settings).encode()
@@ -141,7 +128,7 @@ class Receiver:
         self.ctx = ApplyContext(OptOutWords(settings.opt_out_words),
                                 reject_calls=settings.reject_calls)
         self.late = LateMatches()
-        self.writer = EventWriter(ledger.engine, self.ctx, clock, on_applied=self._after)
+        self.writer = EventWriter(store, self.ctx, clock, on_applied=self._after)
         self.rejecter = CallRejecter(settings, client, self._note)
         self._sweeper: asyncio.Task[None] | None = None
         self.recovered = 0
@@ -188,8 +175,8 @@ class Receiver:
         self._uptime_touched = now
         try:
             self._uptime_id = await self.writer.run(
-                _write_uptime, self.ledger.engine, self._uptime_id, os.getpid(),
-                self.url_key(), self.clock(), stopping)
+                lambda: self.store.record_uptime(self._uptime_id, os.getpid(), self.url_key(),
+                                                 self.clock(), stopping=stopping))
         except LedgerError as exc:
             logger.warning("could not record the receiver's uptime: %s", exc)
 
@@ -201,21 +188,20 @@ class Receiver:
 
     async def _note(self, event_id: int, result: str) -> None:
         try:
-            await self.writer.run(event_store.note_result, self.ledger.engine, event_id, result)
+            await self.writer.run(event_store.note_result, self.store, event_id, result)
         except LedgerError as exc:
             logger.warning("could not note the result of event %s: %s", event_id, exc)
 
     async def start(self) -> None:
         """Start the writer, apply what a previous process left, start the sweeper."""
         self.writer.start()
-        engine = self.ledger.engine
-        count, applied = await self.writer.run(event_store.apply_unapplied, engine, self.ctx,
-                                               self.clock())
+        count, applied = await self.writer.run(event_store.apply_unapplied, self.store,
+                                               self.ctx, self.clock())
         self.recovered = count
         if count:
             logger.info("applied %d stored events left unapplied", count)
         self.late.add(applied.unmatched)
-        self.late.add(await self.writer.run(event_store.pending_unmatched, engine))
+        self.late.add(await self.writer.run(event_store.pending_unmatched, self.store))
         # Move everything alive at start-up (modules, models, the app) out of the cyclic
         # GC's reach: a full collection over it paused the loop up to 68 ms under load
         # (P4's p99); with the freeze the longest pause measured 3 ms. Undone at stop.
@@ -230,8 +216,8 @@ class Receiver:
         matching rule: :func:`scheduler.tracking.matching.match_events`); how many."""
         if not len(self.late):
             return 0
-        engine, norms, now = self.ledger.engine, self.late.norms(), self.clock()
-        held, applied = await self.writer.run(lambda: match_events(engine, norms, now,
+        norms, now = self.late.norms(), self.clock()
+        held, applied = await self.writer.run(lambda: match_events(self.store, norms, now,
                                                                    ctx=self.ctx))
         ready = self.late.due(held)  # matched here, or by the dispatcher already
         self._after(applied)
@@ -340,7 +326,8 @@ def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource 
     on the caller's loop), or a factory called on the receiver's loop; by default one is
     made from the settings when a service is configured.
     """
-    receiver = Receiver(settings, ledger, client, clock or ledger.clock, sweep_every_s)
+    receiver = Receiver(settings, LedgerTracking(ledger), client, clock or ledger.clock,
+                        sweep_every_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -14,21 +14,20 @@ import logging
 from collections.abc import Iterable
 from datetime import datetime
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import events as eq
 from scheduler.ledger.rows import StoredEvent
 from scheduler.tracking.intake import Incoming, Rejected, incoming_from_payload
+from scheduler.tracking.store import EventLogStore
 
 logger = logging.getLogger("scheduler.tracking")
 #: How long a result may be (the reason is cut there).
 MAX_RESULT = 500
 
 
-def load_stored(conn: Connection, rows: Iterable[StoredEvent], now: datetime
+def load_stored(book: EventLogStore, rows: Iterable[StoredEvent], now: datetime
                 ) -> tuple[list[tuple[int, Incoming]], dict[int, str]]:
     """The stored events ``rows`` parsed again, as ``(event id, event)`` in their order,
     and those that no longer parse with the reason, which is also put in their ``result``
-    (inside ``conn``, the caller's transaction)."""
+    (in ``book``, the caller's transaction)."""
     loaded: list[tuple[int, Incoming]] = []
     broken: dict[int, str] = {}
     for event_id, payload in rows:
@@ -37,5 +36,5 @@ def load_stored(conn: Connection, rows: Iterable[StoredEvent], now: datetime
         except (Rejected, ValueError) as exc:  # its shape (422), or not JSON any more
             broken[event_id] = f"error: stored payload does not parse: {exc}"[:MAX_RESULT]
             logger.warning("stored event %s could not be parsed again: %s", event_id, exc)
-            eq.note_event_result(conn, event_id, broken[event_id])
+            book.note_result(event_id, broken[event_id])
     return loaded, broken

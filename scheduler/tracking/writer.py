@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from scheduler.core.timeutil import Clock
-from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import Incoming
+from scheduler.tracking.store import TrackingStore
 
 T = TypeVar("T")
 
@@ -43,10 +43,10 @@ class Stored:
 class EventWriter:
     """Batches submitted events into one transaction per turn of a single writer thread."""
 
-    def __init__(self, engine: Engine, ctx: ApplyContext, clock: Clock, *,
+    def __init__(self, store: TrackingStore, ctx: ApplyContext, clock: Clock, *,
                  max_batch: int = 1000, threaded: bool = False,
                  on_applied: Callable[[Applied], None] | None = None) -> None:
-        self.engine = engine
+        self.store = store
         self.threaded = threaded
         self.ctx = ctx
         self.clock = clock
@@ -116,7 +116,7 @@ class EventWriter:
     async def _write(self, batch: list[tuple[Incoming, asyncio.Future[Stored]]]) -> None:
         items = [item for item, _ in batch]
         try:
-            result = await self.run(store_and_apply, self.engine, items, self.ctx, self.clock())
+            result = await self.run(store_and_apply, self.store, items, self.ctx, self.clock())
         except Exception as exc:  # LedgerError (or a bug): every waiter gets it
             for _, future in batch:
                 if not future.done():

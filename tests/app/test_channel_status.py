@@ -22,6 +22,7 @@ from scheduler.ledger import access
 from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.service.account_models import voice_key
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
@@ -70,7 +71,8 @@ def _accept(ledger: Ledger, run_id: int, ids: list[str],
 
 def _ingest(ledger: Ledger, events: list[dict[str, Any]]) -> None:
     for event in events:
-        store_and_apply(ledger.engine, [incoming_from(event, json.dumps(event), T0)], CTX, T0)
+        store_and_apply(TrackingStore(ledger),
+                        [incoming_from(event, json.dumps(event), T0)], CTX, T0)
 
 
 def _sms_run(ledger: Ledger) -> int:

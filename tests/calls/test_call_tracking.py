@@ -18,6 +18,7 @@ from scheduler.dispatch.store import RunStores
 from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -74,7 +75,7 @@ def repeat(event: dict[str, Any]) -> dict[str, Any]:
 def ingest(ledger: Ledger, events: list[dict[str, Any]], at: datetime) -> None:
     """Store and apply events as the receiver does."""
     items = [incoming_from(e, json.dumps(e), at) for e in events]
-    store_and_apply(ledger.engine, items, CTX, at)
+    store_and_apply(TrackingStore(ledger), items, CTX, at)
 
 
 def claimed_run(ledger: Ledger, recipients: int) -> tuple[int, list[int]]:

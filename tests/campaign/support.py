@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -33,4 +34,4 @@ def store_events(ledger: Ledger, events: list[dict[str, Any]], now: datetime,
     """Store and apply ``events`` as the receiver does, ``batch`` per transaction."""
     items = [incoming_from(e, json.dumps(e), now) for e in events]
     for start in range(0, len(items), batch):
-        store_and_apply(ledger.engine, items[start:start + batch], CTX, now)
+        store_and_apply(TrackingStore(ledger), items[start:start + batch], CTX, now)

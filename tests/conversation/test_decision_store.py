@@ -15,6 +15,7 @@ from scheduler.ledger.conversation_store import ConversationStore
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries.tables import deliveries, step_decisions
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingBatch
 from tests.factories import T0, make_run, number
 
 
@@ -78,8 +79,9 @@ def test_a_reply_after_the_decision_is_noted_not_undoing_it(ledger: Ledger) -> N
     decided = T0 + timedelta(seconds=10)
     store.decide([DecisionWrite(row, "skip", "no reply within 8 s")], decided)
     with access.transaction(ledger.engine) as conn:
-        late_reply(conn, row.looked_id or 0, "2", T0 + timedelta(seconds=12))
-        late_reply(conn, row.looked_id or 0, "3", T0 + timedelta(seconds=14))  # first kept
+        late_reply(TrackingBatch(conn), row.looked_id or 0, "2", T0 + timedelta(seconds=12))
+        late_reply(TrackingBatch(conn), row.looked_id or 0, "3",
+                   T0 + timedelta(seconds=14))  # the first kept
     with access.read(ledger.engine) as conn:
         note = conn.execute(select(step_decisions.c.outcome,
                                    step_decisions.c.late_note)).one()

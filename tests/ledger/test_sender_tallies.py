@@ -32,6 +32,7 @@ from scheduler.ledger.recycling_store import RecyclingStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, RunStatus
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.service.client import ServiceClient
 from scheduler.settings.engine import EngineSettings
 from scheduler.tracking.apply import ApplyContext
@@ -118,7 +119,7 @@ def _rows(ledger: Ledger, run_id: int) -> list[dict[str, Any]]:
 
 def _ingest(ledger: Ledger, events: list[dict[str, Any]], at: Any) -> None:
     items = [incoming_from(e, json.dumps(e), at) for e in events]
-    store_and_apply(ledger.engine, items, ApplyContext(OptOutWords(["SAIR"])), at)
+    store_and_apply(TrackingStore(ledger), items, ApplyContext(OptOutWords(["SAIR"])), at)
 
 
 async def test_the_kept_counts_equal_the_group_by_after_every_way_rows_change(

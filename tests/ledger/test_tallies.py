@@ -29,6 +29,7 @@ from scheduler.ledger.queries import runs as runq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.service.client import ServiceClient
 from scheduler.settings.engine import EngineSettings
 from scheduler.tracking.apply import ApplyContext
@@ -147,7 +148,7 @@ async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeCl
 def _ingest(ledger: Ledger, events: list[dict[str, Any]], now: datetime) -> None:
     """Store and apply ``events`` as the receiver does, in one batch."""
     items = [incoming_from(e, json.dumps(e), now) for e in events]
-    store_and_apply(ledger.engine, items, ApplyContext(OptOutWords(["SAIR"])), now)
+    store_and_apply(TrackingStore(ledger), items, ApplyContext(OptOutWords(["SAIR"])), now)
 
 
 def _rows(ledger: Ledger, run_id: int) -> list[dict[str, Any]]:

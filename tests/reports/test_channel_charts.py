@@ -16,6 +16,7 @@ import pytest
 from PIL import Image
 
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.reports import ReportResult, write_report
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
@@ -47,7 +48,8 @@ def _run(ledger: Ledger, channel: str, count: int, details: dict[str, Any] | Non
 
 def _ingest(ledger: Ledger, events: list[dict[str, Any]]) -> None:
     for event in events:
-        store_and_apply(ledger.engine, [incoming_from(event, json.dumps(event), T0)], CTX, T0)
+        store_and_apply(TrackingStore(ledger),
+                        [incoming_from(event, json.dumps(event), T0)], CTX, T0)
 
 
 def _call(i: int, *, answered: bool, digits: str = "", cause: int = 16, talk: int = 0

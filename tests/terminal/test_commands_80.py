@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from scheduler.cli import app
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -74,7 +75,7 @@ def test_runs_and_status_say_the_campaigns_zone(ledger: Ledger) -> None:
 def test_events_escape_control_characters_and_label_their_zone(ledger: Ledger) -> None:
     make_run(ledger, 1)
     event = sent(number(0), mid(0), session="loja\x1b[2J\x1b[31m-01")
-    store_and_apply(ledger.engine, [incoming_from(event, json.dumps(event), T0)],
+    store_and_apply(TrackingStore(ledger), [incoming_from(event, json.dumps(event), T0)],
                     ApplyContext(OptOutWords(["SAIR"])), T0)
     lines = _lines("events")  # none wider than 80 columns
     shown = "\n".join(lines)

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from scheduler.cli import app
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.reports import write_report
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
@@ -60,7 +61,7 @@ def answered(tledger: Ledger, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
               pick(2, "r2", "Plano anual")]
     items = [incoming_from(e, json.dumps(e), T0) for e in events]
     for item in items:  # one transaction each, as they would come
-        store_and_apply(tledger.engine, [item], ApplyContext(OptOutWords(["SAIR"])), T0)
+        store_and_apply(TrackingStore(tledger), [item], ApplyContext(OptOutWords(["SAIR"])), T0)
     return run_id
 
 

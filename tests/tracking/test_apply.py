@@ -16,6 +16,7 @@ from sqlalchemy import update
 from scheduler.ledger.db import make_engine, open_ledger
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -42,7 +43,7 @@ def ingest(ledger: Ledger, events: list[dict[str, Any]], *, batch: int = 1) -> N
     """Store and apply ``events`` as the receiver does, ``batch`` per transaction."""
     items = [incoming_from(e, json.dumps(e), NOW) for e in events]
     for start in range(0, len(items), batch):
-        store_and_apply(ledger.engine, items[start:start + batch], CTX, NOW)
+        store_and_apply(TrackingStore(ledger), items[start:start + batch], CTX, NOW)
 
 
 def dispatching(ledger: Ledger, run_id: int, to: str, *, state: str = "dispatching") -> int:
@@ -267,7 +268,7 @@ def test_an_event_that_fails_to_apply_stays_stored_and_is_applied_at_the_next_st
     assert failed["applied_at"] is None and failed["result"].startswith("error: RuntimeError")
     assert table(tledger, "replies") == []
     monkeypatch.setattr(apply_module, "reply_text", real)  # fixed and restarted
-    count, _ = apply_unapplied(tledger.engine, CTX, NOW)
+    count, _ = apply_unapplied(TrackingStore(tledger), CTX, NOW)
     assert count == 1
     assert [r["text"] for r in table(tledger, "replies")] == ["boom"]
     assert rows(tledger, run_id)[1]["reply_text"] == "boom"

@@ -18,6 +18,7 @@ from sqlalchemy import update
 
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingBatch, TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.counts import event_json, stored_events
 from scheduler.tracking.event_store import apply_unapplied, store_and_apply
@@ -38,7 +39,7 @@ PARSE_ERROR = "error: stored payload does not parse: "
 def ingest(ledger: Ledger, *events: dict[str, Any]) -> list[int]:
     """Store and apply events as the receiver does; their event ids."""
     items = [incoming_from(e, json.dumps(e), NOW) for e in events]
-    ids = store_and_apply(ledger.engine, items, CTX, NOW).ids
+    ids = store_and_apply(TrackingStore(ledger), items, CTX, NOW).ids
     assert None not in ids
     return [i for i in ids if i is not None]
 
@@ -71,7 +72,7 @@ def test_at_start_the_others_are_applied_and_the_broken_one_says_why(
     spoil(tledger, first, WRONG_SHAPE)
     spoil(tledger, second, NOT_JSON)
 
-    count, _ = apply_unapplied(tledger.engine, CTX, NOW)
+    count, _ = apply_unapplied(TrackingStore(tledger), CTX, NOW)
 
     assert count == 3
     assert [r["state"] for r in rows(tledger, run_id)] == ["accepted", "accepted", "sent"]
@@ -96,7 +97,7 @@ def test_an_early_event_that_no_longer_parses_does_not_hold_back_the_others(
             conn.execute(update(d).where(d.c.run_id == run_id, d.c.to == number(i))
                          .values(state="accepted", sender="s1", accepted_at=T0,
                                  message_id=mid(i), message_id_norm=mid(i).lower()))
-        applied = match_stored(conn, [mid(0), mid(1)], NOW)
+        applied = match_stored(TrackingBatch(conn), [mid(0), mid(1)], NOW)
 
     assert applied.results == {good: "read"}
     assert [r["state"] for r in rows(tledger, run_id)] == ["accepted", "read"]

@@ -23,6 +23,7 @@ from scheduler.cli import app
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.exceptions import RunNotFound
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking import tracking_counts
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
@@ -58,7 +59,7 @@ def ledger(env: dict[str, str]) -> Iterator[Ledger]:
 def ingest(ledger: Ledger, *events: dict[str, Any]) -> None:
     """Store and apply events as the receiver would."""
     items = [incoming_from(e, json.dumps(e), T0) for e in events]
-    store_and_apply(ledger.engine, items, ApplyContext(OptOutWords(["SAIR"])), T0)
+    store_and_apply(TrackingStore(ledger), items, ApplyContext(OptOutWords(["SAIR"])), T0)
 
 
 class Lines:

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -20,7 +21,8 @@ CTX = ApplyContext(OptOutWords(["SAIR"]))
 
 def _ingest(ledger: Ledger, events: list[dict[str, Any]]) -> None:
     for event in events:
-        store_and_apply(ledger.engine, [incoming_from(event, json.dumps(event), T0)], CTX, T0)
+        store_and_apply(TrackingStore(ledger),
+                        [incoming_from(event, json.dumps(event), T0)], CTX, T0)
 
 
 def _details(ledger: Ledger, run_id: int) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from scheduler.ledger.changes import Changes
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.service.client import ServiceClient
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
@@ -39,7 +40,7 @@ ANSWERED_AT = T0 + timedelta(seconds=1)
 def ingest(ledger: Ledger, *events: dict[str, Any]) -> None:
     """Store and apply events as the receiver does."""
     items = [incoming_from(e, json.dumps(e), EVENT_AT) for e in events]
-    store_and_apply(ledger.engine, items, CTX, EVENT_AT)
+    store_and_apply(TrackingStore(ledger), items, CTX, EVENT_AT)
 
 
 def in_flight(ledger: Ledger, recipients: int = 1, *, steps: int = 1) -> int:

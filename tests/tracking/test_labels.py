@@ -12,6 +12,7 @@ import pytest
 from scheduler.ledger import access
 from scheduler.ledger.queries import labels as lq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.event_store import store_and_apply
 from scheduler.tracking.intake import incoming_from
@@ -87,7 +88,7 @@ def ingest(ledger: Ledger, events: list[dict[str, Any]], rng: random.Random) -> 
     items = [incoming_from(e, json.dumps(e), NOW) for e in events]
     while items:
         size = rng.randint(1, 4)
-        store_and_apply(ledger.engine, items[:size], CTX, NOW)
+        store_and_apply(TrackingStore(ledger), items[:size], CTX, NOW)
         items = items[size:]
 
 

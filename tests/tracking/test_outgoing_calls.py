@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.call_events import call_outcome
 from tests.tracking.support import table, wait_until
 
@@ -60,7 +61,7 @@ def test_repeated_events_of_sandbox_calls_are_stored_once(
     assert terminals == dict.fromkeys(ids, 1)  # one terminal outcome per call
     seen = set()
     for call_id in ids:
-        outcome = call_outcome(tledger.engine, "s1", call_id)
+        outcome = call_outcome(TrackingStore(tledger), "s1", call_id)
         seen.add(outcome.status)
         if outcome.status == "not_answered":
             assert outcome.reason == "no_answer" and outcome.recording_url is None
@@ -96,7 +97,7 @@ def test_a_second_terminal_event_is_not_a_second_outcome(
         ("call.ringing", "unmatched"), ("call.connected", "unmatched"),
         ("call.ended", "unmatched")]
     assert [r["number"] for r in table(tledger, "events")] == ["5521911112222"] * 3
-    outcome = call_outcome(tledger.engine, "s1", "C1")
+    outcome = call_outcome(TrackingStore(tledger), "s1", "C1")
     assert (outcome.status, outcome.reason, outcome.recording_url) == ("ended", "hangup", None)
 
 
@@ -112,9 +113,9 @@ def test_a_recording_after_not_answered_is_ignored(tledger: Ledger, make_receive
     rows = _call_rows(tledger)
     assert rows[-1] == ("C2", "call.audio",
                         "ignored: a recording of a call that was not answered")
-    outcome = call_outcome(tledger.engine, "s1", "C2")
+    outcome = call_outcome(TrackingStore(tledger), "s1", "C2")
     assert (outcome.status, outcome.recording_url) == ("not_answered", None)
-    assert call_outcome(tledger.engine, "s1", "nope").status == "unknown"
+    assert call_outcome(TrackingStore(tledger), "s1", "nope").status == "unknown"
 
 
 def test_live_audio_chunks_are_counted_never_stored(tledger: Ledger, make_receiver) -> None:

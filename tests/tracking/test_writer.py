@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
@@ -28,7 +29,7 @@ async def test_concurrent_events_share_commits_and_each_learns_its_outcome(
     events += [receipt("message.read", number(i), mid(i), T0 + timedelta(seconds=5))
                for i in range(100)]
     items = [incoming_from(e, json.dumps(e), T0) for e in events + events[:10]]
-    writer = EventWriter(tledger.engine, CTX, lambda: T0, threaded=threaded, max_batch=64)
+    writer = EventWriter(TrackingStore(tledger), CTX, lambda: T0, threaded=threaded, max_batch=64)
     writer.start()
     try:
         stored = await asyncio.gather(*(writer.submit(item) for item in items))
@@ -47,7 +48,7 @@ async def test_a_failed_commit_reaches_every_waiter_as_a_ledger_error(
 
     with tledger.engine.begin() as conn:
         conn.execute(text("DROP TABLE events"))
-    writer = EventWriter(tledger.engine, CTX, lambda: T0)
+    writer = EventWriter(TrackingStore(tledger), CTX, lambda: T0)
     writer.start()
     try:
         event = sent(number(0), mid(0))
