@@ -52,6 +52,10 @@ def run_command(
     rehearse: bool = typer.Option(False, "--rehearse", help="Run against the embedded sandbox "
                                   "on a simulated clock and print the timeline; sends nothing."),
     start: str | None = typer.Option(None, "--start", help="Rehearsal start (ISO, with offset)."),
+    replies: Path | None = typer.Option(None, "--replies", help="With --rehearse: who answers "
+                                        "what (JSON: {number: [{\"text\": \"1\"} | null, "
+                                        "...]}, the sandbox's whatsapp_replies_by_number); "
+                                        "else replies are drawn at [replies] expected_rate."),
     new_run: bool = typer.Option(False, "--new-run", help="Run a one-off campaign that "
                                  "already ran again (its earlier recipients are skipped)."),
     include_previous: bool = typer.Option(False, "--include-previous", help="With --new-run: "
@@ -71,8 +75,11 @@ def run_command(
     if rehearse:
         from scheduler.usecases.rehearsal import print_rehearsal, rehearse_campaign
 
-        print_rehearsal(rehearse_campaign(file, start=_parse_start(start)), console)
+        print_rehearsal(rehearse_campaign(file, start=_parse_start(start), replies=replies),
+                        console)
         return
+    if replies is not None:
+        raise SchedulerError("--replies goes with --rehearse")
     if include_previous and not new_run:
         raise SchedulerError("--include-previous goes with --new-run")
     launch_run(file, console, new_run=new_run, include_previous=include_previous,

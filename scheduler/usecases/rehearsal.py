@@ -106,7 +106,27 @@ class Rehearsal:
         return sorted(self.result.timeline, key=lambda entry: entry.at)
 
 
-async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
+def _reply_script(ledger: Ledger, run: Run, options: RunOptions, seed: int,
+                  replies: dict[str, object] | None) -> dict[str, object] | None:
+    """The sandbox's ``whatsapp_replies_by_number`` for a run whose steps follow
+    replies: ``replies`` (a ``--replies`` file's), or drawn at the campaign's expected
+    rate (:mod:`scheduler.usecases.rehearsal_replies`); None for another run."""
+    from scheduler.ledger import access
+    from scheduler.ledger.queries import conversation as cq
+    from scheduler.usecases.rehearsal_replies import draw_replies
+
+    if options.conversation is None:
+        return None
+    if replies is not None:
+        return replies
+    assert run.id is not None
+    with access.read(ledger.engine, "read the rehearsal's recipients") as conn:
+        numbers = cq.first_step_numbers(conn, run.id)
+    return dict(draw_replies(options.conversation, numbers, random.Random(f"{seed}:replies")))
+
+
+async def _rehearse(path: Path, start: datetime, seed: int,
+                    replies: dict[str, object] | None = None) -> Rehearsal:
     from scheduler.campaign.loader import load_campaign
     from scheduler.service.client import ServiceClient
     from scheduler.settings.load import Settings, load_settings
@@ -133,6 +153,13 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             settings = Settings(base_url=None, state_dir=Path(folder) / "state",
                                 webhook_secret=secrets.token_hex(16), receiver_port=0)
             sandbox: dict[str, object] = {"seed": seed, "clock": clock, "reply_rate": 0.0}
+            # steps that follow replies: the sandbox answers as scripted (or drawn), and
+            # a receiver takes the replies and receipts into the throw-away ledger
+            script = _reply_script(ledger, run, ledger.options(run), seed, replies)
+            if script is not None:
+                sandbox["whatsapp_replies_by_number"] = script
+                sandbox["recipient_delay_ms"] = (10.0, 20.0)
+                outcomes = True
             if outcomes:
                 sandbox["voice_time_scale"] = REHEARSAL_VOICE_SCALE
             else:  # nothing reads the receipts
@@ -188,9 +215,16 @@ async def _rehearse(path: Path, start: datetime, seed: int) -> Rehearsal:
             engine.dispose()
 
 
-def rehearse_campaign(path: Path, *, start: datetime | None = None, seed: int = 1) -> Rehearsal:
-    """Rehearse the campaign at ``path`` from ``start`` (default: now)."""
-    return asyncio.run(_rehearse(path, start or utcnow(), seed))
+def rehearse_campaign(path: Path, *, start: datetime | None = None, seed: int = 1,
+                      replies: Path | None = None) -> Rehearsal:
+    """Rehearse the campaign at ``path`` from ``start`` (default: now); a campaign whose
+    steps follow replies gets ``replies``'s script (the sandbox's
+    ``whatsapp_replies_by_number``), or replies drawn at its expected rate."""
+    from scheduler.usecases.rehearsal_replies import load_replies
+
+    script: dict[str, object] | None = (dict(load_replies(replies)) if replies is not None
+                                        else None)
+    return asyncio.run(_rehearse(path, start or utcnow(), seed, script))
 
 
 def print_rehearsal(rehearsal: Rehearsal, console: Console) -> None:

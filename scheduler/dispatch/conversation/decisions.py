@@ -17,6 +17,7 @@ not done until each is decided (the latest, at its condition's deadline).
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -39,6 +40,9 @@ TELL_EVERY_S = 60.0
 #: far down the run is decided within a few looks, not when the rows before it are).
 PAGE_ROWS = 2000
 PAGES = 10
+#: Real waits in a row (each ``Timing.settle_real_s``) a rehearsal gives replies on their
+#: way before its simulated clock jumps to a decision's deadline.
+REAL_WAITS = 25
 
 
 class Decisions:
@@ -66,6 +70,11 @@ class Decisions:
         self._after_id = 0
         self._pass_wake: datetime | None = None
         self._pass_pending = 0
+        #: The clock's time of the last real waits for replies, how many were given, and
+        #: the rows waiting when a series of them ran out (None: none ran out yet).
+        self._waited_at: datetime | None = None
+        self._real_waits = 0
+        self._waited_out: int | None = None
 
     @property
     def active(self) -> bool:
@@ -130,6 +139,25 @@ class Decisions:
             tell_at = self._told_at + timedelta(seconds=TELL_EVERY_S)
             self.wake = tell_at if self.wake is None else min(self.wake, tell_at)
         return len(done)
+
+    async def let_replies_in(self, now: datetime, real_s: float) -> bool:
+        """A rehearsal (simulated clock, ``real_s`` > 0) with rows waiting: a short real
+        wait so the replies on their way (the sandbox answers in real time) are stored
+        before the clock jumps to a deadline; False once :data:`REAL_WAITS` were given at
+        this time, or when the waiting rows are those a whole series of waits already saw
+        go by with no reply (or on a real clock, where time itself does this)."""
+        if real_s <= 0 or self.pending == 0:
+            return False
+        if self._waited_at != now:
+            if self.pending == self._waited_out:
+                return False  # nothing new was sent or decided since: no reply is coming
+            self._waited_at, self._real_waits = now, 0
+        if self._real_waits >= REAL_WAITS:
+            self._waited_out = self.pending
+            return False
+        self._real_waits += 1
+        await asyncio.sleep(real_s)
+        return True
 
     def heard(self, deadline: datetime) -> datetime:
         """When the events sent by ``deadline`` have had their chance to arrive: a short

@@ -179,6 +179,10 @@ class Dispatcher:
                         continue  # steps were queued by their conditions
                     wake = self.decisions.wake
                     if wake is not None:
+                        # a rehearsal gives replies on their way a real moment first
+                        if (next_due is None or wake <= next_due) and await \
+                                self.decisions.let_replies_in(now, ctx.setup.timing.settle_real_s):
+                            continue
                         next_due = wake if next_due is None else min(next_due, wake)
                     released, wake = self.trial.check(now)  # an A/B test's held rest
                     if released:

@@ -220,3 +220,12 @@ def decisions_between(conn: Connection, run_id: int, first_id: int, last_id: int
     return {int(i): (str(o), str(r), n) for i, o, r, n in conn.execute(
         select(d.delivery_id, d.outcome, d.reason, d.late_note)
         .where(d.delivery_id >= first_id, d.delivery_id <= last_id, d.run_id == run_id))}
+
+
+def first_step_numbers(conn: Connection, run_id: int) -> list[str]:
+    """The numbers of the run's first step's planned rows, in plan order (a rehearsal's
+    script of replies is drawn for them)."""
+    d = deliveries.c
+    return [str(n) for n in conn.execute(
+        select(d.to).where(d.run_id == run_id, d.step == 0, d.state == S.PLANNED)
+        .order_by(d.id)).scalars()]
