@@ -1,10 +1,13 @@
 """Figure PV1 (issue 36): how long ``person export`` and ``person forget`` take on a ledger
 of ``--rows`` deliveries (one step each, a distinct number each), and a purge of them all.
 
-Both read every text column of every table (reflected) for the number in each of its
-formats, so they cost a scan of the ledger: this measures it. A fresh SQLite ledger in a
-temporary folder (or ``--url``); ``--repeat`` people exported then forgotten, one at a
-time; medians, with the min and max.
+Both find the person's rows by index (their deliveries by ``ix_deliveries_to``, the other
+tables by the number or the delivery ids, :mod:`scheduler.ledger.person_rows`) and search
+only the small tables' text, so their time should not grow with the ledger; before that
+(up to fb8352a) they read every text column of every table, a scan of the ledger. A
+forget's time is how long it holds its one write transaction (on SQLite, how long a live
+run's writes wait). A fresh SQLite ledger in a temporary folder (or ``--url``);
+``--repeat`` people exported then forgotten, one at a time; medians, with the min and max.
 
 Prints JSON lines::
 

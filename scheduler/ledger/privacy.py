@@ -1,23 +1,26 @@
 """A person's rows in the ledger: found (export), erased (forget), and an erased number
 recognised again (a plan).
 
-The person is found by their number's normalised digits in the columns that hold it
-(``deliveries."to"``, ``events.number``, ``replies.number``, ``suppressions.number``,
-``label_chats.number``), by their deliveries' ids and message ids (events, replies, link
-clicks), and then in **every** text column of every table (reflected, so a table added later
-is covered) by the number in any of its formats (the ``needles`` the caller gives).
+The person is found by their number's normalised digits: each table that holds a person's
+data is read by one of its indexes, from the number or from the person's delivery ids,
+message ids and runs (:mod:`scheduler.ledger.person_rows` says which index each uses); the
+small tables (runs, campaigns, the audit, …, and any table this version does not know) are
+searched in every text column for the number in any of its formats (the ``needles`` the
+caller gives). Nothing that grows with the recipients is scanned: an export or an erasure
+costs a few index lookups whatever the ledger's size (figure PV1).
 
 Erasing keeps every row with its states and times (the run tallies the triggers keep, and
 the reports' totals, do not move): the number becomes the person's pseudonym, bodies,
-variables, replies' text, payloads and user agents are blanked, and the number's keyed hash
-is added to the suppression list. Rows still waiting to be sent are skipped in the same
-transaction.
+variables, replies' text, payloads and user agents are blanked, the person's CSV values
+are replaced in the free-text columns, the names kept for the search by name are deleted,
+and the number's keyed hash is added to the suppression list. Rows still waiting to be sent
+are skipped in the same transaction.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -29,24 +32,17 @@ from sqlalchemy import (
     Text,
     and_,
     cast,
-    false,
+    delete,
     or_,
     select,
     update,
 )
 from sqlalchemy.types import JSON
 
+from scheduler.ledger import person_rows as pr
 from scheduler.ledger.privacy_key import ERASED
 from scheduler.ledger.privacy_models import privacy_audit
-from scheduler.ledger.queries.tables import (
-    deliveries,
-    events,
-    label_chats,
-    link_clicks,
-    replies,
-    runs,
-    suppressions,
-)
+from scheduler.ledger.queries.tables import deliveries, events, runs, suppressions
 from scheduler.ledger.states import DeliveryState as S
 
 #: The reason of a person's rows that were waiting when they were erased.
@@ -71,20 +67,23 @@ def _row(row: Any) -> dict[str, Any]:
 
 
 def text_columns(table: Table) -> list[Any]:
-    """The columns of ``table`` that hold text or JSON."""
-    return [c for c in table.columns if isinstance(c.type, (String, Text, JSON))
+    """The columns of ``table`` that hold text or JSON (a model's ``AutoString`` too)."""
+    return [c for c in table.columns
+            if isinstance(getattr(c.type, "impl", c.type), (String, Text, JSON))
             or type(c.type).__name__.upper() in ("JSONB", "JSON", "TEXT", "VARCHAR")]
 
 
 def reflected(conn: Connection) -> list[Table]:
-    """Every table of the ledger, as the database has it (Alembic's own left out)."""
+    """Every table of the ledger, as the database has it (Alembic's own left out): the
+    tests' check that nothing about an erased person is left anywhere."""
     meta = MetaData()
     meta.reflect(bind=conn)
     return [t for name, t in sorted(meta.tables.items()) if name != "alembic_version"]
 
 
 def _as_text(column: Any) -> Any:
-    return column if isinstance(column.type, (String, Text)) else cast(column, Text)
+    return column if isinstance(getattr(column.type, "impl", column.type), (String, Text)) \
+        else cast(column, Text)
 
 
 def _matching(table: Table, needles: Sequence[str]) -> Any:
@@ -96,7 +95,7 @@ def _matching(table: Table, needles: Sequence[str]) -> Any:
 
 
 def deliveries_of(conn: Connection, digits: str) -> list[dict[str, Any]]:
-    """The person's deliveries, every column."""
+    """The person's deliveries, every column (``ix_deliveries_to``)."""
     stmt = select(deliveries).where(deliveries.c.to == digits).order_by(deliveries.c.id)
     return [_row(r) for r in conn.execute(stmt)]
 
@@ -119,59 +118,56 @@ def csv_values(rows: Iterable[dict[str, Any]]) -> list[str]:
     return sorted(found, key=lambda v: (-len(v), v))
 
 
-def _linked(digits: str, ids: list[int], msgids: list[str]) -> dict[str, Any]:
-    """How each table with a known link to the person finds their rows."""
-    return {
-        "deliveries": deliveries.c.to == digits,
-        "events": or_(events.c.number == digits,
-                      events.c.message_id_norm.in_(msgids) if msgids else false()),
-        "replies": or_(replies.c.number == digits,
-                       replies.c.delivery_id.in_(ids) if ids else false()),
-        "link_clicks": link_clicks.c.delivery_id.in_(ids) if ids else None,
-        "suppressions": suppressions.c.number == digits,
-        "label_chats": label_chats.c.number == digits,
-    }
-
-
-def _known(name: str) -> Table:
-    return {"deliveries": deliveries, "events": events, "replies": replies,
-            "link_clicks": link_clicks, "suppressions": suppressions,
-            "label_chats": label_chats}[name]
-
-
-def find_person(conn: Connection, digits: str, needles: Sequence[str],
-                extra_hash: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Every row of every table that is about the person: the linked ones, then any row
-    whose text holds the number in one of ``needles``' formats (and the suppression list's
-    hash of an already erased number, ``extra_hash``)."""
-    mine = deliveries_of(conn, digits)
-    ids = [r["id"] for r in mine]
-    msgids = sorted({r["message_id_norm"] for r in mine if r["message_id_norm"]})
-    found: dict[str, dict[Any, dict[str, Any]]] = {}
-    for name, where in _linked(digits, ids, msgids).items():
-        if where is None:
-            continue
-        table = _known(name)
-        rows = found.setdefault(name, {})
-        for r in conn.execute(select(table).where(where)):
-            rows[_key(table, r)] = _row(r)
-    if extra_hash is not None:
-        for r in conn.execute(select(suppressions).where(suppressions.c.number == extra_hash)):
-            found.setdefault("suppressions", {})[_key(suppressions, r)] = _row(r)
-    for table in reflected(conn):
-        where = _matching(table, needles)
-        if where is None:
-            continue
-        rows = found.setdefault(table.name, {})
-        for r in conn.execute(select(table).where(where)):
-            rows.setdefault(_key(table, r), _row(r))
-    return {name: list(rows.values()) for name, rows in sorted(found.items()) if rows}
-
-
 def _key(table: Table, row: Any) -> Any:
     pk = [c.name for c in table.primary_key.columns]
     mapping = row._mapping
     return tuple(mapping[c] for c in pk) if pk else tuple(mapping.values())
+
+
+def _held(conn: Connection, all_tables: Mapping[str, Table], person: pr.Person
+          ) -> Iterable[tuple[pr.Holder, Table, Sequence[Any]]]:
+    """Each holder table's rows of the person, by its index (the ledger's tables only)."""
+    found: pr.Found = {}
+    for holder in pr.HOLDERS:
+        table = all_tables.get(holder.table)
+        if table is None:
+            continue
+        where = holder.where(table, person, found)
+        if where is None:
+            continue
+        rows = conn.execute(select(table).where(where)).all()
+        found[holder.table] = [dict(r._mapping) for r in rows]
+        yield holder, table, rows
+
+
+def _person(conn: Connection, digits: str, all_tables: Mapping[str, Table],
+            mine: list[dict[str, Any]]) -> pr.Person:
+    return pr.Person.of(conn, digits, mine, all_tables.get("labels"))
+
+
+def find_person(conn: Connection, digits: str, needles: Sequence[str],
+                extra_hash: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every row that is about the person: each holder table's by its index, then the small
+    tables' whose text holds the number in one of ``needles``' formats (and the suppression
+    list's hash of an already erased number, ``extra_hash``)."""
+    all_tables = pr.tables(conn)
+    person = _person(conn, digits, all_tables, deliveries_of(conn, digits))
+    found: dict[str, dict[Any, dict[str, Any]]] = {}
+    for _holder, table, rows in _held(conn, all_tables, person):
+        kept = found.setdefault(table.name, {})
+        for r in rows:
+            kept[_key(table, r)] = _row(r)
+    if extra_hash is not None:
+        for r in conn.execute(select(suppressions).where(suppressions.c.number == extra_hash)):
+            found.setdefault("suppressions", {})[_key(suppressions, r)] = _row(r)
+    for table in pr.swept(all_tables):
+        where = _matching(table, needles)
+        if where is None:
+            continue
+        kept = found.setdefault(table.name, {})
+        for r in conn.execute(select(table).where(where)):
+            kept.setdefault(_key(table, r), _row(r))
+    return {name: list(rows.values()) for name, rows in sorted(found.items()) if rows}
 
 
 def runs_of(conn: Connection, run_ids: Iterable[int]) -> list[dict[str, Any]]:
@@ -194,6 +190,37 @@ def _replace(value: Any, needles: Sequence[str], by: str) -> Any:
     return value
 
 
+def _match(table: Table, old: Any) -> Any:
+    """The row ``old`` by its primary key (every column when it has none)."""
+    pk = list(table.primary_key.columns) or list(table.columns)
+    return and_(*(c == old[c.name] if old[c.name] is not None else c.is_(None) for c in pk))
+
+
+def _erase_rows(conn: Connection, holder: pr.Holder, table: Table, rows: Sequence[Any], *,
+                needles: Sequence[str], wipe: Sequence[str], pseudonym: str) -> int:
+    """Erase a holder's rows of the person (see :class:`~scheduler.ledger.person_rows.
+    Holder`); how many changed."""
+    if holder.delete:
+        for r in rows:
+            conn.execute(delete(table).where(_match(table, r._mapping)))
+        return len(rows)
+    columns = {c.name for c in text_columns(table)}
+    changed = 0
+    for r in rows:
+        old = r._mapping
+        new: dict[str, Any] = {}
+        for name in columns:
+            by = wipe if name in holder.free else needles
+            new[name] = _replace(old[name], by, pseudonym)
+        new.update({k: v for k, v in holder.blank.items() if k in old})
+        new.update({k: pseudonym for k in holder.alias if old.get(k) is not None})
+        new = {k: v for k, v in new.items() if v != old[k]}
+        if new:
+            conn.execute(update(table).where(_match(table, old)).values(**new))
+            changed += 1
+    return changed
+
+
 def forget(conn: Connection, digits: str, *, needles: Sequence[str], pseudonym: str,
            number_hash: str, list_reason: str, now: datetime) -> dict[str, int]:
     """Erase the person in the caller's transaction; the rows changed per table.
@@ -202,59 +229,32 @@ def forget(conn: Connection, digits: str, *, needles: Sequence[str], pseudonym: 
     ``number_hash`` goes on the suppression list with ``list_reason``.
     """
     counts: dict[str, int] = {"deliveries": 0, "deliveries skipped": 0}
+    all_tables = pr.tables(conn)
     mine = deliveries_of(conn, digits)
-    ids = [r["id"] for r in mine]
-    msgids = sorted({r["message_id_norm"] for r in mine if r["message_id_norm"]})
-    values = csv_values(mine)
-    wipe = [*needles, *values]
+    person = _person(conn, digits, all_tables, mine)
+    wipe = [*needles, *csv_values(mine)]
     d = deliveries.c
-    if ids:
+    if mine:
         skipped = conn.execute(update(deliveries).where(
             d.to == digits, d.state.in_(_WAITING)).values(
             state=S.SKIPPED, reason=SKIP_REASON, watch=None, gate=None, updated_at=now))
         counts["deliveries skipped"] = skipped.rowcount or 0
-        for row in mine:  # per row: the reason and errors may quote the number or a value
-            conn.execute(update(deliveries).where(d.id == row["id"]).values(
-                to=pseudonym, payload="{}", variables="{}", reply_text=None, details=None,
-                choices=None, fallback=None,
-                last_error=_replace(row["last_error"], wipe, pseudonym),
-                verdict=_replace(row["verdict"], wipe, pseudonym)))
-        counts["deliveries"] = len(ids)
-    e = events.c
-    done = conn.execute(update(events).where(or_(
-        e.number == digits, e.message_id_norm.in_(msgids) if msgids else false())).values(
-        payload="{}", number=pseudonym))
-    counts["events"] = done.rowcount or 0
-    r = replies.c
-    done = conn.execute(update(replies).where(or_(
-        r.number == digits, r.delivery_id.in_(ids) if ids else false())).values(
-        text=None, choices=None, number=pseudonym))
-    counts["replies"] = done.rowcount or 0
-    if ids:
-        done = conn.execute(update(link_clicks).where(link_clicks.c.delivery_id.in_(ids))
-                            .values(user_agent=None))
-        counts["link_clicks"] = done.rowcount or 0
-    # the suppression list: a clear entry keeps its place under the pseudonym (the reports'
-    # opted-out rows join on it), and the hash is added for later plans
+    for holder, table, rows in list(_held(conn, all_tables, person)):
+        done = _erase_rows(conn, holder, table, rows, needles=needles, wipe=wipe,
+                           pseudonym=pseudonym)
+        if done or holder.table in ("deliveries", "events", "replies", "label_chats"):
+            counts[holder.table] = done
+    # the suppression list: a clear entry kept its place under the pseudonym (the reports'
+    # opted-out rows join on it); the hash is added for later plans
     s = suppressions.c
-    listed = conn.execute(select(suppressions).where(s.number == digits)).first()
-    if listed is not None:
-        conn.execute(update(suppressions).where(s.number == digits).values(
-            number=pseudonym, reason=_replace(listed.reason, wipe, pseudonym)))
+    listed = counts.pop("suppressions", 0)
     if conn.execute(select(s.number).where(s.number == number_hash)).first() is None:
         conn.execute(suppressions.insert().values(number=number_hash, source="erasure",
                                                   reason=list_reason, created_at=now))
-    counts["suppressions"] = 1 + (listed is not None)
-    done = conn.execute(update(label_chats).where(label_chats.c.number == digits)
-                        .values(number=pseudonym))
-    counts["label_chats"] = done.rowcount or 0
-    from scheduler.ledger.queries.names import forget_number
-
-    if gone := forget_number(conn, digits):  # the search by name's keys (folded names)
-        counts["recipient_names"] = gone
-    # then every text column of every table: the number in any format, and the person's
-    # values in the rows that held it
-    for table in reflected(conn):
+    counts["suppressions"] = 1 + listed
+    # then the small tables: the number in any format, and the person's values in the rows
+    # that held it
+    for table in pr.swept(all_tables):
         where = _matching(table, needles)
         if where is None:
             continue
@@ -264,13 +264,9 @@ def forget(conn: Connection, digits: str, *, needles: Sequence[str], pseudonym: 
             old = found._mapping
             new = {c.name: _replace(old[c.name], wipe, pseudonym) for c in columns}
             new = {k: v for k, v in new.items() if v != old[k]}
-            if not new:
-                continue
-            pk = list(table.primary_key.columns) or list(table.columns)
-            match = and_(*(c == old[c.name] if old[c.name] is not None else c.is_(None)
-                           for c in pk))
-            conn.execute(update(table).where(match).values(**new))
-            changed += 1
+            if new:
+                conn.execute(update(table).where(_match(table, old)).values(**new))
+                changed += 1
         if changed:
             counts[f"{table.name} (text)"] = changed
     return counts
