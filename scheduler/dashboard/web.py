@@ -37,6 +37,8 @@ STATIC = PACKAGE / "static"
 #: The pages of the navigation bar: (path, label).
 NAV = (("/", "Overview"), ("/senders", "Senders"), ("/campaigns", "Campaigns"),
        ("/replies", "Replies"), ("/recipients", "Recipients"), ("/webhooks", "Webhooks"))
+#: The pages only an operator may open, after those (a viewer is not shown them).
+OPERATOR_NAV = (("/privacy", "Privacy"),)
 #: A run's id in a path: a positive number the database can hold (else the page's 404).
 RunId = Annotated[int, PathParam(ge=1, le=2**63 - 1)]
 #: The most notices kept for the pages actions lead back to.
@@ -138,7 +140,7 @@ def make_templates() -> Jinja2Templates:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(number=number, percent=percent, when=when, duration=duration)
-    env.globals.update(ago=ago, nav=NAV)
+    env.globals.update(ago=ago, nav=NAV, operator_nav=OPERATOR_NAV)
     return Jinja2Templates(env=env)
 
 
