@@ -85,6 +85,7 @@ def main() -> None:
         args.events, args.repeat = 200, 1
 
     from scheduler.ledger.db import open_ledger
+    from scheduler.ledger.outbox_store import OutboxStore
     from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription
     from scheduler.webhooks_out.worker import WebhookWorker
 
@@ -95,7 +96,7 @@ def main() -> None:
         engine = open_ledger(args.url or f"sqlite:///{Path(tmp) / 'o1.db'}")
         database = engine.dialect.name
         sub = WebhookSubscription(url=url, events=("run.completed",), secret=SECRET)
-        worker = WebhookWorker(engine, [sub], WebhookDelivery(batch=args.batch))
+        worker = WebhookWorker(OutboxStore(engine), [sub], WebhookDelivery(batch=args.batch))
 
         async def drain() -> None:
             async with worker.client() as client:

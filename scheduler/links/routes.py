@@ -28,9 +28,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-from scheduler.ledger.access import Engine, transaction
 from scheduler.ledger.exceptions import LedgerError
-from scheduler.ledger.queries import links as lq
+from scheduler.ledger.link_store import LinkStore
 from scheduler.links.clicks import judge, stored_user_agent
 from scheduler.links.exceptions import BadToken, LinkError
 from scheduler.links.keys import link_key
@@ -43,34 +42,28 @@ Runner = Callable[..., Awaitable[Any]]
 _NO_STORE = {"cache-control": "no-store", "referrer-policy": "no-referrer"}
 
 
-def follow(engine: Engine, parsed: ParsedToken, key: bytes, *, method: str,
+def follow(store: LinkStore, parsed: ParsedToken, key: bytes, *, method: str,
            user_agent: str | None, now: datetime) -> str | None:
     """The address of a valid token, its hit stored; ``None`` (nothing stored) otherwise."""
-    ref = parsed.ref
-    with transaction(engine, "record a click on a tracked link") as conn:
-        target = lq.link_target(conn, ref.run_id, ref.link)
-        if target is None:
+
+    def verdict(to: str, sent_at: datetime | None) -> tuple[bool, str | None] | None:
+        if not parsed.signed_for(key, to):
             return None
-        step, url = target
-        for recipient in lq.recipients_of(conn, ref.run_id, ref.row, step):
-            if parsed.signed_for(key, recipient.to):
-                verdict = judge(method=method, user_agent=user_agent,
-                                sent_at=recipient.sent_at, now=now)
-                lq.record_click(conn, run_id=ref.run_id, link=ref.link,
-                                delivery_id=recipient.delivery_id, at=now,
-                                counted=verdict.counted, why_not=verdict.why_not,
-                                user_agent=stored_user_agent(user_agent))
-                return url
-    return None
+        found = judge(method=method, user_agent=user_agent, sent_at=sent_at, now=now)
+        return found.counted, found.why_not
+
+    ref = parsed.ref
+    return store.follow(ref.run_id, ref.link, ref.row, verdict,
+                        user_agent=stored_user_agent(user_agent), now=now)
 
 
 class LinkRoute:
     """``GET /r/{token}`` over a ledger, with the project's key (read until there is one:
     the first plan with links makes it, maybe after this receiver started)."""
 
-    def __init__(self, settings: Settings, engine: Engine, clock: Callable[[], datetime],
+    def __init__(self, settings: Settings, store: LinkStore, clock: Callable[[], datetime],
                  run: Runner) -> None:
-        self.settings, self.engine, self.clock, self.run = settings, engine, clock, run
+        self.settings, self.store, self.clock, self.run = settings, store, clock, run
         self._key: bytes | None = None
 
     def key(self) -> bytes | None:
@@ -92,7 +85,7 @@ class LinkRoute:
         if key is None:
             return _not_found()
         try:
-            url = await self.run(partial(follow, self.engine, parsed, key,
+            url = await self.run(partial(follow, self.store, parsed, key,
                                          method=request.method,
                                          user_agent=request.headers.get("user-agent"),
                                          now=self.clock()))
@@ -109,9 +102,9 @@ def _not_found() -> Response:
     return PlainTextResponse("no such link\n", status_code=404, headers=_NO_STORE)
 
 
-def add_link_routes(app: Starlette, settings: Settings, engine: Engine,
+def add_link_routes(app: Starlette, settings: Settings, store: LinkStore,
                     clock: Callable[[], datetime], run: Runner) -> None:
     """Add ``GET /r/{token}`` to the receiver's ``app`` (``run(fn)`` runs the ledger work
     off the event loop: the receiver's writer thread)."""
-    route = LinkRoute(settings, engine, clock, run)
+    route = LinkRoute(settings, store, clock, run)
     app.router.add_route(f"{LINK_PATH}{{token}}", route.handle, methods=["GET"])

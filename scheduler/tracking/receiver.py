@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from scheduler.core.httpserver import BackgroundServer
 from scheduler.core.timeutil import Clock, monotonic
 from scheduler.ledger.exceptions import LedgerError
+from scheduler.ledger.link_store import LinkStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.tracking_store import TrackingStore as LedgerTracking
 from scheduler.links.routes import add_link_routes
@@ -342,7 +343,8 @@ def create_receiver(settings: Settings, ledger: Ledger, *, client: ClientSource 
     app.state.receiver = receiver
     app.add_middleware(WebhookRoutes, receiver=receiver)
     app.router.add_route("/health", receiver.health, methods=["GET"])
-    add_link_routes(app, settings, ledger.engine, receiver.clock, receiver.writer.run)
+    add_link_routes(app, settings, LinkStore(ledger.engine), receiver.clock,
+                    receiver.writer.run)
     return app
 
 

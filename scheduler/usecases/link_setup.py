@@ -15,8 +15,8 @@ from __future__ import annotations
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.loader import Campaign
 from scheduler.campaign.rendering import leaves
-from scheduler.ledger.access import Engine, read
-from scheduler.ledger.queries import links as lq
+from scheduler.ledger.access import Engine
+from scheduler.ledger.link_store import LinkStore
 from scheduler.links.keys import link_base, link_key
 from scheduler.links.render import SETTING_HINT, LinkBinding, LinkKey, number_links
 from scheduler.settings.load import Settings, load_settings
@@ -77,8 +77,7 @@ def bind_run(campaign: Campaign, engine: Engine, run_id: int,
     settings = settings or load_settings(near=campaign.path)
     refuse_unlinkable(campaign, settings)
     base = link_base(settings) or ""
-    with read(engine, f"read the links of run {run_id}") as conn:
-        existing = lq.run_links(conn, run_id)
+    existing = LinkStore(engine).run_links(run_id)
     numbers = number_links(_addresses(campaign), existing)
     key = link_key(settings)
     assert key is not None  # made when missing

@@ -13,9 +13,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field
 
-from scheduler.ledger import access
 from scheduler.ledger.access import Engine
-from scheduler.ledger.queries import outbox as oq
+from scheduler.ledger.outbox_store import OutboxStore
 from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription
 
 #: The states of a delivery, in the order they are shown.
@@ -72,10 +71,7 @@ def webhooks_view(engine: Engine, subscriptions: list[WebhookSubscription],
                   delivery: WebhookDelivery, now: datetime, *,
                   states: list[str] | None = None, limit: int = 50) -> WebhooksView:
     """The outbox as people see it (``states``: only deliveries in these)."""
-    with access.snapshot(engine, "read the outgoing webhooks") as conn:
-        counts = oq.counts(conn, now)
-        rows = oq.list_deliveries(conn, states=states, limit=limit)
-        waiting, _backlog = oq.backlog(conn)
+    counts, rows, waiting = OutboxStore(engine).readout(now, states, limit)
     subs = {s.key: SubscriptionView(name=s.key, url=shown_url(s.url), events=list(s.events))
             for s in subscriptions}
     for (name, state), n in counts.items():
@@ -97,5 +93,4 @@ def webhooks_view(engine: Engine, subscriptions: list[WebhookSubscription],
 
 def retry_delivery(engine: Engine, delivery_id: int, now: datetime) -> bool:
     """Make a failed (or waiting) delivery due now; False when there is no such row."""
-    with access.transaction(engine, f"retry webhook delivery {delivery_id}") as conn:
-        return oq.retry(conn, delivery_id, now)
+    return OutboxStore(engine).retry(delivery_id, now)

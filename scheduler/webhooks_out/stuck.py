@@ -12,13 +12,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from scheduler.ledger import access, outbox
-from scheduler.ledger.queries import metrics as mq
-from scheduler.ledger.states import RunStatus
 from scheduler.outbox.events import RunStuckData
 
 if TYPE_CHECKING:
-    from scheduler.ledger.access import Engine
+    from scheduler.ledger.access import Connection
+    from scheduler.ledger.models import Run
+    from scheduler.ledger.outbox_store import OutboxStore
     from scheduler.settings.load import Settings
 
 #: How often the running runs' verdicts are read (a view per running run).
@@ -28,8 +27,8 @@ CHECK_EVERY = timedelta(seconds=30)
 class StuckWatch:
     """Reads the running runs' stuck verdicts now and then; writes ``run.stuck``."""
 
-    def __init__(self, engine: Engine, settings: Settings) -> None:
-        self.engine = engine
+    def __init__(self, store: OutboxStore, settings: Settings) -> None:
+        self.store = store
         self.settings = settings
         self.checked_at: datetime | None = None
 
@@ -45,19 +44,11 @@ class StuckWatch:
         spell); how many were written."""
         from scheduler.views.reading import read_run
 
-        stuck: list[RunStuckData] = []
-        with access.snapshot(self.engine, "read whether runs are stuck") as conn:
-            for run in mq.unfinished_runs(conn):
-                if run.status != RunStatus.RUNNING or run.id is None:
-                    continue
-                view = read_run(conn, run, self.settings, now).view
-                if view.stuck.stuck:
-                    stuck.append(RunStuckData(
-                        run_id=run.id, campaign=run.campaign_name, channel=run.channel,
-                        last_send_at=view.last_send_at, idle_s=view.stuck.idle_s or 0.0,
-                        allowed_s=view.stuck.allowed_s or 0.0, at=now))
-        written = 0
-        for data in stuck:
-            with access.transaction(self.engine, f"note that run {data.run_id} is stuck") as conn:
-                written += outbox.run_stuck(conn, data, now)
-        return written
+        def judge(conn: Connection, run: Run) -> RunStuckData | None:
+            view = read_run(conn, run, self.settings, now).view
+            return RunStuckData(
+                run_id=run.id or 0, campaign=run.campaign_name, channel=run.channel,
+                last_send_at=view.last_send_at, idle_s=view.stuck.idle_s or 0.0,
+                allowed_s=view.stuck.allowed_s or 0.0, at=now) if view.stuck.stuck else None
+
+        return sum(self.store.note_stuck(data, now) for data in self.store.stuck_runs(judge))

@@ -23,9 +23,7 @@ from typing import TYPE_CHECKING
 import httpx
 
 from scheduler.core.timeutil import Clock, utcnow
-from scheduler.ledger import access
-from scheduler.ledger.access import Engine
-from scheduler.ledger.queries import outbox as oq
+from scheduler.ledger.outbox_store import Claimed, OutboxStore
 from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription
 from scheduler.webhooks_out.backoff import next_attempt
 from scheduler.webhooks_out.post import Outcome, post
@@ -33,6 +31,7 @@ from scheduler.webhooks_out.signing import headers
 from scheduler.webhooks_out.stuck import StuckWatch
 
 if TYPE_CHECKING:
+    from scheduler.ledger.access import Engine
     from scheduler.settings.load import Settings
 
 #: A claimed row is kept from other workers for this many POST time limits.
@@ -45,7 +44,7 @@ IDLE_POLL_S = 60.0
 KEEP_HORIZONS = 7
 
 
-def body_of(claimed: oq.Claimed) -> str:
+def body_of(claimed: Claimed) -> str:
     """The JSON body of a delivery: ``{"type", "timestamp", "data"}`` (the same every try)."""
     return json.dumps({"type": claimed.type, "timestamp": claimed.created_at.isoformat(),
                        "data": json.loads(claimed.payload)},
@@ -55,12 +54,12 @@ def body_of(claimed: oq.Claimed) -> str:
 class WebhookWorker:
     """Delivers the outbox to ``subscriptions`` (see the module's text)."""
 
-    def __init__(self, engine: Engine, subscriptions: Sequence[WebhookSubscription],
+    def __init__(self, store: OutboxStore, subscriptions: Sequence[WebhookSubscription],
                  delivery: WebhookDelivery, *, clock: Clock = utcnow,
                  draw: Callable[[], float] = random.random,
                  transport: httpx.AsyncBaseTransport | None = None,
                  wall: Clock = utcnow) -> None:
-        self.engine = engine
+        self.store = store
         self.subscriptions = {sub.key: sub for sub in subscriptions}
         self.delivery = delivery
         self.clock = clock
@@ -78,43 +77,36 @@ class WebhookWorker:
         the type; none for an event older than the horizon); how many events."""
         now = self.clock()
         oldest = now - self.delivery.horizon
-        with access.transaction(self.engine, "give webhook events out") as conn:
-            events = oq.unfanned(conn, GIVE_OUT_BATCH)
-            rows = [(event_id, key) for event_id, kind, at in events if at >= oldest
-                    for key, sub in self.subscriptions.items() if sub.wants(kind)]
-            oq.fan_out(conn, rows, [event_id for event_id, _kind, _at in events], now)
-        return len(events)
+        return self.store.give_out(GIVE_OUT_BATCH, lambda kind, at: [
+            key for key, sub in self.subscriptions.items() if at >= oldest and sub.wants(kind)],
+            now)
 
-    def claim(self) -> list[oq.Claimed]:
+    def claim(self) -> list[Claimed]:
         """Take the due deliveries of this process's subscriptions (one batch)."""
         now = self.clock()
         until = now + timedelta(seconds=CLAIM_LEASES * self.delivery.timeout_s)
-        with access.transaction(self.engine, "claim webhook deliveries") as conn:
-            return oq.claim(conn, now, until, self.delivery.batch, self.subscriptions)
+        return self.store.claim(now, until, self.delivery.batch, self.subscriptions)
 
-    async def _send(self, client: httpx.AsyncClient, claimed: oq.Claimed) -> Outcome:
+    async def _send(self, client: httpx.AsyncClient, claimed: Claimed) -> Outcome:
         sub = self.subscriptions[claimed.subscription]
         body = body_of(claimed)
         return await post(client, sub.url, body, headers(
             sub.secret.get_secret_value(), claimed.msg_id, self.wall(), body))
 
-    def record(self, tries: Sequence[tuple[oq.Claimed, Outcome]]) -> None:
+    def record(self, tries: Sequence[tuple[Claimed, Outcome]]) -> None:
         """Write each try's outcome: delivered, due again after its back-off, or failed."""
         now = self.clock()
         d = self.delivery
-        with access.transaction(self.engine, "record webhook deliveries") as conn:
-            for claimed, outcome in tries:
-                later = None if outcome.delivered else next_attempt(
-                    claimed.attempts + 1, claimed.created_at, now, first_s=d.first_retry_s,
-                    max_s=d.max_retry_s, horizon=d.horizon, draw=self.draw)
-                oq.record_try(conn, claimed.id, now, status=outcome.status,
-                              error=outcome.error, delivered=outcome.delivered,
-                              next_at=later)
+        self.store.record(now, [(claimed.id, outcome.status, outcome.error, outcome.delivered,
+                                 None if outcome.delivered else next_attempt(
+                                     claimed.attempts + 1, claimed.created_at, now,
+                                     first_s=d.first_retry_s, max_s=d.max_retry_s,
+                                     horizon=d.horizon, draw=self.draw))
+                                for claimed, outcome in tries])
 
     async def deliver_due(self, client: httpx.AsyncClient) -> int:
         """Give new events out, then claim, POST and record one batch; how many tried."""
-        with access.read(self.engine, "look for webhook work") as conn:
-            waiting, due = oq.has_work(conn, self.clock(), self.subscriptions)
+        waiting, due = self.store.has_work(self.clock(), self.subscriptions)
         if waiting:
             self.give_out()
         elif not due:
@@ -132,8 +124,7 @@ class WebhookWorker:
         if self.pruned_at is not None and now - self.pruned_at < timedelta(hours=1):
             return
         self.pruned_at = now
-        with access.transaction(self.engine, "prune old webhook events") as conn:
-            oq.prune(conn, now - KEEP_HORIZONS * self.delivery.horizon)
+        self.store.prune(now - KEEP_HORIZONS * self.delivery.horizon)
 
     def client(self) -> httpx.AsyncClient:
         """The HTTP client of the loop (the POST's time limit; no redirects followed)."""
@@ -182,7 +173,8 @@ def worker_for(engine: Engine, settings: Settings, *,
     nobody and prunes them, so that an outbox nobody subscribes to does not grow."""
     if not settings.webhooks and not idle_too:
         return None
-    worker = WebhookWorker(engine, settings.webhooks, settings.webhook_delivery)
+    store = OutboxStore(engine)
+    worker = WebhookWorker(store, settings.webhooks, settings.webhook_delivery)
     if any(sub.wants("run.stuck") for sub in settings.webhooks):
-        worker.stuck = StuckWatch(engine, settings)
+        worker.stuck = StuckWatch(store, settings)
     return worker

@@ -13,6 +13,7 @@ import pytest
 
 from scheduler.core.errors import ConfigError
 from scheduler.ledger import access
+from scheduler.ledger.outbox_store import OutboxStore
 from scheduler.ledger.queries import outbox as oq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
@@ -39,7 +40,7 @@ def _worker(ledger: Ledger, clock: FakeClock, receiver: Receiver,
                                        "run.completed", "run.cancelled", "sender.paused",
                                        "sender.resumed")) -> WebhookWorker:
     sub = WebhookSubscription(url=receiver.url, events=events, secret=SECRET)
-    return WebhookWorker(ledger.engine, [sub], FAST, clock=clock, draw=lambda: 0.0)
+    return WebhookWorker(OutboxStore(ledger.engine), [sub], FAST, clock=clock, draw=lambda: 0.0)
 
 
 async def _deliver(worker: WebhookWorker) -> int:
@@ -218,7 +219,7 @@ def test_a_stuck_run_writes_run_stuck_once_per_spell(ledger: Ledger, clock: Fake
     run_id = make_run(ledger, 5)
     ledger.set_status(run_id, "running")
     ledger.acquire(run_id)  # a live owner that sends nothing
-    watch = StuckWatch(ledger.engine, Settings())
+    watch = StuckWatch(OutboxStore(ledger.engine), Settings())
     assert watch.check(clock()) == 0  # just started: its pace explains the silence
     clock.now += timedelta(minutes=10)
     ledger.heartbeat(run_id)
@@ -234,7 +235,7 @@ def test_a_stuck_run_writes_run_stuck_once_per_spell(ledger: Ledger, clock: Fake
 
 def test_without_subscriptions_events_are_given_to_nobody_then_pruned(
         ledger: Ledger, clock: FakeClock) -> None:
-    idle = WebhookWorker(ledger.engine, [], FAST, clock=clock)
+    idle = WebhookWorker(OutboxStore(ledger.engine), [], FAST, clock=clock)
     ledger.set_status(make_run(ledger, 1), "running")
     assert idle.give_out() == 1 and idle.give_out() == 0 and _rows(ledger) == []
     idle.prune()
@@ -275,7 +276,7 @@ def test_two_workers_claiming_at_once_never_take_the_same_delivery(
     first.give_out()
     other_engine = open_ledger(ledger_url)
     try:
-        second = WebhookWorker(other_engine, list(first.subscriptions.values()), FAST,
+        second = WebhookWorker(OutboxStore(other_engine), list(first.subscriptions.values()), FAST,
                                clock=clock)
         taken: list[list[int]] = [[], []]
         start = threading.Barrier(2)

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
+from scheduler.ledger.outbox_store import OutboxStore
 from scheduler.ledger.runs import Ledger
 from scheduler.webhooks_out.worker import WebhookWorker
 from tests.dashboard.web_support import hooks, project_settings, served
@@ -32,7 +33,7 @@ def _fail_twice(ledger: Ledger, clock: FakeClock, settings: object) -> None:
     run_id = make_run(ledger, 1)
     ledger.set_status(run_id, "running")
     ledger.request(run_id, "pause")
-    worker = WebhookWorker(ledger.engine, settings.webhooks,  # type: ignore[attr-defined]
+    worker = WebhookWorker(OutboxStore(ledger.engine), settings.webhooks,  # type: ignore[attr-defined]
                            settings.webhook_delivery, clock=clock)  # type: ignore[attr-defined]
 
     async def once() -> None:
