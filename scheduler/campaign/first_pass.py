@@ -5,17 +5,34 @@ takes no variant's share (:mod:`scheduler.experiments.exact`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
+from scheduler.campaign.blanks import BlankRules
 from scheduler.campaign.chunk_plan import ChunkPlanner
-from scheduler.campaign.recipients import read_chunks
+from scheduler.campaign.consent import ConsentGate
+from scheduler.campaign.label_filter import LabelAudience
+from scheduler.campaign.loader import Campaign
+from scheduler.campaign.recipients import CsvLayout, read_chunks
 
-if TYPE_CHECKING:
-    from scheduler.campaign.plan import Plan
+
+class PlanParts(Protocol):
+    """What the first pass reads of a :class:`~scheduler.campaign.plan.Plan`."""
+
+    campaign: Campaign
+    layout: CsvLayout
+    phone_slug: str
+    variable_slugs: list[str]
+    blanks: BlankRules | None
+    suppressed: set[str]
+    labels: LabelAudience | None
+    consent: ConsentGate | None
+    erased: Callable[[str], str | None] | None
+    chunk_rows: int
+    strict: bool
 
 
-def kept_numbers(plan: Plan) -> Iterator[str]:
+def kept_numbers(plan: PlanParts) -> Iterator[str]:
     """Each kept recipient's number, once, in CSV order."""
     planner = ChunkPlanner(plan.campaign, plan.phone_slug, plan.variable_slugs, plan.blanks)
     labels, consent, erased, suppressed = plan.labels, plan.consent, plan.erased, plan.suppressed

@@ -272,6 +272,16 @@ def forget(conn: Connection, digits: str, *, needles: Sequence[str], pseudonym: 
     return counts
 
 
+def erased_reasons(conn: Connection) -> dict[str, str]:
+    """The suppression list's erased numbers: keyed hash -> the list's reason ("erased at
+    the person's request on …"). Few rows (one per ``person forget``), read by the primary
+    key's range."""
+    s = suppressions.c
+    return {number: reason or "erased at the person's request" for number, reason in
+            conn.execute(select(s.number, s.reason).where(
+                s.number >= ERASED, s.number < "erased;", s.source == "erasure"))}
+
+
 def erased_among(conn: Connection, numbers: Iterable[str],
                  key_of: Callable[[], bytes | None]) -> dict[str, tuple[str, str]]:
     """Which of ``numbers`` were erased at the person's request: number → (the list's

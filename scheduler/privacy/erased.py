@@ -13,21 +13,9 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 
-from sqlalchemy import Connection, select
-
 from scheduler.ledger.access import Engine, read
+from scheduler.ledger.privacy import erased_reasons
 from scheduler.ledger.privacy_key import ERASED
-from scheduler.ledger.queries.tables import suppressions
-
-
-def erased_reasons(conn: Connection) -> dict[str, str]:
-    """The suppression list's erased numbers: keyed hash -> the list's reason ("erased at
-    the person's request on …"). Few rows (one per ``person forget``), read by the primary
-    key's range."""
-    s = suppressions.c
-    return {number: reason or "erased at the person's request" for number, reason in
-            conn.execute(select(s.number, s.reason).where(
-                s.number >= ERASED, s.number < "erased;", s.source == "erasure"))}
 
 
 class ErasedNumbers:
