@@ -20,7 +20,9 @@ by command, side by side) so that the machine's load falls on every side alike. 
 ``--side``: this checkout, with the interpreter running the script.
 
 One JSON line per side and command (``figure`` CLI1, ``value`` = median seconds, ``min``,
-``max``, ``ratio`` = median / the side's baseline median), then one with the load average
+``max``, ``ratio`` = median / the side's baseline median; ``cpu``, ``cpu_min``, ``cpu_max``
+and ``cpu_ratio`` the same of the command's CPU time, user + system, which other work on a
+shared machine disturbs far less than its wall time), then one with the load average
 before and after (other work on the machine makes every figure slower, the ratios less so).
 ``--quick``: 3 runs (default 10).
 """
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -103,16 +106,25 @@ def make_project(side: Side) -> None:
         f"({done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ''})")
 
 
-def time_once(side: Side, args: list[str] | None) -> float:
-    """Seconds of one run of a command (a failing command stops the benchmark)."""
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def time_once(side: Side, args: list[str] | None) -> tuple[float, float]:
+    """Wall and CPU seconds of one run of a command (a failing command stops the
+    benchmark)."""
+    cpu_before = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run(side.argv(args), cwd=side.project, env=_env(),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
     elapsed = time.perf_counter() - started
+    cpu = _children_cpu() - cpu_before
     if done.returncode != 0:
         raise SystemExit(f"{side.name}: {' '.join(side.argv(args))} exited "
                          f"{done.returncode}:\n{done.stderr.decode(errors='replace')[-2000:]}")
-    return elapsed
+    return elapsed, cpu
 
 
 def _sides(specs: list[str], workdir: Path) -> list[Side]:
@@ -146,19 +158,25 @@ def main() -> None:
             for _name, command in COMMANDS:
                 time_once(side, command)
         times: dict[tuple[str, str], list[float]] = {}
+        cpus: dict[tuple[str, str], list[float]] = {}
         for round_no in range(runs):
             for name, command in COMMANDS:
                 for side in sides:
-                    times.setdefault((side.name, name), []).append(time_once(side, command))
+                    wall, cpu = time_once(side, command)
+                    times.setdefault((side.name, name), []).append(wall)
+                    cpus.setdefault((side.name, name), []).append(cpu)
             log(f"round {round_no + 1}/{runs} done (load {os.getloadavg()[0]:.2f})")
     for side in sides:
         base = statistics.median(times[(side.name, "baseline")])
+        cpu_base = statistics.median(cpus[(side.name, "baseline")])
         for name, _command in COMMANDS:
-            values = times[(side.name, name)]
-            median = statistics.median(values)
+            values, used = times[(side.name, name)], cpus[(side.name, name)]
+            median, cpu = statistics.median(values), statistics.median(used)
             emit({"figure": "CLI1", "side": side.name, "command": name,
                   "value": round(median, 3), "unit": "s", "min": round(min(values), 3),
                   "max": round(max(values), 3), "ratio": round(median / base, 2),
+                  "cpu": round(cpu, 3), "cpu_min": round(min(used), 3),
+                  "cpu_max": round(max(used), 3), "cpu_ratio": round(cpu / cpu_base, 2),
                   "runs": runs})
     emit({"figure": "CLI1-load", "load_before": [round(x, 2) for x in load_before],
           "load_after": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count()})
