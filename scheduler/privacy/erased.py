@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from scheduler.ledger.access import Engine, read
 from scheduler.ledger.privacy import erased_reasons
@@ -32,11 +32,15 @@ class ErasedNumbers:
         return self.reasons.get(ERASED + mac.hexdigest())
 
 
-def erased_numbers(engine: Engine, key: bytes | None) -> ErasedNumbers | None:
-    """The ledger's erased numbers (None: there are none, or no key to know them by)."""
+def erased_numbers(engine: Engine, key: bytes | Callable[[], bytes | None] | None
+                   ) -> ErasedNumbers | None:
+    """The ledger's erased numbers (None: there are none, or no key to know them by);
+    ``key`` may be a function, asked only when the list holds an erased number."""
     if key is None:
         return None
     with read(engine, "read the erased numbers of the suppression list") as conn:
         reasons = erased_reasons(conn)
-    return ErasedNumbers(key, reasons) if reasons else None
-
+    if not reasons:
+        return None
+    found = key() if callable(key) else key
+    return ErasedNumbers(found, reasons) if found is not None else None

@@ -141,7 +141,7 @@ def ledger_erased(ledger: Ledger) -> ErasedNumbers | None:
     from scheduler.ledger.privacy_key import project_key
     from scheduler.privacy.erased import erased_numbers
 
-    return erased_numbers(ledger.engine, project_key())
+    return erased_numbers(ledger.engine, project_key)
 
 
 def unfinished_run_for(ledger: Ledger, campaign_name: str) -> Run | None:
