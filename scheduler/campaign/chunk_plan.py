@@ -246,7 +246,10 @@ class ChunkPlanner:
         rows, recipients = result.rows, result.recipients
         phones = columns[self.phone_slug]
         numbers = self.normalizer.normalize_many(phones)
-        slugs, values = self.slugs, [columns[s] for s in self.slugs]
+        slugs = self.slugs
+        # each line's values as one tuple, zipped once per chunk (not a list per line)
+        lines = (list(zip(*(columns[s] for s in slugs), strict=True)) if slugs
+                 else [()] * len(blank))
         steps = [
             (r, s.index, s.kind.name, s.kind.path)
             for r, s in zip(self.renderers, self.campaign.steps, strict=True)
@@ -257,7 +260,7 @@ class ChunkPlanner:
             if is_blank:
                 continue
             row = first_row + i
-            variables = dict(zip(slugs, [col[i] for col in values], strict=True))
+            variables = dict(zip(slugs, lines[i], strict=True))
             digits, region, why, line_type, added = numbers[i]
             reason = None
             if digits is None:
