@@ -24,6 +24,8 @@ class RecipientName(SQLModel, table=True):
     """One key of the name a number had in a run's CSV."""
 
     __tablename__ = "recipient_names"
+    #: SQLite: the rows in the primary key's tree (two trees written per key, not three)
+    __table_args__ = {"sqlite_with_rowid": False}
 
     number: str = Field(primary_key=True)
     name_key: str = Field(primary_key=True, sa_type=KEY_TYPE)

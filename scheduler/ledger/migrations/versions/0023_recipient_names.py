@@ -7,7 +7,8 @@ Create Date: 2026-11-29 08:50:00
 The search by name of the recipient page (issue 35, item 4;
 :mod:`scheduler.ledger.name_models`): ``recipient_names`` holds each number's name by
 the folded start of each of its words, found by ``ix_recipient_names_key`` (a prefix is
-one range; on PostgreSQL the key is compared in the ``"C"`` collation). The rows planned
+one range; on PostgreSQL the key is compared in the ``"C"`` collation; on SQLite the
+table is ``WITHOUT ROWID``: its rows live in the primary key's tree). The rows planned
 before this revision are read once to fill it (their first step's CSV values).
 """
 
@@ -34,6 +35,7 @@ def upgrade() -> None:
                                                         "postgresql"), nullable=False),
         sa.Column("name", AutoString(), nullable=False),
         sa.PrimaryKeyConstraint("number", "name_key"),
+        sqlite_with_rowid=False,
     )
     op.create_index("ix_recipient_names_key", "recipient_names", ["name_key"])
     names.fill_from_deliveries(op.get_bind())
