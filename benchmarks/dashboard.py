@@ -15,8 +15,10 @@ check included). Once the dashboard exists
 (:mod:`scheduler.dashboard`), each page and each live fragment through the real app,
 from the ``Server-Timing`` header it sets (:func:`dashboard_timings`); among them the
 inbox (``/replies`` under each filter, its live fragment) and one recipient's story
-(``/recipients/NUMBER``, a number in both runs), and the search by name (a scan of the
-CSV values, timed apart: it is the search box, not the page).
+(``/recipients/NUMBER``, a number in both runs), and the search by name (every row is
+named ``Pessoa <row, 8 digits>`` in its CSV values: ``q=Pessoa`` matches every row,
+``q=Pessoa 00000084`` one number, ``q=Zuleica`` none; an index of the names since
+migration 0023, a scan of the CSV values before it).
 
 Prints JSON lines::
 
@@ -104,7 +106,8 @@ def _deliveries_sql(dialect: str, run_id: int, n: int, start: datetime) -> str:
         "delivered_at, read_at, replied_at, failed_at, reply_text, updated_at, worker) "
         f"SELECT {run_id}, i, i + 1, 0, 'text', '/api/v1/messages/send/text', "
         f"'55119' || {pad}, 'BR', "
-        f"'{{\"text\": \"Oi\"}}', '{{}}', {_states('i')}, "
+        f"'{{\"text\": \"Oi\"}}', '{{\"nome\": \"Pessoa ' || {pad} || '\"}}', "
+        f"{_states('i')}, "
         f"CASE WHEN {b} BETWEEN 95 AND 96 THEN CASE WHEN i % 2 = 0 THEN "
         "'invalid_number: too short' ELSE 'duplicate' END END, "
         f"CASE WHEN {b} >= 35 AND {b} < 95 OR {b} >= 97 THEN 's' || (i % 5 + 1) END, "
@@ -173,6 +176,10 @@ def seed(url: str, rows: list[int]) -> list[int]:
     from scheduler.ledger.queries import runs as rq
     from scheduler.ledger.runs import Ledger
 
+    try:
+        from scheduler.ledger.queries import names
+    except ImportError:  # a checkout before migration 0023: no names' table
+        names = None  # type: ignore[assignment]
     engine = open_ledger(url)
     ledger = Ledger(engine, clock=lambda: NOW - timedelta(days=1))
     dialect = engine.dialect.name
@@ -192,6 +199,8 @@ def seed(url: str, rows: list[int]) -> list[int]:
             conn.execute(text(_deliveries_sql(dialect, run_id, n, start)))
             for sql in _events_sql(dialect, run_id, n):
                 conn.execute(text(sql))
+            if names is not None:  # the search by name's table (migration 0023), as a plan
+                names.fill_from_deliveries(conn, run_id)  # would have filled it
             rq.update_run(conn, run_id, status="paused", planned_count=n,
                           started_at=start, owner_pid=None, heartbeat_at=None,
                           stop_reason="paused by a person")
@@ -317,7 +326,7 @@ def _inbox(ledger: Any, settings: Any, run_ids: list[int], rows: list[int], repe
     """The inbox and one recipient's story (issue 35): their readings in this process, and
     the pages: ``/replies`` under every filter a person uses and its live fragment, a
     recipient with a reply in both runs (row 84: read, replied), and the search by name
-    (a scan of the CSV values: the search box, not the page)."""
+    (a name matching every row, one number, none)."""
     from scheduler.dashboard.app import create_app
     from scheduler.views.inbox import read_inbox
     from scheduler.views.recipient_story import read_story
@@ -331,7 +340,9 @@ def _inbox(ledger: Any, settings: Any, run_ids: list[int], rows: list[int], repe
     paths = {"/replies": total, "/replies?state=to+answer": total,
              f"/replies?run={run_ids[-1]}": rows[-1], "/replies?campaign=d1-10000": total,
              "/replies/fragment": total, f"/recipients/{STORY_NUMBER}": total,
-             "/recipients?q=Pessoa": total}
+             "/recipients?q=Pessoa": total,
+             f"/recipients?q=Pessoa+{STORY_NUMBER[-8:]}": total,
+             "/recipients?q=Zuleica": total}
     app = create_app(settings, ledger, clock=lambda: NOW)
     for path, figures in dashboard_timings(app, list(paths), repeat).items():
         kind = "live update" if "fragment" in path else "page"
