@@ -12,9 +12,12 @@ that memo before each call (the first read of a run in a process, or after its r
 changed), the other lines read with it. The ``(CPU time)`` lines time the same calls in this
 process's CPU time: with SQLite the server's whole work, whatever load the machine has.
 
-``run_document's statements`` and ``read_run_view's statements`` list the statements one
-read sends (an event listener on the engine): their number, each one's median time and
-their sum (the database's share of the read, round trips included).
+On PostgreSQL on this machine, ``(CPU time, process + database, mean)`` adds the CPU
+time of the server's processes to this process's: the whole server work of a read,
+whatever the machine's load. ``run_document's statements`` and ``read_run_view's
+statements`` list the statements one read sends (an event listener on the engine): their
+number, each one's median time and their sum (the database's share of the read, round
+trips included).
 
 Prints JSON lines::
 
@@ -26,6 +29,7 @@ Prints JSON lines::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import tempfile
@@ -48,6 +52,39 @@ def median_cpu_ms(fn: Callable[[], Any], repeat: int) -> dict[str, float]:
         times.append((time.process_time() - began) * 1000)
     return {"value": round(statistics.median(times), 1), "min_ms": round(min(times), 1),
             "max_ms": round(max(times), 1), "repeat": repeat}
+
+
+def _ticks(pids: list[int]) -> int:
+    """CPU clock ticks (user and system) the processes ``pids`` used so far (Linux)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def server_cpu_ms(engine: Any, fn: Callable[[], Any], repeat: int) -> dict[str, Any] | None:
+    """PostgreSQL on this machine: the CPU time of one call of ``fn`` in this process and
+    in the server's processes (every process ``pg_stat_activity`` lists, the backends
+    serving this process among them), the mean of ``repeat`` calls (the kernel counts
+    whole ticks of 10 ms: a median of single calls would be 0 or 10). The server's own
+    work whatever the machine's load, as the CPU time is for SQLite."""
+    from sqlalchemy import text
+
+    with engine.connect() as conn:
+        pids = [int(p) for p in conn.execute(text("SELECT pid FROM pg_stat_activity")).scalars()]
+    if not pids or not Path(f"/proc/{pids[0]}/stat").exists():
+        return None  # a server elsewhere
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    fn()
+    began, server = time.process_time(), _ticks(pids)
+    for _ in range(repeat):
+        fn()
+    here = (time.process_time() - began) * 1000 / repeat
+    there = (_ticks(pids) - server) * tick_ms / repeat
+    return {"value": round(here + there, 1), "process_ms": round(here, 1),
+            "database_ms": round(there, 1), "repeat": repeat}
 
 
 def statements(engine: Any, fn: Callable[[], Any], repeat: int) -> dict[str, Any]:
@@ -144,6 +181,16 @@ def main() -> None:
                 emit({**base, "what": "read_run_view (the dashboard's read, in process)",
                       **median_ms(lambda rid=run_id: read_run_view(
                           ledger, rid, settings=settings, now=utcnow()), args.repeat)})
+                if engine.dialect.name == "postgresql":
+                    for what, call in (
+                            ("run_document", lambda rid=run_id: reads.run_document(
+                                ledger, settings, rid, utcnow())),
+                            ("read_run_view", lambda rid=run_id: read_run_view(
+                                ledger, rid, settings=settings, now=utcnow()))):
+                        found = server_cpu_ms(engine, call, args.repeat)
+                        if found is not None:
+                            emit({**base, "what": f"{what} (CPU time, process + database, "
+                                                  "mean)", **found})
                 emit({**base, "what": "run_document's statements", **statements(
                     engine, lambda rid=run_id: reads.run_document(ledger, settings, rid,
                                                                   utcnow()), args.repeat)})
