@@ -19,8 +19,8 @@ table                         the person's rows, found by
 ``label_messages``            their chat (``<digits>@…``) under each label (primary key)
 ``consents``                  ``number`` (``ix_consents_number_channel``)
 ``recipient_names``           ``number`` (the primary key); deleted on erasure
-``outbox_events``             their runs' ``recipient.*`` events naming the number (the
-                              outbox is pruned: a few days of events)
+``outbox_events``             their runs' ``recipient.*`` events naming the number
+                              (``ix_outbox_events_run_type``)
 ``outbox_deliveries``         those events' ids (``uq_outbox_deliveries_event_sub``)
 ============================  ===========================================================
 

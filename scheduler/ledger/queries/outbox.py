@@ -61,6 +61,8 @@ outbox_events = Table(
     Index("ix_outbox_events_unfanned", "id",
           sqlite_where=text("fanned_out_at IS NULL"),
           postgresql_where=text("fanned_out_at IS NULL")),
+    # a person's recipient.* events, by their runs (person export / forget; migration 0024)
+    Index("ix_outbox_events_run_type", "run_id", "type"),
 )
 
 outbox_deliveries = Table(

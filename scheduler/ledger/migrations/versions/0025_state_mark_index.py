@@ -1,7 +1,7 @@
 """state mark index
 
 Revision ID: 0025
-Revises: 0023
+Revises: 0024
 Create Date: 2026-11-29 09:00:00
 
 ``ix_deliveries_marks`` on ``deliveries (run_id, state, id) WHERE state IN ('unknown',
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0025"
-down_revision = "0023"
+down_revision = "0024"
 branch_labels = None
 depends_on = None
 
