@@ -28,7 +28,10 @@ demo: $(STAMP)
 # in up to 4 pytest-xdist workers (one per CPU, at least 2); every test has its own files,
 # ports and database. PYTEST_WORKERS=0 runs them in one process. Work stealing: a worker
 # left idle takes tests queued for another, so the slow tests (marked `slow`) do not end
-# the pass on one worker. While working: `pytest -n 2 -m "not slow"` (docs/development.md).
+# the pass on one worker. The two passes run at once (scripts/test-passes: each report is
+# printed whole when its pass ends; the exit status is 0 only when both passed), since
+# one after the other left the CPUs idle half the time; TEST_PASSES=serial runs them in
+# turn. While working: `pytest -n 2 -m "not slow"` (docs/development.md).
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist worksteal)
 
@@ -40,10 +43,7 @@ test: $(STAMP)
 	@$(BIN)/mypy
 	@echo "# docs (mkdocs.yml: a strict build into site/, reference pages generated)"
 	@NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
-	@echo "# tests on SQLite"
-	@CAMPAIGN_TEST_DATABASE_URL= $(PYTEST)
-	@echo "# tests on PostgreSQL"
-	@bash scripts/pg-test-server run -- $(PYTEST)
+	@bash scripts/test-passes -- $(PYTEST)
 
 lint: $(STAMP)
 	@$(BIN)/ruff check scheduler tests benchmarks docs/hooks
