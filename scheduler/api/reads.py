@@ -28,12 +28,11 @@ def runs_document(ledger: Ledger, settings: Settings, now: datetime) -> dict[str
     """``campaign runs --json``: the ledger, every run newest first, and the scheduled fires
     that made no run."""
     from scheduler.ledger.db import ledger_label
-    from scheduler.ledger.queries import schedules as sch
+    from scheduler.ledger.fire_store import FireStore
     from scheduler.views.status import runs_rows
 
     rows = runs_rows(ledger, settings, now)
-    with access.read(ledger.engine, "read the scheduled fires that made no run") as conn:
-        unplanned = sch.unplanned_fires(conn)
+    unplanned = FireStore(ledger.engine).unplanned_fires()
     fires = [{"campaign": fire.campaign_name, "fire_time": fire.fire_time.isoformat(),
               "status": status, "reason": reason} for fire, status, reason in unplanned]
     return {"ledger": ledger_label(settings), "runs": rows, "fires_without_run": fires}

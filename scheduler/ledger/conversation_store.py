@@ -43,5 +43,10 @@ class ConversationStore:
                                 "store the decisions on replies") as conn:
             return cq.write_decisions(conn, self.run_id, writes, now)
 
+    def first_step_numbers(self) -> list[str]:
+        """The numbers of the run's first step (a rehearsal draws their replies)."""
+        with access.read(self.ledger.engine, "read the run's recipients") as conn:
+            return cq.first_step_numbers(conn, self.run_id)
+
 
 __all__ = ["ConversationStore"]

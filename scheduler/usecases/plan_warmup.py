@@ -13,9 +13,7 @@ from pathlib import Path
 
 from scheduler.dispatch.warmup import day_at
 from scheduler.dispatch.warmup_eta import RampStart, ramp_start
-from scheduler.ledger import access
-from scheduler.ledger.queries import sender_health as shq
-from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.sender_store import SenderStore
 from scheduler.ledger.states import SenderStatus
 from scheduler.settings.load import Settings, load_settings
 from scheduler.settings.senders import WarmupProfile
@@ -34,10 +32,9 @@ def warming_senders(settings: Settings, senders: list[str], *, start: datetime,
         return []
     from scheduler.wiring import ledger_from_settings
 
-    ledger = ledger_from_settings(settings)
-    with access.read(ledger.engine, "read the senders' warm-up days") as conn:
-        profiles = spq.profiles(conn, list(ramps))
-        last = shq.last_sends(conn, list(ramps))
+    store = SenderStore(ledger_from_settings(settings), 0)  # any run: profiles, last sends
+    profiles = store.read_sender_profiles(list(ramps))
+    last = store.last_sends(list(ramps))
     found = []
     for sender, ramp in ramps.items():
         row = profiles.get(sender)

@@ -111,8 +111,7 @@ def _reply_script(ledger: Ledger, run: Run, options: RunOptions, seed: int,
     """The sandbox's ``whatsapp_replies_by_number`` for a run whose steps follow
     replies: ``replies`` (a ``--replies`` file's), or drawn at the campaign's expected
     rate (:mod:`scheduler.usecases.rehearsal_replies`); None for another run."""
-    from scheduler.ledger import access
-    from scheduler.ledger.queries import conversation as cq
+    from scheduler.ledger.conversation_store import ConversationStore
     from scheduler.usecases.rehearsal_replies import draw_replies
 
     if options.conversation is None:
@@ -120,8 +119,7 @@ def _reply_script(ledger: Ledger, run: Run, options: RunOptions, seed: int,
     if replies is not None:
         return replies
     assert run.id is not None
-    with access.read(ledger.engine, "read the rehearsal's recipients") as conn:
-        numbers = cq.first_step_numbers(conn, run.id)
+    numbers = ConversationStore(ledger, run.id).first_step_numbers()
     return dict(draw_replies(options.conversation, numbers, random.Random(f"{seed}:replies")))
 
 

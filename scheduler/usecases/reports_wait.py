@@ -19,9 +19,8 @@ from rich.console import Console
 
 from scheduler.core.timeutil import monotonic
 from scheduler.dispatch.channels import known_channel
-from scheduler.ledger import access
-from scheduler.ledger.queries.voice_calls import calls_in_progress
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.sender_store import SenderStore
 from scheduler.ledger.states import DeliveryState
 
 #: States of SMS and voice rows whose final report has not come yet.
@@ -42,9 +41,8 @@ def _outstanding(ledger: Ledger, run_id: int, channel: str) -> int:
     """SMS without a report; calls that have not ended (answered ones included)."""
     if not _calls(channel):
         return awaiting_reports(ledger.counts(run_id))
-    with access.read(ledger.engine, f"count the calls of run {run_id} still in progress") as conn:
-        mine, _everyone = calls_in_progress(conn, run_id, datetime.min.replace(tzinfo=UTC),
-                                            channel)
+    mine, _everyone = SenderStore(ledger, run_id).calls_in_progress(
+        datetime.min.replace(tzinfo=UTC), channel)
     return mine
 
 

@@ -30,11 +30,10 @@ from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
-from scheduler.ledger import access
 from scheduler.ledger.exceptions import RunLocked
+from scheduler.ledger.fire_store import FireStore
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import schedules as sch
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.service.client import ServiceClient
@@ -107,11 +106,7 @@ class Server:
         as missed); the worker goes on serving while they plan (see ``_plan_fire``)."""
         now = self.ledger.clock()
         self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
-        with access.read(self.ledger.engine, "read the due fires") as conn:
-            due = [f for f in sch.due_fires(conn) if f.id not in self.planning]
-            zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if due else {}
-        for fire in due:
-            zone = zones.get(fire.campaign_name, "UTC")
+        for fire, zone in FireStore(self.ledger.engine).due_fires(skip=self.planning):
             if now - fire.fire_time > self.start_grace:
                 self._settle_fire(fire, zone, "missed", None,
                                   f"noticed {span(now - fire.fire_time)} later, more than the "
@@ -150,9 +145,7 @@ class Server:
     def _settle_fire(self, fire: Any, zone: str, status: str, run_id: int | None,
                      reason: str | None) -> None:
         at = local_time(fire.fire_time, zone)
-        with access.transaction(self.ledger.engine,
-                                f"record what became of fire {fire.id}") as conn:
-            sch.settle_fire(conn, fire.id, status, run_id, reason)
+        FireStore(self.ledger.engine).settle_fire(fire.id, status, run_id, reason)
         self.console.print(f"{fire.campaign_name} due at {at}: {status}"
                            + (f" (run {run_id})" if run_id else "")
                            + (f": {reason}" if reason else ""), markup=False)
