@@ -12,7 +12,10 @@
   the pass (``CAMPAIGN_TEST_DATABASE_URL`` / ``--database-url``, see ``tests/databases.py``);
   ``make_ledger_url(name)`` for more than one; ``db_backend`` says which. A subprocess test
   passes the URL on as ``CAMPAIGN_DATABASE_URL``. ``@pytest.mark.sqlite_only(reason=...)``
-  marks a test that is about SQLite itself (skipped on the PostgreSQL pass).
+  marks a test that is about SQLite itself (skipped on the PostgreSQL pass);
+  ``@pytest.mark.pg_covered_by("tests/x.py::test_y", ..., reason=...)`` one whose own point
+  is a rendering (LibreOffice, a browser) while the tests named run its PostgreSQL path on
+  that pass (left out there; the names are checked at collection).
 - ``clock``: a :class:`~tests.factories.FakeClock` at ``T0``; ``ledger``: a migrated ledger
   on ``ledger_url`` whose clock is ``clock``.
 
@@ -24,6 +27,7 @@ each folder's own ``conftest.py``; what tests build (projects, runs, clocks) is 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,6 +66,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """Register the ``sqlite_only`` marker and the ledger URL factory of this session."""
     config.addinivalue_line("markers", "sqlite_only(reason): about SQLite itself; skipped "
                                        "on the PostgreSQL pass")
+    config.addinivalue_line("markers", "pg_covered_by(*tests, reason): what the test adds "
+                                       "is not about the database (LibreOffice's or a "
+                                       "browser's rendering); the PostgreSQL pass leaves it "
+                                       "out, its PostgreSQL path being run there by the "
+                                       "tests named ('tests/x.py::test_y')")
     config.stash[_URLS] = LedgerUrls(config.getoption("--database-url"))
 
 
@@ -84,12 +93,15 @@ _DATABASE_FIXTURES = frozenset({"make_ledger_url", "ledger_urls", "db_backend"})
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """On the PostgreSQL pass, leave out the tests that open no ledger of the pass (they
-    ran, identically, on the SQLite pass) and skip the ones marked ``sqlite_only`` (with
-    their reason)."""
+    ran, identically, on the SQLite pass) and those marked ``pg_covered_by`` (a rendering
+    whose PostgreSQL path other tests run there), and skip the ones marked ``sqlite_only``
+    (with their reason)."""
+    covered = _covered_elsewhere(config, items)
     if config.stash[_URLS].backend == "sqlite":
         return
     same = [item for item in items
-            if _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))]
+            if _DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+            or item in covered]
     if same:
         config.hook.pytest_deselected(items=same)
         left_out = set(same)
@@ -102,6 +114,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 _URLS = pytest.StashKey[LedgerUrls]()
+
+
+def _covered_elsewhere(config: pytest.Config, items: list[pytest.Item]) -> set[pytest.Item]:
+    """The items marked ``pg_covered_by``, after checking that every test they name exists
+    (a renamed or deleted covering test is an error on both passes, not a silent hole)."""
+    covered: set[pytest.Item] = set()
+    for item in items:
+        marker = item.get_closest_marker("pg_covered_by")
+        if marker is None:
+            continue
+        if not marker.args or not marker.kwargs.get("reason"):
+            raise pytest.UsageError(f"{item.nodeid}: pg_covered_by needs the covering tests "
+                                    "and a reason")
+        for named in marker.args:
+            path, _, name = str(named).partition("::")
+            source = Path(config.rootpath, path)
+            if not name or not source.is_file() or not re.search(
+                    rf"^(async )?def {re.escape(name)}\(", source.read_text(encoding="utf-8"),
+                    re.MULTILINE):
+                raise pytest.UsageError(f"{item.nodeid}: pg_covered_by names {named!r}, "
+                                        "which is not a test")
+        covered.add(item)
+    return covered
 
 
 @pytest.fixture(autouse=True)

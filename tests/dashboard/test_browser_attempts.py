@@ -6,11 +6,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from scheduler.ledger.runs import Ledger
 from tests.dashboard.browser import DESKTOP, PHONE, chromium, horizontal_overflow, open_page
 from tests.dashboard.web_support import project_settings, served
 from tests.factories import FakeClock
 from tests.views.support import build_family
+
+#: Chromium's layout of the attempts table; on the PostgreSQL pass the page's rows read from
+#: PostgreSQL are checked (served over HTTP) by these tests.
+pytestmark = pytest.mark.pg_covered_by(
+    "tests/dashboard/test_attempts_page.py::test_the_run_page_shows_each_attempt",
+    "tests/dashboard/test_attempts_page.py::test_the_ledgers_words_stay_text",
+    reason="a browser's layout of a page whose PostgreSQL reads are checked there")
 
 ROWS = """() => Array.from(document.querySelectorAll('#attempts tr[data-attempt]')).map(tr => {
   const box = tr.getBoundingClientRect();

@@ -25,6 +25,15 @@ from tests.dashboard.web_support import HOSTILE, project_settings
 from tests.factories import T0, FakeClock, number, open_test_ledger
 from tests.views.inbox_support import build_world
 
+#: Chromium's view of the inbox; on the PostgreSQL pass the same pages, the operator and
+#: token checks of mark-as-handled and the live update are checked over HTTP by these tests.
+pytestmark = pytest.mark.pg_covered_by(
+    "tests/dashboard/test_inbox_pages.py::test_the_inbox_shows_each_reply_as_text_with_what_it_answers",
+    "tests/dashboard/test_inbox_pages.py::test_marking_handled_takes_the_token_and_says_what_it_did",
+    "tests/dashboard/test_inbox_pages.py::test_a_viewer_sees_the_inbox_but_cannot_mark_a_reply",
+    "tests/dashboard/test_inbox_pages.py::test_the_inbox_is_sent_again_when_a_reply_is_handled_elsewhere",
+    reason="a browser's view of pages whose PostgreSQL reads and writes are checked there")
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:

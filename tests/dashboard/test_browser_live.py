@@ -39,6 +39,17 @@ from tests.dashboard.browser import (
 )
 
 #: A reply a recipient writes back, and a campaign name: markup that must stay text.
+#: The page in Chromium following and steering a run; on the PostgreSQL pass the live page
+#: (sent again when another connection changes the run), its pause and cancel buttons'
+#: effect, the resume it starts, and a run paused, resumed and cancelled from other
+#: processes are checked by these tests.
+pytestmark = pytest.mark.pg_covered_by(
+    "tests/dashboard/test_live.py::test_a_run_page_is_sent_again_when_another_connection_changes_the_run",
+    "tests/dashboard/test_pages.py::test_pause_and_cancel_change_the_run_and_say_so",
+    "tests/dashboard/test_resume.py::test_resume_starts_a_campaign_resume_that_finishes_the_run",
+    "tests/dispatch/test_cli_runs.py::test_pause_resume_and_cancel_from_other_processes",
+    reason="a browser following pages whose PostgreSQL reads and writes are checked there")
+
 REPLY = 'Quero! <script>alert("reply")</script><img src=x onerror=alert("img")>'
 CAMPAIGN_NAME = 'ofertas <b>da semana</b> <img src=x onerror=alert("name")>'
 RECIPIENT_NAME = '<script>alert("nome")</script><img src=x onerror=alert("nome")>'

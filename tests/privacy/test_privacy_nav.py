@@ -18,6 +18,12 @@ from tests.dashboard.browser import DESKTOP, PHONE, chromium, horizontal_overflo
 from tests.dashboard.web_support import project_settings
 from tests.factories import FakeClock, make_run
 
+#: Chromium's navigation bar; on the PostgreSQL pass the privacy page itself (an operator's
+#: export and erasure, read and written on PostgreSQL) is checked by this test.
+pytestmark = pytest.mark.pg_covered_by(
+    "tests/privacy/test_privacy_page.py::test_an_operator_exports_and_erases_from_the_dashboard",
+    reason="a browser's navigation bar over a page whose PostgreSQL path is checked there")
+
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
