@@ -67,10 +67,10 @@ def _calls(ledger: Ledger, run_id: int) -> list[tuple[str, str, str, dict[str, A
 
 def _events(ledger: Ledger, call_id: str) -> list[str]:
     """The events stored for one call (once each), in the order a call goes."""
-    from scheduler.ledger.queries import events as eq
+    from scheduler.ledger.tracking_store import TrackingStore
 
-    with access.read(ledger.engine, "read a demo call's events") as conn:
-        stored = eq.stored_event_payloads_for(conn, call_id.lower(), [n for n, _ in STEPS])
+    with TrackingStore(ledger).reading("read a demo call's events") as book:
+        stored = book.payloads_about(call_id.lower(), [n for n, _ in STEPS])
     names = {json.loads(item.payload).get("event") for item in stored}
     return [said for name, said in STEPS if name in names]
 

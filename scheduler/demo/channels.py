@@ -103,10 +103,9 @@ def say(console: Console, lines: Sequence[str]) -> None:
 def planned_rows(ledger: Ledger, run: Run) -> list[DueDelivery]:
     """The run's planned rows as the engine reads them (plan order, with their bodies)."""
     from scheduler.core.timeutil import utcnow
-    from scheduler.ledger.queries.dispatch import due_deliveries
+    from scheduler.ledger.queue_store import QueueStore
 
-    with access.read(ledger.engine, "read the demo run's planned rows") as conn:
-        return due_deliveries(conn, run.id or 0, utcnow(), limit=10_000)
+    return QueueStore(ledger, run.id or 0).due(utcnow(), limit=10_000)
 
 
 def channel_of(ledger: Ledger, run: Run, settings: Settings) -> Channel:

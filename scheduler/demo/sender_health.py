@@ -45,12 +45,6 @@ TROUBLE = {"rate_limit_storm": {TROUBLED: {"after_sends": 8, "for_s": 3,
 CALM: dict[str, dict[str, object]] = {"rate_limit_storm": {}, "logout_after": {}}
 
 
-def health_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: Path,
-                console: Console, *, number: int) -> int | None:
-    """Run the sender-care demo as part ``number``; its run id (None when skipped)."""
-    return start_health_part(settings, ledger, target, root).finish(console, number=number)
-
-
 @dataclass
 class HealthPart:
     """The sender-care run going on in a thread of its own (the demo's other parts go on
@@ -180,4 +174,4 @@ def _lines(ledger: Ledger, run_id: int, since: datetime, base_url: str) -> list[
     return lines
 
 
-__all__ = ["CAMPAIGN", "HealthPart", "health_part", "start_health_part"]
+__all__ = ["CAMPAIGN", "HealthPart", "start_health_part"]

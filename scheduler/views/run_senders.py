@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import textwrap
 from datetime import UTC, datetime, time
-from typing import Any
 
 from pydantic import BaseModel, field_serializer
 
@@ -22,7 +21,6 @@ from scheduler.core.units import load_zone
 from scheduler.dispatch import warmup
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
-from scheduler.ledger.models import Run
 from scheduler.ledger.queries import run_senders as rsq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import sender_profiles as spq
@@ -30,8 +28,6 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import (
     HELD_STATES,
     ChangeSource,
-    DeliveryState,
-    RunStatus,
     SenderStatus,
 )
 from scheduler.settings.run import RunOptions
@@ -213,16 +209,5 @@ def sender_lines(senders: list[RunSender], zone: str, *, width: int = 78,
     return lines
 
 
-def status_senders(ledger: Ledger, run: Run, care: SenderCare, counts: dict[str, int],
-                   now: datetime, *, width: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """``status``'s senders of ``run``: their ``--json`` form and their lines."""
-    assert run.id is not None
-    options = ledger.options(run)
-    found = read_run_senders(ledger, run.id, options, care, now)
-    waiting = run.status == RunStatus.RUNNING and bool(counts.get(DeliveryState.PLANNED))
-    return ([s.model_dump() for s in found],
-            sender_lines(found, options.timezone, width=width, waiting=waiting))
-
-
 __all__ = ["RunSender", "read_run_senders", "read_senders_of_run", "sender_lines",
-           "status_senders", "what_to_do"]
+           "what_to_do"]

@@ -42,8 +42,6 @@ from scheduler.ledger.states import DeliveryState as S
 
 #: The counter's key (besides the shard).
 KEY = ("run_id", "sender", "grp", "replied")
-#: The groups ``status`` shows (``other``: a counted row in none of them).
-GROUPS = ("sent", "failed", "unknown", "other")
 
 _SENT_LIST = ", ".join(f"'{s}'" for s in sorted(str(s) for s in SENT_STATES))
 
@@ -189,5 +187,5 @@ def read(conn: Connection, run_ids: list[int]) -> dict[tuple[int, str], dict[str
     return out
 
 
-__all__ = ["COUNT_NEW", "GROUPS", "INSERT_TRIGGER", "KEY", "backfill_statements", "counted",
+__all__ = ["COUNT_NEW", "INSERT_TRIGGER", "KEY", "backfill_statements", "counted",
            "create_statements", "drop_statements", "read"]
