@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -93,14 +93,33 @@ def alembic_config(engine: Engine) -> Config:
 def migrate(engine: Engine) -> None:
     """Bring the schema to the latest revision (creates it on a new database)."""
     from alembic import command
+    from alembic.util.exc import CommandError
 
     try:
         command.upgrade(alembic_config(engine), "head")
+    except CommandError as exc:  # e.g. a revision a newer campaign wrote
+        raise DatabaseUnavailable(_newer_schema(engine, exc)) from None
     except SQLAlchemyError as exc:
         why = " ".join(str(getattr(exc, "orig", exc)).split())  # one line (libpq's has two)
         raise DatabaseUnavailable(
             f"cannot migrate {redact_url(str(engine.url))}: {exc.__class__.__name__}: {why}"
         ) from None
+
+
+def _newer_schema(engine: Engine, exc: Exception) -> str:
+    """One line for a ledger whose schema revision this version does not know."""
+    from scheduler.ledger.schema_head import head_revision
+
+    found = " ".join(str(exc).split())
+    try:
+        with engine.connect() as conn:
+            versions = conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
+            found = "revision " + ", ".join(versions)
+    except SQLAlchemyError:
+        pass
+    return (f"cannot migrate {redact_url(str(engine.url))}: its schema is at {found}, which "
+            f"this version of campaign does not know (it knows up to {head_revision()}); "
+            "a newer campaign wrote it: upgrade campaign to open this ledger")
 
 
 def open_ledger(url: str) -> Engine:

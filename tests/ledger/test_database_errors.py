@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +31,19 @@ def test_a_driver_that_is_not_installed_names_the_extra() -> None:
     with pytest.raises(DatabaseUnavailable, match=r"pip install -e '\.\[postgres\]'") as caught:
         open_ledger("postgresql+pg8000://shop:s3cret-pw@127.0.0.1/campaign")
     assert "s3cret-pw" not in str(caught.value)
+
+
+def test_a_ledger_written_by_a_newer_campaign_is_one_clear_line(tmp_path: Path) -> None:
+    """An older install opening a ledger a newer one migrated: no Alembic traceback, one
+    line that says which revision it found, which it knows and what to do."""
+    import sqlite3
+
+    path = tmp_path / "ledger.db"
+    open_ledger(f"sqlite:///{path}").dispose()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(DatabaseUnavailable) as caught:
+        open_ledger(f"sqlite:///{path}")
+    message = str(caught.value)
+    assert "schema is at revision 9999" in message
+    assert "upgrade campaign" in message and "\n" not in message
