@@ -26,7 +26,6 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    MetaData,
     String,
     Table,
     Text,
@@ -71,14 +70,6 @@ def text_columns(table: Table) -> list[Any]:
     return [c for c in table.columns
             if isinstance(getattr(c.type, "impl", c.type), (String, Text, JSON))
             or type(c.type).__name__.upper() in ("JSONB", "JSON", "TEXT", "VARCHAR")]
-
-
-def reflected(conn: Connection) -> list[Table]:
-    """Every table of the ledger, as the database has it (Alembic's own left out): the
-    tests' check that nothing about an erased person is left anywhere."""
-    meta = MetaData()
-    meta.reflect(bind=conn)
-    return [t for name, t in sorted(meta.tables.items()) if name != "alembic_version"]
 
 
 def _as_text(column: Any) -> Any:
