@@ -108,8 +108,9 @@ def migrate(engine: Engine) -> None:
 
 def _newer_schema(engine: Engine, exc: Exception) -> str:
     """One line for a ledger whose schema revision this version does not know."""
-    from scheduler.ledger.schema_head import head_revision
+    from alembic.script import ScriptDirectory
 
+    head = ScriptDirectory.from_config(alembic_config(engine)).get_current_head()
     found = " ".join(str(exc).split())
     try:
         with engine.connect() as conn:
@@ -118,7 +119,7 @@ def _newer_schema(engine: Engine, exc: Exception) -> str:
     except SQLAlchemyError:
         pass
     return (f"cannot migrate {redact_url(str(engine.url))}: its schema is at {found}, which "
-            f"this version of campaign does not know (it knows up to {head_revision()}); "
+            f"this version of campaign does not know (it knows up to {head}); "
             "a newer campaign wrote it: upgrade campaign to open this ledger")
 
 
