@@ -55,16 +55,13 @@ class ServiceCalls(Protocol):
 
     async def send_prepared(self, path: str, body: dict[str, Any]) -> SendResult:
         """POST a body validated at plan time; the service's answer."""
-        ...
 
     async def post_prepared(self, path: str, body: dict[str, Any],
                             answer: type[Answered]) -> Answered:
         """POST a validated body and read the answer with ``answer`` (SMS, voice)."""
-        ...
 
     async def get_limits(self, session_id: str) -> Limits:
         """The plan limits and usage of a sender."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,29 +130,23 @@ class Channel(Protocol):
     @property
     def max_calls(self) -> int | None:
         """Calls the run may have in progress (``has_calls`` channels; None elsewhere)."""
-        ...
 
     def progress_of(self, name: str, event: object) -> Progress | None:
         """What event ``name`` (``event``, the parsed event) proves of its delivery; None
         when it is not one of :attr:`progress`."""
-        ...
 
     def proven_kinds(self, event_type: str) -> tuple[str, ...]:
         """The step kinds a proof event of ``event_type`` (a ``messages.sent``'s type) may
         prove sent (an album is sent as images and videos)."""
-        ...
 
     def request_path(self, path: str, size: int) -> str:
         """The endpoint of a request of ``size`` rows of a step stored with ``path``."""
-        ...
 
     def group_key(self, row: DueDelivery) -> Hashable:
         """Deliveries with equal keys may share one request."""
-        ...
 
     def requests(self, rows: Sequence[DueDelivery], sender: str) -> list[SendRequest]:
         """The requests that send ``rows`` (one group) from ``sender``, in order."""
-        ...
 
     async def send(self, service: ServiceCalls, rows: Sequence[DueDelivery],
                    sender: str) -> list[Answer]:
@@ -163,15 +154,12 @@ class Channel(Protocol):
 
         A request that fails as a whole gives every row of it the same error.
         """
-        ...
 
 
     def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
                 when: str | None) -> Outcome:
         """What a sent row's state says of the recipient, in a retry rule's terms
         (:func:`scheduler.dispatch.recycle.outcome.classify` asks it)."""
-        ...
 
     async def quotas(self, service: ServiceCalls, senders: list[str]) -> dict[str, Quota]:
         """Each sender's remaining quota, where the service says it."""
-        ...

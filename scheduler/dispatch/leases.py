@@ -47,24 +47,19 @@ class Seat(Protocol):
 
     def usable(self) -> frozenset[str] | None:
         """The senders the worker may claim on now (None: all)."""
-        ...
 
     def want(self, run_id: int, senders: Sequence[str]) -> None:
         """A dispatcher of ``run_id`` is ready to send through ``senders``."""
-        ...
 
     def previous_sends(self, senders: frozenset[str], since: datetime
                        ) -> dict[str, PreviousSends]:
         """What every process sent through ``senders`` since ``since``, in any run."""
-        ...
 
     def unwant(self, run_id: int) -> None:
         """The dispatcher of ``run_id`` stopped."""
-        ...
 
     def settle_orphans(self, run_id: int) -> int:
         """Settle the rows dead workers left in doubt in ``run_id``; how many."""
-        ...
 
 
 class LeaseGate:

@@ -69,39 +69,30 @@ class RunControlStore(Protocol):
 
     def options(self) -> RunOptions:
         """The run's stored options."""
-        ...
 
     def acquire(self) -> None:
         """Take the run's lease (its sole owner)."""
-        ...
 
     def mark_running(self, *, keep_control: bool = False) -> None:
         """Mark the run running (``keep_control``: leave pending requests to the workers)."""
-        ...
 
     def beat(self) -> str | None:
         """Renew the run's heartbeat; the operator's pending request (pause/cancel)."""
-        ...
 
     def release(self) -> None:
         """Give up the run's lease (a sole owner, at the end)."""
-        ...
 
     def end(self, status: str, *, reason: str) -> str:
         """End the run (unless another process did); its status now."""
-        ...
 
     def cancel(self) -> str:
         """Cancel the run, skipping its pending rows; its status now."""
-        ...
 
     def stop_reason(self) -> str | None:
         """Why the run stopped, as stored."""
-        ...
 
     def counts(self) -> dict[str, int]:
         """The run's deliveries by state."""
-        ...
 
 
 class QueueStore(Protocol):
@@ -111,23 +102,18 @@ class QueueStore(Protocol):
             senders: Collection[str] | None = None,
             part: tuple[int, int] | None = None) -> list[DueDelivery]:
         """Planned rows whose time has come, in plan order, after ``after_seq``."""
-        ...
 
     def work_left(self) -> tuple[int, datetime | None]:
         """Rows still to send, and when the next is due."""
-        ...
 
     def sent_today(self, day_start: datetime) -> dict[str, int]:
         """Sends per sender since ``day_start``, in every run."""
-        ...
 
     def nth_send(self, sender: str, since: datetime, n: int) -> datetime | None:
         """When ``sender``'s ``n``-th send since ``since`` went out."""
-        ...
 
     def earliest_verifying(self) -> datetime | None:
         """When the first row being verified ends its grace."""
-        ...
 
     def write(self, settled: Sequence[tuple[Changes, datetime]],
               claims: Sequence[tuple[int, str]] = (), now: datetime | None = None, *,
@@ -137,26 +123,21 @@ class QueueStore(Protocol):
         """Write settled outcomes and claim rows, in one transaction; the ids claimed
         (``caps``: sender → (since, most sends), counted over every run in it;
         ``audience``: rows over the campaign's audience rules are skipped with why)."""
-        ...
 
     def defer(self, rows: Sequence[tuple[int, datetime]]) -> None:
         """Hold rows until their recipient's own window opens."""
-        ...
 
     def repair_waiting_steps(self, now: datetime) -> None:
         """Release later steps whose earlier step settled without releasing them."""
-        ...
 
     def expire(self, now: datetime) -> int:
         """Expire every row still pending; how many."""
-        ...
 
     def settle_in_doubt(self, now: datetime, proof: ProofRule,
                         decide: Callable[[InDoubt], Settle], *, grace_over: bool = False,
                         only: Collection[int] | None = None,
                         step_delays_s: tuple[float, ...] = (0.0,)) -> dict[str, int]:
         """Settle rows that may or may not have been sent; how many went each way."""
-        ...
 
 
 class SenderStore(Protocol):
@@ -165,44 +146,35 @@ class SenderStore(Protocol):
     def sender_profiles(self, senders: Collection[str], now: datetime, *,
                         new_state: str) -> dict[str, SenderProfileRow]:
         """The profiles of ``senders``, each made first when missing (``new_state``)."""
-        ...
 
     def read_sender_profiles(self, senders: Collection[str]) -> dict[str, SenderProfileRow]:
         """The stored profiles of ``senders``."""
-        ...
 
     def change_sender_state(self, sender: str, state: str, reason: str | None, now: datetime,
                             *, source: str, score: float | None = None,
                             throttle: float | None = None) -> bool:
         """Move a sender to ``state`` (kept in its history); True when it changed."""
-        ...
 
     def advance_warm_day(self, sender: str, local_date: date, day: int) -> bool:
         """Set a sender's warm-up day for ``local_date`` (once per date)."""
-        ...
 
     def sender_signals(self, senders: Collection[str], since: datetime,
                        undelivered_before: datetime) -> Mapping[str, SenderSignals]:
         """What the ledger knows of each sender's sends since ``since``."""
-        ...
 
     def last_sends(self, senders: Collection[str]) -> dict[str, datetime]:
         """Each sender's latest dispatch, any run."""
-        ...
 
     def session_statuses(self, senders: Sequence[str], since: datetime
                          ) -> dict[str, SessionStatusRow]:
         """The latest ``connection.status`` of each sender's session since ``since``."""
-        ...
 
     def calls_in_progress(self, since: datetime, channel: str) -> tuple[int, int]:
         """Calls in progress in this run, and in every running run of ``channel``."""
-        ...
 
     def calls_under_way(self, senders: Sequence[str], since: datetime
                         ) -> dict[str, datetime]:
         """Senders with a call under way, and when it was claimed."""
-        ...
 
 
 class ExperimentStore(Protocol):
@@ -210,18 +182,15 @@ class ExperimentStore(Protocol):
 
     def experiment_progress(self) -> ExperimentProgress | None:
         """Where the run's test stands; None when it has none or it is decided."""
-        ...
 
     def experiment_due(self, test_sent_at: datetime | None, decide_at: datetime) -> None:
         """Record that the test share is sent (when) and when the test decides."""
-        ...
 
     def decide_experiment(self, now: datetime, judge: Callable[
             [ExperimentRow, dict[str, ArmCount]], ExperimentVerdict]
                           ) -> ExperimentVerdict | None:
         """Decide the test once: ``judge`` the arms' counts, send the winner to the held
         rest, store the decision, in one transaction; None when it was decided already."""
-        ...
 
 
 class RecyclingStore(Protocol):
@@ -231,17 +200,14 @@ class RecyclingStore(Protocol):
                 after_id: int = 0) -> list[WatchedRow]:
         """The run's rows awaiting a verdict on their outcome, oldest first, at most
         ``limit`` after ``after_id``."""
-        ...
 
     def recycle(self, now: datetime,
                 verdicts: Sequence[tuple[WatchedRow, RecycleVerdict]]) -> Recycled:
         """Write the verdicts (waits skipped) in one transaction, each row's once: retries
         planned in this run, fallbacks in the fallback run; what was done."""
-        ...
 
     def parent(self) -> tuple[int, str] | None:
         """A fallback run's parent run and its status (None: not a fallback run)."""
-        ...
 
 
 #: Tracking's matching, given by the wiring: apply the stored events about these message
@@ -290,48 +256,39 @@ class WorkerStore(Protocol):
                  is_live: Callable[[WorkerRow], bool]) -> WorkerRow | None:
         """Join the workers; with ``alone_since`` (no leasing), a live worker heard from
         since then (``is_live``) is returned instead and nothing is registered."""
-        ...
 
     def day_sends(self, since: datetime, senders: Collection[str]
                   ) -> dict[str, tuple[int, datetime | None]]:
         """Per sender, its sends since ``since`` in any run and its latest claim."""
-        ...
 
     def beat(self, worker: str, now: datetime, wanted: int) -> None:
         """The worker's heartbeat (and how many senders its dispatchers want)."""
-        ...
 
     def renew(self, worker: str, now: datetime, until: datetime, wanted: int,
               give_up: Collection[str], live_since: datetime
               ) -> tuple[set[str], list[LeaseRow], list[str]]:
         """Heartbeat, renew the worker's leases and give up ``give_up``, in one
         transaction: (renewed senders, every lease, the live workers wanting senders)."""
-        ...
 
     def acquire(self, sender: str, worker: str, now: datetime, until: datetime
                 ) -> LeaseRow | None:
         """Take ``sender``'s lease (None: another worker holds it)."""
-        ...
 
     def take_over(self, sender: str, worker: str, now: datetime, until: datetime,
                   run_ids: Sequence[int]) -> tuple[LeaseRow, list[tuple[int, int]]] | None:
         """Take ``sender`` and list the (run, row) its previous holder left in doubt, in
         one transaction; None when another worker was faster."""
-        ...
 
     def run_for_settling(self, run_id: int) -> tuple[str, RunOptions, datetime | None]:
         """A run's channel, stored options and start (to settle its rows in doubt)."""
-        ...
 
     def orphaned_rows(self, run_id: int, now: datetime, live_since: datetime,
                       worker: str) -> set[int]:
         """The run's rows left ``dispatching`` by a worker (or a single process) no longer
         live."""
-        ...
 
     def stop(self, worker: str, now: datetime) -> None:
         """The worker leaves: no longer live, its leases given up."""
-        ...
 
 
 class ScheduleStore(Protocol):
@@ -343,24 +300,19 @@ class ScheduleStore(Protocol):
     def record_fire(self, name: str, fire_time: datetime, *, status: str = "due",
                     reason: str | None = None) -> bool:
         """Record that ``name`` was due at ``fire_time``; False when it was already."""
-        ...
 
     def schedules(self) -> tuple[list[ScheduleRow], set[str]]:
         """Every schedule, and the campaigns that fired already."""
-        ...
 
     def put_schedule(self, name: str, definition_path: str, trigger: str,
                      timezone: str) -> None:
         """Register (or replace) a campaign's schedule."""
-        ...
 
     def delete_schedule(self, name: str) -> bool:
         """Forget a campaign's schedule; False when unknown."""
-        ...
 
     def job_store(self) -> Any:
         """APScheduler's job store in the ledger's database."""
-        ...
 
 
 class UnknownsStore(Protocol):
@@ -370,7 +322,6 @@ class UnknownsStore(Protocol):
                       ) -> tuple[list[UnknownRow], list[UptimeInterval], set[int]]:
         """The run's ``unknown`` rows, the receivers' uptime since the first one's
         dispatch less ``horizon``, and the rows a stray proof makes unknowable."""
-        ...
 
 
 __all__ = ["ExperimentStore", "MatchEvents", "QueueStore", "RecyclingStore",

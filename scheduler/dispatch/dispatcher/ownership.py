@@ -26,27 +26,21 @@ class Ownership(Protocol):
 
     def take(self) -> None:
         """Take the run before anything else (nothing to give back when this fails)."""
-        ...
 
     def start(self, now: datetime) -> dict[str, int]:
         """Mark the run running; settle what was left in doubt (counts by outcome)."""
-        ...
 
     def due(self, now: datetime, *, limit: int, after_seq: int = -1) -> list[DueDelivery]:
         """Due rows this owner may send."""
-        ...
 
     def claim_as(self) -> str | None:
         """The worker whose leases fence the claims (None: the run's sole owner)."""
-        ...
 
     def sync(self, pool: SenderPool | None, now: datetime, *, day_start: datetime) -> bool:
         """Follow the senders this owner holds now; True when they changed."""
-        ...
 
     def close(self) -> None:
         """The dispatch ended: give up the run or the worker's want of its senders."""
-        ...
 
 
 class SoleOwner:

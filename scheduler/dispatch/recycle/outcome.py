@@ -60,7 +60,6 @@ class ReadsOutcomes(Protocol):
     def outcome(self, row: WatchedRow, *, min_talk_s: float | None,
                 when: str | None) -> Outcome:
         """The outcome of ``row`` once sent and neither refused nor unknown."""
-        ...
 
 
 def classify(row: WatchedRow, channel: ReadsOutcomes, *, min_talk_s: float | None = None,
