@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from datetime import date, datetime
 
 from scheduler.ledger import access
+from scheduler.ledger.access import Engine
 from scheduler.ledger.queries import sender_calls as scq
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
@@ -82,4 +83,24 @@ class SenderStore:
             return sq.latest_statuses(conn, senders, since=since)
 
 
-__all__ = ["SenderStore"]
+
+def stored_profiles(engine: Engine, senders: Collection[str]) -> list[SenderProfileRow]:
+    """The stored profiles of ``senders`` in ``engine``'s ledger."""
+    with access.read(engine, "read the senders' profiles") as conn:
+        return list(spq.profiles(conn, senders).values())
+
+
+def seed_profiles(engine: Engine, profiles: Sequence[SenderProfileRow], now: datetime) -> None:
+    """Give ``engine``'s ledger these profiles: state, reason and warm-up day (a
+    rehearsal's ledger starts where the project's has its senders)."""
+    if not profiles:
+        return
+    with access.transaction(engine, "copy the project's sender profiles") as conn:
+        for p in profiles:
+            spq.ensure_profiles(conn, [p.sender], now, state=p.state, reason=p.reason,
+                                warm_profile=p.warm_profile)
+            if p.warm_day_date is not None:
+                spq.advance_warm_day(conn, p.sender, p.warm_day_date, p.warm_day)
+
+
+__all__ = ["SenderStore", "seed_profiles", "stored_profiles"]

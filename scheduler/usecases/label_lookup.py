@@ -13,8 +13,8 @@ from __future__ import annotations
 from scheduler.campaign.exceptions import DefinitionError, Issue
 from scheduler.campaign.label_filter import LabelAudience, resolve_labels
 from scheduler.campaign.loader import Campaign
-from scheduler.ledger.access import Engine, read
-from scheduler.ledger.queries import labels as lq
+from scheduler.ledger.access import Engine
+from scheduler.ledger.label_state import label_state
 from scheduler.settings.load import Settings, load_settings
 
 
@@ -28,9 +28,7 @@ def label_audience(engine: Engine, campaign: Campaign) -> LabelAudience | None:
     if not has_label_filter(campaign):
         return None
     senders = list(campaign.spec.senders)
-    with read(engine, "read the sender sessions' labels") as conn:
-        labels = lq.session_labels(conn, senders)
-        chats = lq.labelled_chats(conn, senders)
+    labels, chats = label_state(engine, senders)
     return resolve_labels(
         file_label=campaign.label,
         lines={k: campaign.line_of(k) for k in ("labels", "exclude_labels")},

@@ -35,10 +35,11 @@ from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.read_only import LedgerOutOfDate
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.sender_store import seed_profiles
 from scheduler.settings.run import SESSION_CHANNELS, RunOptions
 from scheduler.usecases.lookups import rehearsal_connections
 from scheduler.usecases.planning import plan_run
-from scheduler.usecases.sender_seed import project_profiles, seed_profiles
+from scheduler.usecases.sender_seed import project_profiles
 from scheduler.wiring import ensure_senders, run_store, service_target
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""The project's sender profiles, copied into a rehearsal's throw-away ledger.
+"""The project's sender profiles, for a rehearsal's throw-away ledger to start from.
 
 A rehearsal plays a campaign on a simulated clock in a ledger of its own; its senders
 should start where the project's ledger has them (a sender on day 3 of its warm-up ramp is
@@ -11,13 +11,10 @@ migrated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 
-from scheduler.ledger import access
-from scheduler.ledger.access import Engine
-from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.read_only import read_only
 from scheduler.ledger.rows import SenderProfileRow
+from scheduler.ledger.sender_store import stored_profiles
 from scheduler.settings.load import Settings
 
 
@@ -31,20 +28,7 @@ def project_profiles(settings: Settings, senders: Sequence[str]) -> list[SenderP
     with read_only(settings.resolved_database_url()) as engine:
         if engine is None:
             return []
-        with access.read(engine, "read the project's sender profiles") as conn:
-            return list(spq.profiles(conn, senders).values())
+        return stored_profiles(engine, senders)
 
 
-def seed_profiles(engine: Engine, profiles: Sequence[SenderProfileRow], now: datetime) -> None:
-    """Give ``engine``'s ledger these profiles: state, reason and warm-up day."""
-    if not profiles:
-        return
-    with access.transaction(engine, "copy the project's sender profiles") as conn:
-        for p in profiles:
-            spq.ensure_profiles(conn, [p.sender], now, state=p.state, reason=p.reason,
-                                warm_profile=p.warm_profile)
-            if p.warm_day_date is not None:
-                spq.advance_warm_day(conn, p.sender, p.warm_day_date, p.warm_day)
-
-
-__all__ = ["project_profiles", "seed_profiles"]
+__all__ = ["project_profiles"]
