@@ -11,7 +11,7 @@ again while
 
 - the rows are the same (:func:`~scheduler.ledger.queries.verdict_marks.unknown_mark`:
   their count and id sums, from an index alone) and none was sent again (its dispatch
-  time moves: :func:`~scheduler.ledger.queries.verdict_marks.send_minutes`),
+  time moves: the digest of its sends per minute, ``Marks.minutes``),
 - no event arrived since (a new ``messages.sent`` may be a stray proof), and no row had
   a stray proof (such a proof stops being stray when a row takes its message id),
 - the uptime intervals, cut at the last horizon's end, are the same (read each time: a

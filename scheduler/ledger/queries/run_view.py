@@ -107,18 +107,11 @@ def recent_sends(conn: Connection, run_id: int, senders: Collection[str],
     return _fold([(s, n, at) for s, _w, n, at in _recent(conn, run_id, senders, since)])
 
 
-def recent_worker_sends(conn: Connection, run_id: int, senders: Collection[str],
-                        since: datetime) -> dict[str, RecentSends]:
-    """Each worker's sends of the run at or after ``since`` through ``senders`` (the same
-    range of the sender index as :func:`recent_sends`)."""
-    return _fold([(w, n, at) for _s, w, n, at in _recent(conn, run_id, senders, since)
-                  if w is not None])
-
-
 def recent_sends_and_workers(conn: Connection, run_id: int, senders: Collection[str],
                              since: datetime
                              ) -> tuple[dict[str, RecentSends], dict[str, RecentSends]]:
-    """:func:`recent_sends` and :func:`recent_worker_sends` from one read of the range."""
+    """:func:`recent_sends`, and each worker's sends of the run in the same range (rows
+    claimed by no worker left out), from one read of it."""
     rows = _recent(conn, run_id, senders, since)
     return (_fold([(s, n, at) for s, _w, n, at in rows]),
             _fold([(w, n, at) for _s, w, n, at in rows if w is not None]))

@@ -1,7 +1,9 @@
 """Cheap marks of what a run's ``unknown`` verdicts and its skip reasons are read from
 (issue 34, H1): which rows are ``unknown`` or ``skipped`` (their count and two sums of their
-ids, read from the claim index alone, never the rows), and the newest event.
-:mod:`scheduler.views.verdict_memo` keeps what was read while its marks stay the same."""
+ids, read from an index alone, never the rows: ``ix_deliveries_marks`` on PostgreSQL, the
+claim index on SQLite), the newest event, the run's sends per minute; all of them in one
+statement by :func:`read_marks`. :mod:`scheduler.views.verdict_memo` keeps what was read
+while its marks stay the same."""
 
 from __future__ import annotations
 
@@ -71,21 +73,6 @@ _MINUTES_SQLITE = text(
     "run_minutes WHERE run_id = :run GROUP BY minute HAVING SUM(n) <> 0 ORDER BY minute)")
 
 
-def send_minutes(conn: Connection, run_id: int) -> str:
-    """A digest of the run's sends per minute (``run_minutes``, kept by triggers on
-    ``deliveries``: a few thousand rows for a run of 1,000,000), made by the database in
-    one row: a row sent again moves to a later minute and changes it, though it leaves and
-    enters ``unknown`` in between."""
-    postgres = conn.dialect.name == "postgresql"
-    found = conn.execute(_MINUTES_PG if postgres else _MINUTES_SQLITE,
-                         {"run": run_id}).scalar()
-    if found is None:
-        return ""
-    if postgres:
-        return str(found)
-    return hashlib.blake2b(str(found).encode(), digest_size=16).hexdigest()
-
-
 class Marks(NamedTuple):
     """Every mark of one run, read in one statement (:func:`read_marks`)."""
 
@@ -96,7 +83,9 @@ class Marks(NamedTuple):
     skipped: tuple[int, int, int]
     #: :func:`newest_event`.
     newest_event: int
-    #: :func:`send_minutes`.
+    #: A digest of the run's sends per minute (``run_minutes``, kept by triggers: a few
+    #: thousand rows for a run of 1,000,000), made by the database: a row sent again moves
+    #: to a later minute and changes it, though it leaves and enters ``unknown`` between.
     minutes: str
 
 
@@ -115,7 +104,7 @@ _MARKS_SQLITE = text(_MARKS.format(minutes=_MINUTES_SQLITE.text, modulus=MODULUS
 
 def read_marks(conn: Connection, run_id: int) -> Marks:
     """:func:`run_born`, :func:`unknown_mark`, :func:`skipped_mark`, :func:`newest_event`
-    and :func:`send_minutes` of the run, the same values in one round trip (each a
+    and the digest of the run's sends per minute, the same values in one round trip (each a
     scalar subquery, the two states' marks one grouped index-only scan)."""
     postgres = conn.dialect.name == "postgresql"
     rows = conn.execute(_MARKS_PG if postgres else _MARKS_SQLITE, {"run": run_id}).all()
