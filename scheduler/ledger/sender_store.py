@@ -7,7 +7,7 @@ run is known for the calls in progress in it. Each method is one transaction or 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import date, datetime
 
 from scheduler.ledger import access
@@ -18,8 +18,9 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import sessions as sq
 from scheduler.ledger.queries import voice_calls as cq
 from scheduler.ledger.queries.sender_health import SenderSignals
-from scheduler.ledger.rows import SenderProfileRow, SessionStatusRow
+from scheduler.ledger.rows import SenderChangeRow, SenderProfileRow, SessionStatusRow
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import ChangeSource
 
 
 class SenderStore:
@@ -84,6 +85,24 @@ class SenderStore:
 
 
 
+#: What a person's command moves a sender to, from its state (None: no profile) and its
+#: changes (newest first); None: nothing to change.
+Target = Callable[[str | None, list[SenderChangeRow]], str | None]
+
+
+def change_by_operator(engine: Engine, sender: str, target: Target, reason: str,
+                       now: datetime) -> tuple[str | None, str | None, bool]:
+    """In one transaction: the sender's state, the state ``target`` moves it to (None:
+    none) and whether it changed (kept in its history as the operator's)."""
+    with access.transaction(engine, f"change sender {sender} by hand") as conn:
+        held = spq.profiles(conn, [sender]).get(sender)
+        was = held.state if held is not None else None
+        to = target(was, spq.history(conn, sender))
+        if to is None:
+            return was, None, False
+        return was, to, spq.change_state(conn, sender, to, reason, ChangeSource.OPERATOR, now)
+
+
 def stored_profiles(engine: Engine, senders: Collection[str]) -> list[SenderProfileRow]:
     """The stored profiles of ``senders`` in ``engine``'s ledger."""
     with access.read(engine, "read the senders' profiles") as conn:
@@ -103,4 +122,4 @@ def seed_profiles(engine: Engine, profiles: Sequence[SenderProfileRow], now: dat
                 spq.advance_warm_day(conn, p.sender, p.warm_day_date, p.warm_day)
 
 
-__all__ = ["SenderStore", "seed_profiles", "stored_profiles"]
+__all__ = ["SenderStore", "Target", "change_by_operator", "seed_profiles", "stored_profiles"]

@@ -15,11 +15,10 @@ from datetime import datetime
 from pydantic import BaseModel
 
 from scheduler.core.errors import SchedulerError
-from scheduler.ledger import access
-from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.rows import SenderChangeRow
 from scheduler.ledger.runs import Ledger
-from scheduler.ledger.states import HELD_STATES, SENDING_STATES, ChangeSource, SenderStatus
+from scheduler.ledger.sender_store import change_by_operator
+from scheduler.ledger.states import HELD_STATES, SENDING_STATES, SenderStatus
 from scheduler.views.senders import NEW, read_senders
 
 #: What each command moves a sender to (``resume``: decided from its history).
@@ -72,15 +71,13 @@ def change_sender(ledger: Ledger, sender: str, action: str, reason: str,
     if sender not in known:
         listed = ", ".join(known) if known else "none yet (a sender is known from its first run)"
         raise UnknownSender(f"no sender {sender!r} in this ledger; known senders: {listed}")
-    with access.transaction(ledger.engine, f"{action} sender {sender}") as conn:
-        held = spq.profiles(conn, [sender]).get(sender)
-        was = held.state if held is not None else None
-        target = ACTIONS[action]
-        if target is None:  # resume
-            if was not in HELD_STATES:  # sending (or new): nothing to resume
-                return SenderChange(sender=sender, changed=False, from_state=was,
-                                    to_state=was or NEW, reason=why)
-            target = SenderStatus(resume_state(spq.history(conn, sender)))
-        changed = spq.change_state(conn, sender, target, why, ChangeSource.OPERATOR, now)
-    return SenderChange(sender=sender, changed=changed, from_state=was, to_state=target,
-                        reason=why)
+
+    def target(was: str | None, changes: list[SenderChangeRow]) -> str | None:
+        if ACTIONS[action] is not None:
+            return ACTIONS[action]
+        # resume: a sending (or new) sender has nothing to resume
+        return resume_state(changes) if was in HELD_STATES else None
+
+    was, to, changed = change_by_operator(ledger.engine, sender, target, why, now)
+    return SenderChange(sender=sender, changed=changed, from_state=was,
+                        to_state=to or was or NEW, reason=why)
