@@ -1,7 +1,7 @@
 """The plan's first pass for an exact A/B test share: the number of each recipient the plan
 keeps, as :meth:`Plan._settle <scheduler.campaign.plan.Plan>` decides it (numbers, opt-outs,
-duplicates, blanks, labels, consent, erasures; no rendering), so that a row skipped later
-takes no variant's share (:mod:`scheduler.experiments.exact`)."""
+duplicates, blanks, labels, consent, erasures, the ledger's suppression list; no rendering),
+so that a row skipped later takes no variant's share (:mod:`scheduler.experiments.exact`)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class PlanParts(Protocol):
     labels: LabelAudience | None
     consent: ConsentGate | None
     erased: Callable[[str], str | None] | None
+    listed: frozenset[str] | None
     chunk_rows: int
     strict: bool
 
@@ -36,6 +37,7 @@ def kept_numbers(plan: PlanParts) -> Iterator[str]:
     """Each kept recipient's number, once, in CSV order."""
     planner = ChunkPlanner(plan.campaign, plan.phone_slug, plan.variable_slugs, plan.blanks)
     labels, consent, erased, suppressed = plan.labels, plan.consent, plan.erased, plan.suppressed
+    listed = plan.listed
     column = consent.slug if consent is not None and consent.slug is not None else ""
     seen: set[str] = set()
     for chunk in read_chunks(plan.campaign.recipients_file, plan.layout,
@@ -53,5 +55,7 @@ def kept_numbers(plan: PlanParts) -> Iterator[str]:
                     column: opt_ins[row - chunk.first_row]}) is None:
                 continue
             if erased is not None and erased(digits) is not None:
+                continue
+            if listed is not None and digits in listed:  # the ledger's suppression list
                 continue
             yield digits

@@ -28,8 +28,8 @@ does not suit the fallback's channel, see :mod:`scheduler.campaign.fallback_rend
 None); other campaigns' rows have neither key (10 keys keep a row's dict small). A skipped
 recipient has one skipped row per step. Order of checks: invalid,
 unreachable line type, suppressed, duplicate (the first occurrence of a number is kept,
-even when a blank value skips it), blank values, label filter, consent, erased (the order
-a stored run's reasons follow). Invalid and unreachable
+even when a blank value skips it), blank values, label filter, consent, erased, the ledger's
+list (``"suppressed"``: the order of a stored run's reasons). Invalid and unreachable
 numbers are the campaign's *invalid* numbers: counted, listed by ``campaign validate``
 and, past ``[recipients] max_invalid``, an error.
 
@@ -116,12 +116,13 @@ class Plan:
         labels: LabelAudience | None = None,
         consent: ConsentGate | None = None,
         erased: Callable[[str], str | None] | None = None,
+        listed: frozenset[str] | None = None,
     ) -> None:
         self.campaign = campaign
         self.blanks = blanks
         self.labels, self.consent = labels, consent
-        #: A number's reason when it was erased at the person's request (None: it was not).
-        self.erased = erased
+        #: An erased number's reason (else None); the ledger's suppression list (None: empty).
+        self.erased, self.listed = erased, listed
         self.layout = layout
         self.phone_slug = phone_slug
         self.suppressed = suppressed
@@ -185,8 +186,8 @@ class Plan:
     def _exact_split(self) -> ExactSplit | None:
         """With ``[experiment]``, the test share counted over every recipient the plan
         keeps (a first pass over the file: numbers, opt-outs, duplicates, blanks, labels,
-        consent, erasures, no rendering): a recipient skipped later takes no variant's
-        share; None otherwise."""
+        consent, erasures, the ledger's list, no rendering): a recipient skipped later takes
+        no variant's share; None otherwise."""
         experiment = self.campaign.spec.experiment
         if self.split is None or experiment is None:
             return None
@@ -234,7 +235,7 @@ class Plan:
         """Decide duplicates and opt-outs in CSV order, count, and apply strictness."""
         stats, rows, width = self.stats, result.rows, len(self.steps)
         suppressed, errors, sms_parts = self.suppressed, result.errors, result.sms_parts
-        labels, consent = self.labels, self.consent
+        labels, consent, listed = self.labels, self.consent, self.listed
         stats.planned_per_step.update(result.planned)
         stats.skipped_per_step.update(result.skipped)
         valid = duplicates = opted_out = invalid = blank = 0
@@ -286,6 +287,11 @@ class Plan:
             if gone is not None:  # the words the stored run's rows carry
                 stats.erased += 1
                 skip(first, gone)
+                continue
+            if listed is not None and digits in listed:  # the ledger's list: as its plan
+                opted_out += 1  # writer skips it (scheduler.ledger.planwriter)
+                stats.suppressed_ledger += 1
+                skip(first, "suppressed")
                 continue
             valid += 1
             issues = errors.get(row) if errors else None
@@ -347,13 +353,14 @@ def build_plan(
     labels: LabelAudience | None = None,
     imported: Mapping[str, str] | None = None,
     erased: Callable[[str], str | None] | None = None,
+    listed: frozenset[str] | None = None,
 ) -> Plan:
     """Check the recipients file's layout and the suppression lists, and return the plan.
 
     ``labels``: the label filter the caller resolved (:mod:`scheduler.campaign.label_filter`);
     ``imported``: the imported consent records by number (:mod:`scheduler.campaign.consent`);
     ``erased``: a number's reason when it was erased at the person's request, else None
-    (:class:`scheduler.privacy.erased.ErasedNumbers`' ``reason``).
+    (:class:`scheduler.privacy.erased.ErasedNumbers`' ``reason``); ``listed``: the ledger's.
 
     ``workers`` > 1 renders chunks in that many processes (same rows, same order). Measured
     on P1, moving plan rows between processes (pickling ~10⁵ dicts per chunk) costs more
@@ -389,5 +396,5 @@ def build_plan(
         blanks=blanks,
         labels=labels,
         consent=consent,
-        erased=erased,
+        erased=erased, listed=listed,
     )

@@ -35,6 +35,9 @@ class PlanStats:
     no_consent: int = 0
     #: left out because the number was erased at the person's request (``person forget``)
     erased: int = 0
+    #: of ``suppressed``, the numbers on the ledger's own suppression list (opt-out replies,
+    #: an IVR key, the API), which the run's plan writer skips as ``suppressed``
+    suppressed_ledger: int = 0
     labels: LabelAudience | None = None
     invalid: list[dict[str, Any]] = field(default_factory=list)
     errors: list[Issue] = field(default_factory=list)
@@ -70,6 +73,7 @@ class PlanStats:
             "label_excluded": self.label_excluded,
             "no_consent": self.no_consent,
             "erased": self.erased,
+            "suppressed_ledger": self.suppressed_ledger,
         }
 
     def count_fallback(self, fallback: dict[str, Any], parts: tuple[int, str] | None) -> None:

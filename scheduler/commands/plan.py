@@ -111,12 +111,17 @@ def _check(path: Path, now: datetime | None,
         issues.extend(_remote_issues(campaign))
         issues.extend(bind_preview(campaign))  # tracked links: the length a run's have
         labels = project_label_audience(campaign) if not campaign.issues else None
-        from scheduler.usecases.consent_lookup import project_consent, project_erased
+        from scheduler.usecases.consent_lookup import (
+            project_consent,
+            project_erased,
+            project_listed,
+        )
 
         erased = project_erased(campaign) if not campaign.issues else None
         plan = build_plan(campaign, strict=False, labels=labels,
                           imported=project_consent(campaign) if not campaign.issues else None,
-                          erased=erased.reason if erased is not None else None)
+                          erased=erased.reason if erased is not None else None,
+                          listed=project_listed(campaign) if not campaign.issues else None)
         try:
             for rows in plan.chunks():
                 if on_rows is not None:

@@ -74,6 +74,8 @@ def stats_table(stats: PlanStats) -> Table:
         ("valid", stats.valid),
         ("duplicates (first kept)", stats.duplicates),
         ("suppressed (opt-out)", stats.suppressed),
+        *((("  of which on the ledger's suppression list", stats.suppressed_ledger),)
+          if stats.suppressed_ledger else ()),
         ("invalid or unreachable numbers", stats.invalid_total),
         ("  of which a line type the channel does not reach", stats.unreachable),
         (escape("skipped for a blank value ([blanks])"), stats.blank_skipped),
@@ -130,6 +132,10 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     if report["recipients"].get("erased"):
         console.print(f"erased at the person's request: {report['recipients']['erased']:,} "
                       "recipients skipped (person forget)", highlight=False, markup=False)
+    if report["recipients"].get("suppressed_ledger"):
+        console.print(f"on the ledger's suppression list: "
+                      f"{report['recipients']['suppressed_ledger']:,} recipients skipped "
+                      "(suppressed)", highlight=False, markup=False)
     senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
     for col in ("sender", "recipients", "deliveries", "limit/day", "last send"):
         senders.add_column(col, overflow="fold")

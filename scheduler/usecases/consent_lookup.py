@@ -1,5 +1,5 @@
-"""A campaign's imported consent records and the numbers erased at the person's request,
-from the project's ledger, read only.
+"""A campaign's imported consent records, the numbers erased at the person's request and
+the suppression list's numbers, from the project's ledger, read only.
 
 ``campaign validate`` / ``plan`` and the rehearsal plan without the run's ledger; a campaign
 with ``[recipients] consent = "required"`` and no ``consent_column`` reads the records of
@@ -54,3 +54,23 @@ def project_erased(campaign: Campaign) -> ErasedNumbers | None:
         return None
     with read_only(settings.resolved_database_url()) as engine:
         return None if engine is None else erased_numbers(engine, key)
+
+
+def project_listed(campaign: Campaign) -> frozenset[str] | None:
+    """The project's suppression list, numbers in clear (opt-out replies and keys, the
+    API), read once, read only (None: no ledger, or an empty list), so that
+    ``validate`` / ``plan`` and the rehearsal skip and count them as a run would. Checking
+    a campaign needs no ledger: one not yet migrated, or not reachable, adds nothing here
+    (the run, which migrates it, still skips its numbers)."""
+    from scheduler.ledger.exceptions import LedgerError
+    from scheduler.ledger.read_only import read_only
+    from scheduler.ledger.suppression_list import listed_numbers
+
+    settings = load_settings(near=campaign.path)
+    if not _ledger_exists(settings):
+        return None
+    try:
+        with read_only(settings.resolved_database_url()) as engine:
+            return None if engine is None else listed_numbers(engine)
+    except LedgerError:
+        return None

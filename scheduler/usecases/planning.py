@@ -18,6 +18,7 @@ from scheduler.core.errors import SchedulerError
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
+from scheduler.ledger.suppression_list import listed_numbers
 from scheduler.usecases.experiment_plan import experiment_plan
 from scheduler.usecases.label_lookup import label_audience
 from scheduler.usecases.link_setup import bind_run, refuse_unlinkable
@@ -34,6 +35,7 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
              labels: LabelAudience | None = None, rehearsal: bool = False,
              consent: dict[str, str] | None = None,
              erased: ErasedNumbers | None = None,
+             listed: frozenset[str] | None = None,
              on_created: Callable[[int], None] | None = None) -> int:
     """Plan the campaign file and store it as a new run; returns the run id.
 
@@ -43,6 +45,8 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
     ``consent``: the imported consent records, when read elsewhere (else from this ledger).
     ``erased``: the numbers erased at the person's request, when read elsewhere (else from
     this ledger, with the project's erasure key).
+    ``listed``: the ledger's suppression list, numbers in clear, when read elsewhere (else
+    from this ledger, once): the plan skips and counts them as the plan writer would.
     ``on_created``: called with the run's id as soon as the run exists, before its rows are
     planned (the HTTP API binds its ``Idempotency-Key`` to the run there, so a retry during
     a long plan answers this run instead of planning another).
@@ -66,8 +70,10 @@ def plan_run(ledger: Ledger, campaign_path: Path, *, start_at: datetime,
         consent = imported_consent(ledger, campaign)
     if erased is None:
         erased = ledger_erased(ledger)
+    if listed is None:
+        listed = listed_numbers(ledger.engine)
     plan = build_plan(campaign, labels=labels, imported=consent,
-                      erased=erased.reason if erased is not None else None)
+                      erased=erased.reason if erased is not None else None, listed=listed)
     spec = campaign.spec
     refuse_unlinkable(campaign)  # before the run exists: nothing to mark failed
     options = run_options(campaign)
@@ -115,7 +121,8 @@ def replan_run(ledger: Ledger, run: Run, campaign_path: Path, *, start_at: datet
     erased = ledger_erased(ledger)
     plan = build_plan(campaign, labels=label_audience(ledger.engine, campaign),
                       imported=imported_consent(ledger, campaign),
-                      erased=erased.reason if erased is not None else None)
+                      erased=erased.reason if erased is not None else None,
+                      listed=listed_numbers(ledger.engine))
     links = bind_run(campaign, ledger.engine, run.id)
     return ledger.replan(
         run.id, plan.chunks(), start_at=start_at,

@@ -129,7 +129,11 @@ async def _rehearse(path: Path, start: datetime, seed: int,
     from scheduler.campaign.loader import load_campaign
     from scheduler.service.client import ServiceClient
     from scheduler.settings.load import Settings, load_settings
-    from scheduler.usecases.consent_lookup import project_consent, project_erased
+    from scheduler.usecases.consent_lookup import (
+        project_consent,
+        project_erased,
+        project_listed,
+    )
     from scheduler.usecases.label_lookup import project_label_audience
 
     clock = SimulatedClock(start)
@@ -143,7 +147,8 @@ async def _rehearse(path: Path, start: datetime, seed: int,
             run_id = plan_run(ledger, path, start_at=start, campaign=campaign,
                               labels=project_label_audience(campaign), rehearsal=True,
                               consent=project_consent(campaign),
-                              erased=project_erased(campaign))
+                              erased=project_erased(campaign),
+                              listed=project_listed(campaign))
             run = ledger.get_run(run_id)
             senders = list(ledger.options(run).senders)
             # retry rules and fallbacks judge outcomes: a receiver takes the sandbox's

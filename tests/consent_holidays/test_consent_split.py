@@ -1,6 +1,7 @@
 """An A/B test's share is counted over the recipients the plan keeps: a row skipped for want
-of consent, or because its number was erased at the person's request, takes no variant's
-place (the test holds exactly round(share × kept) recipients, split by weight)."""
+of consent, because its number was erased at the person's request, or because it is on the
+ledger's suppression list, takes no variant's place (the test holds exactly
+round(share × kept) recipients, split by weight)."""
 
 from __future__ import annotations
 
@@ -69,3 +70,16 @@ def test_erased_numbers_take_no_variants_share(tmp_path: Path) -> None:
     assert _tested(rows) == {"A": kept // 4, "B": kept // 4}
     assert {r["reason"] for r in rows if r["to"] in gone} == {
         "erased at the person's request on 2026-11-01"}
+
+
+def test_numbers_on_the_ledgers_list_take_no_variants_share(tmp_path: Path) -> None:
+    path, yes, no = _project(tmp_path)
+    listed = frozenset([*yes[:8], no[0]])  # an opt-out without consent stays no_consent
+    plan = build_plan(path, listed=listed)
+    rows = [r for chunk in plan.chunks() for r in chunk]
+    kept = len(yes) - 8
+    assert (plan.stats.suppressed, plan.stats.suppressed_ledger) == (8, 8)
+    assert plan.stats.no_consent == len(no) and plan.stats.valid == kept
+    assert _tested(rows) == {"A": kept // 4, "B": kept // 4}  # 16 = 32 × 50%
+    assert plan.stats.held_recipients == kept // 2
+    assert {r["reason"] for r in rows if r["to"] in yes[:8]} == {"suppressed"}
