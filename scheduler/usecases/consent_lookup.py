@@ -10,6 +10,7 @@ recipient is skipped for want of consent, and the counts say so.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from scheduler.campaign.loader import Campaign
@@ -61,7 +62,8 @@ def project_listed(campaign: Campaign) -> frozenset[str] | None:
     API), read once, read only (None: no ledger, or an empty list), so that
     ``validate`` / ``plan`` and the rehearsal skip and count them as a run would. Checking
     a campaign needs no ledger: one not yet migrated, or not reachable, adds nothing here
-    (the run, which migrates it, still skips its numbers)."""
+    (the run, which migrates it, still skips its numbers), and a note on stderr says the
+    counts leave the list out and why."""
     from scheduler.ledger.exceptions import LedgerError
     from scheduler.ledger.read_only import read_only
     from scheduler.ledger.suppression_list import listed_numbers
@@ -72,5 +74,7 @@ def project_listed(campaign: Campaign) -> frozenset[str] | None:
     try:
         with read_only(settings.resolved_database_url()) as engine:
             return None if engine is None else listed_numbers(engine)
-    except LedgerError:
+    except LedgerError as exc:
+        print(f"note: the suppression list was not counted here ({exc}); a run still "
+              "skips its numbers", file=sys.stderr)
         return None
