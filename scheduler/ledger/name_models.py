@@ -1,14 +1,23 @@
-"""The recipients' names table (migration 0023): a name found by its words' starts.
+"""The recipients' names tables (migration 0026): a name found by its words' starts.
 
 Kept apart from :mod:`scheduler.ledger.models` like the inbox's and the privacy audit's
-tables. ``recipient_names`` holds, for each number and each key of its name
-(:func:`scheduler.core.person_names.name_keys`: folded, one per word it starts at), the
-name as the CSV had it; filled when a run is planned (:mod:`scheduler.ledger.queries.
-names`), by the migration for the rows planned before it, and emptied of a person by
-``person forget``. Its primary key (number, name_key) keeps one row per key however many
-runs named the number; ``ix_recipient_names_key`` finds a prefix with one range. On
-PostgreSQL the key is compared in the ``"C"`` collation (byte order, as SQLite's BINARY),
-so the same range is a prefix on both.
+tables. A plan of a million recipients has a few thousand distinct names, so each name is
+kept once and its keys once:
+
+- ``person_names``: each distinct name (as the CSV had it) once, with an integer id;
+- ``person_name_keys``: ``(name_key, name_id)``, the keys of each distinct name
+  (:func:`scheduler.core.person_names.name_keys`: folded, one per word it starts at); its
+  primary key finds a prefix with one range. On PostgreSQL the key is compared in the
+  ``"C"`` collation (byte order, as SQLite's BINARY), so the range is a prefix on both;
+- ``recipient_names``: ``(number, name_id)``, one narrow row per number and name it came
+  with (a valid number only); its primary key finds a person's rows (``person forget``).
+
+Filled when a run is planned (:mod:`scheduler.ledger.queries.names`) and by the migration
+for the rows planned before it; ``person forget`` deletes the person's ``recipient_names``
+rows and the names (with their keys) no other number has. On SQLite the two key tables are
+``WITHOUT ROWID``: their rows live in the primary key's tree. ``recipient_names`` has no
+second index (by name id): at a million rows it cost ~3.5 s of a plan's CPU; the search
+reads the numbers of a few name ids with one bounded read instead.
 """
 
 from __future__ import annotations
@@ -20,16 +29,33 @@ from sqlmodel import Field, SQLModel
 KEY_TYPE = String().with_variant(String(collation="C"), "postgresql")
 
 
+class PersonName(SQLModel, table=True):
+    """A name as a CSV had it, once however many numbers and runs had it."""
+
+    __tablename__ = "person_names"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(unique=True)
+
+
+class PersonNameKey(SQLModel, table=True):
+    """One key (a folded word start) of a distinct name."""
+
+    __tablename__ = "person_name_keys"
+    __table_args__ = {"sqlite_with_rowid": False}
+
+    name_key: str = Field(primary_key=True, sa_type=KEY_TYPE)
+    name_id: int = Field(primary_key=True)
+
+
 class RecipientName(SQLModel, table=True):
-    """One key of the name a number had in a run's CSV."""
+    """A name a number had in a run's CSV."""
 
     __tablename__ = "recipient_names"
-    #: SQLite: the rows in the primary key's tree (two trees written per key, not three)
     __table_args__ = {"sqlite_with_rowid": False}
 
     number: str = Field(primary_key=True)
-    name_key: str = Field(primary_key=True, sa_type=KEY_TYPE)
-    name: str
+    name_id: int = Field(primary_key=True)
 
 
 def _table(model: type) -> Table:
@@ -38,5 +64,8 @@ def _table(model: type) -> Table:
     return table
 
 
+person_names = _table(PersonName)
+person_name_keys = _table(PersonNameKey)
 recipient_names = _table(RecipientName)
-NAMES_KEY = Index("ix_recipient_names_key", recipient_names.c.name_key)
+#: A name's keys (``person forget`` deletes them with the name): a small table's index.
+NAME_KEYS_OF = Index("ix_person_name_keys_name", person_name_keys.c.name_id)

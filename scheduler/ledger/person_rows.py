@@ -19,6 +19,10 @@ table                         the person's rows, found by
 ``label_messages``            their chat (``<digits>@…``) under each label (primary key)
 ``consents``                  ``number`` (``ix_consents_number_channel``)
 ``recipient_names``           ``number`` (the primary key); deleted on erasure
+``person_names``              the ids of their ``recipient_names`` rows (the primary key);
+                              a name no other number has is deleted on erasure
+``person_name_keys``          those names' ids (``ix_person_name_keys_name``); deleted
+                              with the name
 ``outbox_events``             their runs' ``recipient.*`` events naming the number
                               (``ix_outbox_events_run_type``)
 ``outbox_deliveries``         those events' ids (``uq_outbox_deliveries_event_sub``)
@@ -86,7 +90,8 @@ class Holder:
 
     ``blank``: columns set to these values; ``alias``: columns that take the pseudonym;
     ``free``: free-text columns where the person's CSV values are replaced too (the number
-    is replaced in every text column); ``delete``: the rows go."""
+    is replaced in every text column); ``delete``: the rows go; ``theirs``: of the rows
+    found, those that are the person's alone (others are someone else's too: kept)."""
 
     table: str
     where: Where
@@ -94,6 +99,7 @@ class Holder:
     alias: tuple[str, ...] = ()
     free: tuple[str, ...] = ()
     delete: bool = False
+    theirs: Callable[[Connection, Person, Sequence[Any]], Sequence[Any]] | None = None
 
 
 def _ids(column: Any, ids: Sequence[Any]) -> Any:
@@ -123,6 +129,25 @@ def _outbox_deliveries(t: Table, _p: Person, found: Found) -> Any:
     return t.c.event_id.in_(ids) if ids else None
 
 
+def _name_ids(t: Table, _p: Person, found: Found) -> Any:
+    return _ids(t.c.id, sorted({r["name_id"] for r in found.get("recipient_names", [])}))
+
+
+def _names_keys(t: Table, _p: Person, found: Found) -> Any:
+    return _ids(t.c.name_id, [r["id"] for r in found.get("person_names", [])])
+
+
+def _names_alone(conn: Connection, p: Person, rows: Sequence[Any]) -> Sequence[Any]:
+    """The names no other number has: a bounded read of ``recipient_names`` per name (no
+    index by name id, its cost at plan time: it stops at the first other number, and
+    reads the whole narrow table only for a name the person alone had)."""
+    from scheduler.ledger.name_models import recipient_names
+
+    r = recipient_names.c
+    return [row for row in rows if conn.execute(select(r.number).where(
+        r.name_id == row._mapping["id"], r.number != p.digits).limit(1)).first() is None]
+
+
 HOLDERS: tuple[Holder, ...] = (
     Holder("deliveries", lambda t, p, _f: t.c.to == p.digits,
            blank={"payload": "{}", "variables": "{}", "reply_text": None, "details": None,
@@ -145,6 +170,8 @@ HOLDERS: tuple[Holder, ...] = (
     Holder("label_messages", _chats),
     Holder("consents", lambda t, p, _f: t.c.number == p.digits, alias=("number",)),
     Holder("recipient_names", lambda t, p, _f: t.c.number == p.digits, delete=True),
+    Holder("person_names", _name_ids, delete=True, theirs=_names_alone),
+    Holder("person_name_keys", _names_keys, delete=True),
     Holder("outbox_events", _outbox),
     Holder("outbox_deliveries", _outbox_deliveries, free=("last_error",)),
 )
@@ -160,6 +187,7 @@ def _known_tables() -> dict[str, Table]:
     import scheduler.ledger.inbox_models
     import scheduler.ledger.link_models
     import scheduler.ledger.models
+    import scheduler.ledger.name_models
     import scheduler.ledger.privacy_models  # noqa: F401  (each defines its tables)
     from scheduler.ledger.api_tokens import api_tokens
     from scheduler.ledger.idempotency import api_idempotency_keys

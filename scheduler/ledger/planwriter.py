@@ -64,6 +64,7 @@ class PlanWriter(threading.Thread):
         self.queued = 0
         self.total = 0
         self.error: BaseException | None = None
+        self.name_ids: dict[str, int] = {}  # the plan's names' ids (the search by name)
 
     def run(self) -> None:
         """Store chunks until :data:`DONE` (commit) or :data:`ABORT` (roll back)."""
@@ -94,7 +95,7 @@ class PlanWriter(threading.Thread):
         self._skip_erased(conn, chunk, waiting)
         self.total += pq.insert_deliveries(conn, self.run_id, chunk,
                                            first_seq=self.total, start_at=self.start_at)
-        names.note_names(conn, chunk)  # the recipient page's search by name
+        names.note_names(conn, chunk, self.name_ids)  # the page's search by name
 
     def _skip_erased(self, conn: Connection, chunk: list[dict[str, Any]],
                      waiting: tuple[str, ...]) -> None:

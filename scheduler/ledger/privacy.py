@@ -127,6 +127,8 @@ def _held(conn: Connection, all_tables: Mapping[str, Table], person: pr.Person
         if where is None:
             continue
         rows = conn.execute(select(table).where(where)).all()
+        if holder.theirs is not None:
+            rows = list(holder.theirs(conn, person, rows))
         found[holder.table] = [dict(r._mapping) for r in rows]
         yield holder, table, rows
 

@@ -39,7 +39,8 @@ def test_each_holder_finds_the_person_by_an_index(ledger: Ledger) -> None:
         mine = deliveries_of(conn, digits)
         person = pr.Person.of(conn, digits, mine, all_tables["labels"])
         assert person.ids and person.run_ids and person.label_pairs == [("s1", "1")]
-        found: pr.Found = {"outbox_events": [{"id": 1}]}
+        found: pr.Found = {"outbox_events": [{"id": 1}], "recipient_names": [{"name_id": 1}],
+                           "person_names": [{"id": 1}]}
         plans = {}
         for holder in pr.HOLDERS:
             table = all_tables[holder.table]

@@ -8,8 +8,9 @@ The search by name of the recipient page (issue 35, item 4;
 :mod:`scheduler.ledger.name_models`): ``recipient_names`` holds each number's name by
 the folded start of each of its words, found by ``ix_recipient_names_key`` (a prefix is
 one range; on PostgreSQL the key is compared in the ``"C"`` collation; on SQLite the
-table is ``WITHOUT ROWID``: its rows live in the primary key's tree). The rows planned
-before this revision are read once to fill it (their first step's CSV values).
+table is ``WITHOUT ROWID``: its rows live in the primary key's tree). Revision 0026 drops
+it for three narrower tables and fills those from the rows planned before it, so this one
+is created empty (its fill wrote the old table, whose code is gone).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 from sqlmodel.sql.sqltypes import AutoString
-
-from scheduler.ledger.queries import names
 
 revision = "0023"
 down_revision = "0022"
@@ -38,7 +37,6 @@ def upgrade() -> None:
         sqlite_with_rowid=False,
     )
     op.create_index("ix_recipient_names_key", "recipient_names", ["name_key"])
-    names.fill_from_deliveries(op.get_bind())
 
 
 def downgrade() -> None:
