@@ -2,7 +2,8 @@
 
 - ``GET /recipients?q=``: the search: a number (any common format) leads to its page
   (303); words are the start of a name's words (case and accents aside), the numbers
-  found listed (an index, :mod:`scheduler.ledger.queries.names`);
+  found listed (the names' keys by index, then their numbers:
+  :mod:`scheduler.ledger.queries.names`);
 - ``GET /recipients/{number}``: every delivery, attempt, variant, event, reply, click and
   opt-out of that number across runs, in time order, with the sender and the decisions
   taken (:func:`scheduler.views.recipient_story.read_story`).

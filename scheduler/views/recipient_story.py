@@ -223,8 +223,8 @@ class NamedNumber(BaseModel):
 
 def find_by_name(ledger: Ledger, words: str, limit: int = 20) -> list[NamedNumber]:
     """Numbers whose name (a CSV's name column) has a word starting with ``words`` (case
-    and accents aside: "jose s" finds "José Silva"), at most ``limit``; an index lookup
-    (:mod:`scheduler.ledger.queries.names`)."""
+    and accents aside: "jose s" finds "José Silva"), at most ``limit``; the names by an
+    index, then their numbers (:mod:`scheduler.ledger.queries.names`)."""
     words = words.strip()
     if not words:
         return []

@@ -12,7 +12,7 @@ snapshot, and at a million deliveries each must stay an index lookup (figure D1)
 - the number's suppression (its primary key).
 
 The page's search by name is :func:`scheduler.ledger.queries.names.numbers_named` (an
-index of the names' words, migration 0023).
+index of the distinct names' words, migration 0026).
 """
 
 from __future__ import annotations
