@@ -141,3 +141,51 @@ def test_a_replan_leaves_the_steps_that_wait_for_replies_to_their_decision(
     ledger.replan(run_id, [plan_rows(1, steps=2)], start_at=T0, definition={},
                   fingerprint="{}", options=options)
     assert _rows(ledger, run_id)[(number(0), 1)] == ("planned", None, None)
+
+
+def test_a_step_not_sent_leaves_the_later_conditions_to_their_decision(
+        ledger: Ledger) -> None:
+    """A branch's step in doubt at a kill and settled ``unknown`` at the resume (its proof
+    came after the grace) stops only the steps that follow it without a condition: the
+    later conditional steps still wait, are decided on the step they look at, and each
+    decision is stored (issue 35: decided once per recipient, stored and shown)."""
+    from scheduler.ledger.changes import ProofRule, Settle
+    from scheduler.ledger.queries.tables import runs
+    from scheduler.ledger.queue_store import QueueStore
+    from scheduler.settings.conversation import ConversationOptions, StepCondition
+    from scheduler.settings.run import from_snapshot
+
+    run_id = make_run(ledger, 1, steps=5)  # 0 question, 1 gated + 2 its branch, 3 gated, 4
+    conditions = tuple(StepCondition(step=s, looks_at=0, kind="replied", wait_s=60,
+                                     text="replied = true") for s in (1, 3))
+    options = from_snapshot({"senders": ["s1"], "steps": [{}] * 5}).model_copy(
+        update={"conversation": ConversationOptions(conditions=conditions)})
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:
+        conn.execute(update(runs).where(runs.c.id == run_id).values(options=options.to_json()))
+        conn.execute(update(deliveries).where(d.run_id == run_id, d.step == 0)
+                     .values(state="delivered", sender="s1", accepted_at=T0, due_at=None))
+    store = ConversationStore(ledger, run_id)
+    assert store.gate([1, 3]) == 2
+    [one, _three] = store.gated({1: 0, 3: 0})
+    store.decide([DecisionWrite(one, "go", "replied '1'", due_at=T0)], T0)
+    with access.transaction(ledger.engine) as conn:  # step 1 in flight at the kill
+        conn.execute(update(deliveries).where(d.run_id == run_id, d.step == 1)
+                     .values(state="dispatching", dispatched_at=T0, due_at=None))
+    later = T0 + timedelta(seconds=30)
+    counts = QueueStore(ledger, run_id).settle_in_doubt(
+        later, ProofRule(frozenset({"messages.sent"}), True),
+        lambda item: Settle(item.row, "unknown", "no proof"))
+    assert counts["unknown"] == 1
+    rows = _rows(ledger, run_id)
+    assert rows[(number(0), 2)][0] == "skipped"  # step 1's own branch stops with it
+    assert rows[(number(0), 3)] == ("planned", None, None)  # still waits for its condition
+    assert rows[(number(0), 4)][0] == "planned"  # step 3's branch, released or skipped by it
+    [three] = store.gated({1: 0, 3: 0})
+    assert three.step == 3
+    store.decide([DecisionWrite(three, "skip", "no reply within 1 min", branch=(4,))], later)
+    with access.read(ledger.engine) as conn:
+        stored = conn.execute(select(step_decisions.c.step, step_decisions.c.outcome)
+                              .order_by(step_decisions.c.step)).all()
+    assert [tuple(s) for s in stored] == [(1, "go"), (3, "skip")]
+    assert _rows(ledger, run_id)[(number(0), 4)][0] == "skipped"

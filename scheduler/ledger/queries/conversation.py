@@ -30,6 +30,7 @@ from scheduler.ledger.queries.tables import (
     deliveries,
     link_clicks,
     replies,
+    runs,
     step_decisions,
     suppressions,
 )
@@ -58,6 +59,22 @@ def gate_steps(conn: Connection, run_id: int, steps: Sequence[int]) -> int:
                deliveries.c.gate.is_(None), ~decided)
         .values(gate=1))
     return int(result.rowcount or 0)
+
+
+def gated_steps_of(conn: Connection, run_id: int) -> tuple[int, ...]:
+    """The run's steps that wait for their condition, from its stored options (a run
+    without conditions, or whose options are not readable here, has none: that is said
+    where the run is dispatched)."""
+    from scheduler.settings.run import OptionsError, RunOptions
+
+    stored = conn.execute(select(runs.c.options).where(runs.c.id == run_id)).scalar()
+    if not stored or '"conditions"' not in stored:  # no conversation: no parse
+        return ()
+    try:
+        conversation = RunOptions.from_json(stored, run_id=run_id).conversation
+    except OptionsError:
+        return ()
+    return conversation.gated_steps if conversation else ()
 
 
 def _choices(raw: str | None) -> tuple[str, ...]:

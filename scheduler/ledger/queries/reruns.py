@@ -28,6 +28,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import aliased
 
+from scheduler.ledger.queries.conversation import gated_steps_of
 from scheduler.ledger.queries.suppression import suppressed_numbers
 from scheduler.ledger.queries.tables import deliveries, runs
 from scheduler.ledger.states import RECEIVED_STATES, SENT_STATES
@@ -116,16 +117,7 @@ def unpin_removed_senders(conn: Connection, run_id: int, senders: list[str]) -> 
 def _gated_steps(conn: Connection, run_id: int) -> list[int]:
     """The run's steps that follow replies (its stored options'; the dispatcher gates
     their rows when it starts, see :mod:`scheduler.ledger.queries.conversation`)."""
-    from scheduler.settings.run import OptionsError, RunOptions
-
-    stored = conn.execute(select(runs.c.options).where(runs.c.id == run_id)).scalar()
-    if not stored:
-        return []
-    try:
-        conversation = RunOptions.from_json(stored, run_id=run_id).conversation
-    except OptionsError:  # unreadable options are reported where the run is dispatched
-        return []
-    return list(conversation.gated_steps) if conversation else []
+    return list(gated_steps_of(conn, run_id))
 
 
 def continue_after_handled(conn: Connection, run_id: int, last_old_id: int,
