@@ -54,3 +54,52 @@ def test_a_number_under_three_names_in_one_chunk(ledger: Ledger) -> None:
     assert found("silva") == [(number(0), "Ana Silva")]
     assert found("ze") == [(number(0), "Zé")]
     assert found("lima") == [(number(1), "Bia Lima")]
+
+
+def test_two_plans_adding_the_same_new_names_in_crossing_orders_both_store(
+        ledger: Ledger) -> None:
+    """Two plans stored at once, each adding the other's new name in its next chunk: on
+    PostgreSQL each would wait on the other's unique entry (a deadlock, one plan failed);
+    the second plan's names wait for the first's commit instead. Both plans' names stay."""
+    import threading
+
+    from scheduler.ledger.queries.names import note_names
+
+    def chunk(i: int, name: str) -> list[dict[str, Any]]:
+        return [{"to": number(i), "variables": {"nome": name}}]
+
+    first_wrote, failures = threading.Event(), []
+
+    def plan_a() -> None:
+        try:
+            with ledger.engine.begin() as conn:
+                note_names(conn, chunk(0, "Ana Souza"))
+                first_wrote.set()
+                threading.Event().wait(0.5)  # the other plan starts meanwhile
+                note_names(conn, chunk(1, "Bia Rocha"))
+        except Exception as exc:
+            failures.append(exc)
+            first_wrote.set()
+
+    def plan_b() -> None:
+        first_wrote.wait(10)
+        try:
+            with ledger.engine.begin() as conn:
+                note_names(conn, chunk(2, "Bia Rocha"))
+                note_names(conn, chunk(3, "Ana Souza"))
+        except Exception as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=plan_a), threading.Thread(target=plan_b)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+    r, n = recipient_names.c, person_names.c
+    with access.read(ledger.engine, "test") as conn:
+        stored = sorted((str(number_), str(name)) for number_, name in conn.execute(
+            select(r.number, n.name).join_from(recipient_names, person_names,
+                                               n.id == r.name_id)))
+    assert stored == sorted([(number(0), "Ana Souza"), (number(1), "Bia Rocha"),
+                             (number(2), "Bia Rocha"), (number(3), "Ana Souza")])

@@ -102,9 +102,19 @@ def _ids_of(conn: Connection, names: set[str], ids: dict[str, int]) -> None:
     ids.update(fresh)
 
 
+#: PostgreSQL: the advisory lock (any constant; "name" in ASCII) a plan's transaction holds
+#: from its first names on. Two plans stored at once may add the same new name or number,
+#: each waiting on the other's unique entry in the order of its own chunks: a deadlock
+#: when the orders cross. One lock makes the second plan's names wait for the first's
+#: commit instead (SQLite's plans already take the write lock one at a time).
+NAMES_LOCK = 0x6E616D65
+
+
 def _write(conn: Connection, pairs: list[tuple[str, str]], ids: dict[str, int]) -> int:
     if not pairs:
         return 0
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": NAMES_LOCK})
     new = {name for _number, name in pairs if name not in ids}
     if new:
         _ids_of(conn, new, ids)
