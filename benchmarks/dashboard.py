@@ -17,8 +17,9 @@ from the ``Server-Timing`` header it sets (:func:`dashboard_timings`); among the
 inbox (``/replies`` under each filter, its live fragment) and one recipient's story
 (``/recipients/NUMBER``, a number in both runs), and the search by name (every row is
 named ``Pessoa <row, 8 digits>`` in its CSV values: ``q=Pessoa`` matches every row,
-``q=Pessoa 00000084`` one number, ``q=Zuleica`` none; an index of the names since
-migration 0023, a scan of the CSV values before it).
+``q=Pessoa 00000084`` one number, ``q=Zuleica`` none; a scan of the CSV values before
+migration 0023, an index of each number's name keys with 0023, the distinct names' keys
+and one narrow row per number since 0026).
 
 Prints JSON lines::
 
@@ -199,7 +200,7 @@ def seed(url: str, rows: list[int]) -> list[int]:
             conn.execute(text(_deliveries_sql(dialect, run_id, n, start)))
             for sql in _events_sql(dialect, run_id, n):
                 conn.execute(text(sql))
-            if names is not None:  # the search by name's table (migration 0023), as a plan
+            if names is not None:  # the search by name's tables (0023; 0026), as a plan
                 names.fill_from_deliveries(conn, run_id)  # would have filled it
             rq.update_run(conn, run_id, status="paused", planned_count=n,
                           started_at=start, owner_pid=None, heartbeat_at=None,
