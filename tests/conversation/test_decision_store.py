@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from scheduler.ledger import access
 from scheduler.ledger.conversation_rows import DecisionWrite
@@ -189,3 +189,49 @@ def test_a_step_not_sent_leaves_the_later_conditions_to_their_decision(
                               .order_by(step_decisions.c.step)).all()
     assert [tuple(s) for s in stored] == [(1, "go"), (3, "skip")]
     assert _rows(ledger, run_id)[(number(0), 4)][0] == "skipped"
+
+
+def test_a_question_left_unknown_at_a_resume_has_each_condition_decided_not_sent(
+        ledger: Ledger) -> None:
+    """The question itself in doubt at a kill, settled ``unknown`` at the resume: every
+    conditional step of that recipient is still decided (not sent, the question was not
+    proven sent) with its decision stored, not ended without one."""
+    from scheduler.dispatch.conversation.rules import Skip, decide
+    from scheduler.ledger.changes import ProofRule, Settle
+    from scheduler.ledger.queries.tables import runs
+    from scheduler.ledger.queue_store import QueueStore
+    from scheduler.settings.conversation import ConversationOptions, StepCondition
+    from scheduler.settings.run import from_snapshot
+
+    run_id = make_run(ledger, 1, steps=4)
+    conditions = (StepCondition(step=1, looks_at=0, kind="reply_matches", pattern="^1",
+                                wait_s=8, text='reply_matches = "^1"'),
+                  StepCondition(step=2, looks_at=0, kind="reply_matches", pattern="^2",
+                                wait_s=8, text='reply_matches = "^2"'),
+                  StepCondition(step=3, looks_at=0, kind="not_replied", wait_s=3,
+                                text='not_replied_within = "3s"'))
+    options = from_snapshot({"senders": ["s1"], "steps": [{}] * 4}).model_copy(
+        update={"conversation": ConversationOptions(conditions=conditions)})
+    d = deliveries.c
+    with access.transaction(ledger.engine) as conn:  # the question in flight at the kill
+        conn.execute(update(runs).where(runs.c.id == run_id).values(options=options.to_json()))
+        conn.execute(update(deliveries).where(d.run_id == run_id, d.step == 0)
+                     .values(state="dispatching", sender="s1", dispatched_at=T0, due_at=None))
+    store = ConversationStore(ledger, run_id)
+    assert store.gate([1, 2, 3]) == 3
+    later = T0 + timedelta(seconds=30)
+    QueueStore(ledger, run_id).settle_in_doubt(
+        later, ProofRule(frozenset({"messages.sent"}), True),
+        lambda item: Settle(item.row, "unknown", "no proof"))
+    gated = store.gated({1: 0, 2: 0, 3: 0})
+    assert [g.step for g in gated] == [1, 2, 3]  # still waiting for their decision
+    writes = []
+    for row in gated:
+        cond = options.conversation.condition(row.step) if options.conversation else None
+        assert cond is not None
+        decision = decide(cond, row.seen, later)
+        assert isinstance(decision, Skip) and decision.why == "step 0 was not sent (unknown)"
+        writes.append(DecisionWrite(row, "skip", decision.why))
+    assert store.decide(writes, later) == writes
+    with access.read(ledger.engine) as conn:
+        assert conn.execute(select(func.count()).select_from(step_decisions)).scalar() == 3
