@@ -21,6 +21,7 @@ from scheduler.ledger.queries import ambiguous as aq
 from scheduler.ledger.queries import audience as aq_audience
 from scheduler.ledger.queries import caps as capq
 from scheduler.ledger.queries import claim_locks
+from scheduler.ledger.queries import conversation as cq
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import leases as lq
@@ -111,7 +112,7 @@ class QueueStore:
         dq.record_final(conn, c.failed, S.FAILED, now)
         dq.record_final(conn, c.unknown, S.UNKNOWN, now)
         dq.mark_verifying(conn, c.verifying, now)
-        dq.skip_later_steps(conn, self.run_id, c.stopped, "previous step not sent", now)
+        cq.skip_later_steps(conn, self.run_id, c.stopped, "previous step not sent", now)
 
     def defer(self, rows: Sequence[tuple[int, datetime]]) -> None:
         """Hold rows until their recipient's own window opens."""
@@ -156,7 +157,7 @@ class QueueStore:
                 counts[verdict.kind] += 1
                 self._settle_one(conn, verdict, now, released, stopped)
             dq.release_next_steps(conn, self.run_id, released, step_delays_s, now)
-            dq.skip_later_steps(conn, self.run_id, stopped, "previous step not sent", now)
+            cq.skip_later_steps(conn, self.run_id, stopped, "previous step not sent", now)
         return counts
 
     def _settle_one(self, conn: Connection, v: Settle, now: datetime,

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import inspect, update
 
 from scheduler.ledger.exceptions import RunLocked, RunNotFound, RunStateError
+from scheduler.ledger.queries import conversation as cq
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tables
 from scheduler.ledger.queries.tables import runs as runs_table
@@ -113,7 +114,7 @@ def test_failure_skips_the_recipients_later_steps(ledger: Ledger) -> None:
         (first,) = dq.due_deliveries(conn, run_id, T0, limit=10)
         dq.claim(conn, [(first.id, "s1")], T0)
         dq.record_final(conn, [(first.id, "", "HTTP 400: bad")], DeliveryState.FAILED, T0)
-        dq.skip_later_steps(conn, run_id, [(first.to, 0)], "previous step failed", T0)
+        cq.skip_later_steps(conn, run_id, [(first.to, 0)], "previous step failed", T0)
     assert ledger.counts(run_id) == {"failed": 1, "skipped": 2}
 
 

@@ -35,7 +35,8 @@ from sqlalchemy import Connection, and_, bindparam, case, func, or_, select
 from sqlmodel.sql.sqltypes import UTCDateTime
 
 from scheduler.ledger.queries.claim_locks import hold_numbers
-from scheduler.ledger.queries.dispatch import record_final, skip_later_steps
+from scheduler.ledger.queries.conversation import skip_later_steps
+from scheduler.ledger.queries.dispatch import record_final
 from scheduler.ledger.queries.tables import deliveries, replies
 from scheduler.ledger.states import RECEIVED_STATES
 from scheduler.ledger.states import DeliveryState as S

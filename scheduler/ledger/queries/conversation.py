@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, exists, func, insert, select, text, update
+from sqlalchemy import Connection, and_, bindparam, exists, func, insert, select, text, update
 
 from scheduler.ledger.conversation_rows import DecisionWrite, GatedRow, Seen, SeenReply
 from scheduler.ledger.models import GATED
@@ -246,3 +246,38 @@ def first_step_numbers(conn: Connection, run_id: int) -> list[str]:
     return [str(n) for n in conn.execute(
         select(d.to).where(d.run_id == run_id, d.step == 0, d.state == S.PLANNED)
         .order_by(d.id)).scalars()]
+
+
+#: Above any step: the bound of a recipient's later steps when no step waits for a reply.
+_NO_STEP = 2**31 - 1
+
+
+def skip_later_steps(
+    conn: Connection, run_id: int, stopped: Sequence[tuple[str, int]], reason: str,
+    now: datetime,
+) -> None:
+    """A step failed, expired or was skipped: the recipient's later steps are skipped too,
+    up to the next step that waits for its condition (issue 35). That step, and the steps
+    of its branch, are its decision's: it is decided on the step it looks at (skipped,
+    with its decision stored, when that one was not sent), never ended here without one.
+
+    One ``executemany`` over ``ix_deliveries_to``, only rows still ``planned``; a run with
+    conditional steps reads them once from its options."""
+    if not stopped:
+        return
+    gated = sorted(gated_steps_of(conn, run_id))
+    params = []
+    for to, step in stopped:
+        until = next((g for g in gated if g > step), _NO_STEP)
+        if until > step + 1:
+            params.append({"b_to": to, "b_step": step, "b_until": until})
+    if not params:
+        return
+    conn.execute(
+        update(deliveries)
+        .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
+               deliveries.c.step > bindparam("b_step"),
+               deliveries.c.step < bindparam("b_until"), deliveries.c.state == S.PLANNED)
+        .values(state=S.SKIPPED, reason=reason, updated_at=now),
+        params,
+    )

@@ -16,7 +16,6 @@ from sqlalchemy import Connection, and_, bindparam, case, func, null, or_, selec
 
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.common import lock_matching, raw, sqlite_time, state_in
-from scheduler.ledger.queries.conversation import gated_steps_of
 from scheduler.ledger.queries.leases import claim_skip_locked
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.rows import AmbiguousRow, DueDelivery
@@ -257,41 +256,6 @@ def release_next_steps(
                deliveries.c.step == bindparam("b_step"), deliveries.c.state == S.PLANNED,
                deliveries.c.due_at.is_(None), deliveries.c.gate.is_(None))
         .values(due_at=bindparam("b_due"), sender=bindparam("b_sender")),
-        params,
-    )
-
-
-#: Above any step: the bound of a recipient's later steps when no step waits for a reply.
-_NO_STEP = 2**31 - 1
-
-
-def skip_later_steps(
-    conn: Connection, run_id: int, stopped: Sequence[tuple[str, int]], reason: str,
-    now: datetime,
-) -> None:
-    """A step failed, expired or was skipped: the recipient's later steps are skipped too,
-    up to the next step that waits for its condition (issue 35). That step, and the steps
-    of its branch, are its decision's: it is decided on the step it looks at (skipped,
-    with its decision stored, when that one was not sent), never ended here without one.
-
-    One ``executemany`` over ``ix_deliveries_to``, only rows still ``planned``; a run with
-    conditional steps reads them once from its options."""
-    if not stopped:
-        return
-    gated = sorted(gated_steps_of(conn, run_id))
-    params = []
-    for to, step in stopped:
-        until = next((g for g in gated if g > step), _NO_STEP)
-        if until > step + 1:
-            params.append({"b_to": to, "b_step": step, "b_until": until})
-    if not params:
-        return
-    conn.execute(
-        update(deliveries)
-        .where(deliveries.c.run_id == run_id, deliveries.c.to == bindparam("b_to"),
-               deliveries.c.step > bindparam("b_step"),
-               deliveries.c.step < bindparam("b_until"), deliveries.c.state == S.PLANNED)
-        .values(state=S.SKIPPED, reason=reason, updated_at=now),
         params,
     )
 
