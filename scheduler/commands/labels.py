@@ -19,16 +19,11 @@ from scheduler.core.errors import SchedulerError
 
 def label_state(session_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
     """Session → its labels with their chats and messages (every session when none given)."""
-    from scheduler.ledger.access import read
-    from scheduler.ledger.queries import labels as lq
+    from scheduler.ledger.label_state import label_report
     from scheduler.wiring import open_project
 
     _, ledger = open_project()
-    with read(ledger.engine, "read the label state") as conn:
-        sessions = session_ids or lq.labelled_sessions(conn)
-        labels = lq.session_labels(conn, sessions)
-        chats = lq.labelled_chats(conn, sessions)
-        messages = lq.labelled_messages(conn, sessions)
+    sessions, labels, chats, messages = label_report(ledger.engine, session_ids)
     on_chats: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for chat in chats:
         on_chats[(chat.session_id, chat.label_id)].append(chat)
