@@ -293,9 +293,8 @@ def status_command(
 def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Every run, newest first."""
     from scheduler.core.timeutil import utcnow
-    from scheduler.ledger import access
     from scheduler.ledger.db import ledger_label
-    from scheduler.ledger.queries import schedules as sch
+    from scheduler.ledger.fire_store import FireStore
     from scheduler.views.status import runs_rows
     from scheduler.views.unserved import Unserved
     from scheduler.wiring import open_project
@@ -307,18 +306,16 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     console = _console()
     unserved = {row["run"]: Unserved.model_validate(row["unserved"])
                 for row in rows if row["unserved"]}
-    with access.read(ledger.engine, "read the scheduled fires that made no run") as conn:
-        unplanned = sch.unplanned_fires(conn)
-        zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if unplanned else {}
+    unplanned = FireStore(ledger.engine).unplanned_fires_zoned()
     if as_json:
         fires = [{"campaign": fire.campaign_name, "fire_time": fire.fire_time.isoformat(),
-                  "status": status, "reason": reason} for fire, status, reason in unplanned]
+                  "status": status, "reason": reason} for fire, status, reason, _ in unplanned]
         typer.echo(json.dumps({"ledger": ledger_label(settings), "runs": rows,
                                "fires_without_run": fires}, ensure_ascii=False, indent=2))
         return
     console.print(f"ledger: {ledger_label(settings)}", highlight=False, soft_wrap=True)
-    for fire, status, reason in unplanned:  # a scheduled campaign that never became a run
-        at = time_words.local_time(fire.fire_time, zones.get(fire.campaign_name, "UTC"))
+    for fire, status, reason, zone in unplanned:  # a scheduled campaign that made no run
+        at = time_words.local_time(fire.fire_time, zone)
         console.print(f"{fire.campaign_name} due at {at}: {status}, no run: {reason}",
                       style="yellow", highlight=False, markup=False)
     if not rows and not unplanned:

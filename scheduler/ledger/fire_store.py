@@ -2,10 +2,9 @@
 of each fire, and the fires that made no run.
 
 :class:`FireStore` is the door ``campaign serve`` (:mod:`scheduler.usecases.serve`) and
-``campaign runs --json`` (:mod:`scheduler.api.reads`) go through; the triggers record fires
-through the ``Ledger`` (the engine's ``ScheduleStore``). Each method is one transaction or
-one read of :mod:`scheduler.ledger.queries.schedules`.
-"""
+``campaign runs`` (:mod:`scheduler.commands.run`, :mod:`scheduler.api.reads`) go through;
+the triggers record fires through the ``Ledger`` (the engine's ``ScheduleStore``). Each
+method is one transaction or one read of :mod:`scheduler.ledger.queries.schedules`."""
 
 from __future__ import annotations
 
@@ -41,6 +40,15 @@ class FireStore:
         """Fires that made no run, newest first, with their status and reason."""
         with access.read(self.engine, "read the scheduled fires that made no run") as conn:
             return sch.unplanned_fires(conn)
+
+    def unplanned_fires_zoned(self) -> list[tuple[DueFire, str, str, str]]:
+        """:meth:`unplanned_fires`, each with its schedule's time zone (UTC when the
+        schedule is gone), in one read."""
+        with access.read(self.engine, "read the scheduled fires that made no run") as conn:
+            unplanned = sch.unplanned_fires(conn)
+            zones = {s.name: s.timezone for s in sch.all_schedules(conn)} if unplanned else {}
+        return [(fire, status, reason, zones.get(fire.campaign_name, "UTC"))
+                for fire, status, reason in unplanned]
 
 
 __all__ = ["DueFire", "FireStore"]
