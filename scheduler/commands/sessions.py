@@ -234,10 +234,9 @@ def last_status_event(settings: Settings,
     """The last ``connection.status`` of the session that the project's receiver stored
     (during runs and ``campaign serve``), None when there is none or no ledger yet (none
     is created for this); and the zone to show it in (the newest run's, else UTC)."""
-    from scheduler.ledger.access import read
     from scheduler.ledger.db import open_ledger
-    from scheduler.ledger.queries import sessions as sq
     from scheduler.ledger.runs import Ledger
+    from scheduler.ledger.sender_store import last_session_status
 
     if not settings.database_url:
         if settings.project_dir is None and not settings.state_dir.is_absolute():
@@ -246,8 +245,7 @@ def last_status_event(settings: Settings,
             return None, "UTC"
     engine = open_ledger(settings.resolved_database_url())
     try:
-        with read(engine, "read the session's last status event") as conn:
-            row = sq.latest_statuses(conn, [session_id]).get(session_id)
+        row = last_session_status(engine, session_id)
         ledger = Ledger(engine)
         runs = ledger.list_runs()  # times in the newest campaign's zone, as `events` does
         return row, str(ledger.options(runs[0]).timezone) if runs else "UTC"

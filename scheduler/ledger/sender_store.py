@@ -3,6 +3,8 @@
 :class:`SenderStore` is the ledger's implementation of
 :class:`scheduler.dispatch.store.SenderStore` (sender care, caps, the call limits); the
 run is known for the calls in progress in it. Each method is one transaction or one read.
+The functions after it, over an engine, serve the commands and a rehearsal: a change of
+state by hand, a session's last status, the profiles a rehearsal copies.
 """
 
 from __future__ import annotations
@@ -103,6 +105,12 @@ def change_by_operator(engine: Engine, sender: str, target: Target, reason: str,
         return was, to, spq.change_state(conn, sender, to, reason, ChangeSource.OPERATOR, now)
 
 
+def last_session_status(engine: Engine, session_id: str) -> SessionStatusRow | None:
+    """The last ``connection.status`` stored for a session (``campaign sessions``)."""
+    with access.read(engine, "read the session's last status event") as conn:
+        return sq.latest_statuses(conn, [session_id]).get(session_id)
+
+
 def stored_profiles(engine: Engine, senders: Collection[str]) -> list[SenderProfileRow]:
     """The stored profiles of ``senders`` in ``engine``'s ledger."""
     with access.read(engine, "read the senders' profiles") as conn:
@@ -122,4 +130,5 @@ def seed_profiles(engine: Engine, profiles: Sequence[SenderProfileRow], now: dat
                 spq.advance_warm_day(conn, p.sender, p.warm_day_date, p.warm_day)
 
 
-__all__ = ["SenderStore", "Target", "change_by_operator", "seed_profiles", "stored_profiles"]
+__all__ = ["SenderStore", "Target", "change_by_operator", "last_session_status", "seed_profiles",
+           "stored_profiles"]
