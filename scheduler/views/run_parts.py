@@ -10,8 +10,14 @@ from typing import Any
 
 from scheduler.core import person_names
 from scheduler.ledger import funnel as fn
-from scheduler.ledger.queries.run_view import ErrorRow, EventRow, RecentSends, SmsFailureRow
-from scheduler.ledger.queries.tallies import ENDED, Tally
+from scheduler.ledger.run_rows import (
+    ENDED,
+    ErrorRow,
+    EventRow,
+    RecentSends,
+    SmsFailureRow,
+    Tally,
+)
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_kinds import outcome_kind
 from scheduler.views.channel_status import sms_failures_by

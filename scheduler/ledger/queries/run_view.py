@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from sqlalchemy import Connection, and_, func, select, text, union_all
 
@@ -29,6 +29,7 @@ from scheduler.ledger.models import Run
 from scheduler.ledger.queries.channel_counts import SMS_NOT_DELIVERED
 from scheduler.ledger.queries.common import details_key
 from scheduler.ledger.queries.tables import deliveries, events, replies, runs
+from scheduler.ledger.run_rows import ErrorRow, EventRow, RecentSends, SmsFailureRow
 from scheduler.ledger.states import DeliveryState as S
 
 #: Failed rows read per error state to group errors by message (the newest first).
@@ -61,13 +62,6 @@ def runs_by_status(conn: Connection) -> dict[str, int]:
     """Every run counted by status (``runs`` has a row per run: small)."""
     stmt = select(runs.c.status, func.count()).group_by(runs.c.status)
     return {str(status): int(n) for status, n in conn.execute(stmt)}
-
-
-class RecentSends(NamedTuple):
-    """A sender's or a worker's sends of a run since a time, and the newest of them."""
-
-    n: int
-    last_at: datetime | None
 
 
 def _of_run(run_id: int) -> Any:
@@ -159,15 +153,6 @@ def last_send(conn: Connection, run_id: int, senders: Collection[str]) -> dateti
     return newest or minute
 
 
-class ErrorRow(NamedTuple):
-    """Failed rows of one state with the same message, and the newest one's time."""
-
-    state: str
-    message: str
-    n: int
-    last_at: datetime | None
-
-
 def newest_errors(conn: Connection, run_id: int, states: Sequence[str],
                   sample: int = ERROR_SAMPLE) -> list[ErrorRow]:
     """The run's rows in ``states`` grouped by message, over the newest ``sample`` rows of
@@ -187,18 +172,6 @@ def newest_errors(conn: Connection, run_id: int, states: Sequence[str],
                                                                       message)
     out = [ErrorRow(str(st), str(m), int(n), _aware(at)) for st, m, n, at in conn.execute(stmt)]
     return sorted(out, key=lambda e: (-e.n, e.state, e.message))
-
-
-class EventRow(NamedTuple):
-    """One of a run's recent events or replies."""
-
-    id: int
-    event: str
-    at: datetime | None
-    number: str | None
-    payload: str | None
-    #: The delivery's CSV values (``deliveries.variables``, JSON text), when matched.
-    variables: str | None = None
 
 
 def recent_events(conn: Connection, run_id: int, limit: int = 20,
@@ -268,14 +241,6 @@ def sends_since(conn: Connection, since: datetime) -> int:
     if conn.dialect.name == "sqlite":
         at = at.strftime("%Y-%m-%d %H:%M")
     return int(conn.execute(_TODAY, {"since": at}).scalar() or 0)
-
-
-class SmsFailureRow(NamedTuple):
-    """Undelivered SMS of one report and error code, over the newest rows sampled."""
-
-    event: str | None
-    code: str | None
-    n: int
 
 
 def newest_sms_failures(conn: Connection, run_id: int,

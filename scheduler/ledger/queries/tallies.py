@@ -23,9 +23,10 @@ a counting function would miss the path nobody thought of.
   row, so workers and the receiver updating one run never wait on each other's counter
   locks, nor deadlock on them. A reader sums over the shards.
 
-``marks`` is a bitmask of the row's time columns that are set (:data:`MARKS`): the funnel's
-definitions (``scheduler.ledger.funnel``; :func:`funnel` and :func:`tracking_funnel`) count
-a row by its state *or* by a time that proves a stage, so the counters keep both.
+``marks`` is a bitmask of the row's time columns that are set (:data:`.run_rows.MARKS`):
+the funnel's definitions (``scheduler.ledger.funnel``; :func:`funnel` and
+:func:`tracking_funnel`) count a row by its state *or* by a time that proves a stage, so the
+counters keep both.
 Counters that reach 0 stay (readers skip them). A later migration that rebuilds
 ``deliveries`` on SQLite (Alembic's batch mode copies the table) drops its triggers: it
 must run :func:`create_statements` again.
@@ -43,21 +44,19 @@ triggers would not count.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, text
 
 from scheduler.ledger.queries import sender_tallies
-from scheduler.ledger.states import CONFIRMED_SENT_STATES, SENT_STATES
-from scheduler.ledger.states import DeliveryState as S
 
-#: The bit of each time column in ``run_tallies.marks`` (``replied``: a reply's time or text).
-MARKS: dict[str, int] = {"accepted": 1, "sent": 2, "delivered": 4, "read": 8, "replied": 16,
-                         "ended": 32}
-ACCEPTED, SENT, DELIVERED, READ, REPLIED, ENDED = (MARKS[k] for k in MARKS)
+# the bits of ``marks`` and the counters as read are plain rows (run_rows); Tally, DELIVERED
+# and READ are named through this module still by callers not yet moved to run_rows
+from scheduler.ledger.run_rows import ACCEPTED, ENDED, REPLIED, SENT
+from scheduler.ledger.run_rows import DELIVERED as DELIVERED
+from scheduler.ledger.run_rows import READ as READ
+from scheduler.ledger.run_rows import Tally as Tally
 
 #: The columns of a counter's key (besides the shard) and of the minutes' key.
 TALLY_KEY = ("run_id", "step", "state", "marks", "worker")
@@ -282,68 +281,6 @@ def count_bulk_insert(conn: Connection, run_id: int, insert: Callable[[], object
 
 # ---------------------------------------------------------------------- reading
 
-
-@dataclass(frozen=True, slots=True)
-class Tally:
-    """One run's counters summed over shards: ``(step, state, marks, worker, n)`` rows."""
-
-    rows: tuple[tuple[int, str, int, str, int], ...]
-
-    def states(self) -> dict[str, int]:
-        """Rows in each state (only states that have rows)."""
-        out: dict[str, int] = defaultdict(int)
-        for _step, state, _marks, _worker, n in self.rows:
-            out[state] += n
-        return {state: n for state, n in out.items() if n}
-
-    def steps(self) -> dict[int, dict[str, int]]:
-        """Rows of each step in each state."""
-        out: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for step, state, _marks, _worker, n in self.rows:
-            out[step][state] += n
-        return {step: {s: n for s, n in states.items() if n}
-                for step, states in sorted(out.items()) if any(states.values())}
-
-    def workers(self) -> dict[str, int]:
-        """Rows each ``campaign serve`` worker claimed (rows with no worker left out)."""
-        out: dict[str, int] = defaultdict(int)
-        for _step, _state, _marks, worker, n in self.rows:
-            if worker:
-                out[worker] += n
-        return {worker: n for worker, n in sorted(out.items()) if n}
-
-    def count(self, state: frozenset[str] | None = None, marks: int = 0) -> int:
-        """Rows in one of ``states`` or with any of the ``marks`` bits set."""
-        return sum(n for _step, s, m, _worker, n in self.rows
-                   if (state is not None and s in state) or m & marks)
-
-    def funnel(self) -> dict[str, int]:
-        """The report's funnel (``scheduler.ledger.funnel``): planned, sent, delivered,
-        read, replied, answered, undelivered, skipped (``rq.funnel_counts``)."""
-        return {
-            "planned": sum(n for _st, s, _m, _w, n in self.rows if s != S.SKIPPED),
-            "sent": self.count(_SENT, ACCEPTED | SENT | DELIVERED | READ),
-            "delivered": self.count(frozenset({S.DELIVERED, S.READ}), DELIVERED | READ),
-            "read": self.count(frozenset({S.READ}), READ),
-            "replied": self.count(None, REPLIED),
-            "answered": self.count(frozenset({S.ANSWERED})),
-            "undelivered": self.count(frozenset({S.UNDELIVERED})),
-            "skipped": self.count(frozenset({S.SKIPPED})),
-        }
-
-    def tracking(self) -> dict[str, int]:
-        """How far the rows got by their events (``tq.funnel``): sent (a sent time or a
-        state the service confirmed), delivered, read, replied."""
-        return {
-            "sent": self.count(_CONFIRMED, SENT),
-            "delivered": self.count(frozenset({S.DELIVERED, S.READ, S.ANSWERED}), DELIVERED),
-            "read": self.count(frozenset({S.READ}), READ),
-            "replied": self.count(None, REPLIED),
-        }
-
-
-_SENT = frozenset(str(s) for s in SENT_STATES)
-_CONFIRMED = frozenset(str(s) for s in CONFIRMED_SENT_STATES)
 
 _READ = text("SELECT step, state, marks, worker, SUM(n) FROM run_tallies WHERE run_id = :run "
              "GROUP BY step, state, marks, worker HAVING SUM(n) <> 0")

@@ -8,11 +8,11 @@ while its marks stay the same."""
 from __future__ import annotations
 
 import hashlib
-from typing import NamedTuple
 
 from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select, text
 
 from scheduler.ledger.queries.tables import deliveries, events, runs
+from scheduler.ledger.run_rows import Marks
 from scheduler.ledger.states import DeliveryState as S
 
 #: The ids' second sum is of their squares modulo this prime: it stays far below 2**63.
@@ -71,22 +71,6 @@ _MINUTES_PG = text(
 _MINUTES_SQLITE = text(
     "SELECT group_concat(minute || '=' || s, ',') FROM (SELECT minute, SUM(n) AS s FROM "
     "run_minutes WHERE run_id = :run GROUP BY minute HAVING SUM(n) <> 0 ORDER BY minute)")
-
-
-class Marks(NamedTuple):
-    """Every mark of one run, read in one statement (:func:`read_marks`)."""
-
-    #: :func:`run_born`.
-    born: str
-    #: :func:`unknown_mark` and :func:`skipped_mark`.
-    unknown: tuple[int, int, int]
-    skipped: tuple[int, int, int]
-    #: :func:`newest_event`.
-    newest_event: int
-    #: A digest of the run's sends per minute (``run_minutes``, kept by triggers: a few
-    #: thousand rows for a run of 1,000,000), made by the database: a row sent again moves
-    #: to a later minute and changes it, though it leaves and enters ``unknown`` between.
-    minutes: str
 
 
 _STATES = "state IN ('unknown', 'skipped')"  # ix_deliveries_marks's predicate, literally
