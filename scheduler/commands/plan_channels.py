@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from scheduler.core.channel_terms import terms_of
 from scheduler.dispatch.channel import Channel
 from scheduler.dispatch.dispatcher.claims import REFILL
-from scheduler.ledger.queries.common import dumps
+from scheduler.ledger.plan_rows import planned_delivery
 from scheduler.ledger.rows import DueDelivery
 from scheduler.views.channel_status import money
 
@@ -60,9 +60,7 @@ class BulkTally:
             if row["state"] != "planned":
                 continue
             buffer = self._buffers.setdefault(row["step"], [])
-            buffer.append(DueDelivery(id=0, seq=0, step=row["step"], to=row["to"],
-                                      path=row["path"], payload=dumps(row["payload"]),
-                                      sender=None, region=None, attempts=0))
+            buffer.append(planned_delivery(row["step"], row["to"], row["path"], row["payload"]))
             if len(buffer) >= self.refill:
                 self._flush(buffer)
 

@@ -62,12 +62,10 @@ def campaign_channel(campaign: Campaign, overrides: dict[str, Any] | None = None
 
 def _due(item: dict[str, Any], seq: int) -> DueDelivery:
     """A plan row as the dispatcher reads it back from the ledger."""
-    from scheduler.ledger.queries.common import dumps
-    from scheduler.ledger.rows import DueDelivery
+    from scheduler.ledger.plan_rows import planned_delivery
 
-    return DueDelivery(id=seq, seq=seq, step=item["step"], to=item["to"], path=item["path"],
-                       payload=dumps(item["payload"]), sender=None, region=item.get("region"),
-                       attempts=0)
+    return planned_delivery(item["step"], item["to"], item["path"], item["payload"], seq=seq,
+                            region=item.get("region"))
 
 
 def group_rows(channel: Channel, rows: list[DueDelivery]) -> list[list[DueDelivery]]:
