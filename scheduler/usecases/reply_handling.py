@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from scheduler.core.errors import SchedulerError
-from scheduler.ledger import access
-from scheduler.ledger.queries import inbox as iq
+from scheduler.ledger.reply_store import ReplyStore
 from scheduler.ledger.runs import Ledger
 
 
@@ -31,10 +30,8 @@ class Handled:
 
 def mark_handled(ledger: Ledger, reply_id: int, by: str, now: datetime) -> Handled:
     """Record that ``by`` handled reply ``reply_id`` now (kept: an earlier mark)."""
-    with access.transaction(ledger.engine, f"mark reply {reply_id} as handled") as conn:
-        if not iq.reply_exists(conn, reply_id):
-            raise NoSuchReply(f"there is no reply {reply_id} in this ledger")
-        done = iq.mark_handled(conn, reply_id, by, now)
-        found = iq.handled_by(conn, reply_id)
-    assert found is not None
-    return Handled(done=done, by=found[0], at=found[1])
+    marked = ReplyStore(ledger.engine).mark_handled(reply_id, by, now)
+    if marked is None:
+        raise NoSuchReply(f"there is no reply {reply_id} in this ledger")
+    done, by_whom, at = marked
+    return Handled(done=done, by=by_whom, at=at)
