@@ -1,4 +1,5 @@
-"""One run's control as a store: its options, ownership, the operator's requests, its end.
+"""One run's control as a store: its options, ownership, the operator's requests, its end,
+its counts.
 
 :class:`RunControlStore` is the ledger's implementation of
 :class:`scheduler.dispatch.store.RunControlStore` (the engine sees only that protocol); the
@@ -11,6 +12,8 @@ or one read, naming what it does, so a database error says what the dispatcher w
 
 from __future__ import annotations
 
+from scheduler.ledger import access
+from scheduler.ledger.queries import reruns
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.settings.run import RunOptions
@@ -60,6 +63,13 @@ class RunControlStore:
     def counts(self) -> dict[str, int]:
         """The run's deliveries by state."""
         return self.ledger.counts(self.run_id)
+
+    def skipped_as_received(self) -> int:
+        """Rows of the run skipped because their number received the campaign before (a
+        re-run's plan, said by ``campaign run``)."""
+        with access.read(self.ledger.engine,
+                         f"count the rows of run {self.run_id} skipped as received") as conn:
+            return reruns.count_skipped_as_received(conn, self.run_id)
 
 
 __all__ = ["RunControlStore"]

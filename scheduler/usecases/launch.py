@@ -20,8 +20,8 @@ from rich.console import Console
 from scheduler.campaign.loader import Campaign
 from scheduler.core.errors import SchedulerError
 from scheduler.core.timeutil import utcnow
-from scheduler.ledger import access
 from scheduler.ledger.models import Run
+from scheduler.ledger.run_store import RunControlStore
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus, describe_target
 from scheduler.settings.load import Settings, load_settings
@@ -180,8 +180,8 @@ def plan_new_run(ledger: Ledger, file: Path, campaign: Campaign, target: str,
                           skip_previous=earlier is not None and not include_previous,
                           on_created=on_created,
                           on_progress=lambda n: status.update(f"planning… {n:,} rows"))
-    counts = ledger.counts(run_id)
-    skipped_before = _skipped_as_received(ledger, run_id)
+    store = RunControlStore(ledger, run_id)
+    counts, skipped_before = store.counts(), store.skipped_as_received()
     console.print(f"run {run_id}: {counts.get(DeliveryState.PLANNED, 0):,} deliveries "
                   f"planned" + (f", {skipped_before:,} skipped: those numbers "
                                 "already received this campaign" if skipped_before
@@ -207,10 +207,3 @@ def _handed_to_workers(settings: Settings, ledger: Ledger, run: Run, console: Co
                       f"of this ledger; follow it with `campaign status {run.id}`",
                       highlight=False)
     return workers > 0
-
-
-def _skipped_as_received(ledger: Ledger, run_id: int) -> int:
-    from scheduler.ledger.queries import reruns
-
-    with access.read(ledger.engine, f"count the rows of run {run_id} skipped as received") as conn:
-        return reruns.count_skipped_as_received(conn, run_id)
