@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from scheduler.demo.channels import run_quietly, say
-from scheduler.ledger import access
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
 from scheduler.wiring import ServiceTarget
@@ -51,20 +49,6 @@ def calls_part(settings: Settings, ledger: Ledger, target: ServiceTarget, root: 
     return run_id
 
 
-def _calls(ledger: Ledger, run_id: int) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(number, sender, state, details) of each call of the run, in plan order."""
-    from scheduler.ledger.queries.reports import delivery_chunks
-
-    out = []
-    with access.snapshot(ledger.engine, "read the demo calls") as conn:
-        for chunk in delivery_chunks(conn, run_id, 1000):
-            for to, sender, state, details in zip(chunk["to"], chunk["sender"], chunk["state"],
-                                                  chunk["details"], strict=True):
-                out.append((str(to), str(sender or ""), str(state),
-                            json.loads(details) if details else {}))
-    return out
-
-
 def _events(ledger: Ledger, call_id: str) -> list[str]:
     """The events stored for one call (once each), in the order a call goes."""
     from scheduler.ledger.tracking_store import TrackingStore
@@ -77,10 +61,11 @@ def _events(ledger: Ledger, call_id: str) -> list[str]:
 
 def call_lines(ledger: Ledger, run_id: int) -> list[str]:
     """Each call with its events, length and recording; then the totals."""
+    from scheduler.ledger.demo_reads import DemoReads
     from scheduler.views.channel_status import CallsOutcomes, channel_outcomes
 
     lines = []
-    for to, sender, state, details in _calls(ledger, run_id):
+    for to, sender, state, details in DemoReads(ledger.engine).outcomes(run_id):
         call_id = str(details.get("callId") or "")
         chain = " → ".join(_events(ledger, call_id)) if call_id else "not placed"
         line = f"{to} {sender}: {chain}"

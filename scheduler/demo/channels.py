@@ -23,7 +23,6 @@ from typing import Any
 from rich.console import Console
 
 from scheduler.dispatch.channel import Channel, SendRequest
-from scheduler.ledger import access
 from scheduler.ledger.models import Run
 from scheduler.ledger.rows import DueDelivery
 from scheduler.ledger.runs import Ledger
@@ -166,15 +165,9 @@ def request_lines(request: SendRequest) -> list[str]:
 
 def _recipients(ledger: Ledger, run: Run) -> list[tuple[str, str, dict[str, Any]]]:
     """(number, state, details) of each delivery of the run, in plan order."""
-    from scheduler.ledger.queries.reports import delivery_chunks
+    from scheduler.ledger.demo_reads import DemoReads
 
-    out: list[tuple[str, str, dict[str, Any]]] = []
-    with access.snapshot(ledger.engine, "read the demo run's outcomes") as conn:
-        for chunk in delivery_chunks(conn, run.id or 0, 1000):
-            for to, state, details in zip(chunk["to"], chunk["state"], chunk["details"],
-                                          strict=True):
-                out.append((str(to), str(state), json.loads(details) if details else {}))
-    return out
+    return [(o.to, o.state, o.details) for o in DemoReads(ledger.engine).outcomes(run.id or 0)]
 
 
 def outcome_lines(ledger: Ledger, run: Run, variables: dict[str, dict[str, Any]]

@@ -25,9 +25,7 @@ import httpx
 from rich.console import Console
 
 from scheduler.demo.channels import WIDTH, run_quietly, say
-from scheduler.ledger import access
-from scheduler.ledger.queries import sender_health as shq
-from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.demo_reads import DemoReads
 from scheduler.ledger.runs import Ledger
 from scheduler.settings.load import Settings
 from scheduler.wiring import ServiceTarget
@@ -135,8 +133,7 @@ def _logout_once_throttled(ledger: Ledger, base_url: str, since: datetime,
     """When the troubled sender's history says ``throttled`` (the engine judged the storm),
     have the sandbox log its session out at its next send; give up when ``done`` is set."""
     while not done.wait(0.1):
-        with access.read(ledger.engine, "read the troubled sender's history") as conn:
-            changes = spq.history(conn, TROUBLED)
+        changes = DemoReads(ledger.engine).history(TROUBLED)
         if any(c.to_state == "throttled" and c.at >= since for c in changes):
             with httpx.Client(base_url=base_url, timeout=10.0) as http:
                 trouble = http.get("/sandbox/trouble", params={"session_id": TROUBLED}).json()
@@ -152,9 +149,7 @@ def _stage(base_url: str, rules: Mapping[str, object]) -> None:
 
 
 def _lines(ledger: Ledger, run_id: int, since: datetime, base_url: str) -> list[str]:
-    with access.snapshot(ledger.engine, "read the demo's senders") as conn:
-        per_sender = {s: n for s, n in shq.sends_by_sender(conn, run_id).items() if s}
-        changes = [c for c in reversed(spq.history(conn, TROUBLED)) if c.at >= since]
+    per_sender, changes = DemoReads(ledger.engine).senders_story(run_id, TROUBLED, since)
     # the first reason of each state (a score's reason is updated while the state holds)
     changes = [c for i, c in enumerate(changes) if i == 0 or c.to_state != changes[i - 1].to_state]
     lines = ["sent: " + ", ".join(f"{name} {n}" for name, n in sorted(per_sender.items()))]
