@@ -5,7 +5,7 @@ run is delivered or undelivered (told apart by the report: undelivered, failed, 
 with the service's error codes), costs segments × the route's price; a voice run's calls
 are answered or not (with the Q.850 cause in words), and an IVR flow's callers press
 digits. :func:`channel_outcomes` reads them from the ledger (the counts are SQL in
-:mod:`scheduler.ledger.queries.channel_counts`); :func:`short_outcomes` says them from
+:class:`scheduler.ledger.outcome_reads.OutcomeReads`); :func:`short_outcomes` says them from
 the counts by state alone, cheap enough for every refresh of the progress bar.
 """
 
@@ -18,8 +18,7 @@ from pydantic import BaseModel, Field
 
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import channel_counts as cc
-from scheduler.ledger.queries import sender_calls
+from scheduler.ledger.outcome_reads import OutcomeReads
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_kinds import has_outcomes, outcome_kind
@@ -151,7 +150,7 @@ ChannelOutcomes = SmsOutcomes | VoiceOutcomes | CallsOutcomes
 
 
 def _calls(conn: Connection, run_id: int, counts: dict[str, int]) -> CallsOutcomes:
-    totals = sender_calls.call_run_totals(conn, run_id)
+    totals = OutcomeReads(conn).call_run_totals(run_id)
     return CallsOutcomes(
         answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
         in_progress=totals.open_calls, timed=totals.timed,
@@ -159,8 +158,9 @@ def _calls(conn: Connection, run_id: int, counts: dict[str, int]) -> CallsOutcom
 
 
 def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
-    totals = cc.sms_totals(conn, run_id)
-    failures = cc.sms_failures(conn, run_id)
+    reads = OutcomeReads(conn)
+    totals = reads.sms_totals(run_id)
+    failures = reads.sms_failures(run_id)
     by_report, by_code = sms_failures_by(
         (item.event, item.error_code, item.n) for item in failures)
     return SmsOutcomes(
@@ -175,9 +175,10 @@ def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
 def _voice(conn: Connection, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
     from scheduler.service.account_models import cause_text  # its 50 wire models: voice only
 
-    totals = cc.call_totals(conn, run_id)
-    digits = cc.top_digits(conn, run_id, TOP_DIGITS)
-    causes = cc.not_answered_causes(conn, run_id)
+    reads = OutcomeReads(conn)
+    totals = reads.call_totals(run_id)
+    digits = reads.top_digits(run_id, TOP_DIGITS)
+    causes = reads.not_answered_causes(run_id)
     by_cause: dict[str, int] = {}
     for item in causes:
         text = cause_text(item.value, item.description) or "no cause given"

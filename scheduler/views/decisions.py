@@ -10,7 +10,7 @@ from typing import Any
 
 from scheduler.core.time_words import iso_utc
 from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import conversation as cq
+from scheduler.ledger.outcome_reads import OutcomeReads
 from scheduler.settings.conversation import ConversationOptions
 
 
@@ -19,7 +19,8 @@ def decisions_view(conn: Connection, run_id: int,
     """The run's decisions per conditional step, with a line each (None: no conditions)."""
     if options is None:
         return None
-    counts = cq.decision_counts(conn, run_id)
+    reads = OutcomeReads(conn)
+    counts = reads.decision_counts(run_id)
     steps = []
     for cond in options.conditions:
         went, not_sent = counts.get((cond.step, "go"), 0), counts.get((cond.step, "skip"), 0)
@@ -30,5 +31,5 @@ def decisions_view(conn: Connection, run_id: int,
         steps.append({"step": cond.step, "name": cond.name, "when": cond.text, "went": went,
                       "not_sent": not_sent, "waiting": waiting, "line": line})
     latest = [{**d, "decided_at": iso_utc(d["decided_at"]), "late_at": iso_utc(d["late_at"])}
-              for d in cq.decisions_of(conn, run_id, limit=20)]
+              for d in reads.latest_decisions(run_id, 20)]
     return {"steps": steps, "latest": latest}

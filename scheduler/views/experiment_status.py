@@ -15,7 +15,7 @@ from typing import Any
 from scheduler.core.time_words import iso_utc, local_time
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection, Engine
-from scheduler.ledger.queries import experiments as xq
+from scheduler.ledger.experiment_reads import ExperimentReads
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 
@@ -32,10 +32,11 @@ def read_experiment(conn: Connection, run_id: int) -> dict[str, Any] | None:
     Reads the run's definition, and only for a run planned with variants the
     ``experiments`` row and the run's rows per variant and state (one ``GROUP BY`` over the
     run's rows: a stated scan, on the dashboard's run page too)."""
-    if not xq.run_has_variants(conn, run_id):
+    reads = ExperimentReads(conn)
+    if not reads.has_variants(run_id):
         return None  # most runs: no scan of the run's rows per variant
-    split = xq.variant_split(conn, run_id)
-    row = xq.read(conn, run_id)
+    split = reads.variant_split(run_id)
+    row = reads.experiment(run_id)
     named = {name: states for name, states in split.items() if name is not None}
     if row is None and not named:
         return None

@@ -2,7 +2,7 @@
 name beside it, and its state (new, to answer, handled).
 
 Read by ``campaign replies`` and the dashboard's ``/replies`` page (and its live section);
-the SQL is :mod:`scheduler.ledger.queries.inbox`. A reply's state and what "to answer"
+the SQL is :mod:`scheduler.ledger.inbox_reads`. A reply's state and what "to answer"
 means are said there. ``--since`` takes a duration back from now (``2h``, ``3d``) or a
 date or time (``2026-11-28``, ``2026-11-28T09:00-03:00``; UTC unless it says its offset).
 """
@@ -16,13 +16,14 @@ from pydantic import BaseModel
 
 from scheduler.core.errors import SchedulerError
 from scheduler.core.units import UnitError, parse_duration
-from scheduler.ledger import access
-from scheduler.ledger.queries import inbox as iq
+from scheduler.ledger import access, inbox_reads
+from scheduler.ledger.inbox_reads import InboxFilter, InboxReads, InboxRow
 from scheduler.ledger.runs import Ledger
 from scheduler.views.run_parts import recipient
 
 #: The states a reply may be in (the inbox's filter).
-STATES = iq.STATES
+STATES = inbox_reads.STATES
+
 #: Replies shown at most (the newest; ``more`` says when there are others).
 SHOWN = 100
 
@@ -101,7 +102,7 @@ def check_state(state: str | None) -> str | None:
     return spelled
 
 
-def _reply(row: iq.InboxRow) -> InboxReply:
+def _reply(row: InboxRow) -> InboxReply:
     return InboxReply(id=row.id, received_at=row.received_at, number=row.number,
                       name=recipient(row.variables), kind=row.kind, text=row.text,
                       opt_out=row.opt_out, state=row.state, run_id=row.run_id,
@@ -124,11 +125,12 @@ def read_inbox(ledger: Ledger, *, now: datetime, run_id: int | None = None,
                since: datetime | None = None, limit: int = SHOWN) -> InboxView:
     """The replies under the filter, newest first (at most ``limit``), and the counts
     per state, read in one snapshot."""
-    chosen = iq.InboxFilter(run_id=run_id, campaign=campaign or None,
+    chosen = InboxFilter(run_id=run_id, campaign=campaign or None,
                             state=check_state(state), since=since)
     with access.snapshot(ledger.engine, "read the replies") as conn:
-        rows = iq.inbox_rows(conn, chosen, limit + 1)
-        counts = iq.state_counts(conn, chosen)
+        reads = InboxReads(conn)
+        rows = reads.rows(chosen, limit + 1)
+        counts = reads.state_counts(chosen)
     shown = [_reply(row) for row in rows[:limit]]
     return InboxView(run_id=run_id, campaign=chosen.campaign, state=chosen.state,
                      since=since, counts=counts, replies=shown, more=len(rows) > limit,
