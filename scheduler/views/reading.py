@@ -1,10 +1,9 @@
 """Read a run's view on one connection (the caller's snapshot): :func:`read_run`.
 
-Every read is bounded (see :mod:`scheduler.ledger.queries.run_view`): the counts, the
-funnel and the steps come from the per-run tallies (:mod:`scheduler.ledger.queries.
-tallies`, kept by triggers), the rest from indexed reads of the last minutes or of the
-newest rows. ``campaign status`` adds a few whole-run reads of its own on the same
-connection (:mod:`scheduler.views.status`).
+Every read is bounded (the ledger's doors :mod:`scheduler.ledger.run_reads` say how): the
+counts, the funnel and the steps come from the per-run tallies (kept by triggers), the
+rest from indexed reads of the last minutes or of the newest rows. ``campaign status``
+adds a few whole-run reads of its own on the same connection (:mod:`scheduler.views.status`).
 """
 
 from __future__ import annotations
@@ -23,10 +22,7 @@ from scheduler.dispatch.unknowns import UnknownVerdicts
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import run_view as vq
-from scheduler.ledger.queries import tallies
-from scheduler.ledger.queries import tracking as tq
-from scheduler.ledger.queries.verdict_marks import read_marks
+from scheduler.ledger.run_reads import RunReads, RunSamples, VerdictReads
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.settings.run import RunOptions, from_snapshot
@@ -73,7 +69,7 @@ class RunRead:
     capped: list[CapWait]
     verdicts: UnknownVerdicts
     unserved: Unserved | None
-    #: ``tq.funnel``'s tracking counts (sent, delivered, read, replied, opted_out).
+    #: ``RunReads.tracking``'s counts (sent, delivered, read, replied, opted_out).
     tracking: dict[str, int]
 
 
@@ -140,26 +136,26 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     as there are)."""
     assert run.id is not None
     run_id = run.id
+    reads, samples = RunReads(conn), RunSamples(conn)
     options = options_of(run)
     # the run's tallies read once: its counts, funnel and tracking are sums of them (as
     # dq.counts_by_state, rq.funnel_counts and tq.funnel sum them)
-    tally = tallies.read(conn, run_id)
+    tally = reads.tally(run_id)
     counts = tally.states()
     funnel_counts = tally.funnel()
-    tracking = tq.funnel(conn, run_id, tally).as_dict()
+    tracking = reads.tracking(run_id, tally).as_dict()
     if sends_today:  # a day of a million sends takes 0.3 s to count per sender: not then
-        day = vq.sends_since(conn, day_start(now, options.timezone))
+        day = reads.sends_since(day_start(now, options.timezone))
         sends_today = day <= SENDER_DAY_COUNTED
     senders = read_senders_of_run(conn, run_id, options, settings.senders, now,
                                   with_counts=sender_counts, today=sends_today)
     names = [s.sender for s in senders]
-    recent, by_worker = vq.recent_sends_and_workers(conn, run_id, names,
-                                                     now - PACE_WINDOW)
-    last_send = vq.last_send(conn, run_id, names)
+    recent, by_worker = reads.recent_sends(run_id, names, now - PACE_WINDOW)
+    last_send = reads.last_send(run_id, names)
     dispatch = DispatchOptions.for_run(options, start=run.started_at or now)
     capped = (read_cap_waits(conn, dispatch, now)
               if run.status == RunStatus.RUNNING and counts.get(S.PLANNED) else [])
-    dispatching, verifying = (vq.verifying_until(conn, run_id)
+    dispatching, verifying = (reads.dispatching(run_id)
                               if counts.get(S.DISPATCHING) else (0, None))
     unknown = counts.get(S.UNKNOWN, 0)
     judged = every_row or unknown <= UNKNOWN_JUDGED
@@ -167,7 +163,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     skipped = counts.get(S.SKIPPED, 0)
     sampled = 0 if every_row or skipped <= SKIPS_COUNTED else SKIPS_COUNTED
     # what the kept verdicts and skip reasons depend on, in one round trip
-    marks = (read_marks(conn, run_id)
+    marks = (VerdictReads(conn).marks(run_id)
              if (unknown and judged) or (skipped and not sampled) else None)
     verdicts = (kept_verdicts(conn, run_id, now, settings.retry_horizon(), marks=marks)
                 if unknown and judged else UnknownVerdicts())
@@ -181,7 +177,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
         capped=capped, sender_count=len(options.senders),
         senders=[glance(s) for s in senders], verifying_until=verifying,
         unknown_waiting=len(verdicts.waiting), unknown_settles_at=verdicts.settles_at,
-        next_due=vq.next_due(conn, run_id) if running else None,
+        next_due=reads.next_due(run_id) if running else None,
         unserved=(unserved.reason, unserved.advice) if unserved else None,
         planned_rate=vf.planned_rate(options.rate_per_s, senders),
         last_send_at=last_send, latest=dispatch.latest)
@@ -192,20 +188,20 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     view = RunView(
         run=run_info(run, options, now), counts=counts,
         funnel=vf.funnel_view(run.channel, tally, funnel_counts, tracking,
-                              vq.newest_sms_failures(conn, run_id)
+                              samples.sms_failures(run_id)
                               if terms_of(run.channel).error_codes and counts.get(S.UNDELIVERED)
                               else []),
         progress=vf.progress(funnel_counts, counts, recent, PACE_WINDOW, now,
                              sending=running),
         pace=vf.pace(names, recent, PACE_WINDOW), waits=waits,
-        errors=vf.errors(vq.newest_errors(conn, run_id, [str(s) for s in ERROR_STATES
-                                                         if counts.get(s)])),
-        events=vf.events(vq.recent_events(conn, run_id), vq.recent_replies(conn, run_id)),
+        errors=vf.errors(samples.errors(run_id, [str(s) for s in ERROR_STATES
+                                                 if counts.get(s)])),
+        events=vf.events(samples.events(run_id), samples.replies(run_id)),
         workers=vf.workers(claimed, by_worker if claimed else {},
                            _live_workers(conn, settings, now), PACE_WINDOW),
         stuck=judge_stuck(facts, waits, now), last_send_at=last_send,
         senders=facts.senders, read_at=now,
-        skipped_by_reason=(vq.newest_skip_kinds(conn, run_id, sampled) if sampled else
+        skipped_by_reason=(samples.skip_kinds(run_id, sampled) if sampled else
                            kept_skips(conn, run_id, marks=marks) if skipped else {}),
         skipped_sampled=sampled, unknown_judged=judged,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),

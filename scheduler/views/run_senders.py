@@ -21,9 +21,7 @@ from scheduler.core.units import load_zone
 from scheduler.dispatch import warmup
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import run_senders as rsq
-from scheduler.ledger.queries import run_view as vq
-from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.run_reads import RunSenderReads
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import (
     HELD_STATES,
@@ -108,26 +106,26 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
                         today: bool = True) -> list[RunSender]:
     """:func:`read_run_senders` read on ``conn`` (a caller's snapshot). ``with_counts``:
     also this run's rows per sender (the trigger-kept ``run_sender_tallies`` and the run's
-    opt-out replies, a few rows each, see :func:`rsq.run_sender_counts`; ``campaign
+    opt-out replies, a few rows each, see :meth:`RunSenderReads.counts`; ``campaign
     status --json`` shows them, with every sender the run's rows went through; the
     dashboard leaves them out: only the run's own senders); ``today``: also the rows
     dispatched through each today (every run; as many index entries as the day's sends;
     else None)."""
-    counts = ({s: c for (_r, s), c in rsq.run_sender_counts(conn, [run_id]).items()}
-              if with_counts else {})
+    reads = RunSenderReads(conn)
+    counts = reads.counts(run_id) if with_counts else {}
     names = list(dict.fromkeys([*options.senders, *sorted(counts)]))
-    stored = spq.profiles(conn, names)
+    stored = reads.profiles(names)
     # dispatched today, as the sender index counts them alone (a retry waiting counts: it
     # was tried today); the state as well would cost a read of each row
-    today_sends = (vq.dispatched_since(conn, names, _day_start(now, options.timezone))
+    today_sends = (reads.dispatched_since(names, _day_start(now, options.timezone))
                    if today else {})
-    latest = spq.latest_changes(conn, list(stored))  # one statement, every sender
+    latest = reads.latest_changes(list(stored))  # one statement, every sender
     out = []
     for name in names:
-        done = counts.get(name, rsq.RunSenderCounts())
+        done = counts.get(name)  # none: 0 of each
         facts = RunSender(sender=name, state=NEW,
                           sends_today=today_sends.get(name, 0) if today else None,
-                          **done._asdict())
+                          **(done._asdict() if done is not None else {}))
         row = stored.get(name)
         if row is not None:
             facts.state, facts.since, facts.reason = row.state, row.since, row.reason

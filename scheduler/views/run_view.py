@@ -57,11 +57,11 @@ def read_run_view(ledger: Ledger, run_id: int, *, settings: Settings,
                   now: datetime) -> RunView:
     """Run ``run_id`` as of ``now``, every part read in ONE snapshot of the ledger (a
     change committed meanwhile is in all of it or in none)."""
-    from scheduler.ledger.queries.run_view import run_by_id
+    from scheduler.ledger.run_reads import RunReads
     from scheduler.views.reading import read_run
 
     with access.snapshot(ledger.engine, f"read the view of run {run_id}") as conn:
-        run = run_by_id(conn, run_id)
+        run = RunReads(conn).run(run_id)
         if run is None:
             raise RunNotFound(run_id)
         return read_run(conn, run, settings, now).view

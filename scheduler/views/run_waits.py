@@ -21,8 +21,7 @@ from scheduler.dispatch.results import CapWait
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries.caps import nth_send_since
-from scheduler.ledger.queries.dispatch import sent_today_by_sender
+from scheduler.ledger.run_reads import RunSenderReads
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.settings.run import RunOptions
@@ -35,12 +34,9 @@ def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) ->
         return []
     day_start = now.astimezone(load_zone(options.timezone)).replace(
         hour=0, minute=0, second=0, microsecond=0)
-    sent_today = sent_today_by_sender(conn, day_start, options.senders)
-
-    def nth_send(sender: str, since: datetime, n: int) -> datetime | None:
-        return nth_send_since(conn, sender, since, n)
-
-    return caps.waits_from_counts(options, sent_today, now, nth_send)
+    reads = RunSenderReads(conn)
+    sent_today = reads.sent_since(day_start, options.senders)
+    return caps.waits_from_counts(options, sent_today, now, reads.nth_send_since)
 
 
 def run_waits(ledger: Ledger, run: Run, counts: dict[str, int],

@@ -18,7 +18,7 @@ from scheduler.core.time_words import iso_utc
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import run_view as vq
+from scheduler.ledger.run_reads import RunReads
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.reports.figures import funnel_of
 from scheduler.tracking.answers import read_answer_tallies
@@ -64,7 +64,8 @@ def _row(conn: Connection, read: RunRead, settings: Settings, now: datetime, *,
         row["outcomes"] = outcomes.model_dump()
         row["outcome_lines"] = outcomes.lines()
     row["summary"] = short_outcomes(run.channel, counts, read.tracking)
-    kinds = vq.step_kinds(conn, view.run.id, sorted(s.step for s in view.funnel.steps) or [0])
+    kinds = RunReads(conn).step_kinds(view.run.id,
+                                      sorted(s.step for s in view.funnel.steps) or [0])
     row["answers"] = ([t.as_dict() | {"line": t.line()}  # poll votes, list choices per step
                        for t in read_answer_tallies(conn, view.run.id)]
                       if full and ANSWERED_KINDS & set(kinds) else [])
@@ -94,8 +95,9 @@ def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: date
     from scheduler.ledger.exceptions import RunNotFound
 
     with access.snapshot(ledger.engine, "read the status of a run") as conn:
-        found = vq.newest_runs(conn, 1) if run_id is None else [
-            r for r in [vq.run_by_id(conn, run_id)] if r is not None]
+        reads = RunReads(conn)
+        found = reads.newest(1) if run_id is None else [
+            r for r in [reads.run(run_id)] if r is not None]
         if not found:
             if run_id is not None:
                 raise RunNotFound(run_id)
@@ -116,7 +118,7 @@ def runs_rows(ledger: Ledger, settings: Settings, now: datetime,
     """``campaign runs``'s rows, newest first (every run when ``runs`` is None), in one
     snapshot; each with its ``unserved`` verdict."""
     with access.snapshot(ledger.engine, "read the runs") as conn:
-        found = list(runs) if runs is not None else vq.newest_runs(conn, 1_000_000)
+        found = list(runs) if runs is not None else RunReads(conn).newest(1_000_000)
         out = []
         for run in found:
             read = read_run(conn, run, settings, now, every_row=True)

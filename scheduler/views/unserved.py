@@ -19,9 +19,9 @@ from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive, planner_alive, worker_is_live
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET, RunStatus, describe_target
+from scheduler.ledger.worker_reads import WorkerReads
 
 #: Statuses in which a run waits for a process to send it (paused waits for the operator).
 WAITING_FOR_A_SENDER = (RunStatus.PLANNED, RunStatus.RUNNING)
@@ -125,7 +125,7 @@ def read_serving_workers(conn: Connection, lease_s: float,
                          now: datetime) -> list[ServingWorker]:
     """:func:`live_serving_workers` read on ``conn`` (a caller's snapshot)."""
     lease = timedelta(seconds=lease_s)
-    rows = lq.live_workers(conn, now - lease)
+    rows = WorkerReads(conn).live(now - lease)
     return [ServingWorker(id=w.id, target=w.target) for w in rows
             if worker_is_live(w, now, lease)]
 

@@ -9,7 +9,7 @@ it), the moment no longer matters and only the uptime up to the last horizon doe
 settled judgement is kept, per ledger and run (its id and when it was made), and given
 again while
 
-- the rows are the same (:func:`~scheduler.ledger.queries.verdict_marks.unknown_mark`:
+- the rows are the same (``verdict_marks.unknown_mark``:
   their count and id sums, from an index alone) and none was sent again (its dispatch
   time moves: the digest of its sends per minute, ``Marks.minutes``),
 - no event arrived since (a new ``messages.sent`` may be a stray proof), and no row had
@@ -18,7 +18,7 @@ again while
   few rows).
 
 Every mark is read in one round trip
-(:func:`~scheduler.ledger.queries.verdict_marks.read_marks`; a run's view reads them once
+(:meth:`~scheduler.ledger.run_reads.VerdictReads.marks`; a run's view reads them once
 for both memos). ``listening`` (a receiver heard lately) is read anew each time. Anything
 else is judged as before, so the answer is always the full judgement's. A kept judgement
 also keeps the lines of its :meth:`~scheduler.dispatch.unknowns.UnknownVerdicts.reasons`
@@ -37,10 +37,9 @@ from datetime import datetime, timedelta
 
 from scheduler.dispatch.unknowns import HEARTBEAT_SLACK, UnknownVerdicts, judge_unknowns
 from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import uptime as uq
-from scheduler.ledger.queries import verdict_marks as vm
-from scheduler.ledger.queries.skips import skipped_by_kind
 from scheduler.ledger.rows import UptimeInterval
+from scheduler.ledger.run_reads import VerdictReads
+from scheduler.ledger.run_rows import Marks
 
 #: How many judgements are kept (the least recently used go first).
 KEPT = 64
@@ -94,28 +93,29 @@ def _listening(intervals: list[UptimeInterval], now: datetime) -> bool:
 
 
 def kept_verdicts(conn: Connection, run_id: int, now: datetime, horizon: timedelta, *,
-                  marks: vm.Marks | None = None) -> UnknownVerdicts:
+                  marks: Marks | None = None) -> UnknownVerdicts:
     """The run's ``unknown`` verdicts at ``now``: the kept judgement when nothing it
     depends on changed, else a full one (kept when settled). ``marks``: the run's, read
-    on ``conn`` already (:func:`~scheduler.ledger.queries.verdict_marks.read_marks`)."""
-    marks = marks if marks is not None else vm.read_marks(conn, run_id)
+    on ``conn`` already (:meth:`~scheduler.ledger.run_reads.VerdictReads.marks`)."""
+    reads = VerdictReads(conn)
+    marks = marks if marks is not None else reads.marks(run_id)
     key: Key = (_ledger(conn), run_id, marks.born, horizon.total_seconds())
     rows = (*marks.unknown, marks.minutes)
     newest = marks.newest_event
     with _lock:
         kept = _kept.get(key)
     if kept is not None and kept.rows == rows and kept.newest_event == newest:
-        intervals = uq.uptime_intervals(conn, kept.since)
+        intervals = reads.uptime(kept.since)
         if _cut(intervals, kept.last_end) == kept.cut:
             with _lock:
                 _kept.move_to_end(key)
             return replace(kept.verdicts, listening=_listening(intervals, now))
-    found = uq.unknown_rows(conn, run_id)
+    found = reads.unknown_rows(run_id)
     if not found:
         return UnknownVerdicts()
     times = [row.dispatched_at for row in found if row.dispatched_at is not None]
-    intervals = uq.uptime_intervals(conn, (min(times) if times else now) - horizon)
-    stray = uq.rows_with_stray_proof(conn, run_id)
+    intervals = reads.uptime((min(times) if times else now) - horizon)
+    stray = reads.stray_proofs(run_id)
     verdicts = judge_unknowns(found, intervals, now, horizon=horizon, stray=stray)
     if (not stray and len(times) == len(found)
             and max(times) + horizon + HEARTBEAT_SLACK < now):
@@ -133,17 +133,18 @@ def kept_verdicts(conn: Connection, run_id: int, now: datetime, horizon: timedel
 
 
 def kept_skips(conn: Connection, run_id: int, *,
-               marks: vm.Marks | None = None) -> dict[str, int]:
-    """:func:`~scheduler.ledger.queries.skips.skipped_by_kind`, read again only when the
-    run's skipped rows changed (``marks``: as :func:`kept_verdicts`)."""
-    marks = marks if marks is not None else vm.read_marks(conn, run_id)
+               marks: Marks | None = None) -> dict[str, int]:
+    """:meth:`~scheduler.ledger.run_reads.VerdictReads.skipped_by_kind`, read again only
+    when the run's skipped rows changed (``marks``: as :func:`kept_verdicts`)."""
+    reads = VerdictReads(conn)
+    marks = marks if marks is not None else reads.marks(run_id)
     key = (_ledger(conn), run_id, marks.born)
     mark = marks.skipped
     with _lock:
         kept = _skips.get(key)
     if kept is not None and kept[0] == mark:
         return dict(kept[1])
-    kinds = skipped_by_kind(conn, run_id)
+    kinds = reads.skipped_by_kind(run_id)
     with _lock:
         _skips[key] = (mark, dict(kinds))
         _skips.move_to_end(key)

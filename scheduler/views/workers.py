@@ -11,8 +11,8 @@ from scheduler.dispatch.shares import TRIGGER_LEASE, holds
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import worker_is_live
-from scheduler.ledger.queries import leases as lq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.worker_reads import WorkerReads
 
 
 class WorkerInfo(BaseModel):
@@ -57,8 +57,9 @@ def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
 def read_workers(conn: Connection, lease_s: float, now: datetime) -> WorkersView:
     """:func:`workers_view` read on ``conn`` (a caller's snapshot)."""
     lease = timedelta(seconds=lease_s)
-    live = [w for w in lq.live_workers(conn, now - lease) if worker_is_live(w, now, lease)]
-    leases = lq.all_leases(conn)
+    reads = WorkerReads(conn)
+    live = [w for w in reads.live(now - lease) if worker_is_live(w, now, lease)]
+    leases = reads.leases()
     infos = []
     for w in live:
         mine = [row.sender for row in leases if holds(row, w.id, now)]
@@ -90,7 +91,7 @@ def run_throughput(ledger: Ledger, run_id: int) -> list[WorkerRate]:
 
 def read_throughput(conn: Connection, run_id: int) -> list[WorkerRate]:
     """:func:`run_throughput` read on ``conn`` (a caller's snapshot)."""
-    rows = lq.throughput(conn, run_id)
+    rows = WorkerReads(conn).throughput(run_id)
     rates = []
     for r in rows:
         span = (r.last_at - r.first_at).total_seconds() if r.first_at and r.last_at else 0.0
