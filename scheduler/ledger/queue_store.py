@@ -50,8 +50,12 @@ class QueueStore:
 
     def work_left(self) -> tuple[int, datetime | None]:
         """Rows still to send, and when the next one is due (None: none planned). Rows
-        held for an A/B test's winner count as one: work is left, none of it due."""
-        with access.read(self.ledger.engine, "look for work left") as conn:
+        held for an A/B test's winner count as one: work is left, none of it due.
+
+        One snapshot: on PostgreSQL another worker may release the held rows (``held`` →
+        ``planned``) between the count and the look for held rows; read apart, both would
+        miss them and this worker would end the run with the winner's rows unsent."""
+        with access.snapshot(self.ledger.engine, "look for work left") as conn:
             waiting = dq.pending_count(conn, self.run_id)
             if not waiting:
                 return (1 if xq.has_held(conn, self.run_id) else 0), None

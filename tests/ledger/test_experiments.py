@@ -188,3 +188,35 @@ def test_each_metric_counts_its_successes(ledger: Ledger, metric: str,
         counts = xq.arm_counts(conn, run_id, 0, metric)
     assert {name: c.successes for name, c in counts.items()} == expected
     assert {name: c.sends for name, c in counts.items()} == {"A": 3, "B": 3}
+
+
+def test_work_left_is_one_look_while_another_worker_releases_the_rest(
+        ledger: Ledger) -> None:
+    """A worker asks whether work is left just as another worker decides the test: the
+    release (``held`` → ``planned``) commits between the look's reads. The look still sees
+    the rest (held or planned), never "nothing left": that worker would mark the run
+    completed with the winner's rows unsent (seen with three ``campaign serve`` workers on
+    PostgreSQL, all waking at the test's decision time)."""
+    from sqlalchemy import event
+
+    run_id = _run(ledger, test=6, rest=40)
+    _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
+    reads: list[str] = []
+    released: list[rows.ExperimentVerdict | None] = []
+
+    def decide_before_the_second_read(_conn: Any, _cursor: Any, statement: str,
+                                      *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            reads.append(statement)
+            if len(reads) == 2:
+                released.append(ExperimentStore(ledger, run_id).decide_experiment(T0, _judge))
+
+    store = QueueStore(ledger, run_id)
+    event.listen(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
+    try:
+        waiting, _next_due = store.work_left()
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
+    assert released and released[0] is not None  # the other worker released the rest
+    assert ledger.counts(run_id) == {"sent": 6, "planned": 40}
+    assert waiting > 0
