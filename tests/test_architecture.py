@@ -346,7 +346,7 @@ PENDING_QUERY_IMPORTS = frozenset({
     "api.reads",
     "dashboard.pages",
     "metrics.collector", "metrics.outbox",
-    "views.overview", "views.recipient_story", "views.senders",
+    "views.overview", "views.senders",
 })
 
 

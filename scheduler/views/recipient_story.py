@@ -3,7 +3,7 @@ of one number across runs, in time order, with the sender and the decisions take
 retry rules' verdicts; the conditional steps' decisions where the ledger has them).
 
 Read by ``campaign recipient NUMBER`` and the dashboard's ``/recipients/NUMBER`` page; the
-SQL is :mod:`scheduler.ledger.queries.recipient_story`. A number is normalised as the
+SQL is :mod:`scheduler.ledger.story_reads`. A number is normalised as the
 campaign normalises its CSV (:class:`~scheduler.campaign.phones.PhoneNormalizer`, the
 default region ``BR`` unless told): ``+55 (11) 98765-4321``, ``11 98765-4321`` and
 ``5511987654321`` are the same person.
@@ -18,9 +18,8 @@ from pydantic import BaseModel
 
 from scheduler.core.errors import SchedulerError
 from scheduler.ledger import access
-from scheduler.ledger.queries import names
-from scheduler.ledger.queries import recipient_story as sq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.story_reads import StoryDelivery, StoryReads
 from scheduler.views.run_parts import event_summary, recipient
 
 #: The times of a delivery that make a line of the story: (column, what happened).
@@ -129,7 +128,7 @@ def _short(text: str | None) -> str | None:
     return text if len(text) <= TEXT_SHOWN else text[:TEXT_SHOWN - 1] + "…"
 
 
-def _line(d: sq.StoryDelivery) -> StoryDeliveryLine:
+def _line(d: StoryDelivery) -> StoryDeliveryLine:
     return StoryDeliveryLine(
         id=d.id, run_id=d.run_id, campaign=d.campaign, channel=d.channel, step=d.step,
         attempt=d.attempt, kind=d.kind, state=d.state, reason=d.reason, variant=d.variant,
@@ -137,7 +136,7 @@ def _line(d: sq.StoryDelivery) -> StoryDeliveryLine:
         decision_reason=d.decision_reason, last_error=d.last_error, message_id=d.message_id)
 
 
-def _delivery_items(d: sq.StoryDelivery) -> list[StoryItem]:
+def _delivery_items(d: StoryDelivery) -> list[StoryItem]:
     """The moments of one delivery."""
     base: dict[str, Any] = {"run_id": d.run_id, "campaign": d.campaign, "step": d.step,
                             "attempt": d.attempt, "variant": d.variant,
@@ -167,11 +166,12 @@ def _delivery_items(d: sq.StoryDelivery) -> list[StoryItem]:
 def read_story(ledger: Ledger, number: str, *, now: datetime) -> RecipientStory:
     """The story of ``number`` (normalised already), read in one snapshot."""
     with access.snapshot(ledger.engine, f"read the story of {number}") as conn:
-        found = sq.story_deliveries(conn, number)
-        replies = sq.story_replies(conn, number)
-        events = sq.story_events(conn, number)
-        clicks = sq.story_clicks(conn, [d.id for d in found])
-        opt_out = sq.story_opt_out(conn, number)
+        reads = StoryReads(conn)
+        found = reads.story_deliveries(number)
+        replies = reads.story_replies(number)
+        events = reads.story_events(number)
+        clicks = reads.story_clicks([d.id for d in found])
+        opt_out = reads.story_opt_out(number)
     by_id = {d.id: d for d in found}
     zone_of = {d.run_id: d.timezone for d in found}
     # what belongs to no run (an event, the opt-out) in the zone of the newest run
@@ -224,10 +224,10 @@ class NamedNumber(BaseModel):
 def find_by_name(ledger: Ledger, words: str, limit: int = 20) -> list[NamedNumber]:
     """Numbers whose name (a CSV's name column) has a word starting with ``words`` (case
     and accents aside: "jose s" finds "José Silva"), at most ``limit``; the names by an
-    index, then their numbers (:mod:`scheduler.ledger.queries.names`)."""
+    index, then their numbers (:meth:`scheduler.ledger.story_reads.StoryReads.numbers_named`)."""
     words = words.strip()
     if not words:
         return []
     with access.read(ledger.engine, "search the recipients by name") as conn:
-        found = names.numbers_named(conn, words, limit)
+        found = StoryReads(conn).numbers_named(words, limit)
     return [NamedNumber(number=number, name=name) for number, name in found]

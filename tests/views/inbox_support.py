@@ -21,7 +21,6 @@ from sqlalchemy import insert, select, update
 
 from scheduler.ledger import access
 from scheduler.ledger.inbox_models import reply_handled
-from scheduler.ledger.queries.recipient_story import DECISIONS
 from scheduler.ledger.queries.tables import (
     deliveries,
     events,
@@ -31,6 +30,7 @@ from scheduler.ledger.queries.tables import (
     suppressions,
 )
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.story_reads import DECISIONS
 from tests.dashboard.web_support import HOSTILE
 from tests.factories import T0, number, plan_rows
 

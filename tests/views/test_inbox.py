@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from scheduler.cli import app
-from scheduler.ledger.queries.recipient_story import DECISIONS
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.story_reads import DECISIONS
 from scheduler.usecases.reply_handling import NoSuchReply, mark_handled
 from scheduler.views.inbox import InboxError, check_state, parse_since, read_inbox
 from scheduler.views.recipient_story import (
