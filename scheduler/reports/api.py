@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from scheduler.core.timeutil import monotonic, seconds_since
-from scheduler.ledger.access import Connection, Engine, read, snapshot
+from scheduler.ledger.access import Engine
 from scheduler.ledger.exceptions import LedgerError
-from scheduler.ledger.queries import reports as rq
+from scheduler.ledger.report_reads import ReportReads, report_snapshot
 from scheduler.reports import (
     attempts,
     charts,
@@ -87,8 +87,7 @@ def _read_error(exc: LedgerError) -> ReportReadError:
 def campaign_runs(ledger: Ledger | Engine, name: str) -> list[int]:
     """Every run id of campaign ``name``, oldest first (:class:`CampaignNotFound` if none)."""
     try:
-        with read(_engine(ledger), "read the campaign's runs") as conn:
-            return source.campaign_run_ids(conn, name)
+        return source.campaign_run_ids(_engine(ledger), name)
     except LedgerError as exc:
         raise _read_error(exc) from None
 
@@ -113,8 +112,8 @@ def write_report(
     if not run_ids:
         raise NothingToReport("nothing to report: give one or more run ids, or --campaign NAME")
     try:
-        with snapshot(_engine(ledger), "read the report's rows") as conn:
-            runs = source.load_runs(conn, run_ids)
+        with report_snapshot(_engine(ledger), "read the report's rows") as reads:
+            runs = source.load_runs(reads, run_ids)
             if output is None and settings is None:
                 from scheduler.settings.load import load_settings
 
@@ -125,9 +124,9 @@ def write_report(
             with AtomicFiles() as files:
                 pngs: list[Path] = []
                 if fmt == "csv":
-                    rows = {"Recipients": _write_csv(conn, runs, files.temp_for(target))}
+                    rows = {"Recipients": _write_csv(reads, runs, files.temp_for(target))}
                 else:
-                    rows, pngs = _write_xlsx(conn, runs, target, files)
+                    rows, pngs = _write_xlsx(reads, runs, target, files)
                 files.commit()
     except LedgerError as exc:
         raise _read_error(exc) from None
@@ -140,38 +139,40 @@ def write_report(
 # ---------------------------------------------------------------------- pieces
 
 
-def _variables(conn: Connection, runs: Sequence[source.RunInfo]) -> dict[str, float]:
+def _variables(reads: ReportReads, runs: Sequence[source.RunInfo]) -> dict[str, float]:
     widths: dict[str, float] = {}
     for run in runs:
-        for key, width in variable_keys(rq.variable_samples(conn, run.id)).items():
+        for key, width in variable_keys(reads.variable_samples(run.id)).items():
             widths[key] = max(widths.get(key, 0.0), width)
     return widths
 
 
-def _recipients(conn: Connection, runs: Sequence[source.RunInfo], variables: dict[str, float],
-                scan: details.DetailScan) -> Table:  # fmt: skip
-    reached = attempts.ReachedBy(conn, runs)  # second chances: who was reached how
-    decided = decisions.StepDecisions(conn, runs)  # steps that follow replies
+def _recipients(reads: ReportReads, runs: Sequence[source.RunInfo],
+                variables: dict[str, float], scan: details.DetailScan) -> Table:  # fmt: skip
+    reached = attempts.ReachedBy(reads, runs)  # second chances: who was reached how
+    decided = decisions.StepDecisions(reads.tables, runs)  # steps that follow replies
+    tables = reads.tables
     layout = RecipientsLayout(runs, variables, scan, reached.values if reached.shown else None,
                               decided.values if decided.shown else None)
 
     def frames() -> Iterator[dict[str, Any]]:
         for run in runs:
-            for chunk in rq.delivery_chunks(conn, run.id, source.CHUNK_ROWS):
+            for chunk in tables.delivery_chunks(run.id, source.CHUNK_ROWS):
                 yield layout.frame(chunk)
 
-    columns = fit_lengths(layout.columns, rq.text_lengths(conn, [r.id for r in runs]))
-    return Table("Recipients", columns, rq.count_deliveries(conn, [r.id for r in runs]),
+    columns = fit_lengths(layout.columns, reads.text_lengths([r.id for r in runs]))
+    return Table("Recipients", columns, tables.count_deliveries([r.id for r in runs]),
                  frames)  # fmt: skip
 
 
-def _other_tables(conn: Connection, runs: Sequence[source.RunInfo],
+def _other_tables(reads: ReportReads, runs: Sequence[source.RunInfo],
                   variables: dict[str, float], optouts: pd.DataFrame) -> list[Table]:  # fmt: skip
     ids = [r.id for r in runs]
     replies, opted = RepliesLayout(runs, variables), OptOutsLayout(runs)
+    tables = reads.tables
     return [
-        Table("Replies", replies.columns, rq.count_replies(conn, ids),
-              lambda: (replies.frame(c) for c in rq.reply_chunks(conn, ids, source.CHUNK_ROWS))),
+        Table("Replies", replies.columns, tables.count_replies(ids),
+              lambda: (replies.frame(c) for c in tables.reply_chunks(ids, source.CHUNK_ROWS))),
         Table("Opt-outs", fit_text_columns(opted.columns, optouts), len(optouts),
               lambda: iter([opted.frame(optouts)] if len(optouts) else [])),
     ]  # fmt: skip
@@ -194,27 +195,27 @@ def _channel_panels(summ: summary.Summary) -> dict[str, list[charts.Panel]]:
     return out
 
 
-def _write_xlsx(conn: Connection, runs: list[source.RunInfo], target: Path,
+def _write_xlsx(reads: ReportReads, runs: list[source.RunInfo], target: Path,
                 files: AtomicFiles) -> tuple[dict[str, int], list[Path]]:  # fmt: skip
     ids = [r.id for r in runs]
     zones = {r.id: r.timezone for r in runs}
-    groups = rq.state_groups(conn, ids)
-    scan = (details.scan(rq.detail_rows(conn, ids, source.CHUNK_ROWS))
+    groups = reads.state_groups(ids)
+    scan = (details.scan(reads.tables.detail_rows(ids, source.CHUNK_ROWS))
             if groups["n_details"].sum() else details.DetailScan())  # fmt: skip
-    optouts = rq.optouts(conn, ids)
-    summ = summary.build(runs, groups, scan, rq.skip_reasons(conn, ids), optouts)
+    optouts = reads.optouts(ids)
+    summ = summary.build(runs, groups, scan, reads.skip_reasons(ids), optouts)
     hourly = summary.hourly_sends(
         (local_times(minutes["at"], run.id, zones), minutes["n"])
-        for run in runs for minutes in [rq.send_minutes(conn, run.id)])  # fmt: skip
-    errors = summary.errors_table(rq.error_groups(conn, ids), runs, groups)
-    variables = _variables(conn, runs)
-    sender_sheet = senders.read_senders(conn, runs)
-    experiment_sheet = experiment.read_experiments(conn, runs)
-    link_sheet = links.read_links(conn, runs)
-    attempt_sheet = attempts.read_sheet(conn, runs)
+        for run in runs for minutes in [reads.send_minutes(run.id)])  # fmt: skip
+    errors = summary.errors_table(reads.error_groups(ids), runs, groups)
+    variables = _variables(reads, runs)
+    sender_sheet = senders.read_senders(reads.sheets, runs)
+    experiment_sheet = experiment.read_experiments(reads.sheets, runs)
+    link_sheet = links.read_links(reads.links, runs)
+    attempt_sheet = attempts.read_sheet(reads, runs)
     tables = [
-        _recipients(conn, runs, variables, scan),
-        *_other_tables(conn, runs, variables, optouts),
+        _recipients(reads, runs, variables, scan),
+        *_other_tables(reads, runs, variables, optouts),
     ]
 
     channel_pngs = _channel_panels(summ)
@@ -279,11 +280,11 @@ def _csv_values(frame: dict[str, Any], columns: Sequence[Column]) -> pd.DataFram
     return pd.DataFrame({k: pd.Series(v).reset_index(drop=True) for k, v in data.items()})
 
 
-def _write_csv(conn: Connection, runs: list[source.RunInfo], path: Path) -> int:
+def _write_csv(reads: ReportReads, runs: list[source.RunInfo], path: Path) -> int:
     """The Recipients table as CSV (UTF-8 with BOM, formula-like text prefixed with ``'``)."""
     ids = [r.id for r in runs]
-    scan = details.scan(rq.detail_rows(conn, ids, source.CHUNK_ROWS))
-    table = _recipients(conn, runs, _variables(conn, runs), scan)
+    scan = details.scan(reads.tables.detail_rows(ids, source.CHUNK_ROWS))
+    table = _recipients(reads, runs, _variables(reads, runs), scan)
     rows = 0
     with open(path, "w", encoding="utf-8-sig", newline="") as fh:
         csv.writer(fh).writerow([csv_safe(c.header) for c in table.columns])

@@ -23,18 +23,14 @@ from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 from scheduler.core.channel_terms import terms_of, title_of
-from scheduler.ledger.access import Connection
 from scheduler.ledger.attempt_funnel import (
     AttemptsView,
     label,
     reached_key,
-    read_attempts,
     recycle_of,
     rules_text,
 )
-from scheduler.ledger.queries import attempts as aq
-from scheduler.ledger.queries import reports as rq
-from scheduler.ledger.queries import tallies
+from scheduler.ledger.report_reads import ReportReads, marks_of, reached
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
@@ -73,24 +69,24 @@ def _local(moment: datetime | None, zone: str) -> datetime | None:
     return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
 
 
-def views_of(conn: Connection, runs: Sequence[RunInfo]) -> list[AttemptsView]:
+def views_of(reads: ReportReads, runs: Sequence[RunInfo]) -> list[AttemptsView]:
     """The funnel per attempt of each family among ``runs`` (a run and its fallback run
     once), every awaiting row counted."""
-    found = rq.runs_by_id(conn, [r.id for r in runs])
+    found = reads.runs([r.id for r in runs])
     out: dict[int, AttemptsView] = {}
     for run in runs:
-        view = read_attempts(conn, found[run.id], every_row=True)
+        view = reads.sheets.attempts(found[run.id])
         if view is not None and view.run not in out:
             out[view.run] = view
     return list(out.values())
 
 
-def read_sheet(conn: Connection, runs: Sequence[RunInfo]) -> AttemptSheet:
+def read_sheet(reads: ReportReads, runs: Sequence[RunInfo]) -> AttemptSheet:
     """The Attempts sheet of ``runs`` (no rows: none has second chances)."""
     zones = {r.id: r.timezone for r in runs}
     sheet = AttemptSheet([], {}, next(iter(set(zones.values()))) if len(set(zones.values()))
                          == 1 else None)
-    for view in views_of(conn, runs):
+    for view in views_of(reads, runs):
         zone = zones.get(view.run) or next(iter(zones.values()))
         sheet.awaiting[view.run] = view.awaiting
         for x in view.lines:
@@ -141,31 +137,31 @@ def write_sheet(writer: WorkbookWriter, sheet: AttemptSheet) -> int:
 
 class ReachedBy:
     """Who was reached how: each recipient's (and step's) last attempt, when they had
-    more than one (attempt rows only: :func:`.aq.chain_ends`), else their own row."""
+    more than one (attempt rows only: ``TableReads.chain_ends``), else their own row."""
 
-    def __init__(self, conn: Connection, runs: Sequence[RunInfo]) -> None:
-        found = rq.runs_by_id(conn, [r.id for r in runs])
+    def __init__(self, reads: ReportReads, runs: Sequence[RunInfo]) -> None:
+        found = reads.runs([r.id for r in runs])
         self.channels: dict[int, str] = {}
         self.reached: dict[int, str] = {}
         self.fallback_runs: set[int] = set()
         self.ends: dict[int, tuple[int, int, str, int]] = {}
         seen: set[int] = set()
         for run in runs:
-            fam = aq.family(conn, run.id)
-            if fam.parent in seen:
+            parent_id, fallback = reads.tables.family(run.id)
+            if parent_id in seen:
                 continue
-            seen.add(fam.parent)
-            parent = found.get(fam.parent) or rq.runs_by_id(conn, [fam.parent])[fam.parent]
-            self.channels[fam.parent] = parent.channel
-            self.reached[fam.parent] = reached_key(parent.channel, recycle_of(parent))
-            ids = [fam.parent]
-            if fam.fallback is not None:
-                child = rq.runs_by_id(conn, [fam.fallback])[fam.fallback]
-                self.channels[fam.fallback] = child.channel
-                self.reached[fam.fallback] = terms_of(child.channel).reached
-                self.fallback_runs.add(fam.fallback)
-                ids.append(fam.fallback)
-            self.ends.update(aq.chain_ends(conn, ids))
+            seen.add(parent_id)
+            parent = found.get(parent_id) or reads.runs([parent_id])[parent_id]
+            self.channels[parent_id] = parent.channel
+            self.reached[parent_id] = reached_key(parent.channel, recycle_of(parent))
+            ids = [parent_id]
+            if fallback is not None:
+                child = reads.runs([fallback])[fallback]
+                self.channels[fallback] = child.channel
+                self.reached[fallback] = terms_of(child.channel).reached
+                self.fallback_runs.add(fallback)
+                ids.append(fallback)
+            self.ends.update(reads.tables.chain_ends(ids))
         self.shown = bool(self.ends) or any(recycle_of(found[parent]) is not None
                                             for parent in seen if parent in found)
 
@@ -175,11 +171,10 @@ class ReachedBy:
                else f"{channel}, attempt {attempt}")
         if state == "skipped":
             return None
-        if state in aq.UNSENT:
+        got = reached(self.reached.get(run_id, "delivered"), state, marks)
+        if got is None:  # not sent yet
             return f"not yet ({how} due)" if attempt > 1 else None
-        key = self.reached.get(run_id, "delivered")
-        counts = tallies.Tally(((0, state, marks, "", 1),)).funnel()
-        return how if counts.get(key) else "not reached"
+        return how if got else "not reached"
 
     def values(self, run_id: int, chunk: Mapping[str, Sequence[Any]]) -> list[str | None]:
         """The column's values for a chunk of run ``run_id``'s rows
@@ -193,9 +188,8 @@ class ReachedBy:
             if end is not None:
                 out.append(self._says(*end))
                 continue
-            marks = (tallies.DELIVERED if delivered is not None else 0) | (
-                tallies.READ if read is not None else 0)
-            out.append(self._says(run_id, int(attempt or 1), str(state), marks))
+            out.append(self._says(run_id, int(attempt or 1), str(state),
+                                  marks_of(delivered is not None, read is not None)))
         return out
 
 

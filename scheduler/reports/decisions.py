@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import conversation as cq
+from scheduler.ledger.report_reads import TableReads
 from scheduler.reports.source import RunInfo
 
 #: A decision's outcome in the report's words.
@@ -22,9 +21,9 @@ OUTCOMES = {"go": "went", "skip": "not sent"}
 class StepDecisions:
     """The "Condition" and "Condition's reason" values of the Recipients' rows."""
 
-    def __init__(self, conn: Connection, runs: Sequence[RunInfo]) -> None:
-        self.conn = conn
-        self.shown = cq.any_decided(conn, [r.id for r in runs])
+    def __init__(self, reads: TableReads, runs: Sequence[RunInfo]) -> None:
+        self.reads = reads
+        self.shown = reads.any_decided([r.id for r in runs])
 
     def values(self, run_id: int, chunk: Mapping[str, Sequence[Any]]
                ) -> tuple[list[str | None], list[str | None]]:
@@ -33,7 +32,7 @@ class StepDecisions:
         ids = [int(i) for i in chunk["id"]]
         if not ids:
             return [], []
-        found = cq.decisions_between(self.conn, run_id, min(ids), max(ids))
+        found = self.reads.decisions_between(run_id, min(ids), max(ids))
         outcomes: list[str | None] = []
         reasons: list[str | None] = []
         for row_id in ids:

@@ -10,7 +10,7 @@
   with its Newcombe interval, the chi-squared p-value raw and after Holm.
 
 Written only when a run of the report has variants; read in the report's snapshot
-(:mod:`scheduler.ledger.queries.experiments`).
+(:class:`scheduler.ledger.report_reads.SheetReads`).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import experiments as xq
+from scheduler.ledger.report_reads import SheetReads
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
@@ -85,17 +84,17 @@ def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def read_experiments(conn: Connection, runs: Sequence[RunInfo]) -> ExperimentSheet:
+def read_experiments(reads: SheetReads, runs: Sequence[RunInfo]) -> ExperimentSheet:
     """The variants and tests of ``runs`` (empty when none has variants)."""
     sheet = ExperimentSheet([], [], [])
     for run in runs:
-        for f in xq.variant_figures(conn, run.id):
+        for f in reads.variant_figures(run.id):
             sheet.split.append({
                 "run_id": run.id, "step": f.step, "variant": f.variant, "sent": f.sent,
                 "delivered": f.delivered, "read": f.read, "replied": f.replied,
                 "delivered_rate": _rate(f.delivered, f.sent),
                 "read_rate": _rate(f.read, f.sent), "reply_rate": _rate(f.replied, f.sent)})
-        row = xq.read(conn, run.id)
+        row = reads.experiment(run.id)
         if row is None or row.decision is None:
             continue
         decision = row.decision

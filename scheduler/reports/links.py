@@ -13,7 +13,7 @@ and each variant's click rate, and who clicked first when.
 - each recipient's first counted click on each link, earliest first (row and number).
 
 Written only when a run of the report has tracked links. Read in the report's snapshot
-(:mod:`scheduler.ledger.queries.links`); times are local to each run's zone.
+(:mod:`scheduler.ledger.link_reads`); times are local to each run's zone.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import links as lq
+from scheduler.ledger.link_reads import LinkFigures, LinkReads, VariantCounts, VariantFigures
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
@@ -90,14 +89,14 @@ def _rate(part: int, whole: int) -> float | None:
     return part / whole if whole else None
 
 
-def _variant_rows(run_id: int, figures: Sequence[lq.LinkFigures],
-                  found: lq.VariantFigures) -> list[dict[str, Any]]:
+def _variant_rows(run_id: int, figures: Sequence[LinkFigures],
+                  found: VariantFigures) -> list[dict[str, Any]]:
     """Each link's figures per variant of its step, then, for a step with several links,
     each variant's over any of them."""
     rows: list[dict[str, Any]] = []
 
     def add(step: int, link: int | None, url: str, variant: str,
-            counts: lq.VariantCounts) -> None:
+            counts: VariantCounts) -> None:
         sent = found.sent[(step, variant)]
         rows.append({"run_id": run_id, "step": step, "link": link, "url": url,
                      "variant": variant, "sent": sent, "hits": counts.hits,
@@ -110,19 +109,19 @@ def _variant_rows(run_id: int, figures: Sequence[lq.LinkFigures],
         for f in on_step:
             for variant in variants:
                 add(step, f.link, f.url, variant,
-                    found.per_link.get((f.link, variant), lq.VariantCounts()))
+                    found.per_link.get((f.link, variant), VariantCounts()))
         if len(on_step) > 1:
             for variant in variants:
                 add(step, None, ANY_LINK, variant,
-                    found.per_step.get((step, variant), lq.VariantCounts()))
+                    found.per_step.get((step, variant), VariantCounts()))
     return rows
 
 
-def read_links(conn: Connection, runs: Sequence[RunInfo]) -> LinkSheet:
+def read_links(reads: LinkReads, runs: Sequence[RunInfo]) -> LinkSheet:
     """The tracked links of ``runs`` with their figures (empty when they have none)."""
     sheet = LinkSheet([], [], [])
     for run in runs:
-        figures = lq.link_figures(conn, run.id)
+        figures = reads.figures(run.id)
         if not figures:
             continue
         steps: dict[int, dict[str, Any]] = {}
@@ -138,18 +137,18 @@ def read_links(conn: Connection, runs: Sequence[RunInfo]) -> LinkSheet:
             step["url"] = f.url if step["links"] == 1 else f"{step['url']} · {f.url}"
             step["hits"] += f.hits
             step["clicks"] += f.clicks
-        for step_index, people in sorted(lq.step_clickers(conn, run.id).items()):
+        for step_index, people in sorted(reads.step_clickers(run.id).items()):
             steps[step_index]["clickers"] = people
         for step in sorted(steps.values(), key=lambda s: s["step"]):
             step.setdefault("clickers", 0)
             step["rate"] = _rate(step["clickers"], step["sent"])
             sheet.steps.append(step)
-        sheet.variants.extend(_variant_rows(run.id, figures, lq.variant_figures(conn, run.id)))
+        sheet.variants.extend(_variant_rows(run.id, figures, reads.variants(run.id)))
         targets = {f.link: f.step for f in figures}
         sheet.first.extend({
             "run_id": run.id, "step": targets.get(c.link), "link": c.link, "to": c.to,
             "row": c.row, "at": _local(c.at, run.timezone)}
-            for c in lq.first_clicks(conn, run.id))
+            for c in reads.first_clicks(run.id))
     return sheet
 
 

@@ -3,21 +3,19 @@ why, score, speed) and what it did in the run (sent, failed, unknown, opt-outs, 
 then the state changes of those senders while each run lasted (from the senders'
 history, shared by every run: who made each change, and why).
 
-Read in the report's snapshot (:mod:`scheduler.ledger.queries.run_senders` and
-``sender_profiles``); times are local to each run's zone, as in the other sheets.
+Read in the report's snapshot (:class:`scheduler.ledger.report_reads.SheetReads`); times
+are local to each run's zone, as in the other sheets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import run_senders as rsq
-from scheduler.ledger.queries import sender_profiles as spq
+from scheduler.ledger.report_reads import SheetReads
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
@@ -65,23 +63,23 @@ def _local(moment: datetime | None, zone: str) -> datetime | None:
     return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
 
 
-def _run_senders(run: RunInfo, done: dict[tuple[int, str], rsq.RunSenderCounts]) -> list[str]:
+def _run_senders(run: RunInfo, done: Collection[tuple[int, str]]) -> list[str]:
     named = run.definition.get("senders")
     listed = [str(s) for s in named] if isinstance(named, list) else []
     used = sorted(sender for run_id, sender in done if run_id == run.id)
     return list(dict.fromkeys([*listed, *used]))
 
 
-def read_senders(conn: Connection, runs: Sequence[RunInfo]) -> SenderSheet:
+def read_senders(reads: SheetReads, runs: Sequence[RunInfo]) -> SenderSheet:
     """Each run's senders and their state changes while the run lasted (from its start,
     or its creation before it started, to its end or now)."""
-    done = rsq.run_sender_counts(conn, [r.id for r in runs])
+    done = reads.sender_counts([r.id for r in runs])
     names = {r.id: _run_senders(r, done) for r in runs}
-    stored = spq.profiles(conn, sorted({s for each in names.values() for s in each}))
+    stored = reads.sender_profiles(sorted({s for each in names.values() for s in each}))
     sheet = SenderSheet([], [])
     for run in runs:
         start = run.started_at or run.created_at
-        changes = rsq.changes_during(conn, names[run.id], start, run.finished_at) \
+        changes = reads.sender_changes(names[run.id], start, run.finished_at) \
             if start is not None else []
         for change in changes:
             sheet.changes.append({
@@ -90,7 +88,7 @@ def read_senders(conn: Connection, runs: Sequence[RunInfo]) -> SenderSheet:
                 "score": change.score, "from_state": change.from_state,
                 "source": SOURCES.get(change.source, change.source)})
         for name in names[run.id]:
-            counts = done.get((run.id, name), rsq.RunSenderCounts())
+            counts = done[(run.id, name)]
             profile = stored.get(name)
             sheet.senders.append({
                 "run_id": run.id, "sender": name,

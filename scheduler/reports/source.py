@@ -1,5 +1,5 @@
-"""The runs a report is about, as the report shows them; the rows themselves are read by
-:mod:`scheduler.ledger.queries.reports`, ``CHUNK_ROWS`` at a time."""
+"""The runs a report is about, as the report shows them; the rows themselves are read
+through :mod:`scheduler.ledger.report_reads`, ``CHUNK_ROWS`` at a time."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import reports as rq
+from scheduler.ledger import report_reads
+from scheduler.ledger.access import Engine
+from scheduler.ledger.report_reads import ReportReads
 from scheduler.reports.exceptions import CampaignNotFound, RunsNotFound
 
 #: Rows per chunk when streaming a table.
@@ -46,10 +47,10 @@ def _zone_name(name: str | None) -> str:
     return name or "UTC"
 
 
-def load_runs(conn: Connection, run_ids: Sequence[int]) -> list[RunInfo]:
+def load_runs(reads: ReportReads, run_ids: Sequence[int]) -> list[RunInfo]:
     """The runs with these ids, in id order; :class:`RunsNotFound` names any that is missing."""
     wanted = sorted(set(run_ids))
-    found = rq.runs_by_id(conn, wanted)
+    found = reads.runs(wanted)
     missing = [i for i in wanted if i not in found]
     if missing:
         raise RunsNotFound(missing)
@@ -72,9 +73,9 @@ def load_runs(conn: Connection, run_ids: Sequence[int]) -> list[RunInfo]:
     return out
 
 
-def campaign_run_ids(conn: Connection, name: str) -> list[int]:
+def campaign_run_ids(engine: Engine, name: str) -> list[int]:
     """Every run id of campaign ``name``, oldest first; :class:`CampaignNotFound` if none."""
-    ids = rq.campaign_run_ids(conn, name)
+    ids = report_reads.campaign_run_ids(engine, name)
     if not ids:
         raise CampaignNotFound(name)
     return ids
