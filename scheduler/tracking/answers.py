@@ -3,7 +3,8 @@
 The receiver ties a ``poll_update`` to the poll it votes in and a ``list_response`` to the
 list it picks from (by their message ids, see :mod:`scheduler.tracking.apply`); this module
 says what the answer is (:func:`answer_of`) and tallies a run's answers per step for
-``campaign status`` (:func:`answer_tallies`).
+``campaign status`` (:func:`read_answer_tallies`, read through
+:mod:`scheduler.ledger.answer_reads`).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from scheduler.ledger.access import Connection, Engine, read
-from scheduler.ledger.queries import answers as aq
+from scheduler.ledger.answer_reads import AnswerReads
 
 if TYPE_CHECKING:  # the events' models (pydantic), for the receiver: `status` reads tallies
+    from scheduler.ledger.access import Connection  # the type of the caller's snapshot
     from scheduler.service.event_data import MessageData
 
 
@@ -67,16 +68,11 @@ def _choice(details: dict[str, Any]) -> list[str]:
     return []
 
 
-def answer_tallies(engine: Engine, run_id: int) -> list[StepTally]:
-    """Each poll and list step of the run with its answers so far (none: an empty list)."""
-    with read(engine, f"read the answers of run {run_id}") as conn:
-        return read_answer_tallies(conn, run_id)
-
-
 def read_answer_tallies(conn: Connection, run_id: int) -> list[StepTally]:
-    """:func:`answer_tallies` read on ``conn`` (a caller's snapshot)."""
+    """Each poll and list step of the run with its answers so far (none: an empty list),
+    read on ``conn`` (the caller's snapshot)."""
     tallies: dict[int, StepTally] = {}
-    for step, kind, raw in aq.step_answers(conn, run_id):
+    for step, kind, raw in AnswerReads(conn).step_answers(run_id):
         tally = tallies.setdefault(step, StepTally(step, kind))
         tally.deliveries += 1
         try:

@@ -5,24 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from scheduler.ledger import access
-from scheduler.ledger.queries import events as eq
-from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.tracking_reads import TrackingReads
 
 
 def tracking_counts(ledger: Ledger, run_id: int) -> dict[str, int]:
     """``{sent, delivered, read, replied, opted_out}`` of a run (each includes the next:
     a read message was also delivered and sent; opted out counts numbers)."""
-    with access.read(ledger.engine, f"count the events of run {run_id}") as conn:
-        return tq.funnel(conn, run_id).as_dict()
+    return TrackingReads(ledger.engine).funnel(run_id)
 
 
 def stored_events(ledger: Ledger, *, run_id: int | None = None, after_id: int = 0,
                   last: int | None = None) -> list[dict[str, Any]]:
     """Stored events, oldest first (only the newest ``last`` when given)."""
-    with access.read(ledger.engine, "read the stored events") as conn:
-        return eq.events_about(conn, run_id, after_id, last)
+    return TrackingReads(ledger.engine).events(run_id, after_id, last)
 
 
 def event_json(row: dict[str, Any]) -> dict[str, Any]:
