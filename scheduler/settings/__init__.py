@@ -13,5 +13,6 @@ run's options.
 
 Every default is written once, in the section that holds its field; nothing is copied from
 one class into another. This ``__init__`` imports nothing: ``import scheduler.settings.run``
-does not load pydantic-settings.
+does not load the settings' loader. The ``CAMPAIGN_*`` environment is read by
+:mod:`~scheduler.settings.environment`, as pydantic-settings read it, without importing it.
 """

@@ -19,14 +19,22 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from scheduler.core.errors import ConfigError
 from scheduler.core.project import locate_project, no_project_message
 from scheduler.settings.api import ApiSettings
 from scheduler.settings.dashboard import DashboardSettings
 from scheduler.settings.engine import EngineSettings
+from scheduler.settings.environment import merged, read_environment
 from scheduler.settings.metrics import MetricsSettings
 from scheduler.settings.privacy import PrivacySettings
 from scheduler.settings.senders import SenderCare
@@ -48,10 +56,14 @@ DEFAULT_OPT_OUT_WORDS = (
 )
 
 
-class Settings(BaseSettings):
-    """Every setting of the program; see ``config.example.toml`` for what each one means."""
+class Settings(BaseModel):
+    """Every setting of the program; see ``config.example.toml`` for what each one means.
 
-    model_config = SettingsConfigDict(env_prefix="CAMPAIGN_", extra="forbid")
+    Built, as pydantic-settings built it, from the values given and, for the fields not
+    given, the ``CAMPAIGN_*`` environment (:mod:`scheduler.settings.environment`);
+    :func:`load_settings` gives it the file's values the environment does not set."""
+
+    model_config = ConfigDict(extra="forbid", validate_default=True)
 
     project_dir: Path | None = None
     base_url: str | None = None
@@ -101,6 +113,14 @@ class Settings(BaseSettings):
     opt_out_words: list[str] = Field(default_factory=lambda: list(DEFAULT_OPT_OUT_WORDS))
     reject_calls: bool = False
     reject_calls_reply: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment(cls, data: Any) -> Any:
+        """The environment under the given values (a table given both ways: merged)."""
+        if not isinstance(data, dict):
+            return data
+        return merged(read_environment(cls.model_fields), data)
 
     @field_validator("webhooks")
     @classmethod
@@ -188,20 +208,6 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.state_path() / 'campaign.db').as_posix()}"
 
 
-class _EngineEnv(BaseSettings, EngineSettings):
-    """The engine's fields as environment variables (``CAMPAIGN_<FIELD>``, decoded as
-    pydantic-settings decodes every other: JSON for a table), for :func:`_engine_env`."""
-
-    model_config = SettingsConfigDict(env_prefix="CAMPAIGN_", extra="forbid")
-
-
-def _engine_env() -> dict[str, Any]:
-    """The engine's settings the environment sets."""
-    from pydantic_settings import EnvSettingsSource
-
-    return EnvSettingsSource(_EngineEnv)()
-
-
 def _problems(exc: ValidationError) -> list[str]:
     return [f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
             for err in exc.errors()]
@@ -251,7 +257,8 @@ def load_settings(config_file: Path | str | None = None, *, near: Path | None = 
     if "engine" in values:  # a section of the model, not a key of the file
         problems.append("engine: Extra inputs are not permitted")
     try:
-        values["engine"] = EngineSettings(**engine_values, **_engine_env())
+        engine_env = read_environment(EngineSettings.model_fields)
+        values["engine"] = EngineSettings(**merged(engine_values, engine_env))
     except ValidationError as exc:
         problems += _problems(exc)
     try:
