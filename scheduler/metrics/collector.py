@@ -34,10 +34,9 @@ from prometheus_client.registry import Collector, CollectorRegistry
 
 from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.ledger import access
-from scheduler.ledger.queries import metrics as mq
-from scheduler.ledger.queries import run_view as vq
-from scheduler.ledger.queries import sender_profiles as spq
-from scheduler.ledger.queries import tallies
+from scheduler.ledger.overview_reads import OverviewReads, aware
+from scheduler.ledger.run_reads import RunReads
+from scheduler.ledger.sender_reads import SenderReads
 from scheduler.ledger.states import RunStatus, SenderStatus
 from scheduler.metrics.outbox import OutboxFigures, outbox_metrics, read_outbox
 from scheduler.tracking import intake_counts as intake
@@ -97,27 +96,28 @@ def read_figures(ledger: Ledger, settings: Settings, now: datetime) -> LedgerFig
     started = monotonic()
     figures = LedgerFigures()
     with access.snapshot(ledger.engine, "read the metrics") as conn:
-        figures.runs_by_status = vq.runs_by_status(conn)
-        figures.deliveries = mq.deliveries_by_channel(conn)
-        figures.senders = mq.sender_groups(conn)
-        for run in mq.unfinished_runs(conn):
+        every, run_reads = OverviewReads(conn), RunReads(conn)
+        figures.runs_by_status = every.runs_by_status()
+        figures.deliveries = every.deliveries_by_channel()
+        figures.senders = every.sender_groups()
+        for run in every.unfinished_runs():
             assert run.id is not None
             if run.status == RunStatus.PAUSED:  # sends nothing: its counts are enough
                 figures.runs.append(RunFigures(
                     run_id=run.id, channel=run.channel, status=run.status,
-                    counts=tallies.state_counts(conn, run.id), pace={}, stuck=False,
-                    started_at=mq.aware(run.started_at), next_due=None))
+                    counts=run_reads.tally(run.id).states(), pace={}, stuck=False,
+                    started_at=aware(run.started_at), next_due=None))
                 continue
             read = read_run(conn, run, settings, now)
             running = run.status == RunStatus.RUNNING and bool(read.view.counts.get("planned"))
             figures.runs.append(_run_figures(
-                read.view, vq.next_due(conn, run.id) if running else None))
+                read.view, run_reads.next_due(run.id) if running else None))
         figures.profiles = {p.sender: (str(p.state), p.score, p.throttle)
-                            for p in spq.profiles(conn).values()}
+                            for p in SenderReads(conn).profiles().values()}
         if conn.dialect.name != "sqlite":  # workers lease senders on PostgreSQL only
             view = read_workers(conn, settings.worker_lease_s, now)
             figures.workers = {w.id: len(w.senders) for w in view.workers}
-        figures.durations = mq.finished_durations(conn)
+        figures.durations = every.finished_durations()
         figures.outbox = read_outbox(conn, now)  # the outgoing webhooks' backlog
     figures.read_s = monotonic() - started
     return figures

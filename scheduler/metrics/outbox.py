@@ -15,7 +15,7 @@ from datetime import datetime
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from scheduler.ledger.access import Connection
-from scheduler.ledger.queries import outbox as oq
+from scheduler.ledger.overview_reads import OverviewReads
 
 #: A delivery's states as the metrics name them.
 STATES = ("pending", "failing", "delivered", "failed")
@@ -34,9 +34,10 @@ class OutboxFigures:
 
 def read_outbox(conn: Connection, now: datetime) -> OutboxFigures:
     """The outbox's figures, read on ``conn`` (the scrape's snapshot)."""
-    not_given_out, waiting = oq.backlog(conn)
+    reads = OverviewReads(conn)
+    not_given_out, waiting = reads.outbox_backlog()
     return OutboxFigures(not_given_out=not_given_out, waiting=waiting,
-                         states=oq.counts(conn, now))
+                         states=reads.outbox_counts(now))
 
 
 def outbox_metrics(figures: OutboxFigures, now: datetime) -> Iterator[Metric]:

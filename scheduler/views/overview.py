@@ -12,9 +12,9 @@ from pydantic import BaseModel, Field
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import run_view as vq
-from scheduler.ledger.queries import sender_profiles as spq
-from scheduler.ledger.queries import tallies
+from scheduler.ledger.overview_reads import OverviewReads
+from scheduler.ledger.run_reads import RunReads, RunSenderReads
+from scheduler.ledger.sender_reads import SenderReads
 from scheduler.ledger.states import HELD_STATES
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_status import short_outcomes
@@ -76,7 +76,7 @@ class Overview(BaseModel):
 def _summary(run: Run, conn: Connection) -> RunSummary:
     """One run of the list: its counts and funnel from the tallies (a few dozen rows)."""
     assert run.id is not None
-    tally = tallies.read(conn, run.id)
+    tally = RunReads(conn).tally(run.id)
     counts = tally.states()
     funnel = tally.funnel()
     tracking = tally.tracking()
@@ -93,8 +93,8 @@ def _summary(run: Run, conn: Connection) -> RunSummary:
 
 
 def _senders(conn: Connection, since: datetime, day_sends: int) -> list[SenderGlance]:
-    profiles = spq.profiles(conn)
-    today = (vq.dispatched_since(conn, list(profiles), since)
+    profiles = SenderReads(conn).profiles()
+    today = (RunSenderReads(conn).dispatched_since(list(profiles), since)
              if day_sends <= SENDER_DAY_COUNTED else None)
     return [SenderGlance(sender=p.sender, state=p.state, reason=p.reason, since=p.since,
                          score=p.score, throttle=p.throttle, held=p.state in HELD_STATES,
@@ -113,12 +113,13 @@ def read_overview(ledger: Ledger, *, settings: Settings, now: datetime,
     from scheduler.views.workers import read_workers
 
     with access.snapshot(ledger.engine, "read the overview") as conn:
-        runs = vq.newest_runs(conn, limit)
+        reads = RunReads(conn)
+        runs = reads.newest(limit)
         zone = runs[0].timezone if runs else "UTC"
         since = day_start(now, zone)
-        day_sends = vq.sends_since(conn, since)
+        day_sends = reads.sends_since(since)
         overview = Overview(
-            by_status=vq.runs_by_status(conn), runs=[_summary(r, conn) for r in runs],
+            by_status=OverviewReads(conn).runs_by_status(), runs=[_summary(r, conn) for r in runs],
             limit=limit, sends_today=day_sends, day_start=since,
             timezone=zone, senders=_senders(conn, since, day_sends), read_at=now,
             workers=0 if conn.dialect.name == "sqlite" else len(

@@ -25,8 +25,8 @@ from scheduler.core.time_words import iso_utc
 from scheduler.core.units import load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.ledger import access
-from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.sender_reads import SenderReads
 from scheduler.ledger.states import SANDBOX_TARGET, SenderStatus, describe_target
 from scheduler.service.exceptions import ServiceError
 from scheduler.settings.load import Settings
@@ -152,13 +152,14 @@ def read_senders(ledger: Ledger, now: datetime) -> SendersView:
     """Every sender's profile and its sends today, from the ledger alone (no limits)."""
     named, default_zone = _named_by_runs(ledger)
     with access.read(ledger.engine, "read the senders' profiles") as conn:
-        stored = spq.profiles(conn)
+        reads = SenderReads(conn)
+        stored = reads.profiles()
         names = sorted(set(stored) | set(named))
         zones = {s: named[s].zone if s in named else default_zone for s in names}
         today: dict[str, int] = {}
         for zone in sorted(set(zones.values())):
             members = [s for s in names if zones[s] == zone]
-            today.update(spq.sends_since(conn, members, _day_start(now, zone)))
+            today.update(reads.sends_since(members, _day_start(now, zone)))
     infos = []
     for sender in names:
         row = stored.get(sender)
