@@ -116,12 +116,13 @@ def change_sender(ledger: Ledger, sender: str, action: str, reason: str,
 def run_events(ledger: Ledger, run_id: int) -> dict[str, Any]:
     """The run's newest webhook events and replies together, newest first (the list of
     ``status --json``'s ``view.events`` and the dashboard's run page)."""
-    from scheduler.ledger.queries import run_view as vq
+    from scheduler.ledger.run_reads import RunSamples
     from scheduler.views import run_parts as vf
 
     ledger.get_run(run_id)  # RunNotFound
     with access.snapshot(ledger.engine, f"read the events of run {run_id}") as conn:
-        found = vf.events(vq.recent_events(conn, run_id), vq.recent_replies(conn, run_id))
+        samples = RunSamples(conn)
+        found = vf.events(samples.events(run_id), samples.replies(run_id))
     return {"run": run_id, "events": [event.model_dump(mode="json") for event in found]}
 
 
@@ -149,12 +150,12 @@ def resend(ledger: Ledger, settings: Settings, run_id: int, states: set[str],
 
 def run_replies(ledger: Ledger, run_id: int, limit: int) -> dict[str, Any]:
     """The run's newest ``limit`` replies, newest first, each with its recipient's name."""
-    from scheduler.ledger.queries import run_view as vq
+    from scheduler.ledger.inbox_reads import InboxReads
     from scheduler.views import run_parts as vf
 
     ledger.get_run(run_id)  # RunNotFound
     with access.snapshot(ledger.engine, f"read the replies of run {run_id}") as conn:
-        found = vq.recent_replies(conn, run_id, limit)
+        found = InboxReads(conn).run_replies(run_id, limit)
     return {"run": run_id, "replies": [
         {"id": r.id, "event": r.event, "at": r.at.isoformat() if r.at else None,
          "number": r.number, "text": r.payload, "recipient": vf.recipient(r.variables)}

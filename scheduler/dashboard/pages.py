@@ -22,7 +22,7 @@ from scheduler.dashboard.svg import bars_svg, funnel_svg, hourly_svg, hours_of
 from scheduler.dashboard.web import Dashboard, RunId, dashboard_of, fragment, render
 from scheduler.ledger import access
 from scheduler.ledger.funnel import stages
-from scheduler.ledger.queries import reports as rq
+from scheduler.ledger.report_reads import ReportReads
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.views.attempts import attempt_table
 from scheduler.views.experiment_status import experiment_lines, experiment_of_run
@@ -35,7 +35,7 @@ from scheduler.views.run_view import RunView, read_run_view
 def _hours(dash: Dashboard, run_id: int, zone: str) -> list[tuple[Any, int]]:
     """Sends per local hour, from the sends per minute the database keeps per run."""
     with access.read(dash.ledger.engine, f"read the sends per minute of run {run_id}") as conn:
-        frame = rq.send_minutes(conn, run_id)
+        frame = ReportReads(conn).send_minutes(run_id)
     minutes = [(_moment(at), int(n)) for at, n in zip(frame["at"], frame["n"], strict=True)]
     return hours_of(minutes, zone)
 

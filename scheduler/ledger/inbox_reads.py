@@ -13,6 +13,8 @@ each is one statement on an index.
 - :meth:`InboxReads.state_counts`: how many replies each state holds (the filter's tabs),
   one grouped count over the filtered replies (it reads each of them: 17,315 replies take
   a few ms; a ledger of millions of replies would want kept counts, as ``run_tallies``).
+- :meth:`InboxReads.run_replies`: one run's newest replies (``GET /api/v1/runs/{id}/
+  replies``, :mod:`scheduler.api.reads`), by ``replies.run_id``.
 
 A reply's state and what "to answer" means: :mod:`scheduler.ledger.queries.inbox`.
 """
@@ -27,8 +29,10 @@ from sqlalchemy import func, not_, select
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.inbox_models import reply_handled
+from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries.inbox import HANDLED, STATE, TO_ANSWER
 from scheduler.ledger.queries.tables import deliveries, replies, runs
+from scheduler.ledger.run_rows import EventRow
 
 #: The states of a reply, in the order the inbox offers them.
 STATES = ("new", "to answer", "handled")
@@ -120,3 +124,8 @@ class InboxReads:
         stmt = _where(_joined([STATE, func.count()], False), chosen, with_state=False)
         found = {str(state): int(n) for state, n in self.conn.execute(stmt.group_by(STATE))}
         return {state: found.get(state, 0) for state in STATES}
+
+    def run_replies(self, run_id: int, limit: int) -> list[EventRow]:
+        """Run ``run_id``'s newest ``limit`` replies, newest first, each with its
+        delivery's CSV values (``run_view.recent_replies``)."""
+        return vq.recent_replies(self.conn, run_id, limit)
