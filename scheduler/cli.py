@@ -9,57 +9,39 @@ exit code 1, never as a traceback; anything else is a bug and keeps its tracebac
 
 from __future__ import annotations
 
-import copy
+import importlib
 import sys
 from typing import Any, Protocol, runtime_checkable
 
 import typer
 
 from scheduler import __version__
-from scheduler.commands import (
-    api,
-    catalog,
-    consent,
-    dashboard,
-    dashboard_users,
-    demo,
-    labels,
-    members,
-    person,
-    plan,
-    purge,
-    recipient,
-    replies,
-    report,
-    run,
-    sandbox,
-    schedule,
-    schema,
-    senders,
-    sessions,
-    templates,
-    track,
-    webhooks,
-    workers,
-)
 from scheduler.commands.help_style import apply as apply_help_style
 from scheduler.core.errors import SchedulerError
 
-app = typer.Typer(
-    name="campaign",
-    help="Plan, pace, send, track and report bulk campaigns through the Messaging Session Service.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
-#: Every command module, registered explicitly: this list is how the CLI is put together.
-COMMAND_MODULES = (plan, run, schedule, track, report, replies, recipient, sessions, members,
-                   catalog, templates, sandbox, demo, workers, senders, labels, schema,
-                   dashboard, dashboard_users, api, webhooks, person, purge, consent)
-for _module in COMMAND_MODULES:
-    _module.register(app)
+#: Every command module (of :mod:`scheduler.commands`), registered explicitly in this order,
+#: the order ``--help`` shows them: this list is how the CLI is put together.
+COMMAND_MODULES = ("plan", "run", "schedule", "track", "report", "replies", "recipient",
+                   "sessions", "members", "catalog", "templates", "sandbox", "demo", "workers",
+                   "senders", "labels", "schema", "dashboard", "dashboard_users", "api",
+                   "webhooks", "person", "purge", "consent")
+#: The module that registers each command and group: ``campaign NAME …`` imports that one
+#: (issue 32: the others are a fifth of ``campaign --version``); a name missing here runs
+#: the whole app, as does anything else. ``tests/terminal/test_help.py`` checks it against
+#: what the modules register.
+OWNERS = {
+    "validate": "plan", "preview": "plan", "plan": "plan",
+    "run": "run", "resume": "run", "pause": "run", "cancel": "run", "resend": "run",
+    "status": "run", "runs": "run",
+    "schedule": "schedule", "unschedule": "schedule", "serve": "schedule",
+    "events": "track", "receiver": "track",
+    "report": "report", "replies": "replies", "recipient": "recipient",
+    "sessions": "sessions", "members": "members", "catalog": "catalog",
+    "templates": "templates", "sandbox": "sandbox", "demo": "demo", "workers": "workers",
+    "senders": "senders", "labels": "labels", "schema": "schema", "dashboard": "dashboard",
+    "dashboard-user": "dashboard_users", "api": "api", "api-token": "api",
+    "webhooks": "webhooks", "person": "person", "purge": "purge", "consent": "consent",
+}
 
 
 def _version(value: bool) -> None:
@@ -71,7 +53,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _options(
     show_version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                       help="Print the version and exit."),
@@ -79,7 +60,39 @@ def _options(
     """Options of ``campaign`` itself (the commands have their own)."""
 
 
-apply_help_style(app)  # flags shown as flags, arguments by name (after every register)
+def _app_of(modules: tuple[str, ...]) -> typer.Typer:
+    """``campaign`` with the commands of ``modules`` (names in :data:`COMMAND_MODULES`)."""
+    made = typer.Typer(
+        name="campaign",
+        help="Plan, pace, send, track and report bulk campaigns through the Messaging "
+             "Session Service.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    for name in modules:
+        importlib.import_module(f"scheduler.commands.{name}").register(made)
+    made.callback()(_options)
+    apply_help_style(made)  # flags shown as flags, arguments by name (after every register)
+    return made
+
+
+_whole: typer.Typer | None = None
+
+
+def whole_app() -> typer.Typer:
+    """``campaign`` with every command (made once, on first use: :data:`app`)."""
+    global _whole
+    if _whole is None:
+        _whole = _app_of(COMMAND_MODULES)
+    return _whole
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``scheduler.cli.app``: the whole app (:func:`whole_app`), made when first asked for."""
+    if name == "app":
+        return whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @runtime_checkable
@@ -104,21 +117,25 @@ def _name_of(entry: Any) -> str | None:
 
 def app_for(args: list[str]) -> typer.Typer:
     """The app that runs ``campaign ARGS``: when ``ARGS`` starts with a command's or a
-    group's name, a copy of :data:`app` holding that one (the rest of it all the same),
-    else :data:`app` itself (``--help``, ``--version``, a mistyped name).
+    group's name, an app holding that one, made from its module alone (:data:`OWNERS`); for
+    ``--version`` an app without commands; else the whole app, :data:`app` (``--help``, a
+    mistyped name).
 
     Typer turns every registered command into a click command, reading each function's
     signature, before it runs any: for ``campaign status`` that was about a fifth of the
-    time after the imports (issue 32). The command runs, parses and shows its help as in
-    the whole app; ``tests/terminal/test_help.py`` compares them."""
+    time after the imports, and importing every command module a fifth of ``--version``
+    (issue 32). The command runs, parses and shows its help as in the whole app;
+    ``tests/terminal/test_help.py`` compares them."""
     name = args[0] if args else ""
-    if not name or name.startswith("-"):
-        return app
-    commands = [c for c in app.registered_commands if _name_of(c) == name]
-    groups = [g for g in app.registered_groups if _name_of(g) == name]
+    if name == "--version":  # printed by the eager option before any command is looked at
+        return _app_of(())
+    if not name or name.startswith("-") or name not in OWNERS:
+        return whole_app()
+    one = _app_of((OWNERS[name],))
+    commands = [c for c in one.registered_commands if _name_of(c) == name]
+    groups = [g for g in one.registered_groups if _name_of(g) == name]
     if len(commands) + len(groups) != 1:
-        return app
-    one = copy.copy(app)
+        return whole_app()
     one.registered_commands, one.registered_groups = commands, groups
     return one
 

@@ -109,5 +109,24 @@ def test_the_app_that_runs_one_command_shows_and_parses_it_as_the_whole_app() ->
         whole = runner.invoke(app, args, env=env)
         alone = runner.invoke(one, args, env=env)
         assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), args
-    for args in [[], ["--help"], ["--version"], ["statuss"], ["-x", "status"]]:
+    for args in [[], ["--help"], ["statuss"], ["-x", "status"]]:
         assert app_for(args) is app
+    for args in [["--version"], ["--version", "status"], ["--version", "bogus"]]:
+        alone = runner.invoke(app_for(args), args, env=env)
+        whole = runner.invoke(app, args, env=env)
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output), args
+
+
+def test_each_command_is_made_from_the_module_that_registers_it() -> None:
+    """``campaign NAME`` imports only NAME's module (``cli.OWNERS``): the table names every
+    command and group each module registers, and nothing else."""
+    from scheduler.cli import COMMAND_MODULES, OWNERS, _app_of, _name_of
+
+    registered = {}
+    for module in COMMAND_MODULES:
+        one = _app_of((module,))
+        for entry in (*one.registered_commands, *one.registered_groups):
+            registered[str(_name_of(entry))] = module
+    assert registered == OWNERS
+    assert set(registered) == {str(_name_of(e)) for e in (*app.registered_commands,
+                                                         *app.registered_groups)}
