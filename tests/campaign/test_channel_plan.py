@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ from typer.testing import CliRunner
 from scheduler.cli import app
 from scheduler.service.account_models import SmsBulkBody, SmsSendBody, VoiceBulkBody
 from tests.factories import REPO, Project
+from tests.incli import campaign
 
 runner = CliRunner()
 SMS = REPO / "campaigns" / "sms_aviso.toml"
@@ -152,9 +151,8 @@ def test_voice_plan_counts_bulks_and_calls_in_progress(project: Project, _settin
 def test_plan_fits_80_columns_with_nothing_cut(name: str, _settings: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CAMPAIGN_")}
     env.update(COLUMNS="80", CAMPAIGN_CONFIG=str(_settings))
-    done = subprocess.run(
-        [sys.executable, "-m", "scheduler.cli", "plan", str(REPO / "campaigns" / f"{name}.toml"),
-         "--start", START], capture_output=True, text=True, timeout=120, env=env, check=False)
+    done = campaign("plan", str(REPO / "campaigns" / f"{name}.toml"), "--start", START,
+                    env=env)  # the console script, in this process (COLUMNS read per command)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert max(len(line) for line in lines) <= 80, done.stdout
