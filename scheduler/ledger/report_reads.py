@@ -21,6 +21,8 @@ from datetime import datetime
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import select
+
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection, Engine
 from scheduler.ledger.attempt_funnel import AttemptsView, read_attempts
@@ -31,7 +33,8 @@ from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import reports as rq
 from scheduler.ledger.queries import run_senders as rsq
 from scheduler.ledger.queries import sender_profiles as spq
-from scheduler.ledger.queries import tallies
+from scheduler.ledger.queries.tables import runs
+from scheduler.ledger.run_rows import Tally
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -52,7 +55,8 @@ def report_snapshot(engine: Engine, what: str = "read the report's rows"
 def campaign_run_ids(engine: Engine, name: str) -> list[int]:
     """Every run id of campaign ``name``, oldest first (empty when it has none)."""
     with access.read(engine, "read the campaign's runs") as conn:
-        return rq.campaign_run_ids(conn, name)
+        return list(conn.execute(select(runs.c.id).where(runs.c.campaign_name == name)
+                                 .order_by(runs.c.id)).scalars())  # fmt: skip
 
 
 class ReportReads:
@@ -182,11 +186,6 @@ class SheetReads:
         return read_attempts(self.conn, run, every_row=True)
 
 
-def marks_of(delivered: bool, read: bool) -> int:
-    """A row's marks (as ``chain_ends`` gives them) from its delivered and read times."""
-    return (tallies.DELIVERED if delivered else 0) | (tallies.READ if read else 0)
-
-
 @cache
 def reached(key: str, state: str, marks: int) -> bool | None:
     """Whether a sent row in ``state`` with ``marks`` counts under the funnel's ``key``
@@ -194,4 +193,4 @@ def reached(key: str, state: str, marks: int) -> bool | None:
     dispatching, held)."""
     if state in aq.UNSENT:
         return None
-    return bool(tallies.Tally(((0, state, marks, "", 1),)).funnel().get(key))
+    return bool(Tally(((0, state, marks, "", 1),)).funnel().get(key))

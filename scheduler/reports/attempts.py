@@ -30,7 +30,8 @@ from scheduler.ledger.attempt_funnel import (
     recycle_of,
     rules_text,
 )
-from scheduler.ledger.report_reads import ReportReads, marks_of, reached
+from scheduler.ledger.report_reads import ReportReads, reached
+from scheduler.ledger.run_rows import DELIVERED, READ
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
 from scheduler.reports.source import RunInfo
@@ -188,8 +189,9 @@ class ReachedBy:
             if end is not None:
                 out.append(self._says(*end))
                 continue
-            out.append(self._says(run_id, int(attempt or 1), str(state),
-                                  marks_of(delivered is not None, read is not None)))
+            marks = (DELIVERED if delivered is not None else 0) | (
+                READ if read is not None else 0)
+            out.append(self._says(run_id, int(attempt or 1), str(state), marks))
         return out
 
 

@@ -6,13 +6,13 @@ on that delivery: ``pollVote`` (the selected option names) or ``listRowId`` /
 selection), and events arrive in any order: the answer with the latest time is kept (at the
 same time, the greater answer by its JSON text, so the order of arrival never matters). A
 read and an update of one row per answer: answers are rare beside receipts. Read by
-``campaign status`` (a tally per poll or list step) and the reports (per delivery).
+``campaign status`` (a tally per poll or list step, :mod:`scheduler.ledger.answer_reads`)
+and the reports (per delivery).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,13 +48,3 @@ def record_answer(conn: Connection, delivery_id: int, answer: dict[str, Any],
     conn.execute(update(deliveries).where(deliveries.c.id == delivery_id).values(
         details=json.dumps(merged, ensure_ascii=False, separators=(",", ":"))))
     return True
-
-
-def step_answers(conn: Connection, run_id: int, kinds: tuple[str, ...] = ("poll", "list"),
-                 ) -> Iterator[tuple[int, str, str | None]]:
-    """``(step, kind, details)`` of the run's poll and list deliveries (sent or not)."""
-    d = deliveries.c
-    stmt = select(d.step, d.kind, d.details).where(
-        d.run_id == run_id, d.kind.in_(list(kinds)), d.state != "skipped")
-    for step, kind, details in conn.execute(stmt):
-        yield int(step), str(kind), details

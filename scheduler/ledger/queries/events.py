@@ -17,7 +17,7 @@ from sqlalchemy import Connection, bindparam, func, or_, select, update
 from sqlmodel.sql.sqltypes import UTCDateTime
 
 from scheduler.ledger.queries.common import insert_or_ignore, raw, sqlite_time
-from scheduler.ledger.queries.tables import deliveries, events, replies
+from scheduler.ledger.queries.tables import events
 from scheduler.ledger.rows import StoredEvent, UnmatchedEvent
 
 
@@ -164,20 +164,3 @@ def stored_event_payloads_for(conn: Connection, message_id_norm: str,
         events.c.message_id_norm == message_id_norm, events.c.event.in_(list(names)),
     ).order_by(events.c.id)
     return [StoredEvent(i, p) for i, p in conn.execute(stmt)]
-
-
-def events_about(conn: Connection, run_id: int | None, after_id: int,
-                 last: int | None) -> list[dict[str, Any]]:
-    """Stored events after ``after_id`` as column → value, oldest first (only the newest
-    ``last`` when given); with ``run_id``, only those about the run: one of its message ids,
-    or a reply to it. For ``campaign events``: not a hot path."""
-    stmt = select(events).where(events.c.id > after_id)
-    if run_id is not None:
-        held = select(deliveries.c.message_id_norm).where(
-            deliveries.c.run_id == run_id, deliveries.c.message_id_norm.is_not(None))
-        replied = select(replies.c.event_id).where(replies.c.run_id == run_id)
-        stmt = stmt.where(or_(events.c.message_id_norm.in_(held), events.c.id.in_(replied)))
-    if last is not None:
-        stmt = stmt.order_by(events.c.id.desc()).limit(last)
-        return [dict(r) for r in reversed(list(conn.execute(stmt).mappings()))]
-    return [dict(r) for r in conn.execute(stmt.order_by(events.c.id)).mappings()]

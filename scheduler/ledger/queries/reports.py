@@ -51,12 +51,6 @@ def runs_by_id(conn: Connection, run_ids: Sequence[int]) -> dict[int, Run]:
     return {row["id"]: Run(**row) for row in rows}
 
 
-def campaign_run_ids(conn: Connection, name: str) -> list[int]:
-    """Every run id of campaign ``name``, oldest first (empty when it has none)."""
-    return list(conn.execute(select(runs.c.id).where(runs.c.campaign_name == name)
-                             .order_by(runs.c.id)).scalars())  # fmt: skip
-
-
 def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
     """Delivery counts by run, sender, step and state, with how many rows of each group have
     reached each transition (whatever their state says).
