@@ -24,6 +24,7 @@ from scheduler.ledger.models import Run
 from scheduler.ledger.queries import attempts as aq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
+from scheduler.ledger.run_rows import Tally
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.settings.retry_rules import SHORT_CALL, RecycleOptions
 from scheduler.settings.run import RunOptions, from_snapshot
@@ -100,7 +101,7 @@ def reached_key(channel: str, recycle: RecycleOptions | None) -> str:
 
 
 def _funnel(rows: Iterable[tuple[int, str, int, str, int]]) -> dict[str, int]:
-    return tallies.Tally(tuple(rows)).funnel()
+    return Tally(tuple(rows)).funnel()
 
 
 def _minus(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
@@ -171,7 +172,7 @@ def read_attempts(conn: Connection, run: Run, options: RunOptions | None = None,
     return view
 
 
-def _step_lines(step: int, channel: str, reached_as: str, tally: tallies.Tally,
+def _step_lines(step: int, channel: str, reached_as: str, tally: Tally,
                 groups: list[aq.AttemptRows]) -> list[AttemptLine]:
     """Step ``step``'s lines: its first attempts (tallies minus attempt rows), then each
     attempt number its attempt rows have."""

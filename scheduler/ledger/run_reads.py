@@ -9,29 +9,36 @@ By part of the view:
 - :class:`RunReads`: the run, its trigger-kept tallies and tracking counts, its pace
   and what it waits for (:mod:`.queries.run_view`, :mod:`.queries.tallies`);
 - :class:`RunSamples`: its newest errors, SMS failures, events, replies and skip reasons,
-  each over a bounded sample of its newest rows;
+  each over a bounded sample of its newest rows (the skip reasons: the claim index walked
+  backwards);
 - :class:`VerdictReads`: what its ``unknown`` verdicts and skip reasons are judged from
   (:mod:`scheduler.views.verdict_memo` keeps them while their marks stay the same);
 - :class:`RunSenderReads`: its senders' profiles, their sends today and in the run, and
   when one reached its daily cap (:mod:`scheduler.views.run_senders`, ``run_waits``).
 
 The workers' reads are :mod:`scheduler.ledger.worker_reads`. Each method is one read of a
-query module (its docstring says which); the rows are plain (:mod:`.run_rows`, :mod:`.rows`).
+query module (its docstring says which), but the skip reasons', read here (their only
+reader); the rows are plain (:mod:`.run_rows`, :mod:`.rows`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import caps, run_senders, sender_profiles, skips, tallies
+from scheduler.ledger.queries import caps, run_senders, sender_profiles, tallies
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.queries import verdict_marks as vm
+from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.rows import (
     Funnel,
     SenderChangeRow,
@@ -47,6 +54,19 @@ from scheduler.ledger.run_rows import (
     SmsFailureRow,
     Tally,
 )
+from scheduler.ledger.states import DeliveryState as S
+
+
+def _by_kind(rows: Iterable[Any]) -> dict[str, int]:
+    """``(reason, n)`` rows of skipped deliveries by the kind of their reason, most first
+    (then by name, whatever order the database grouped them in). A reason is ``kind:
+    detail`` (``invalid_number: too short``, ``blank_value: vencimento``, ``duplicate``):
+    grouped by reason in the database, folded by kind here (the distinct reasons of a run
+    are a handful of kinds times their details, never one per row)."""
+    kinds: Counter[str] = Counter()
+    for reason, n in rows:
+        kinds[(reason or "no reason").split(":", 1)[0].strip()] += int(n)
+    return dict(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))
 
 
 class RunReads:
@@ -125,8 +145,13 @@ class RunSamples:
         return vq.recent_replies(self.conn, run_id)
 
     def skip_kinds(self, run_id: int, sample: int) -> dict[str, int]:
-        """Its newest ``sample`` skipped rows by the kind of their reason, most first."""
-        return vq.newest_skip_kinds(self.conn, run_id, sample)
+        """Its newest ``sample`` skipped rows by the kind of their reason, most first (the
+        claim index walked backwards)."""
+        d = deliveries.c
+        newest = (select(d.reason).where(d.run_id == run_id, d.state == S.SKIPPED)
+                  .order_by(d.seq.desc()).limit(sample).subquery())
+        return _by_kind(self.conn.execute(select(newest.c.reason, func.count())
+                                          .group_by(newest.c.reason)))
 
 
 class VerdictReads:
@@ -154,8 +179,12 @@ class VerdictReads:
         return uq.rows_with_stray_proof(self.conn, run_id)
 
     def skipped_by_kind(self, run_id: int) -> dict[str, int]:
-        """Every skipped row of the run by the kind of its reason, most first."""
-        return skips.skipped_by_kind(self.conn, run_id)
+        """Every skipped row of the run by the kind of its reason, most first: one ``GROUP
+        BY reason`` over them (the claim index ``run_id, state`` finds them)."""
+        d = deliveries.c
+        return _by_kind(self.conn.execute(
+            select(d.reason, func.count()).where(d.run_id == run_id, d.state == S.SKIPPED)
+            .group_by(d.reason)))
 
 
 class RunSenderReads:

@@ -12,8 +12,8 @@ from sqlalchemy import select, update
 from scheduler.ledger import access
 from scheduler.ledger.queries import audience as aq
 from scheduler.ledger.queries import dispatch as dq
-from scheduler.ledger.queries.skips import skipped_by_kind
 from scheduler.ledger.queries.tables import deliveries, replies
+from scheduler.ledger.run_reads import VerdictReads
 from scheduler.ledger.runs import Ledger
 from tests.factories import T0, make_run, number
 
@@ -171,5 +171,5 @@ def test_held_rows_are_skipped_with_their_reason_and_later_steps_too(ledger: Led
         (number(2), 1): ("planned", None),
     }
     with access.read(ledger.engine, "test: kinds") as conn:
-        assert skipped_by_kind(conn, run_id) == {"previous step not sent": 2,
+        assert VerdictReads(conn).skipped_by_kind(run_id) == {"previous step not sent": 2,
                                                  "frequency_cap": 1, "unengaged": 1}

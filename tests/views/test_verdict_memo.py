@@ -11,8 +11,8 @@ from sqlalchemy import update
 from scheduler.dispatch.unknowns import UnknownVerdicts, judge_run
 from scheduler.ledger import access
 from scheduler.ledger.queries import uptime as uq
-from scheduler.ledger.queries.skips import skipped_by_kind
 from scheduler.ledger.queries.tables import deliveries, events
+from scheduler.ledger.run_reads import VerdictReads
 from scheduler.ledger.runs import Ledger
 from scheduler.views import verdict_memo
 from tests.factories import T0, make_run, number
@@ -115,12 +115,13 @@ def test_the_kept_skip_reasons_follow_new_skips(ledger: Ledger) -> None:
         conn.execute(update(deliveries).where(deliveries.c.to == number(2))
                      .values(id=65521 * 1000 + 60_000))  # folded: 60,000
     with access.snapshot(ledger.engine, "test") as conn:
-        assert verdict_memo.kept_skips(conn, run_id) == skipped_by_kind(conn, run_id) == {}
+        every = VerdictReads(conn).skipped_by_kind
+        assert verdict_memo.kept_skips(conn, run_id) == every(run_id) == {}
     ledger.suppress(number(1), source="test", reason="asked")
     with access.snapshot(ledger.engine, "test") as conn:
         found = verdict_memo.kept_skips(conn, run_id)
-        assert found == skipped_by_kind(conn, run_id) and sum(found.values()) == 1
+        assert found == VerdictReads(conn).skipped_by_kind(run_id) and sum(found.values()) == 1
     ledger.suppress(number(2), source="test", reason="asked")
     with access.snapshot(ledger.engine, "test") as conn:
-        assert verdict_memo.kept_skips(conn, run_id) == skipped_by_kind(conn, run_id)
+        assert verdict_memo.kept_skips(conn, run_id) == VerdictReads(conn).skipped_by_kind(run_id)
         assert sum(verdict_memo.kept_skips(conn, run_id).values()) == 2

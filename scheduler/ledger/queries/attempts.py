@@ -37,7 +37,7 @@ assert WATCHED_D.replace("d.", "") == WATCHED
 @dataclass(frozen=True, slots=True)
 class AttemptRows:
     """Attempt rows of one run (``first_id`` set) of one step, attempt number, rule, state
-    and ``marks`` (:data:`.tallies.MARKS`): how many, the earliest ``due_at`` of the planned
+    and ``marks`` (:data:`.run_rows.MARKS`): how many, the earliest ``due_at`` of the planned
     ones, how many await a verdict."""
 
     step: int

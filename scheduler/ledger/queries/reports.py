@@ -87,7 +87,7 @@ def funnel_counts(conn: Connection, run_id: int) -> dict[str, int]:
     """One run's funnel as ``scheduler.ledger.funnel`` defines it (``campaign status``):
     planned, sent, delivered, read, replied, answered, undelivered, skipped. The same
     conditions as :func:`state_groups`, so status and report agree; counted from the run's
-    trigger-kept tallies (:meth:`.tallies.Tally.funnel`), not by scanning its rows."""
+    trigger-kept tallies (:meth:`.run_rows.Tally.funnel`), not by scanning its rows."""
     return tallies.funnel(conn, run_id)
 
 

@@ -277,16 +277,3 @@ def step_kinds(conn: Connection, run_id: int, steps: Sequence[int]) -> list[str]
             out.append(str(found))
     return out
 
-
-def newest_skip_kinds(conn: Connection, run_id: int, sample: int) -> dict[str, int]:
-    """``skips.skipped_by_kind`` over the run's newest ``sample`` skipped rows (the claim
-    index walked backwards), most first."""
-    d = deliveries.c
-    newest = (select(d.reason).where(d.run_id == run_id, d.state == S.SKIPPED)
-              .order_by(d.seq.desc()).limit(sample).subquery())
-    kinds: dict[str, int] = {}
-    for reason, n in conn.execute(select(newest.c.reason, func.count())
-                                  .group_by(newest.c.reason)):
-        kind = (reason or "no reason").split(":", 1)[0].strip()
-        kinds[kind] = kinds.get(kind, 0) + int(n)
-    return dict(sorted(kinds.items(), key=lambda item: (-item[1], item[0])))

@@ -50,13 +50,7 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from scheduler.ledger.queries import sender_tallies
-
-# the bits of ``marks`` and the counters as read are plain rows (run_rows); Tally, DELIVERED
-# and READ are named through this module still by callers not yet moved to run_rows
-from scheduler.ledger.run_rows import ACCEPTED, ENDED, REPLIED, SENT
-from scheduler.ledger.run_rows import DELIVERED as DELIVERED
-from scheduler.ledger.run_rows import READ as READ
-from scheduler.ledger.run_rows import Tally as Tally
+from scheduler.ledger.run_rows import ACCEPTED, DELIVERED, ENDED, READ, REPLIED, SENT, Tally
 
 #: The columns of a counter's key (besides the shard) and of the minutes' key.
 TALLY_KEY = ("run_id", "step", "state", "marks", "worker")

@@ -23,6 +23,7 @@ from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.common import raw, sqlite_time, state_in
 from scheduler.ledger.queries.tables import deliveries, replies
 from scheduler.ledger.rows import Funnel, LatestDelivery
+from scheduler.ledger.run_rows import Tally
 from scheduler.ledger.states import TRACKING_RANK
 from scheduler.ledger.states import DeliveryState as S
 
@@ -213,10 +214,10 @@ def record_details(conn: Connection, rows: Sequence[tuple[int, dict[str, Any]]])
                  .values(details=bindparam("b_details")), params)
 
 
-def funnel(conn: Connection, run_id: int, tally: tallies.Tally | None = None) -> Funnel:
+def funnel(conn: Connection, run_id: int, tally: Tally | None = None) -> Funnel:
     """How far the run's deliveries got (``campaign status``), counting a row by its time
     columns or, when an event gave no time, by its state: from the run's trigger-kept
-    tallies (:meth:`.tallies.Tally.tracking`; ``tally``: the run's, already read on
+    tallies (:meth:`.run_rows.Tally.tracking`; ``tally``: the run's, already read on
     ``conn``), no scan of its rows; opted out are the distinct numbers of its opt-out
     replies."""
     counts = (tally if tally is not None else tallies.read(conn, run_id)).tracking()
