@@ -19,8 +19,9 @@ from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.read_only import schema_head
 from scheduler.usecases.rehearsal import rehearse_campaign
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.factories import write_project
+from tests.incli import in_process
 
 START = datetime(2027, 3, 8, 12, 0, tzinfo=UTC)
 WARMUP = '[senders]\nwarmup = "default"\n'
@@ -62,8 +63,8 @@ def _ledger_state(url: str) -> tuple[object, list[str], list[tuple[object, ...]]
 def test_a_rehearsal_against_a_missing_ledger_file_leaves_no_file(tmp_path: Path) -> None:
     path = _project(tmp_path)
     missing = tmp_path / "nowhere" / "ledger.db"
-    result = cli(clean_env(CAMPAIGN_DATABASE_URL=f"sqlite:///{missing}"), "run", str(path),
-                 "--rehearse", "--start", START.isoformat(), cwd=tmp_path)
+    result = in_process(clean_env(CAMPAIGN_DATABASE_URL=f"sqlite:///{missing}"), "run",
+                        str(path), "--rehearse", "--start", START.isoformat(), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "Rehearsal of 'lote'" in result.stdout
     assert "s1 warming: day 1 of 8" in result.stdout  # a new sender: no ledger to read
