@@ -39,7 +39,6 @@ from scheduler.views.unserved import (
 )
 from scheduler.views.verdict_memo import kept_skips, kept_verdicts
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
-from scheduler.views.workers import read_workers
 
 if TYPE_CHECKING:
     from scheduler.settings.load import Settings
@@ -216,6 +215,8 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
 def _live_workers(conn: Connection, settings: Settings, now: datetime) -> set[str]:
     if conn.dialect.name == "sqlite":  # workers serve PostgreSQL ledgers only
         return set()
+    from scheduler.views.workers import read_workers  # (SQLite: not even imported)
+
     return {w.id for w in read_workers(conn, settings.worker_lease_s, now).workers}
 
 
