@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -242,18 +242,23 @@ class Ledger(RunControl):
             on_progress(total)
         return total
 
-    def discard_interrupted_plans(self, *, campaign_name: str | None = None) -> list[int]:
+    def discard_interrupted_plans(
+            self, *, campaign_name: str | None = None,
+            spare: Collection[tuple[str, datetime | None]] = ()) -> list[int]:
         """Delete runs whose plan was never stored because the planner died.
 
         Such a run is ``planned`` with no deliveries and no live owner; it holds no rows, so
         deleting it loses nothing, and the campaign is simply planned again (a scheduled
         fire, whose (campaign, fire time) it would otherwise block, included). A fallback
-        run is planned empty on purpose (its parent's recycling fills it): never one.
+        run is planned empty on purpose (its parent's recycling fills it): never one. Nor a
+        run whose (definition path, fire time) is in ``spare``: a worker's own planning,
+        whose child it stopped or saw die and whose run it is about to mark failed.
         """
         gone: list[int] = []
         for run in self.list_runs(campaign_name=campaign_name):
             if (run.status != RunStatus.PLANNED or run.planned_count
-                    or run.parent_run_id is not None or planner_alive(run, self.clock())):
+                    or run.parent_run_id is not None or planner_alive(run, self.clock())
+                    or (run.definition_path, run.fire_time) in spare):
                 continue
             assert run.id is not None
             with access.transaction(self.engine,

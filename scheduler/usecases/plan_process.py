@@ -63,6 +63,11 @@ class PlanProcesses:
         self.ledger = ledger
         self.database_url = database_url
         self.limit_s = limit_s
+        #: (campaign path, fire time) of each planning not settled yet: the worker leaves
+        #: their runs alone (``Ledger.discard_interrupted_plans(spare=...)``). Once a child
+        #: is stopped or dies, its pid is gone before :meth:`plan` marks the run it left
+        #: failed; a discard in between would delete that run, and with it the reason.
+        self.in_flight: set[tuple[str, datetime | None]] = set()
 
     async def plan(self, campaign_path: Path, *, start_at: datetime,
                    fire_time: datetime | None, target: str | None) -> PlanOutcome:
@@ -71,6 +76,16 @@ class PlanProcesses:
         Cancelled (the worker is stopping), the child is killed: nothing is stored, and the
         next serve plans the fire again.
         """
+        key = (str(campaign_path), fire_time)
+        self.in_flight.add(key)
+        try:
+            return await self._plan(campaign_path, start_at=start_at, fire_time=fire_time,
+                                    target=target)
+        finally:
+            self.in_flight.discard(key)
+
+    async def _plan(self, campaign_path: Path, *, start_at: datetime,
+                    fire_time: datetime | None, target: str | None) -> PlanOutcome:
         request = PlanRequest(database_url=self.database_url, campaign_path=str(campaign_path),
                               start_at=start_at, fire_time=fire_time, target=target)
         child = await asyncio.create_subprocess_exec(
@@ -94,8 +109,8 @@ class PlanProcesses:
             return PlanOutcome.model_validate_json(lines[-1])
         last = (err.decode("utf-8", "replace").strip().splitlines() or ["no message"])[-1]
         return self._failed(campaign_path, fire_time,
-                            f"the planning process ended with code {child.returncode} before "
-                            f"its plan was stored: {last}")
+                            f"the planning process {_ending(child.returncode)} before its "
+                            f"plan was stored: {last}")
 
     def _failed(self, campaign_path: Path, fire_time: datetime | None,
                 reason: str) -> PlanOutcome:
@@ -104,6 +119,15 @@ class PlanProcesses:
         if run_id is not None:
             self.ledger.set_status(run_id, RunStatus.FAILED, reason=reason)
         return PlanOutcome(run_id=run_id, error=reason)
+
+
+def _ending(code: int | None) -> str:
+    """How a child ended: its exit code, or the signal that killed it (the kernel's
+    out-of-memory killer sends SIGKILL)."""
+    if code is not None and code < 0:
+        with contextlib.suppress(ValueError):
+            return f"was killed by {signal.Signals(-code).name}"
+    return f"ended with code {code}"
 
 
 async def _kill(child: asyncio.subprocess.Process) -> None:

@@ -105,7 +105,8 @@ class Server:
         """Start planning each recorded due fire in a child process (late ones are recorded
         as missed); the worker goes on serving while they plan (see ``_plan_fire``)."""
         now = self.ledger.clock()
-        self.ledger.discard_interrupted_plans()  # a killed planning must not block its fire
+        # a killed planning must not block its fire (ours settle their own runs)
+        self.ledger.discard_interrupted_plans(spare=self.planner.in_flight)
         for fire, zone in FireStore(self.ledger.engine).due_fires(skip=self.planning):
             if now - fire.fire_time > self.start_grace:
                 self._settle_fire(fire, zone, "missed", None,
@@ -154,9 +155,10 @@ class Server:
         """Unfinished runs that are not paused and that no task of ours is dispatching.
 
         A run whose plan is still being stored (``planned_count`` 0) is left to its planner;
-        one whose planner died is discarded and, if it came from a fire, planned again.
+        one whose planner died is discarded and, if it came from a fire, planned again
+        (unless the planner was a child of ours: this worker marks its run failed).
         """
-        for run_id in self.ledger.discard_interrupted_plans():
+        for run_id in self.ledger.discard_interrupted_plans(spare=self.planner.in_flight):
             self.console.print(f"run {run_id}: its planning was interrupted; discarded")
         now = self.ledger.clock()
         runs = [run for run in self.ledger.unfinished_runs()
