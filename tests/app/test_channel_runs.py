@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from scheduler.service.account_models import cause_text
-from tests.app.support import CAMPAIGN, clean_env, cli
+from tests.app.support import CAMPAIGN, clean_env
 from tests.factories import REPO
 from tests.incli import in_process
 
@@ -53,7 +53,7 @@ def test_an_sms_run_sends_the_previewed_bulks_and_status_says_what_the_service_d
     preview = in_process(env, "preview", str(campaign), "--rows", "1000", "--json", cwd=tmp_path)
     assert preview.returncode == 0, preview.stderr
     shown = [(item["endpoint"], item["body"]) for item in json.loads(preview.stdout)]
-    run = cli(env, "run", str(campaign), cwd=tmp_path)
+    run = in_process(env, "run", str(campaign), cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     sent = [(s["path"], s["body"]) for s in box.sends() if "/sms/" in s["path"]]
     assert _bodies(sent) == _bodies(shown)
@@ -109,7 +109,7 @@ def test_a_voice_run_sends_the_previewed_bulks_and_status_says_how_each_call_wen
     assert preview.returncode == 0, preview.stderr
     items = json.loads(preview.stdout)
     shown = [(item["endpoint"], item["body"]) for item in items]
-    run = cli(env, "run", str(campaign), cwd=tmp_path)
+    run = in_process(env, "run", str(campaign), cwd=tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     sent = [(s["path"], s["body"]) for s in box.sends() if "/voice/" in s["path"]]
     assert _bodies(sent) == _bodies(shown)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.app.support import clean_env, cli, text_sends
+from tests.app.support import clean_env, text_sends
 from tests.factories import write_project
 from tests.incli import in_process
 
@@ -28,7 +28,7 @@ def test_a_read_members_key_stops_the_run_at_once_and_says_why(make_sandbox, tmp
     key = member_key(service, "read", ["s1"])
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=key,
                     CAMPAIGN_VERIFY_GRACE_S="1")
-    out = cli(env, "run", str(campaign), cwd=tmp_path)
+    out = in_process(env, "run", str(campaign), cwd=tmp_path)
     said = out.stdout + out.stderr
     assert out.returncode != 0, said
     assert "Traceback" not in said
@@ -47,6 +47,6 @@ def test_a_write_members_key_sends_on_its_session(make_sandbox, tmp_path: Path) 
     key = member_key(service, "write", ["s1"])
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=key,
                     CAMPAIGN_VERIFY_GRACE_S="1")
-    out = cli(env, "run", str(campaign), cwd=tmp_path)
+    out = in_process(env, "run", str(campaign), cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert len(text_sends(service.sends())) == 3

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.app.support import clean_env, cli, text_sends
+from tests.app.support import clean_env, text_sends
 from tests.factories import write_project
 from tests.incli import in_process
 
@@ -51,7 +51,7 @@ def test_a_kept_port_taken_meanwhile_moves_to_a_free_one(make_sandbox, tmp_path,
                                                              "port": busy_port}))
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                     CAMPAIGN_VERIFY_GRACE_S="1")
-    out = cli(env, "run", str(campaign), cwd=cwd)
+    out = in_process(env, "run", str(campaign), cwd=cwd)
     assert out.returncode == 0, out.stderr
     assert f"receiver port {busy_port} (kept from the last run) is in use" in out.stdout
     kept = json.loads((cwd / "state" / "receiver.json").read_text())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from tests.app.support import clean_env, cli, text_sends
+from tests.app.support import clean_env, text_sends
 from tests.factories import write_project
 from tests.incli import in_process
 
@@ -38,7 +38,7 @@ def test_a_service_without_its_key_is_an_error_and_nothing_is_sent(make_sandbox,
 def test_a_sandbox_run_says_so_in_every_place_that_shows_it(tmp_path: Path) -> None:
     campaign = write_project(tmp_path / "shop", 4)
     env = clean_env(CAMPAIGN_VERIFY_GRACE_S="1")
-    out = cli(env, "run", str(campaign), cwd=tmp_path)
+    out = in_process(env, "run", str(campaign), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     first = out.stdout.splitlines()[0]
     assert "embedded sandbox" in first and "CAMPAIGN_BASE_URL" in first
@@ -64,7 +64,7 @@ def test_the_same_campaign_reaches_the_same_ledger_from_any_folder(make_sandbox,
     elsewhere.mkdir()
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                     CAMPAIGN_VERIFY_GRACE_S="1")
-    assert cli(env, "run", str(campaign), cwd=elsewhere).returncode == 0
+    assert in_process(env, "run", str(campaign), cwd=elsewhere).returncode == 0
     assert not (elsewhere / "state").exists() and (shop / "state" / "campaign.db").is_file()
     # a subfolder of the project finds the same ledger
     status = in_process(env, "status", "--json", cwd=shop / "data")

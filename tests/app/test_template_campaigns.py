@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from scheduler.service.template_models import SEND_TEMPLATE_PATH
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.factories import REPO, Project
 from tests.incli import in_process
 
@@ -126,7 +126,7 @@ def test_the_right_template_is_planned_sent_per_recipient_and_delivered(
     report = json.loads(planned.stdout)
     assert [(s["kind"], s["path"], s["planned"]) for s in report["steps"]] == [
         ("template", SEND_TEMPLATE_PATH, 3)]
-    out = cli(env, "run", str(campaign), cwd=tmp_path)
+    out = in_process(env, "run", str(campaign), cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     bodies = sorted((s["to"], s["body"]["template"]["bodyVariables"]) for s in template_sends(box))
     assert bodies == [("5511987654321", ["Maria", "A-1"]), ("5521998765432", ["João", "B-2"]),
@@ -157,7 +157,7 @@ def test_a_product_step_is_fetched_once_and_rendered(make_sandbox: Any, tmp_path
     desk = box.app.state.catalog
     product = desk.product("5511977776666@s.whatsapp.net", "8812345")
     before = len(desk.fetches)
-    out = cli(env, "run", str(campaign), cwd=tmp_path)
+    out = in_process(env, "run", str(campaign), cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     assert desk.fetches[before:] == [("5511977776666@s.whatsapp.net", "8812345")]
     texts = [s["body"]["text"] for s in box.sends() if s["path"].endswith("/send/text")]
@@ -180,7 +180,7 @@ def test_a_product_that_cannot_be_fetched_stops_the_plan(make_sandbox: Any,
         text = "{{ product.name }}"
         """, senders='["loja"]')
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key)
-    out = cli(env, "run", str(campaign), cwd=tmp_path)
+    out = in_process(env, "run", str(campaign), cwd=tmp_path)
     said = out.stdout + out.stderr
     assert out.returncode == 1 and "Traceback" not in said, said
     assert "steps[0].product" in said and "product 'missing-42'" in said
