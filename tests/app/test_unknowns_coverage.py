@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,7 @@ intervals_st = st.lists(
 rows_st = st.lists(st.one_of(st.none(), st.integers(0, 360)), max_size=40)
 
 
+@pytest.mark.slow  # 1,500 examples
 @settings(max_examples=1500, deadline=None)
 @given(intervals_st, rows_st, st.integers(0, 500))
 def test_verdicts_and_gaps_equal_the_walk(intervals: list[UptimeInterval],

@@ -6,6 +6,8 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from scheduler.usecases.rehearsal import rehearse_campaign
 from tests.factories import write_project
 
@@ -73,6 +75,7 @@ def test_the_timeline_says_when_recipients_own_time_zones_hold_the_rest_back(
     assert rehearsal.sends == 60
 
 
+@pytest.mark.slow  # a rehearsal of 1,500 sends (about 10 s of CPU)
 def test_a_daily_cap_is_said_when_reached_and_the_window_closes_at_its_end(
         tmp_path: Path, monkeypatch) -> None:
     """1,500 recipients at 60/min with a cap of 1,000 a day in a 08:00-20:00 window: the

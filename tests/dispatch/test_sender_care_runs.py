@@ -7,6 +7,8 @@ import random
 from collections import Counter
 from datetime import timedelta
 
+import pytest
+
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.ledger import access
 from scheduler.ledger.queries import sender_profiles as spq
@@ -68,6 +70,7 @@ async def test_with_every_sender_held_the_run_waits_says_what_to_do_and_goes_on_
     assert any(e.kind == "sender_up" and e.sender == "s1" for e in dispatcher.timeline)
 
 
+@pytest.mark.slow  # 400 sends through the HTTP service and the ledger
 async def test_a_rate_limit_storm_throttles_the_sender_then_it_recovers_step_by_step(
         ledger: Ledger, service_factory, clock: FakeClock) -> None:
     service = service_factory(clock=clock, rate_limit_storm={
