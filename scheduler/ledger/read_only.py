@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-from sqlalchemy import Engine, create_engine, inspect
+from sqlalchemy import Connection, Engine, create_engine, inspect
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import NullPool
@@ -65,20 +65,12 @@ def _sqlite_engine(database: str) -> Engine | None:
     return create_engine(url, poolclass=NullPool, connect_args={"timeout": 30})
 
 
-def _postgresql_engine(url: str) -> Engine | None:
+def _postgresql_engine(url: str) -> Engine:
     try:
-        engine = create_engine(url, poolclass=NullPool, connect_args={
+        return create_engine(url, poolclass=NullPool, connect_args={
             "options": "-c default_transaction_read_only=on"})
     except (ImportError, SQLAlchemyError) as exc:
         raise DatabaseUnavailable(f"cannot open {redact_url(url)}: {exc}") from None
-    try:
-        engine.connect().close()
-    except SQLAlchemyError as exc:
-        engine.dispose()
-        if getattr(getattr(exc, "orig", None), "sqlstate", None) == _NO_DATABASE:
-            return None
-        raise access.translate(exc, f"read the ledger at {redact_url(url)}") from None
-    return engine
 
 
 def _engine(url: str) -> Engine | None:
@@ -91,14 +83,35 @@ def _engine(url: str) -> Engine | None:
     return _postgresql_engine(url)
 
 
+def _version_of(conn: Connection) -> str | None:
+    """The revision in ``alembic_version``, as Alembic would read it (None: no such table,
+    not a ledger yet)."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
+    return ",".join(sorted(found)) or None
+
+
 def _revision(engine: Engine, shown: str) -> str | None:
-    """The ledger's revision from its ``alembic_version`` table, as Alembic would read it
-    (None: no such table, not a ledger yet)."""
-    with access.read(engine, f"read the schema version of the ledger at {shown}") as conn:
-        if not inspect(conn).has_table("alembic_version"):
+    """The ledger's revision (None: not a ledger yet, or no PostgreSQL database of that
+    name). On PostgreSQL one connection both finds the database and reads the revision (a
+    new one per connection: the engine pools none)."""
+    what = f"read the schema version of the ledger at {shown}"
+    if engine.dialect.name != "postgresql":
+        with access.read(engine, what) as conn:
+            return _version_of(conn)
+    try:
+        conn = engine.connect()
+    except SQLAlchemyError as exc:
+        if getattr(getattr(exc, "orig", None), "sqlstate", None) == _NO_DATABASE:
             return None
-        found = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
-        return ",".join(sorted(found)) or None
+        raise access.translate(exc, f"read the ledger at {shown}") from None
+    try:
+        return _version_of(conn)
+    except SQLAlchemyError as exc:
+        raise access.translate(exc, what) from None
+    finally:
+        conn.close()
 
 
 @contextmanager
