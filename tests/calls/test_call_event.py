@@ -12,7 +12,7 @@ from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.loader import load_campaign
 from scheduler.campaign.plan import build_plan
 from scheduler.sandbox.testing import SandboxHandle
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.factories import Project
 from tests.incli import in_process
 
@@ -109,7 +109,7 @@ def test_a_call_event_run_sends_exactly_the_documented_body(
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key,
                     CAMPAIGN_DATABASE_URL=ledger_url, CAMPAIGN_RECEIVER_PORT="0",
                     CAMPAIGN_STATE_DIR=str(tmp_path / "state"))
-    run = cli(env, "run", str(path), cwd=project.root)
+    run = in_process(env, "run", str(path), cwd=project.root)
     assert run.returncode == 0, run.stdout + run.stderr
     sends = [s for s in box.sends() if s["path"] == "/api/v1/calls/send-event"]
     assert [s["body"] for s in sends] == [

@@ -11,9 +11,10 @@ import pytest
 
 from scheduler.campaign.exceptions import CampaignError
 from scheduler.campaign.loader import load_campaign
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.calls.support import calls_project
 from tests.factories import Project
+from tests.incli import in_process
 
 
 def test_a_cloud_api_sender_of_a_calls_campaign_is_refused_before_any_call(
@@ -29,7 +30,7 @@ def test_a_cloud_api_sender_of_a_calls_campaign_is_refused_before_any_call(
     env = clean_env(CAMPAIGN_BASE_URL=box.base_url, CAMPAIGN_API_KEY=box.api_key,
                     CAMPAIGN_STATE_DIR=str(tmp_path / "state"))
     for command in ("plan", "run"):
-        out = cli(env, command, str(path), cwd=root)
+        out = in_process(env, command, str(path), cwd=root)
         said = " ".join((out.stdout + out.stderr).split())
         assert out.returncode == 1, said
         assert "Traceback" not in said

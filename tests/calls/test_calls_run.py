@@ -18,7 +18,7 @@ from sqlalchemy import select
 from scheduler.ledger import access
 from scheduler.ledger.queries.tables import deliveries
 from scheduler.sandbox.testing import SandboxHandle
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.calls.support import call_spans, calls_project, number, outgoing_calls, set_call_knobs
 from tests.factories import open_test_ledger
 from tests.incli import in_process
@@ -56,7 +56,7 @@ def test_calls_to_a_list_go_one_at_a_time_per_session_with_their_outcomes(
     root = tmp_path / "shop"
     path = calls_project(root, N, senders=SENDERS)
     env = _env(box, tmp_path, ledger_url)
-    run = cli(env, "run", str(path), cwd=root)
+    run = in_process(env, "run", str(path), cwd=root)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "run 1: completed" in run.stdout, run.stdout
 

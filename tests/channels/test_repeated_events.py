@@ -9,7 +9,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.app.support import cli
 from tests.channels.support import (
     check_sms_outcomes,
     check_voice_outcomes,
@@ -19,6 +18,7 @@ from tests.channels.support import (
     stored_events,
     voice_project,
 )
+from tests.incli import in_process
 
 #: Half the events posted twice; half held back until the next one overtakes them (or 0.25 s).
 FAULTS: dict[str, Any] = {"webhook_duplicate_rate": 0.5, "webhook_reorder": True,
@@ -45,7 +45,7 @@ def test_repeated_and_reordered_sms_reports_change_nothing(
                        sms_report_delay_ms=(0.0, 20.0), **FAULTS)
     shop = tmp_path / "shop"
     campaign = sms_project(shop, 200, batch=40)
-    run = cli(run_env(box.base_url, box.api_key, ledger_url), "run", str(campaign), cwd=shop)
+    run = in_process(run_env(box.base_url, box.api_key, ledger_url), "run", str(campaign), cwd=shop)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "run 1: completed" in run.stdout, run.stdout
 
@@ -63,7 +63,7 @@ def test_repeated_and_reordered_call_events_change_nothing(
     shop = tmp_path / "shop"
     # two calls at a time: the event that overtakes a held one is mostly of the same call
     campaign = voice_project(shop, 12, batch=2, max_calls=2)
-    run = cli(run_env(box.base_url, box.api_key, ledger_url), "run", str(campaign), cwd=shop)
+    run = in_process(run_env(box.base_url, box.api_key, ledger_url), "run", str(campaign), cwd=shop)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "run 1: completed" in run.stdout, run.stdout
 

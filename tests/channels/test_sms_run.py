@@ -1,9 +1,9 @@
 """An SMS campaign run end to end: every recipient's final state is what the sandbox decided.
 
-``campaign run`` in a subprocess sends 1,000 personalised texts through a sandbox; its own
-receiver takes the signed ``sms.*`` reports. At the end the ledger is compared, number by
-number, with ``/sandbox/outcomes`` (what the service decided) and ``/sandbox/sends`` (what
-it was asked).
+``campaign run`` (the console script, run in this process) sends 1,000 personalised texts
+through a sandbox; its own receiver takes the signed ``sms.*`` reports. At the end the
+ledger is compared, number by number, with ``/sandbox/outcomes`` (what the service decided)
+and ``/sandbox/sends`` (what it was asked).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from tests.app.support import cli
 from tests.channels.support import (
     SANDBOX_PRICES,
     check_sms_outcomes,
@@ -22,6 +21,7 @@ from tests.channels.support import (
     sms_number,
     sms_project,
 )
+from tests.incli import in_process
 
 N = 1000
 
@@ -32,7 +32,7 @@ def test_a_thousand_personalised_sms_end_as_the_sandbox_decided(
                        sms_report_delay_ms=(0.0, 40.0), sms_price_micro=SANDBOX_PRICES)
     campaign = sms_project(tmp_path / "shop", N, batch=100)
     env = run_env(box.base_url, box.api_key, ledger_url)
-    run = cli(env, "run", str(campaign), cwd=tmp_path / "shop")
+    run = in_process(env, "run", str(campaign), cwd=tmp_path / "shop")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "completed" in run.stdout
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from tests.app.support import cli
 from tests.channels.support import (
     SANDBOX_PRICES,
     check_sms_outcomes,
@@ -17,6 +16,7 @@ from tests.channels.support import (
     sms_project,
 )
 from tests.factories import open_test_ledger
+from tests.incli import in_process
 
 N = 300
 PRICE = SANDBOX_PRICES["marketing"]  # every text here is one GSM-7 segment
@@ -33,7 +33,7 @@ def test_a_wallet_that_runs_out_pauses_the_run_and_resume_sends_the_rest(
     campaign = sms_project(shop, N, batch=50, personal_every=0)
     env = run_env(box.base_url, box.api_key, ledger_url)
 
-    first = cli(env, "run", str(campaign), cwd=shop)
+    first = in_process(env, "run", str(campaign), cwd=shop)
     assert first.returncode == 0, first.stdout + first.stderr
     said = " ".join(first.stdout.split())
     assert "paused" in said and "the account's wallet ran out" in said, said
@@ -51,7 +51,7 @@ def test_a_wallet_that_runs_out_pauses_the_run_and_resume_sends_the_rest(
     assert run.status == "paused" and "wallet ran out" in (run.stop_reason or "")
 
     box.http.post("/sandbox/wallet", json={"topUpMicroReais": N * PRICE}).raise_for_status()
-    resumed = cli(env, "resume", "1", cwd=shop)
+    resumed = in_process(env, "resume", "1", cwd=shop)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "run 1: completed" in resumed.stdout, resumed.stdout
 

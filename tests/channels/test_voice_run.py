@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.service.account_models import cause_text
-from tests.app.support import cli
 from tests.channels.support import (
     check_voice_outcomes,
     ledger_rows,
@@ -41,7 +40,7 @@ def test_a_voice_survey_records_each_call_as_the_sandbox_decided(
     shop = tmp_path / "shop"
     campaign = voice_project(shop, N, batch=5, max_calls=MAX_CALLS)
     env = run_env(box.base_url, box.api_key, ledger_url)
-    run = cli(env, "run", str(campaign), cwd=shop)
+    run = in_process(env, "run", str(campaign), cwd=shop)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "run 1: completed" in run.stdout, run.stdout
 

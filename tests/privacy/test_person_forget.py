@@ -14,7 +14,7 @@ from typing import Any
 from openpyxl import load_workbook
 from sqlalchemy import create_engine, text
 
-from tests.app.support import clean_env, cli, text_sends
+from tests.app.support import clean_env, text_sends
 from tests.incli import in_process
 from tests.privacy.support import (
     DIGITS,
@@ -57,7 +57,7 @@ def test_forget_erases_the_person_everywhere_and_keeps_the_totals(
     campaign = write_campaign(root, "promo")
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                     CAMPAIGN_VERIFY_GRACE_S="1", CAMPAIGN_DATABASE_URL=ledger_url)
-    out = cli(env, "run", str(campaign), cwd=root)
+    out = in_process(env, "run", str(campaign), cwd=root)
     assert out.returncode == 0, out.stderr
     assert len(text_sends(service.sends())) == 3
     before = scan(ledger_url)
@@ -92,7 +92,7 @@ def test_forget_erases_the_person_everywhere_and_keeps_the_totals(
     # a new campaign holding the number (another format) skips it with the reason
     again = write_campaign(root, "later", rows=[(NAME, "+55 11 98765-4321"), *OTHERS])
     sent_before = len(text_sends(service.sends()))
-    out = cli(env, "run", str(again), cwd=root)
+    out = in_process(env, "run", str(again), cwd=root)
     assert out.returncode == 0, out.stderr
     sent = text_sends(service.sends())[sent_before:]
     assert len(sent) == 2 and all(DIGITS not in json.dumps(s) for s in sent)

@@ -14,7 +14,7 @@ from scheduler.core.timeutil import utcnow
 from scheduler.ledger.db import open_ledger
 from scheduler.privacy.retention import DailyPurge, purge
 from scheduler.settings.privacy import PrivacySettings
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.incli import in_process
 from tests.privacy.support import write_campaign
 from tests.privacy.test_person_forget import _summary
@@ -46,7 +46,7 @@ def test_purge_removes_old_bodies_and_payloads_and_keeps_the_report(
     campaign = write_campaign(root, "old")
     env = clean_env(CAMPAIGN_BASE_URL=service.base_url, CAMPAIGN_API_KEY=service.api_key,
                     CAMPAIGN_VERIFY_GRACE_S="1", CAMPAIGN_DATABASE_URL=ledger_url)
-    assert cli(env, "run", str(campaign), cwd=root).returncode == 0
+    assert in_process(env, "run", str(campaign), cwd=root).returncode == 0
     totals = _summary(root, 1, env)
     before = _kept(ledger_url)
     assert before["bodies"] == 3 and before["payloads"] > 0

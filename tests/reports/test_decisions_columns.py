@@ -11,7 +11,6 @@ from typing import Any
 
 from openpyxl import load_workbook
 
-from tests.app.support import cli
 from tests.channels.support import run_env
 from tests.conversation.support import CAMPAIGN_FILE, KINDS
 from tests.incli import in_process
@@ -47,7 +46,7 @@ def test_the_report_says_each_conditional_steps_decision_and_why(
     root = tmp_path / "shop"
     env = run_env(service.base_url, service.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="3",
                   CAMPAIGN_WEBHOOK_RETRY_HORIZON_S="2")
-    out = cli(env, "run", str(_project(root)), cwd=root, timeout=120)
+    out = in_process(env, "run", str(_project(root)), cwd=root, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
 
     made = in_process(env, "report", "1", cwd=root)
@@ -85,7 +84,7 @@ def test_a_run_without_conditions_has_no_condition_columns(
     head, first = CAMPAIGN_FILE.split("[[steps]]")[:2]
     path.write_text(head.split("[replies]")[0] + "[[steps]]" + first, encoding="utf-8")
     env = run_env(service.base_url, service.api_key, ledger_url, CAMPAIGN_VERIFY_GRACE_S="1")
-    out = cli(env, "run", str(path), cwd=root, timeout=120)
+    out = in_process(env, "run", str(path), cwd=root, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     made = in_process(env, "report", "1", "--format", "csv", cwd=root)
     assert made.returncode == 0, made.stderr

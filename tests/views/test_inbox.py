@@ -25,9 +25,10 @@ from scheduler.views.recipient_story import (
     normalise_number,
     read_story,
 )
-from tests.app.support import clean_env, cli
+from tests.app.support import clean_env
 from tests.dashboard.web_support import HOSTILE
 from tests.factories import T0, command_project, number
+from tests.incli import in_process
 from tests.views.inbox_support import STRANGER, World, build_world
 
 NOW = T0 + timedelta(hours=1)
@@ -234,6 +235,6 @@ def test_the_commands_refuse_bad_input_in_one_line(tmp_path: Path, ledger_url: s
                        (["replies", "--since", "ontem"], "--since 'ontem'"),
                        (["replies", "--state", "lido"], "state 'lido': expected one of"),
                        (["replies", "--to-answer", "--state", "new"], "say different")):
-        done = cli(env, *args, cwd=tmp_path)
+        done = in_process(env, *args, cwd=tmp_path)
         assert done.returncode == 1, (args, done.stdout, done.stderr)
         assert said in done.stderr and "Traceback" not in done.stderr, done.stderr
