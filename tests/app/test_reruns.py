@@ -12,7 +12,7 @@ import pytest
 from scheduler.campaign.fingerprint import load_fingerprint
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
-from tests.app.support import CAMPAIGN, clean_env, cli, text_sends, wait_for
+from tests.app.support import CAMPAIGN, clean_env, text_sends, wait_for
 from tests.factories import write_project
 from tests.incli import in_process
 
@@ -35,7 +35,7 @@ def test_a_finished_one_off_campaign_is_not_sent_again_by_accident(make_sandbox,
     campaign = write_project(tmp_path / "shop", 6)
     env = _service_env(service)
     cwd = tmp_path / "shop"
-    assert cli(env, "run", str(campaign), cwd=cwd).returncode == 0
+    assert in_process(env, "run", str(campaign), cwd=cwd).returncode == 0
     assert len(text_sends(service.sends())) == 6
 
     again = in_process(env, "run", str(campaign), cwd=cwd)  # refused: nothing to run
@@ -45,13 +45,13 @@ def test_a_finished_one_off_campaign_is_not_sent_again_by_accident(make_sandbox,
     assert len(text_sends(service.sends())) == 6  # the service saw nothing new
 
     _add_rows(campaign, ["Nova Pessoa,11987650999"])
-    new = cli(env, "run", str(campaign), "--new-run", cwd=cwd)
+    new = in_process(env, "run", str(campaign), "--new-run", cwd=cwd)
     assert new.returncode == 0, new.stderr
     assert "6 skipped: those numbers already received this campaign" in new.stdout
     sends = text_sends(service.sends())
     assert len(sends) == 7 and sends[-1]["to"] == "5511987650999"
 
-    everyone = cli(env, "run", str(campaign), "--new-run", "--include-previous", cwd=cwd)
+    everyone = in_process(env, "run", str(campaign), "--new-run", "--include-previous", cwd=cwd)
     assert everyone.returncode == 0, everyone.stderr
     assert len(text_sends(service.sends())) == 14
     status = json.loads(in_process(env, "status", "2", "--json", cwd=cwd).stdout)
@@ -99,7 +99,7 @@ def test_an_edited_paused_run_asks_how_to_continue_then_applies_the_pacing(
         assert flag in refused.stderr
     assert len(text_sends(service.sends())) == before  # nothing sent while asking
 
-    applied = cli(env, "run", str(campaign), "--apply-changes", cwd=cwd)
+    applied = in_process(env, "run", str(campaign), "--apply-changes", cwd=cwd)
     assert applied.returncode == 0, applied.stderr
     assert "applied to its" in applied.stdout and "completed" in applied.stdout
     per_number = Counter(s["to"] for s in text_sends(service.sends()))
@@ -131,7 +131,7 @@ def test_an_edited_audience_and_text_are_planned_again_without_re_sending(
     assert refused.returncode == 1 and "need --replan" in refused.stderr
     assert "recipients: data/lote.csv (edited)" in refused.stderr
 
-    replanned = cli(env, "run", str(campaign), "--replan", cwd=cwd)
+    replanned = in_process(env, "run", str(campaign), "--replan", cwd=cwd)
     assert replanned.returncode == 0, replanned.stderr
     sends = text_sends(service.sends())
     per_number = Counter(s["to"] for s in sends)
@@ -150,7 +150,7 @@ def test_continuing_as_planned_keeps_the_old_plan(make_sandbox, tmp_path) -> Non
     env = _service_env(service)
     _start_paused_run(env, campaign, service, cwd, sent=2)
     campaign.write_text(campaign.read_text().replace("Oi {{ nome }}", "Texto novo {{ nome }}"))
-    kept = cli(env, "run", str(campaign), "--as-planned", cwd=cwd)
+    kept = in_process(env, "run", str(campaign), "--as-planned", cwd=cwd)
     assert kept.returncode == 0, kept.stderr
     texts = [s["body"]["text"] for s in text_sends(service.sends())]
     assert len(texts) == 8 and all(t.startswith("Oi ") for t in texts)
