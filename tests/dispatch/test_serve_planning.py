@@ -37,6 +37,9 @@ from tests.factories import command_project
 #: raised out of its way, a planning that never ends in any useful time.
 LOOPS = "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}"
 UNBOUNDED = "[bounds]\nrender_max_loops = 2000000000\nrender_max_ms = 100000000\n"
+#: Only the loop bound: the wall-time one (2 s by default) out of its way, so that a
+#: stalled process (a loaded machine) cannot breach it first.
+LOOP_BOUND_ONLY = "[bounds]\nrender_max_ms = 100000000\n"
 DEAD_PID = 2**22 + 4321  # above Linux's largest pid
 
 
@@ -98,8 +101,9 @@ async def _serve_until_settled(ledger: Ledger, settings: Settings,
 async def test_a_template_over_its_bounds_fails_its_fire_and_the_good_one_is_sent(
         tmp_path: Path, ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = datetime.now(UTC) + timedelta(seconds=1)
-    campaigns = scheduled_project(tmp_path, at, boa={}, laco={"text": LOOPS},
-                         quebrada={"text": "{{ nome }"})
+    campaigns = scheduled_project(tmp_path, at, boa={},
+                                  laco={"text": LOOPS, "bounds": LOOP_BOUND_ONLY},
+                                  quebrada={"text": "{{ nome }"})
     ledger = Ledger(open_ledger(ledger_url))
     for name, path in campaigns.items():
         add_schedule(ledger, name, str(path), "at:" + at.isoformat(), "UTC")
