@@ -14,7 +14,7 @@ import socket
 from datetime import datetime
 from typing import Any
 
-from scheduler.ledger import access, outbox
+from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.core import LedgerCore
 from scheduler.ledger.exceptions import RunLocked, RunStateError
@@ -44,6 +44,8 @@ class RunControl(LedgerCore):
             values["control"] = None
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = now
+        from scheduler.ledger import outbox  # the webhook events: when a run moves
+
         with access.transaction(self.engine, f"set the status of run {run_id}") as conn:
             before = outbox.run_before(conn, run_id)  # its webhook event, if it moves
             if status == RunStatus.RUNNING:
@@ -59,6 +61,8 @@ class RunControl(LedgerCore):
         values: dict[str, Any] = {"status": status, "stop_reason": reason}
         if status in FINISHED_RUN_STATUSES:
             values["finished_at"] = self.clock()
+        from scheduler.ledger import outbox  # the webhook events: when a run moves
+
         with access.transaction(self.engine, f"set the status of run {run_id}") as conn:
             before = outbox.run_before(conn, run_id)
             if rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES, **values):
@@ -76,6 +80,8 @@ class RunControl(LedgerCore):
             raise RunStateError(f"run {run_id} is already {run.status}")
         now = self.clock()
         alive = owner_alive(run, now) or served
+        from scheduler.ledger import outbox  # the webhook events: when a run moves
+
         with access.transaction(self.engine, f"{action} run {run_id}") as conn:
             before = outbox.run_before(conn, run_id)
             if action == "pause":
@@ -100,6 +106,8 @@ class RunControl(LedgerCore):
             DeliveryState.SKIPPED, now, from_states=(DeliveryState.PLANNED,),
         )
         xq.skip_held(conn, run_id, "cancelled", now)  # the rest an A/B test held back
+        from scheduler.ledger import outbox  # the webhook events: when a run moves
+
         before = outbox.run_before(conn, run_id)  # the rows first, as before: lock order
         rq.update_unfinished_run(conn, run_id, FINISHED_RUN_STATUSES,
                                  status=RunStatus.CANCELLED, finished_at=now, control=None,
@@ -156,6 +164,8 @@ class RunControl(LedgerCore):
         if run.status == RunStatus.RUNNING and owner_alive(run, self.clock()):
             raise RunStateError(f"run {run_id} is being dispatched; pause it first")
         now = self.clock()
+        from scheduler.ledger import outbox  # the webhook events: when a run moves
+
         with access.transaction(self.engine, f"queue deliveries of run {run_id} again") as conn:
             n = reruns.requeue(conn, run_id, states, now, ids=ids)
             before = outbox.run_before(conn, run_id)

@@ -13,7 +13,7 @@ import os
 import socket
 from collections.abc import Callable, Collection, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
@@ -23,7 +23,6 @@ from scheduler.ledger.access import Connection
 from scheduler.ledger.exceptions import RunStateError
 from scheduler.ledger.lease import planner_alive
 from scheduler.ledger.models import Campaign, Run, Suppression
-from scheduler.ledger.planwriter import PlanWriter, gc_paused
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import experiments as xq
 from scheduler.ledger.queries import links as lq
@@ -37,6 +36,11 @@ from scheduler.ledger.rows import ExperimentPlan, ScheduleRow, UnknownRow, Uptim
 from scheduler.ledger.run_control import RunControl
 from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
 from scheduler.settings.run import RunOptions, from_snapshot
+
+# The plan writer (its thread, the name tables) is imported by the methods that store a plan:
+# the commands that only read the ledger (status, runs, senders) open it too (issue 32).
+if TYPE_CHECKING:
+    from scheduler.ledger.planwriter import PlanWriter
 
 
 def _json(value: dict[str, Any]) -> str:
@@ -163,6 +167,8 @@ class Ledger(RunControl):
                 lq.store_links(conn, run_id, links)
             if experiment is not None:
                 xq.save(conn, run_id, experiment, start_at)
+        from scheduler.ledger.planwriter import PlanWriter
+
         writer = PlanWriter(self.engine, run_id, start_at, finalize=finalize)
         return self._feed(writer, chunks, on_progress)
 
@@ -200,6 +206,8 @@ class Ledger(RunControl):
             return int(reruns.count_rows(conn, run_id))
 
         self.acquire(run_id)  # nobody dispatches the run while its plan is replaced
+        from scheduler.ledger.planwriter import PlanWriter
+
         writer = PlanWriter(self.engine, run_id, start_at, prepare=prepare, finalize=finalize)
         try:
             written = self._feed(writer, chunks, on_progress)
@@ -224,6 +232,8 @@ class Ledger(RunControl):
 
     def _feed(self, writer: PlanWriter, chunks: Iterable[list[dict[str, Any]]],
               on_progress: Callable[[int], None] | None) -> int:
+        from scheduler.ledger.planwriter import gc_paused
+
         run_id = writer.run_id
         with gc_paused():
             writer.start()
