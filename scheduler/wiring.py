@@ -2,7 +2,8 @@
 service or the sandbox, the engine's stores).
 
 One factory for what every command needs: :func:`ledger_from_settings` opens the project's
-ledger; :func:`service_target` gives the configured service or, only when no service is
+ledger (:func:`open_reader` its reads alone, for the commands that only read);
+:func:`service_target` gives the configured service or, only when no service is
 configured at all, the embedded sandbox on a free loopback port (half a configuration is a
 :class:`~scheduler.core.errors.ConfigError`, see ``Settings.service_endpoint``);
 :func:`ensure_senders` makes the run's sessions ready; :func:`run_store` gives the
@@ -22,7 +23,7 @@ from urllib.parse import urlsplit
 
 from scheduler.core.errors import ConfigError, SchedulerError
 from scheduler.core.timeutil import Clock, monotonic, utcnow
-from scheduler.ledger.runs import Ledger
+from scheduler.ledger.core import LedgerCore
 from scheduler.ledger.schema_head import open_current
 from scheduler.ledger.states import SANDBOX_TARGET
 from scheduler.service.exceptions import Forbidden, ServiceError
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from scheduler.dispatch.store import RunStores, StoresFor
+    from scheduler.ledger.runs import Ledger
     from scheduler.ledger.worker_store import WorkerStore
     from scheduler.service.client import ServiceClient
 
@@ -45,6 +47,17 @@ def open_project(near: Path | None = None) -> tuple[Settings, Ledger]:
     return settings, ledger_from_settings(settings)
 
 
+def open_reader(near: Path | None = None) -> tuple[Settings, LedgerCore]:
+    """The project's settings and its ledger's reads (:class:`LedgerCore`: the runs, their
+    counts and options; the read doors take its engine), for the commands that only read
+    (``status``, ``runs``, ``senders``): the ledger's writers (``Ledger``: plans, run
+    control, suppression, schedules) are not imported (issue 32)."""
+    settings = load_settings(near=near)
+    ledger = LedgerCore(open_current(settings.resolved_database_url()))
+    weakref.finalize(ledger, ledger.engine.dispose)
+    return settings, ledger
+
+
 def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:
     """The ledger of the configured database, migrated to the latest schema (Alembic runs
     only when the schema is behind).
@@ -53,6 +66,8 @@ def ledger_from_settings(settings: Settings, clock: Clock = utcnow) -> Ledger:
     also one invoked in-process): PostgreSQL connections left to the garbage collector
     are a ``ResourceWarning`` each.
     """
+    from scheduler.ledger.runs import Ledger
+
     ledger = Ledger(open_current(settings.resolved_database_url()), clock=clock)
     weakref.finalize(ledger, ledger.engine.dispose)
     return ledger

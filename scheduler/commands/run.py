@@ -235,10 +235,10 @@ def status_command(
     from scheduler.views.experiment_status import experiment_lines, experiment_of_run
     from scheduler.views.status import status_row
     from scheduler.views.unserved import Unserved
-    from scheduler.wiring import open_project
+    from scheduler.wiring import open_reader
 
     console = _console()
-    settings, ledger = open_project()
+    settings, ledger = open_reader()
     # one snapshot: counts, funnel, waits and senders all of the same moment
     row, sender_text = status_row(ledger, run_id, settings, utcnow(),
                                   width=console.width - 2, sender_counts=as_json)
@@ -297,9 +297,9 @@ def runs_command(as_json: bool = typer.Option(False, "--json", help="Print JSON.
     from scheduler.ledger.fire_store import FireStore
     from scheduler.views.status import runs_rows
     from scheduler.views.unserved import Unserved
-    from scheduler.wiring import open_project
+    from scheduler.wiring import open_reader
 
-    settings, ledger = open_project()
+    settings, ledger = open_reader()
     # every run from one snapshot, each with the runs that nobody will send, why, and what
     # to do
     rows = runs_rows(ledger, settings, utcnow())

@@ -44,9 +44,9 @@ def senders_command(
     from scheduler.core.timeutil import utcnow
     from scheduler.ledger.db import ledger_label
     from scheduler.views.senders import senders_view
-    from scheduler.wiring import open_project
+    from scheduler.wiring import open_reader
 
-    settings, ledger = open_project()
+    settings, ledger = open_reader()
     view = senders_view(ledger, settings, utcnow())
     if as_json:
         typer.echo(json.dumps({"ledger": ledger_label(settings),

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import select
 
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
@@ -34,7 +34,7 @@ from scheduler.ledger.queries import suppression as sq
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.rows import ExperimentPlan, ScheduleRow, UnknownRow, UptimeInterval
 from scheduler.ledger.run_control import RunControl
-from scheduler.ledger.states import FINISHED_RUN_STATUSES, RunStatus
+from scheduler.ledger.states import RunStatus
 from scheduler.settings.run import RunOptions, from_snapshot
 
 # The plan writer (its thread, the name tables) is imported by the methods that store a plan:
@@ -281,32 +281,6 @@ class Ledger(RunControl):
                 rq.delete_run(conn, run.id)
             gone.append(run.id)
         return gone
-
-    def list_runs(self, *, campaign_name: str | None = None) -> list[Run]:
-        """Every run, newest first."""
-        stmt = select(Run).order_by(col(Run.id).desc())
-        if campaign_name:
-            stmt = stmt.where(Run.campaign_name == campaign_name)
-        with access.session(self.engine, "list the runs") as session:
-            return list(session.exec(stmt).all())
-
-    def unfinished_runs(self, *, campaign_name: str | None = None) -> list[Run]:
-        """Runs that still have work: planned, running or paused, oldest first."""
-        runs = [r for r in self.list_runs(campaign_name=campaign_name)
-                if r.status not in FINISHED_RUN_STATUSES]
-        return sorted(runs, key=lambda r: r.id or 0)
-
-    def options(self, run: Run) -> RunOptions:
-        """The run's options as planned; a run stored before options were (migration 0003)
-        has them rebuilt from its definition snapshot."""
-        if run.options is not None:
-            return RunOptions.from_json(run.options, run_id=run.id)
-        return from_snapshot(json.loads(run.definition or "{}"))
-
-    def counts(self, run_id: int) -> dict[str, int]:
-        """Deliveries of the run by state."""
-        with access.read(self.engine, f"count the deliveries of run {run_id}") as conn:
-            return dq.counts_by_state(conn, run_id)
 
     # ------------------------------------------------------------------ suppression
 

@@ -12,16 +12,18 @@ the counts by state alone, cheap enough for every refresh of the progress bar.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.outcome_reads import OutcomeReads
-from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_kinds import has_outcomes, outcome_kind
+
+if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
+    from scheduler.ledger.core import LedgerCore
 
 #: Digit sequences shown by ``status`` (the most frequent first).
 TOP_DIGITS = 5
@@ -192,7 +194,7 @@ def _voice(conn: Connection, run_id: int, counts: dict[str, int]) -> VoiceOutcom
         talk_seconds=totals.talk_seconds)
 
 
-def channel_outcomes(ledger: Ledger, run_id: int, channel: str,
+def channel_outcomes(ledger: LedgerCore, run_id: int, channel: str,
                      counts: dict[str, int] | None = None) -> ChannelOutcomes | None:
     """The outcomes of an SMS, voice or calls run (None for WhatsApp: its funnel says
     them); ``counts``: the run's deliveries by state, when the caller has them."""

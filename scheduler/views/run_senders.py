@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import textwrap
 from datetime import UTC, datetime, time
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
@@ -22,7 +23,6 @@ from scheduler.dispatch import warmup
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.run_reads import RunSenderReads
-from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import (
     HELD_STATES,
     ChangeSource,
@@ -31,6 +31,9 @@ from scheduler.ledger.states import (
 from scheduler.settings.run import RunOptions
 from scheduler.settings.senders import SenderCare
 from scheduler.views.senders import NEW
+
+if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
+    from scheduler.ledger.core import LedgerCore
 
 #: Who made a change, as the text says it.
 _BY = {ChangeSource.OPERATOR: "by a person", ChangeSource.ENGINE: "by the health rules",
@@ -94,7 +97,7 @@ def _day_start(now: datetime, zone: str) -> datetime:
     return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
 
 
-def read_run_senders(ledger: Ledger, run_id: int, options: RunOptions, care: SenderCare,
+def read_run_senders(ledger: LedgerCore, run_id: int, options: RunOptions, care: SenderCare,
                      now: datetime) -> list[RunSender]:
     """The run's senders (its options' and any its rows went through), in one read."""
     with access.read(ledger.engine, f"read the senders of run {run_id}") as conn:

@@ -11,7 +11,7 @@ timeline say it). The sentences are :mod:`scheduler.dispatch.caps`'s, as on the 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.core.time_words import iso_utc, local_time, span
 from scheduler.core.units import load_zone
@@ -22,9 +22,11 @@ from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
 from scheduler.ledger.run_reads import RunSenderReads
-from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.settings.run import RunOptions
+
+if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
+    from scheduler.ledger.core import LedgerCore
 
 
 def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) -> list[CapWait]:
@@ -39,7 +41,7 @@ def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) ->
     return caps.waits_from_counts(options, sent_today, now, reads.nth_send_since)
 
 
-def run_waits(ledger: Ledger, run: Run, counts: dict[str, int],
+def run_waits(ledger: LedgerCore, run: Run, counts: dict[str, int],
               now: datetime) -> dict[str, Any]:
     """What a running run with deliveries still planned waits for at ``now``:
     ``{"lines": [...], "capped": [...]}`` (times in UTC in ``capped``); empty otherwise."""

@@ -25,7 +25,6 @@ from scheduler.core.time_words import iso_utc
 from scheduler.core.units import load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.ledger import access
-from scheduler.ledger.runs import Ledger
 from scheduler.ledger.sender_reads import SenderReads
 from scheduler.ledger.states import SANDBOX_TARGET, SenderStatus, describe_target
 from scheduler.service.exceptions import ServiceError
@@ -34,6 +33,7 @@ from scheduler.settings.run import SESSION_CHANNELS, OptionsError
 from scheduler.settings.senders import SenderCare
 
 if TYPE_CHECKING:  # the client (aiohttp, httpx) comes with the service, when limits are read
+    from scheduler.ledger.core import LedgerCore
     from scheduler.service.client import ServiceClient
     from scheduler.service.responses import Limits  # and its wire model (status reads none)
 
@@ -117,7 +117,7 @@ class _Named:
     channels: set[str] = field(default_factory=set)
 
 
-def _named_by_runs(ledger: Ledger) -> tuple[dict[str, _Named], str]:
+def _named_by_runs(ledger: LedgerCore) -> tuple[dict[str, _Named], str]:
     """Senders named in stored runs' options (newest run first wins the zone), and the
     newest run's zone (UTC before any run). A run whose options cannot be read is passed
     over (``status`` says why for it)."""
@@ -148,7 +148,7 @@ def _kind(sender: str, named: _Named | None) -> str:
     return ACCOUNT if sender == "account" else SESSION
 
 
-def read_senders(ledger: Ledger, now: datetime) -> SendersView:
+def read_senders(ledger: LedgerCore, now: datetime) -> SendersView:
     """Every sender's profile and its sends today, from the ledger alone (no limits)."""
     named, default_zone = _named_by_runs(ledger)
     with access.read(ledger.engine, "read the senders' profiles") as conn:
@@ -292,7 +292,7 @@ def add_warmup(view: SendersView, care: SenderCare, now: datetime) -> SendersVie
     return view
 
 
-def senders_view(ledger: Ledger, settings: Settings, now: datetime, *,
+def senders_view(ledger: LedgerCore, settings: Settings, now: datetime, *,
                  limits: bool = True) -> SendersView:
     """Every sender of the ledger, today's warm-up caps and, with ``limits``, its
     session's plan limits."""

@@ -28,7 +28,7 @@ from scheduler.views.run_senders import sender_lines
 from scheduler.views.run_waits import read_run_waits
 
 if TYPE_CHECKING:
-    from scheduler.ledger.runs import Ledger
+    from scheduler.ledger.core import LedgerCore
     from scheduler.settings.load import Settings
 
 #: Step kinds whose answers ``status`` tallies.
@@ -86,7 +86,7 @@ def _row(conn: Connection, read: RunRead, settings: Settings, now: datetime, *,
     return row
 
 
-def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: datetime, *,
+def status_row(ledger: LedgerCore, run_id: int | None, settings: Settings, now: datetime, *,
                width: int, sender_counts: bool = True) -> tuple[dict[str, Any], list[str]]:
     """``campaign status``'s row of run ``run_id`` (the newest run when None) and its
     senders' lines, in one snapshot; ``sender_counts``: this run's rows per sender in the
@@ -113,7 +113,7 @@ def status_row(ledger: Ledger, run_id: int | None, settings: Settings, now: date
                              waiting=waiting)
 
 
-def runs_rows(ledger: Ledger, settings: Settings, now: datetime,
+def runs_rows(ledger: LedgerCore, settings: Settings, now: datetime,
               runs: Sequence[Run] | None = None) -> list[dict[str, Any]]:
     """``campaign runs``'s rows, newest first (every run when ``runs`` is None), in one
     snapshot; each with its ``unserved`` verdict."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -19,9 +20,11 @@ from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive, planner_alive, worker_is_live
 from scheduler.ledger.models import Run
-from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SANDBOX_TARGET, RunStatus, describe_target
 from scheduler.ledger.worker_reads import WorkerReads
+
+if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
+    from scheduler.ledger.core import LedgerCore
 
 #: Statuses in which a run waits for a process to send it (paused waits for the operator).
 WAITING_FOR_A_SENDER = (RunStatus.PLANNED, RunStatus.RUNNING)
@@ -115,7 +118,7 @@ def held_by_a_process(run: Run, now: datetime) -> bool:
                                      and planner_alive(run, now))
 
 
-def live_serving_workers(ledger: Ledger, lease_s: float, now: datetime) -> list[ServingWorker]:
+def live_serving_workers(ledger: LedgerCore, lease_s: float, now: datetime) -> list[ServingWorker]:
     """The live workers of the ledger and where each sends."""
     with access.read(ledger.engine, "read the live workers and their targets") as conn:
         return read_serving_workers(conn, lease_s, now)
@@ -130,7 +133,7 @@ def read_serving_workers(conn: Connection, lease_s: float,
             if worker_is_live(w, now, lease)]
 
 
-def unserved_runs(ledger: Ledger, lease_s: float, now: datetime,
+def unserved_runs(ledger: LedgerCore, lease_s: float, now: datetime,
                   runs: Iterable[Run] | None = None) -> dict[int, Unserved]:
     """The runs among ``runs`` (default: every unfinished one) that no live process will
     send, by id; the workers are read once, and only when some run waits for a sender."""

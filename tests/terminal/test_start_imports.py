@@ -88,8 +88,11 @@ def test_the_command_imports_no_server_report_library_or_dispatcher(
 #: service's wire models (the views ask ``views.channel_kinds``), phonenumbers (no number
 #: is looked up), the A/B tests' statistics (only a run with a test shows them), the
 #: service's event models and segno (the sandbox's limits need neither its events nor its
-#: QR codes).
-NOT_FOR_READERS = ("starlette", "httpx", "aiohttp", "scheduler.sandbox.app",
+#: QR codes), the ledger's writers (``Ledger``: plans, with the plan writer's thread and the
+#: name tables; run control, with the webhook outbox: the readers open its reads alone).
+NOT_FOR_READERS = ("scheduler.ledger.runs", "scheduler.ledger.run_control",
+                   "scheduler.ledger.planwriter", "scheduler.ledger.outbox",
+                   "starlette", "httpx", "aiohttp", "scheduler.sandbox.app",
                    "scheduler.service.client", "alembic", "mako", "scheduler.dispatch.channels",
                    "scheduler.dispatch.channel", "scheduler.service.account_models",
                    "scheduler.service.requests", "scheduler.service.call_models", "phonenumbers",
