@@ -4,6 +4,7 @@ ones, the senders each holds, their last heartbeat, and what each sent of a run.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -11,8 +12,10 @@ from scheduler.dispatch.shares import TRIGGER_LEASE, holds
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import worker_is_live
-from scheduler.ledger.runs import Ledger
 from scheduler.ledger.worker_reads import WorkerReads
+
+if TYPE_CHECKING:  # the reads only (issue 32: status, on PostgreSQL, loads no writer)
+    from scheduler.ledger.core import LedgerCore
 
 
 class WorkerInfo(BaseModel):
@@ -48,7 +51,7 @@ class WorkerRate(BaseModel):
     per_s: float | None
 
 
-def workers_view(ledger: Ledger, lease_s: float, now: datetime) -> WorkersView:
+def workers_view(ledger: LedgerCore, lease_s: float, now: datetime) -> WorkersView:
     """The live workers, the senders each holds now, and the senders nobody holds."""
     with access.read(ledger.engine, "read the workers and their leases") as conn:
         return read_workers(conn, lease_s, now)
@@ -75,7 +78,7 @@ def read_workers(conn: Connection, lease_s: float, now: datetime) -> WorkersView
     return WorkersView(lease_s=lease_s, workers=infos, unheld=unheld)
 
 
-def served_by_workers(ledger: Ledger, lease_s: float, now: datetime) -> int:
+def served_by_workers(ledger: LedgerCore, lease_s: float, now: datetime) -> int:
     """How many ``campaign serve`` workers are live on this PostgreSQL ledger (0 on SQLite,
     where a run is continued by the process that resumes it)."""
     if ledger.engine.dialect.name == "sqlite":
@@ -83,7 +86,7 @@ def served_by_workers(ledger: Ledger, lease_s: float, now: datetime) -> int:
     return len(workers_view(ledger, lease_s, now).workers)
 
 
-def run_throughput(ledger: Ledger, run_id: int) -> list[WorkerRate]:
+def run_throughput(ledger: LedgerCore, run_id: int) -> list[WorkerRate]:
     """Rows of the run each worker claimed, and at what rate."""
     with access.read(ledger.engine, f"read what each worker sent of run {run_id}") as conn:
         return read_throughput(conn, run_id)
