@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.support import CAMPAIGN, cli, wait_for
+from tests.app.support import CAMPAIGN, wait_for
 from tests.channels.support import (
     kill_with_a_send_in_doubt,
     ledger_rows,
@@ -199,7 +199,7 @@ def test_killed_mid_request_again_and_again_resend_unproven_offers_no_send_the_s
                                    for moment in KILLS))
         assert taken_late
 
-        final = cli(env, "run", str(campaign), cwd=shop)  # listens through the horizon
+        final = in_process(env, "run", str(campaign), cwd=shop)  # listens through the horizon
         assert final.returncode == 0, final.stdout + final.stderr
         assert "run 1: completed" in final.stdout, final.stdout
         wait_for(lambda: _status(env, shop)["unknown_detail"]["waiting"] == 0, timeout=30)
