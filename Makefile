@@ -28,10 +28,9 @@ demo: $(STAMP)
 # in up to 4 pytest-xdist workers (one per CPU, at least 2); every test has its own files,
 # ports and database. PYTEST_WORKERS=0 runs them in one process. Work stealing: a worker
 # left idle takes tests queued for another, so the slow tests (marked `slow`) do not end
-# the pass on one worker. The two passes run one after the other (scripts/test-passes);
-# TEST_PASSES=parallel runs them at once (each report printed whole when its pass ends,
-# exit 0 only when both passed): quicker, but the real-process tests get stretched on two
-# cores (one flaked in a fresh clone's run). While working: `pytest -n 2 -m "not slow"` (docs/development.md).
+# the pass on one worker. The two passes run at once (scripts/test-passes: each report
+# printed whole when its pass ends, exit 0 only when both passed); TEST_PASSES=serial runs
+# them one after the other. While working: `pytest -n 2 -m "not slow"` (docs/development.md).
 PYTEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -lt 2 ] && n=2; [ $$n -gt 4 ] && n=4; echo $$n)
 PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(if $(filter 0,$(PYTEST_WORKERS)),,--dist worksteal)
 
