@@ -24,8 +24,12 @@ class ExperimentStore:
         self.run_id = run_id
 
     def experiment_progress(self) -> ExperimentProgress | None:
-        """Where the run's undecided test stands (None: no test, or decided)."""
-        with access.read(self.ledger.engine, "read the run's A/B test") as conn:
+        """Where the run's undecided test stands (None: no test, or decided).
+
+        One snapshot, as :meth:`QueueStore.work_left <scheduler.ledger.queue_store.QueueStore.
+        work_left>`: read apart, another worker's decision between the two reads would show
+        an undecided test with its held rest already released."""
+        with access.snapshot(self.ledger.engine, "read the run's A/B test") as conn:
             row = xq.read(conn, self.run_id)
             if row is None or row.decided_at is not None:
                 return None
