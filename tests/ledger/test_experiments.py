@@ -220,3 +220,33 @@ def test_work_left_is_one_look_while_another_worker_releases_the_rest(
     assert released and released[0] is not None  # the other worker released the rest
     assert ledger.counts(run_id) == {"sent": 6, "planned": 40}
     assert waiting > 0
+
+
+def test_the_tests_progress_is_one_look_while_another_worker_decides(
+        ledger: Ledger) -> None:
+    """A worker reads where the test stands just as another decides it: the release
+    commits between the read of the test's row and the count of its rows. The worker sees
+    the test as it stood (undecided, its rest held) or decided, never undecided with the
+    winner's rows counted as the test share still to send (it would wait on them)."""
+    from sqlalchemy import event
+
+    run_id = _run(ledger, test=6, rest=40)
+    _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
+    reads: list[str] = []
+    released: list[rows.ExperimentVerdict | None] = []
+
+    def decide_before_the_second_read(_conn: Any, _cursor: Any, statement: str,
+                                      *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            reads.append(statement)
+            if len(reads) == 2:
+                released.append(ExperimentStore(ledger, run_id).decide_experiment(T0, _judge))
+
+    event.listen(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
+    try:
+        progress = ExperimentStore(ledger, run_id).experiment_progress()
+    finally:
+        event.remove(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
+    assert released and released[0] is not None  # the other worker released the rest
+    assert ledger.counts(run_id) == {"sent": 6, "planned": 40}
+    assert progress is None or (progress.pending, progress.held) == (0, 40)
