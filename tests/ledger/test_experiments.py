@@ -5,6 +5,8 @@ winner's payload, cancel and expiry of held rows."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -190,13 +192,11 @@ def test_each_metric_counts_its_successes(ledger: Ledger, metric: str,
     assert {name: c.sends for name, c in counts.items()} == {"A": 3, "B": 3}
 
 
-def test_work_left_is_one_look_while_another_worker_releases_the_rest(
-        ledger: Ledger) -> None:
-    """A worker asks whether work is left just as another worker decides the test: the
-    release (``held`` → ``planned``) commits between the look's reads. The look still sees
-    the rest (held or planned), never "nothing left": that worker would mark the run
-    completed with the winner's rows unsent (seen with three ``campaign serve`` workers on
-    PostgreSQL, all waking at the test's decision time)."""
+@contextmanager
+def _decided_between_two_reads(ledger: Ledger) -> Iterator[int]:
+    """A run whose test share is sent and whose rest (40) is held; inside the block, another
+    worker decides the test just before the block's second read (its release commits
+    between the two); after it, the release is checked to have happened."""
     from sqlalchemy import event
 
     run_id = _run(ledger, test=6, rest=40)
@@ -211,14 +211,24 @@ def test_work_left_is_one_look_while_another_worker_releases_the_rest(
             if len(reads) == 2:
                 released.append(ExperimentStore(ledger, run_id).decide_experiment(T0, _judge))
 
-    store = QueueStore(ledger, run_id)
     event.listen(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
     try:
-        waiting, _next_due = store.work_left()
+        yield run_id
     finally:
         event.remove(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
     assert released and released[0] is not None  # the other worker released the rest
     assert ledger.counts(run_id) == {"sent": 6, "planned": 40}
+
+
+def test_work_left_is_one_look_while_another_worker_releases_the_rest(
+        ledger: Ledger) -> None:
+    """A worker asks whether work is left just as another worker decides the test: the
+    release (``held`` → ``planned``) commits between the look's reads. The look still sees
+    the rest (held or planned), never "nothing left": that worker would mark the run
+    completed with the winner's rows unsent (seen with three ``campaign serve`` workers on
+    PostgreSQL, all waking at the test's decision time)."""
+    with _decided_between_two_reads(ledger) as run_id:
+        waiting, _next_due = QueueStore(ledger, run_id).work_left()
     assert waiting > 0
 
 
@@ -228,25 +238,6 @@ def test_the_tests_progress_is_one_look_while_another_worker_decides(
     commits between the read of the test's row and the count of its rows. The worker sees
     the test as it stood (undecided, its rest held) or decided, never undecided with the
     winner's rows counted as the test share still to send (it would wait on them)."""
-    from sqlalchemy import event
-
-    run_id = _run(ledger, test=6, rest=40)
-    _set(ledger, run_id, deliveries.c.state == S.PLANNED, state=S.SENT, dispatched_at=T0)
-    reads: list[str] = []
-    released: list[rows.ExperimentVerdict | None] = []
-
-    def decide_before_the_second_read(_conn: Any, _cursor: Any, statement: str,
-                                      *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            reads.append(statement)
-            if len(reads) == 2:
-                released.append(ExperimentStore(ledger, run_id).decide_experiment(T0, _judge))
-
-    event.listen(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
-    try:
+    with _decided_between_two_reads(ledger) as run_id:
         progress = ExperimentStore(ledger, run_id).experiment_progress()
-    finally:
-        event.remove(ledger.engine, "before_cursor_execute", decide_before_the_second_read)
-    assert released and released[0] is not None  # the other worker released the rest
-    assert ledger.counts(run_id) == {"sent": 6, "planned": 40}
     assert progress is None or (progress.pending, progress.held) == (0, 40)
