@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
@@ -100,10 +100,24 @@ def migrate(engine: Engine) -> None:
     except CommandError as exc:  # e.g. a revision a newer campaign wrote
         raise DatabaseUnavailable(_newer_schema(engine, exc)) from None
     except SQLAlchemyError as exc:
-        why = " ".join(str(getattr(exc, "orig", exc)).split())  # one line (libpq's has two)
         raise DatabaseUnavailable(
-            f"cannot migrate {redact_url(str(engine.url))}: {exc.__class__.__name__}: {why}"
-        ) from None
+            f"cannot migrate {redact_url(str(engine.url))}: {one_line(exc)}") from None
+
+
+def one_line(exc: SQLAlchemyError) -> str:
+    """A database error in one line: its class and the driver's words (libpq's are two)."""
+    return f"{exc.__class__.__name__}: {' '.join(str(getattr(exc, 'orig', exc)).split())}"
+
+
+def first_connection(engine: Engine) -> Connection:
+    """A connection to the ledger, or :class:`DatabaseUnavailable` when the database cannot
+    be opened at all (a server down, a database that does not exist, a login refused):
+    "cannot open", not "cannot migrate", whose words would send people to the schema."""
+    try:
+        return engine.connect()
+    except SQLAlchemyError as exc:
+        raise DatabaseUnavailable(
+            f"cannot open {redact_url(str(engine.url))}: {one_line(exc)}") from None
 
 
 def _newer_schema(engine: Engine, exc: Exception) -> str:
@@ -126,5 +140,6 @@ def _newer_schema(engine: Engine, exc: Exception) -> str:
 def open_ledger(url: str) -> Engine:
     """Open (and create or migrate) the ledger at ``url``."""
     engine = make_engine(url)
+    first_connection(engine).close()
     migrate(engine)
     return engine

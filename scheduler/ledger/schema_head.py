@@ -14,7 +14,7 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from scheduler.ledger.db import make_engine, migrate
+from scheduler.ledger.db import first_connection, make_engine, migrate
 
 #: The migrations: ``NNNN_what.py``, each with ``revision = "NNNN"`` (a test checks the
 #: newest against Alembic's head).
@@ -33,12 +33,15 @@ def head_revision() -> str | None:
 
 
 def at_head(engine: Engine) -> bool:
-    """Whether the ledger's schema is the newest (False for a new or unreadable one)."""
+    """Whether the ledger's schema is the newest (False for a new ledger, one behind or one
+    whose version cannot be read); :class:`DatabaseUnavailable` ("cannot open") when the
+    database cannot be connected to at all."""
     head = head_revision()
     if head is None:
         return False
+    conn = first_connection(engine)
     try:
-        with engine.connect() as conn:
+        with conn:
             found = conn.execute(text("SELECT version_num FROM alembic_version")).scalars()
             return list(found) == [head]
     except SQLAlchemyError:  # no table yet (a new ledger): Alembic creates it
