@@ -3,7 +3,9 @@
 Each command is run as a user runs it (the virtual environment's ``campaign`` script, a
 fresh process, output to /dev/null), ``--runs`` times, and compared with
 ``python -c "import typer, rich"`` in the same virtual environment (the baseline: a Typer
-program can hardly start faster). Commands: ``--version``, ``--help``; ``status``, ``runs``
+program can hardly start faster), and with the floor of a read command (:data:`FLOOR`: a
+Typer command that prints the ledger's runs with ``sqlite3`` and rich, nothing else).
+Commands: ``--version``, ``--help``; ``status``, ``runs``
 and ``senders`` on a small ledger; ``validate`` and ``plan`` of ``campaigns/demo.toml``.
 
 The small ledger: a copy of the repository's ``campaigns/``, ``data/`` and ``templates/`` in
@@ -46,9 +48,31 @@ from _harness import emit, log
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = "import typer, rich"
-#: (name, arguments of ``campaign``; None: the baseline).
+#: The floor of a read command: a Typer program of one command that opens the project's
+#: SQLite ledger with the standard library and prints its runs in a rich table, and nothing
+#: else (no settings, no checks, no views). No real command can start faster; its ratio
+#: says how close the goal of 3x is to what any Typer program pays.
+FLOOR = """
+import typer
+app = typer.Typer(add_completion=False)
+@app.command()
+def runs(as_json: bool = typer.Option(False, "--json")) -> None:
+    import sqlite3
+    from rich.console import Console
+    from rich.table import Table
+    table = Table("run", "campaign", "status")
+    with sqlite3.connect("state/campaign.db") as conn:
+        for row in conn.execute("SELECT id, campaign_name, status FROM runs ORDER BY id DESC"):
+            table.add_row(*map(str, row))
+    Console().print(table)
+app()
+"""
+#: Python programs measured beside the commands, by name.
+SNIPPETS = {"baseline": BASELINE, "floor": FLOOR}
+#: (name, arguments of ``campaign``; None: the snippet of that name).
 COMMANDS: tuple[tuple[str, list[str] | None], ...] = (
     ("baseline", None),
+    ("floor", None),
     ("--version", ["--version"]),
     ("--help", ["--help"]),
     ("status", ["status"]),
@@ -70,10 +94,10 @@ class Side:
     bin: Path
     project: Path
 
-    def argv(self, args: list[str] | None) -> list[str]:
-        """The command line of one measured command."""
+    def argv(self, name: str, args: list[str] | None) -> list[str]:
+        """The command line of one measured command (``args`` None: a snippet's)."""
         if args is None:
-            return [str(self.bin / "python"), "-c", BASELINE]
+            return [str(self.bin / "python"), "-c", SNIPPETS[name]]
         return [str(self.bin / "campaign"), *args]
 
 
@@ -97,7 +121,7 @@ def make_project(side: Side) -> None:
     seed = re.sub(r'(?m)^name = "demo"', 'name = "demo-seed"', seed)
     (side.project / "campaigns" / "demo_seed.toml").write_text(seed, encoding="utf-8")
     started = time.perf_counter()
-    done = subprocess.run(side.argv(["run", "campaigns/demo_seed.toml"]), cwd=side.project,
+    done = subprocess.run(side.argv("run", ["run", "campaigns/demo_seed.toml"]), cwd=side.project,
                           env=_env(), capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise SystemExit(f"{side.name}: campaign run failed ({done.returncode}):\n"
@@ -112,17 +136,17 @@ def _children_cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def time_once(side: Side, args: list[str] | None) -> tuple[float, float]:
+def time_once(side: Side, name: str, args: list[str] | None) -> tuple[float, float]:
     """Wall and CPU seconds of one run of a command (a failing command stops the
     benchmark)."""
     cpu_before = _children_cpu()
     started = time.perf_counter()
-    done = subprocess.run(side.argv(args), cwd=side.project, env=_env(),
+    done = subprocess.run(side.argv(name, args), cwd=side.project, env=_env(),
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=300)
     elapsed = time.perf_counter() - started
     cpu = _children_cpu() - cpu_before
     if done.returncode != 0:
-        raise SystemExit(f"{side.name}: {' '.join(side.argv(args))} exited "
+        raise SystemExit(f"{side.name}: {' '.join(side.argv(name, args))} exited "
                          f"{done.returncode}:\n{done.stderr.decode(errors='replace')[-2000:]}")
     return elapsed, cpu
 
@@ -155,14 +179,14 @@ def main() -> None:
         for side in sides:
             make_project(side)
         for side in sides:  # once, untimed: the bytecode caches are written
-            for _name, command in COMMANDS:
-                time_once(side, command)
+            for name, command in COMMANDS:
+                time_once(side, name, command)
         times: dict[tuple[str, str], list[float]] = {}
         cpus: dict[tuple[str, str], list[float]] = {}
         for round_no in range(runs):
             for name, command in COMMANDS:
                 for side in sides:
-                    wall, cpu = time_once(side, command)
+                    wall, cpu = time_once(side, name, command)
                     times.setdefault((side.name, name), []).append(wall)
                     cpus.setdefault((side.name, name), []).append(cpu)
             log(f"round {round_no + 1}/{runs} done (load {os.getloadavg()[0]:.2f})")
