@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from scheduler.core.channel_terms import terms_of, title_of
 from scheduler.ledger.attempt_funnel import (
@@ -34,7 +32,7 @@ from scheduler.ledger.report_reads import ReportReads, reached
 from scheduler.ledger.run_rows import DELIVERED, READ
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
-from scheduler.reports.source import RunInfo
+from scheduler.reports.source import RunInfo, local_time
 
 if TYPE_CHECKING:
     from scheduler.reports.workbook import WorkbookWriter
@@ -61,13 +59,6 @@ class AttemptSheet:
     awaiting: dict[int, int]
     #: The runs' time zone, when they share one (the Next due column's header says it).
     zone: str | None = None
-
-
-def _local(moment: datetime | None, zone: str) -> datetime | None:
-    if moment is None:
-        return None
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
 
 
 def views_of(reads: ReportReads, runs: Sequence[RunInfo]) -> list[AttemptsView]:
@@ -99,7 +90,7 @@ def read_sheet(reads: ReportReads, runs: Sequence[RunInfo]) -> AttemptSheet:
                 "rows": x.rows, "sent": x.sent, "reached": x.reached,
                 "reached_as": x.reached_as, "rate": x.reached / x.sent if x.sent else None,
                 "not_reached": x.not_reached, "retried": rules_text(x.retried) or None,
-                "due": x.due, "next_due": _local(x.next_due_at, zone)})
+                "due": x.due, "next_due": local_time(x.next_due_at, zone)})
     return sheet
 
 
@@ -107,22 +98,13 @@ def write_sheet(writer: WorkbookWriter, sheet: AttemptSheet) -> int:
     """Add the Attempts sheet when a run has second chances; returns its rows."""
     if not sheet.rows:
         return 0
-    ws = writer.book.add_worksheet(SHEET)
     due = f"Next due ({sheet.zone})" if sheet.zone else "Next due (the run's zone)"
     columns = [Column(c.key, due, c.kind, max(c.width, len(due) + 2.0))
                if c.key == "next_due" else c for c in COLUMNS]
     widths = [c.width for c in columns]
-    for col, width in enumerate(widths):
-        ws.set_column(col, col, width)
-    writer.header(ws, 0, columns)
-    ws.set_row(0, layout.header_height([c.header for c in columns], widths))
-    row = 0
-    for record in sheet.rows:
-        row += 1
-        for col, column in enumerate(columns):
-            writer.put(ws, row, col, record.get(column.key), column.kind)
+    ws = writer.new_sheet(SHEET, widths)
+    row = writer.records(ws, 0, columns, sheet.rows, widths) + 1
     ws.freeze_panes(1, 0)
-    row += 2
     for run_id, n in sheet.awaiting.items():
         ws.write_string(row, 0, f"Run {run_id}: {n:,} sent rows awaiting an outcome (tried "
                         "again, fall back, or final once it comes)", writer.formats["note"])

@@ -17,14 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
+from scheduler.ledger.funnel import share
 from scheduler.ledger.report_reads import SheetReads
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
-from scheduler.reports.source import RunInfo
+from scheduler.reports.source import RunInfo, local_time
 
 if TYPE_CHECKING:
     from scheduler.reports.workbook import WorkbookWriter
@@ -71,19 +70,6 @@ class ExperimentSheet:
     arms: list[dict[str, Any]]
 
 
-def _local(moment: datetime | str | None, zone: str) -> datetime | None:
-    if moment is None:
-        return None
-    if isinstance(moment, str):
-        moment = datetime.fromisoformat(moment)
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
-
-
-def _rate(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
 def read_experiments(reads: SheetReads, runs: Sequence[RunInfo]) -> ExperimentSheet:
     """The variants and tests of ``runs`` (empty when none has variants)."""
     sheet = ExperimentSheet([], [], [])
@@ -92,8 +78,8 @@ def read_experiments(reads: SheetReads, runs: Sequence[RunInfo]) -> ExperimentSh
             sheet.split.append({
                 "run_id": run.id, "step": f.step, "variant": f.variant, "sent": f.sent,
                 "delivered": f.delivered, "read": f.read, "replied": f.replied,
-                "delivered_rate": _rate(f.delivered, f.sent),
-                "read_rate": _rate(f.read, f.sent), "reply_rate": _rate(f.replied, f.sent)})
+                "delivered_rate": share(f.delivered, f.sent),
+                "read_rate": share(f.read, f.sent), "reply_rate": share(f.replied, f.sent)})
         row = reads.experiment(run.id)
         if row is None or row.decision is None:
             continue
@@ -101,8 +87,8 @@ def read_experiments(reads: SheetReads, runs: Sequence[RunInfo]) -> ExperimentSh
         sheet.decisions.append({
             "run_id": run.id, "metric": decision["metric"], "outcome": decision["outcome"],
             "winner": decision["winner"], "goes": decision["goes"],
-            "test_sent_at": _local(row.test_sent_at, run.timezone),
-            "decided_at": _local(row.decided_at, run.timezone),
+            "test_sent_at": local_time(row.test_sent_at, run.timezone),
+            "decided_at": local_time(row.decided_at, run.timezone),
             "reason": decision["reason"]})
         tests = {c["variant"]: c for c in decision["comparisons"]}
         for arm in decision["arms"]:
@@ -120,29 +106,13 @@ def read_experiments(reads: SheetReads, runs: Sequence[RunInfo]) -> ExperimentSh
     return sheet
 
 
-def _table(writer: WorkbookWriter, ws: Any, row: int, columns: Sequence[Column],
-           records: list[dict[str, Any]], widths: list[float]) -> int:
-    """Write a header and records from ``row``; the next free row."""
-    writer.header(ws, row, columns)
-    ws.set_row(row, layout.header_height([c.header for c in columns], widths))
-    for record in records:
-        row += 1
-        for col, column in enumerate(columns):
-            writer.put(ws, row, col, record.get(column.key), column.kind)
-    return row + 1
-
-
 def write_experiments(writer: WorkbookWriter, sheet: ExperimentSheet) -> int:
     """Add the Experiment sheet when a run has variants; returns its variants' rows."""
     if not sheet.split and not sheet.decisions:
         return 0
-    ws = writer.book.add_worksheet(SHEET)
-    tables = (SPLIT_COLUMNS, DECISION_COLUMNS, ARM_COLUMNS)
-    widths = [float(max(cols[i].width for cols in tables if i < len(cols)))
-              for i in range(max(len(cols) for cols in tables))]
-    for col, width in enumerate(widths):
-        ws.set_column(col, col, width)
-    row = _table(writer, ws, 0, SPLIT_COLUMNS, sheet.split, widths)
+    widths = layout.shared_widths(SPLIT_COLUMNS, DECISION_COLUMNS, ARM_COLUMNS)
+    ws = writer.new_sheet(SHEET, widths)
+    row = writer.records(ws, 0, SPLIT_COLUMNS, sheet.split, widths)
     ws.freeze_panes(1, 0)
     row += 1
     ws.write_string(row, 0, "The A/B test's decision (chi-squared, 1 df, no continuity "
@@ -152,10 +122,10 @@ def write_experiments(writer: WorkbookWriter, sheet: ExperimentSheet) -> int:
         ws.write_string(row, 0, "no test decided (a plain split, or still waiting)",
                         writer.formats["note"])
     else:
-        row = _table(writer, ws, row, DECISION_COLUMNS, sheet.decisions, widths) + 1
+        row = writer.records(ws, row, DECISION_COLUMNS, sheet.decisions, widths) + 1
         ws.write_string(row, 0, "Each variant as the test saw it (its test share)",
                         writer.formats["section"])
-        _table(writer, ws, row + 1, ARM_COLUMNS, sheet.arms, widths)
+        writer.records(ws, row + 1, ARM_COLUMNS, sheet.arms, widths)
     layout.page_setup(ws, widths)
     return len(sheet.split)
 

@@ -69,6 +69,12 @@ def header_height(headers: Sequence[str], widths: Sequence[float]) -> float:
     return LINE_POINTS * lines + 3
 
 
+def shared_widths(*tables: Sequence[Any]) -> list[float]:
+    """One width per column for the tables stacked on one sheet: each column's widest."""
+    return [float(max(cols[i].width for cols in tables if i < len(cols)))
+            for i in range(max(len(cols) for cols in tables))]
+
+
 def page_setup(ws: Any, widths: Sequence[float], *, repeat_rows: int | None = 0,
                one_page: bool = False) -> None:  # fmt: skip
     """A4, landscape when wider than a portrait page, fit to one page wide (as many pages

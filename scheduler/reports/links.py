@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
+from scheduler.ledger.funnel import share
 from scheduler.ledger.link_reads import LinkFigures, LinkReads, VariantCounts, VariantFigures
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
-from scheduler.reports.source import RunInfo
+from scheduler.reports.source import RunInfo, local_time
 
 if TYPE_CHECKING:
     from scheduler.reports.workbook import WorkbookWriter
@@ -78,17 +77,6 @@ class LinkSheet:
     variants: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _local(moment: datetime | None, zone: str) -> datetime | None:
-    if moment is None:
-        return None
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
-
-
-def _rate(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
 def _variant_rows(run_id: int, figures: Sequence[LinkFigures],
                   found: VariantFigures) -> list[dict[str, Any]]:
     """Each link's figures per variant of its step, then, for a step with several links,
@@ -101,7 +89,7 @@ def _variant_rows(run_id: int, figures: Sequence[LinkFigures],
         rows.append({"run_id": run_id, "step": step, "link": link, "url": url,
                      "variant": variant, "sent": sent, "hits": counts.hits,
                      "clicks": counts.clicks, "clickers": counts.clickers,
-                     "rate": _rate(counts.clickers, sent)})
+                     "rate": share(counts.clickers, sent)})
 
     for step in sorted({f.step for f in figures}):
         variants = sorted(v for s, v in found.sent if s == step)
@@ -129,7 +117,7 @@ def read_links(reads: LinkReads, runs: Sequence[RunInfo]) -> LinkSheet:
             sheet.links.append({
                 "run_id": run.id, "step": f.step, "link": f.link, "url": f.url,
                 "sent": f.sent, "hits": f.hits, "clicks": f.clicks, "clickers": f.clickers,
-                "rate": _rate(f.clickers, f.sent), "first": _local(f.first_click_at,
+                "rate": share(f.clickers, f.sent), "first": local_time(f.first_click_at,
                                                                    run.timezone)})
             step = steps.setdefault(f.step, {"run_id": run.id, "step": f.step, "links": 0,
                                              "sent": f.sent, "hits": 0, "clicks": 0})
@@ -141,56 +129,40 @@ def read_links(reads: LinkReads, runs: Sequence[RunInfo]) -> LinkSheet:
             steps[step_index]["clickers"] = people
         for step in sorted(steps.values(), key=lambda s: s["step"]):
             step.setdefault("clickers", 0)
-            step["rate"] = _rate(step["clickers"], step["sent"])
+            step["rate"] = share(step["clickers"], step["sent"])
             sheet.steps.append(step)
         sheet.variants.extend(_variant_rows(run.id, figures, reads.variants(run.id)))
         targets = {f.link: f.step for f in figures}
         sheet.first.extend({
             "run_id": run.id, "step": targets.get(c.link), "link": c.link, "to": c.to,
-            "row": c.row, "at": _local(c.at, run.timezone)}
+            "row": c.row, "at": local_time(c.at, run.timezone)}
             for c in reads.first_clicks(run.id))
     return sheet
-
-
-def _table(writer: WorkbookWriter, ws: Any, row: int, columns: Sequence[Column],
-           records: list[dict[str, Any]], widths: list[float]) -> int:
-    """Write a header and records from ``row``; the next free row."""
-    writer.header(ws, row, columns)
-    ws.set_row(row, layout.header_height([c.header for c in columns], widths))
-    for record in records:
-        row += 1
-        for col, column in enumerate(columns):
-            writer.put(ws, row, col, record.get(column.key), column.kind)
-    return row + 1
 
 
 def write_links(writer: WorkbookWriter, sheet: LinkSheet) -> int:
     """Add the Links sheet when there are links; returns its links' rows."""
     if not sheet.links:
         return 0
-    ws = writer.book.add_worksheet(SHEET)
-    tables = (LINK_COLUMNS, STEP_COLUMNS, VARIANT_COLUMNS, FIRST_COLUMNS)  # one set of widths
-    widths = [float(max(cols[i].width for cols in tables if i < len(cols)))
-              for i in range(len(LINK_COLUMNS))]
-    for col, width in enumerate(widths):
-        ws.set_column(col, col, width)
-    row = _table(writer, ws, 0, LINK_COLUMNS, sheet.links, widths)
+    widths = layout.shared_widths(LINK_COLUMNS, STEP_COLUMNS, VARIANT_COLUMNS, FIRST_COLUMNS)
+    ws = writer.new_sheet(SHEET, widths)
+    row = writer.records(ws, 0, LINK_COLUMNS, sheet.links, widths)
     ws.freeze_panes(1, 0)
     row += 1
     ws.write_string(row, 0, "Click rate per step (people who clicked any of its links)",
                     writer.formats["section"])
-    row = _table(writer, ws, row + 1, STEP_COLUMNS, sheet.steps, widths) + 1
+    row = writer.records(ws, row + 1, STEP_COLUMNS, sheet.steps, widths) + 1
     if sheet.variants:
         ws.write_string(row, 0, "Click rate per variant (people who clicked / the variant's "
                         "messages sent)", writer.formats["section"])
-        row = _table(writer, ws, row + 1, VARIANT_COLUMNS, sheet.variants, widths) + 1
+        row = writer.records(ws, row + 1, VARIANT_COLUMNS, sheet.variants, widths) + 1
     ws.write_string(row, 0, "Who clicked first, when (counted clicks)",
                     writer.formats["section"])
     row += 1
     if not sheet.first:
         ws.write_string(row, 0, "nobody clicked yet", writer.formats["note"])
     else:
-        _table(writer, ws, row, FIRST_COLUMNS, sheet.first, widths)
+        writer.records(ws, row, FIRST_COLUMNS, sheet.first, widths)
     layout.page_setup(ws, widths)
     return len(sheet.links)
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from zoneinfo import ZoneInfo
 
 from scheduler.ledger.report_reads import SheetReads
 from scheduler.reports import layout
 from scheduler.reports.columns import Column
-from scheduler.reports.source import RunInfo
+from scheduler.reports.source import RunInfo, local_time
 
 if TYPE_CHECKING:
     from scheduler.reports.workbook import WorkbookWriter
@@ -56,13 +54,6 @@ class SenderSheet:
     changes: list[dict[str, Any]]
 
 
-def _local(moment: datetime | None, zone: str) -> datetime | None:
-    if moment is None:
-        return None
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
-
-
 def _run_senders(run: RunInfo, done: Collection[tuple[int, str]]) -> list[str]:
     named = run.definition.get("senders")
     listed = [str(s) for s in named] if isinstance(named, list) else []
@@ -84,7 +75,7 @@ def read_senders(reads: SheetReads, runs: Sequence[RunInfo]) -> SenderSheet:
         for change in changes:
             sheet.changes.append({
                 "run_id": run.id, "sender": change.sender, "to_state": change.to_state,
-                "at": _local(change.at, run.timezone), "reason": change.reason,
+                "at": local_time(change.at, run.timezone), "reason": change.reason,
                 "score": change.score, "from_state": change.from_state,
                 "source": SOURCES.get(change.source, change.source)})
         for name in names[run.id]:
@@ -93,7 +84,7 @@ def read_senders(reads: SheetReads, runs: Sequence[RunInfo]) -> SenderSheet:
             sheet.senders.append({
                 "run_id": run.id, "sender": name,
                 "state": profile.state if profile else NOT_YET,
-                "since": _local(profile.since, run.timezone) if profile else None,
+                "since": local_time(profile.since, run.timezone) if profile else None,
                 "reason": profile.reason if profile else None,
                 "score": profile.score if profile else None,
                 "throttle": profile.throttle if profile else None,
@@ -118,17 +109,9 @@ def _widths(sheet: SenderSheet) -> list[float]:
 
 def write_senders(writer: WorkbookWriter, sheet: SenderSheet) -> int:
     """Add the Senders sheet; returns its senders' rows."""
-    ws = writer.book.add_worksheet(SHEET)
     widths = _widths(sheet)
-    for col, width in enumerate(widths):
-        ws.set_column(col, col, width)
-    writer.header(ws, 0, SENDER_COLUMNS)
-    ws.set_row(0, layout.header_height([c.header for c in SENDER_COLUMNS], widths))
-    row = 1
-    for record in sheet.senders:
-        for col, column in enumerate(SENDER_COLUMNS):
-            writer.put(ws, row, col, record.get(column.key), column.kind)
-        row += 1
+    ws = writer.new_sheet(SHEET, widths)
+    row = writer.records(ws, 0, SENDER_COLUMNS, sheet.senders, widths)
     ws.freeze_panes(1, 0)
     ws.autofilter(0, 0, max(len(sheet.senders), 1), len(SENDER_COLUMNS) - 1)
     row += 1
@@ -137,12 +120,7 @@ def write_senders(writer: WorkbookWriter, sheet: SenderSheet) -> int:
     if not sheet.changes:
         ws.write_string(row, 0, "none: every sender kept its state", writer.formats["note"])
     else:
-        writer.header(ws, row, CHANGE_COLUMNS)
-        ws.set_row(row, layout.header_height([c.header for c in CHANGE_COLUMNS], widths))
-        for record in sheet.changes:
-            row += 1
-            for col, column in enumerate(CHANGE_COLUMNS):
-                writer.put(ws, row, col, record.get(column.key), column.kind)
+        writer.records(ws, row, CHANGE_COLUMNS, sheet.changes, widths)
     layout.page_setup(ws, widths)
     return len(sheet.senders)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -36,6 +36,17 @@ class RunInfo:
     stop_reason: str | None
     definition: dict[str, Any] = field(default_factory=dict)
     target: str | None = None
+
+
+def local_time(moment: datetime | str | None, zone: str) -> datetime | None:
+    """``moment`` (aware, naive UTC or ISO text) as a naive time in ``zone``: a sheet's
+    cells have no zone, a run's times are shown in its own."""
+    if moment is None:
+        return None
+    if isinstance(moment, str):
+        moment = datetime.fromisoformat(moment)
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return aware.astimezone(ZoneInfo(zone)).replace(tzinfo=None)
 
 
 def _zone_name(name: str | None) -> str:

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
-from zoneinfo import ZoneInfo
 
 import pandas as pd
 
@@ -24,7 +22,7 @@ from scheduler.ledger.states import SENT_STATES, DeliveryState, describe_target
 from scheduler.reports import details as det
 from scheduler.reports.channels import call_keys, channel_sections, error_codes, sections_of
 from scheduler.reports.columns import Column
-from scheduler.reports.source import RunInfo
+from scheduler.reports.source import RunInfo, local_time
 
 #: Each channel's funnel: (label, count key), planned first (see ``scheduler.ledger.funnel``).
 FUNNELS = {channel: tuple((st.label, st.key) for st in stages)
@@ -116,15 +114,11 @@ def _totals(flags: pd.DataFrame, extras: pd.DataFrame, keys: list[str]) -> pd.Da
 rate = fn.share
 
 
-def _local(moment: datetime | None, zone: str) -> datetime | None:
-    return moment.astimezone(ZoneInfo(zone)).replace(tzinfo=None) if moment else None
-
-
 def _run_section(runs: list[RunInfo]) -> list[Metric]:
     single_zone = len({r.timezone for r in runs}) == 1
 
     def dates(label: str, attr: str, pick: Any) -> Metric:
-        values = [_local(getattr(r, attr), r.timezone) for r in runs]
+        values = [local_time(getattr(r, attr), r.timezone) for r in runs]
         present = [v for v in values if v is not None]
         return Metric(label, "date", values, pick(present) if present and single_zone else None)
 

@@ -103,6 +103,25 @@ class WorkbookWriter:
             style = "header_text" if formula_like(column.header) else "header"
             ws.write_string(row, col, column.header, self.formats[style])
 
+    def new_sheet(self, name: str, widths: Sequence[float]) -> Any:
+        """A sheet named ``name`` whose columns are ``widths`` wide."""
+        ws = self.book.add_worksheet(name)
+        for col, width in enumerate(widths):
+            ws.set_column(col, col, width)
+        return ws
+
+    def records(self, ws: Any, row: int, columns: Sequence[Column],
+                records: Sequence[dict[str, Any]], widths: Sequence[float]) -> int:
+        """A header at ``row`` (as tall as its wrapped headers) and ``records`` (keyed like
+        ``columns``) under it; returns the next free row."""
+        self.header(ws, row, columns)
+        ws.set_row(row, layout.header_height([c.header for c in columns], widths))
+        for record in records:
+            row += 1
+            for col, column in enumerate(columns):
+                self.put(ws, row, col, record.get(column.key), column.kind)
+        return row + 1
+
     def _list_sheet(self, name: str, columns: Sequence[Column], rows: int,
                     streamed: bool = False) -> Any:  # fmt: skip
         ws = self.book.add_worksheet(name)
