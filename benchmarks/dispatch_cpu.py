@@ -6,7 +6,7 @@ webhook. This process measures only its own CPU time (``time.process_time``: use
 all threads) for:
 
 - ``scheduler``: a run of N text deliveries stored in a SQLite ledger (a temporary file),
-  dispatched by ``scheduler.dispatch.start.dispatch`` (the path ``campaign run`` takes,
+  dispatched by ``scheduler.wiring.dispatch_run`` (the path ``campaign run`` takes,
   without the progress bar) across 100 senders at a very high rate (no pacing, no jitter),
   at the dispatcher's concurrency; planning/storing the run is not measured (that is P1);
 - ``bare``: ``ServiceClient.send_prepared`` in an asyncio loop with the same concurrency,
@@ -42,13 +42,12 @@ from _harness import (
     store_text_run,
 )
 
-from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
 from scheduler.service.requests import SEND_KINDS
 from scheduler.settings.engine import EngineSettings
-from scheduler.wiring import run_store
+from scheduler.wiring import dispatch_run, run_store
 
 PATH = SEND_KINDS["text"].path
 SENDERS = 100
@@ -93,8 +92,8 @@ async def measure_scheduler(
         if profile is not None:
             profile.enable()
         engine = EngineSettings(send_concurrency=concurrency)
-        result = await dispatch(run_store(ledger, run.id), client, run,
-                                option_overrides={"engine": engine})
+        result = await dispatch_run(run_store(ledger, run.id), client, run,
+                                    option_overrides={"engine": engine})
         if profile is not None:
             profile.disable()
         cpu1, wall1 = time.process_time(), time.perf_counter()

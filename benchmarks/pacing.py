@@ -3,7 +3,7 @@
 The sandbox runs in ANOTHER process on 127.0.0.1 (``create_app`` under uvicorn, sessions
 auto-connected, no webhook). This process stores a run with more text deliveries than the
 senders can send in the time (so no sender ever runs dry), dispatches it with
-``scheduler.dispatch.start.dispatch`` on the real clock (``rate = "2/s"``, no jitter, the
+``scheduler.wiring.dispatch_run`` on the real clock (``rate = "2/s"``, no jitter, the
 default token bucket of 1), and stops it after ``--seconds`` (the stop event ``campaign
 run`` sets on Ctrl-C; in-flight sends finish).
 
@@ -46,11 +46,10 @@ from _harness import (
 
 from scheduler.core.units import parse_rate
 from scheduler.dispatch.dispatcher import RunSetup
-from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.client import ServiceClient
-from scheduler.wiring import run_store
+from scheduler.wiring import dispatch_run, run_store
 
 SENDERS = 50
 RATE = "2/s"
@@ -114,8 +113,8 @@ async def dispatch_for(base_url: str, ledger: Ledger, run_id: int, seconds: floa
     handle = loop.call_later(seconds, stop.set)
     try:
         async with ServiceClient(base_url, KEY) as client:
-            result = await dispatch(run_store(ledger, run_id), client, ledger.get_run(run_id),
-                                    RunSetup(stop_event=stop))
+            result = await dispatch_run(run_store(ledger, run_id), client, ledger.get_run(run_id),
+                                        RunSetup(stop_event=stop))
     finally:
         handle.cancel()
     return result.status

@@ -7,7 +7,7 @@ runs in ANOTHER process on 127.0.0.1. This process measures its own CPU time
 - ``scheduler``: an SMS campaign of N recipients (a generated project folder: one step,
   ``route = "marketing"``, ``[pace] rate = "1000000/s"``, ``batch = 1000``, the whole day
   open), planned by ``plan_run`` into a new SQLite ledger (not measured: that is P1), then
-  dispatched to the end by ``scheduler.dispatch.start.dispatch``, the path ``campaign run``
+  dispatched to the end by ``scheduler.wiring.dispatch_run``, the path ``campaign run``
   takes without the progress bar or the receiver: the SMS channel groups recipients of the
   same rendered text into ``sms/bulk`` requests of up to 1,000 numbers (``sms/send`` for a
   group of one), each request claimed and its per-number results written to the ledger;
@@ -42,7 +42,6 @@ from typing import Any
 
 from _harness import KEY, emit, log, number, sandbox_sends, start_sandbox, stop_process
 
-from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.service.account_models import (
@@ -54,7 +53,7 @@ from scheduler.service.account_models import (
 from scheduler.service.client import ServiceClient
 from scheduler.settings.engine import EngineSettings
 from scheduler.usecases.planning import plan_run
-from scheduler.wiring import run_store
+from scheduler.wiring import dispatch_run, run_store
 
 #: The offers of the generated list (GSM-7, one segment each once rendered).
 OFFERS = (
@@ -103,8 +102,8 @@ async def measure_scheduler(base_url: str, ledger: Ledger, run_id: int, recipien
     async with ServiceClient(base_url, KEY, concurrency=concurrency) as client:
         cpu0, wall0 = time.process_time(), time.perf_counter()
         engine = EngineSettings(send_concurrency=concurrency)
-        result = await dispatch(run_store(ledger, run.id), client, run,
-                                option_overrides={"engine": engine})
+        result = await dispatch_run(run_store(ledger, run.id), client, run,
+                                    option_overrides={"engine": engine})
         cpu1, wall1 = time.process_time(), time.perf_counter()
     if result.status != "completed" or result.counts != {"accepted": recipients}:
         raise SystemExit(f"the scheduler run did not complete cleanly: {result.status} "

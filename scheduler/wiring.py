@@ -7,7 +7,9 @@ ledger (:func:`open_reader` its reads alone, for the commands that only read);
 configured at all, the embedded sandbox on a free loopback port (half a configuration is a
 :class:`~scheduler.core.errors.ConfigError`, see ``Settings.service_endpoint``);
 :func:`ensure_senders` makes the run's sessions ready; :func:`run_store` gives the
-dispatcher its stores with tracking's matching, :func:`worker_store` a worker its store.
+dispatcher its stores with tracking's matching, :func:`dispatch_run` starts the dispatcher
+on a stored run (its options, channel and senders' quotas), :func:`worker_store` gives a
+worker its store.
 """
 
 from __future__ import annotations
@@ -34,7 +36,11 @@ from scheduler.settings.load import Settings, load_settings
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from scheduler.dispatch.channel import ServiceCalls
+    from scheduler.dispatch.dispatcher import RunSetup
+    from scheduler.dispatch.results import RunResult
     from scheduler.dispatch.store import RunStores, StoresFor
+    from scheduler.ledger.models import Run
     from scheduler.ledger.runs import Ledger
     from scheduler.ledger.worker_store import WorkerStore
     from scheduler.service.client import ServiceClient
@@ -244,6 +250,36 @@ def run_store(ledger: Ledger, run_id: int) -> RunStores:
                      RecyclingStore(ledger, run_id),
                      match_events=lambda ids, now: match_events(tracking, ids, now, held=True),
                      conversation=ConversationStore(ledger, run_id))
+
+
+async def dispatch_run(stores: RunStores, client: ServiceCalls, run: Run,
+                       setup: RunSetup | None = None, *,
+                       option_overrides: dict[str, Any] | None = None) -> RunResult:
+    """Dispatch ``run`` (its ``stores``) to the end (or a stop) with its stored options,
+    changed by ``option_overrides`` (the engine settings of ``config.toml``): the channel
+    and the senders' quotas it needs, then the dispatcher (imported here, when a run
+    sends)."""
+    from scheduler.dispatch.channels import channel_for
+    from scheduler.dispatch.dispatcher import Dispatcher, RunSetup
+    from scheduler.dispatch.options import DispatchOptions
+    from scheduler.ledger.exceptions import RunStateError
+    from scheduler.ledger.states import FINISHED_RUN_STATUSES
+    from scheduler.settings.run import SESSION_CHANNELS
+
+    if run.status in FINISHED_RUN_STATUSES:
+        raise RunStateError(f"run {run.id} is already {run.status}")
+    setup = setup or RunSetup()
+    stored = stores.run.options()
+    overrides = dict(option_overrides or {})
+    if run.channel not in SESSION_CHANNELS and not stored.senders:
+        overrides.setdefault("senders", ("account",))  # SMS/voice planned before 0.x named none
+    options = DispatchOptions.for_run(stored, start=run.started_at or setup.timing.clock(),
+                                      **overrides)
+    channel = channel_for(run.channel, options)
+    quotas = await channel.quotas(client, list(options.senders))
+    dispatcher = Dispatcher(stores, client, options, channel=channel, setup=setup,
+                            quotas=quotas)
+    return await dispatcher.run()
 
 
 def store_for(ledger: Ledger) -> StoresFor:

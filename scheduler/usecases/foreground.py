@@ -33,7 +33,6 @@ from scheduler.core.timeutil import Clock, monotonic, utcnow
 from scheduler.dispatch.channels import from_account, has_outcomes
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.results import RunResult, TimelineEntry
-from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -60,6 +59,7 @@ from scheduler.webhooks_out.alongside import outgoing_webhooks
 from scheduler.wiring import (
     ServiceTarget,
     client_for,
+    dispatch_run,
     ensure_account_webhook,
     ensure_senders,
     run_store,
@@ -284,8 +284,8 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                                                                      this),
                                          zone),
                                      care=settings.senders)
-                    return await dispatch(run_store(ledger, this.id), client, this, setup,
-                                          option_overrides=overrides)
+                    return await dispatch_run(run_store(ledger, this.id), client, this, setup,
+                                              option_overrides=overrides)
 
                 result = await with_fallback(dispatch_now(run), child, dispatch_now)
                 if server is not None:

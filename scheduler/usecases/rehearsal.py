@@ -31,7 +31,6 @@ from scheduler.core.time_words import span
 from scheduler.core.timeutil import SimulatedClock, utcnow
 from scheduler.dispatch.dispatcher import RunSetup, Timing
 from scheduler.dispatch.results import RunResult, TimelineEntry
-from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import open_ledger
 from scheduler.ledger.read_only import LedgerOutOfDate
 from scheduler.ledger.runs import Ledger
@@ -40,7 +39,7 @@ from scheduler.settings.run import SESSION_CHANNELS, RunOptions
 from scheduler.usecases.lookups import rehearsal_connections
 from scheduler.usecases.planning import plan_run
 from scheduler.usecases.sender_seed import project_profiles
-from scheduler.wiring import ensure_senders, run_store, service_target
+from scheduler.wiring import dispatch_run, ensure_senders, run_store, service_target
 
 if TYPE_CHECKING:
     from scheduler.ledger.models import Run
@@ -188,15 +187,15 @@ async def _rehearse(path: Path, start: datetime, seed: int,
                     seed_profiles(engine, profiles, start)
                     setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
                                      rng=random.Random(seed), care=project.senders)
-                    result = await dispatch(run_store(ledger, run.id), client, run, setup)
+                    result = await dispatch_run(run_store(ledger, run.id), client, run, setup)
                     # the fallback run, rehearsed after its parent on the same clock (one
                     # simulated clock cannot be slept on by two dispatchers at once)
                     child_id = ledger.fallback_run_of(run.id)
                     if child_id is not None:
                         child = ledger.get_run(child_id)
                         if ledger.counts(child_id):
-                            fallback = await dispatch(run_store(ledger, child_id), client,
-                                                      child, setup)
+                            fallback = await dispatch_run(run_store(ledger, child_id), client,
+                                                          child, setup)
                             name = f"{child.channel.upper()} fallback run"
                             result.timeline.extend(
                                 dataclasses.replace(entry, what=f"{name}: {entry.what}")

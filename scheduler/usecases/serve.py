@@ -27,7 +27,6 @@ from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
 from scheduler.dispatch.shared_senders import SharedSenders
-from scheduler.dispatch.start import dispatch
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.ledger.exceptions import RunLocked
@@ -43,6 +42,7 @@ from scheduler.usecases.plan_process import PlanProcesses, run_of
 from scheduler.wiring import (
     ServiceTarget,
     client_for,
+    dispatch_run,
     ensure_account_webhook,
     ensure_senders,
     run_store,
@@ -207,8 +207,8 @@ class Server:
                 await ensure_senders(client, self.target, senders, self.webhook_url)
             setup = RunSetup(stop_event=stop, events_received=self.events_received,
                              seat=self.seat, shared=self.shared, care=self.settings.senders)
-            result = await dispatch(run_store(self.ledger, run.id), client, run, setup,
-                                    option_overrides=self.settings.engine_overrides())
+            result = await dispatch_run(run_store(self.ledger, run.id), client, run, setup,
+                                        option_overrides=self.settings.engine_overrides())
             if stop.is_set() and result.status == RunStatus.PAUSED:
                 # the server is stopping, not the operator: the next serve continues it
                 self.ledger.set_status(run.id, RunStatus.RUNNING,

@@ -13,7 +13,6 @@ from sqlalchemy import select, update
 
 from scheduler.core.timeutil import SimulatedClock
 from scheduler.dispatch.dispatcher import RunSetup, Timing
-from scheduler.dispatch.start import dispatch
 from scheduler.experiments.exact import exact_split
 from scheduler.ledger import access, rows
 from scheduler.ledger.queries import experiments as xq
@@ -21,7 +20,7 @@ from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES
 from scheduler.usecases.planning import plan_run
-from scheduler.wiring import run_store
+from scheduler.wiring import dispatch_run, run_store
 from tests.factories import T0, Project, open_test_ledger
 
 N = 400
@@ -84,8 +83,8 @@ async def test_test_share_then_wait_then_the_winner_to_the_rest(
 
         setup = RunSetup(timing=Timing.simulated_by(clock, sleep), rng=random.Random(1))
         async with service.client() as client:
-            result = await dispatch(run_store(ledger, run_id), client,
-                                    ledger.get_run(run_id), setup)
+            result = await dispatch_run(run_store(ledger, run_id), client,
+                                        ledger.get_run(run_id), setup)
         assert result.status == "completed"
         rows = _rows(ledger, run_id)
         with access.read(ledger.engine, "test") as conn:

@@ -8,12 +8,11 @@ from datetime import datetime, timedelta
 from alembic import command
 
 from scheduler.dispatch.dispatcher import RunSetup, Timing
-from scheduler.dispatch.start import dispatch
 from scheduler.ledger.db import alembic_config, open_ledger
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import RunStatus
 from scheduler.settings.run import from_snapshot
-from scheduler.wiring import run_store
+from scheduler.wiring import dispatch_run, run_store
 from tests.factories import T0, FakeClock, Service
 
 OLD_DEFINITION = {"name": "antiga", "senders": ["s1", "s2"], "pace": {"rate": "1/min"},
@@ -33,7 +32,7 @@ async def _dispatch(ledger: Ledger, service: Service, run_id: int, clock: FakeCl
     async with service.client() as client:
         setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
                          rng=random.Random(1))
-        return await dispatch(run_store(ledger, run_id), client, ledger.get_run(run_id), setup)
+        return await dispatch_run(run_store(ledger, run_id), client, ledger.get_run(run_id), setup)
 
 
 async def test_a_run_stored_before_options_is_sent_with_its_definitions_pace(
