@@ -63,22 +63,29 @@ def _summary(command: Any) -> str:
     return " ".join(text.split("\n\n")[0].split())
 
 
+def _tidied(params: list[Any]) -> list[Any]:
+    for param in params:
+        _tidy(param)
+    return params
+
+
+def _plain(command: Any) -> None:
+    """Plain help (see the module): no rich markup, the help unwrapped, parameters tidied."""
+    command.rich_markup_mode = None
+    command.help = unwrap(command.help)
+    _tidied(command.params)
+
+
 class CampaignCommand(TyperCommand):
     """A command whose help shows flags as flags and arguments by name."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.rich_markup_mode = None  # plain help (see the module)
-        self.help = unwrap(self.help)
-        for param in self.params:
-            _tidy(param)
+        _plain(self)
 
     def get_params(self, ctx: Any) -> list[Any]:
         """The parameters, ``--help`` included, tidied for help."""
-        params = super().get_params(ctx)
-        for param in params:
-            _tidy(param)
-        return params
+        return _tidied(super().get_params(ctx))
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         """``[OPTIONS] FILE`` rather than ``[OPTIONS] {file}``."""
@@ -90,17 +97,11 @@ class CampaignGroup(TyperGroup):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.rich_markup_mode = None  # plain help (see the module)
-        self.help = unwrap(self.help)
-        for param in self.params:
-            _tidy(param)
+        _plain(self)
 
     def get_params(self, ctx: Any) -> list[Any]:
         """The parameters, ``--help`` included, tidied for help."""
-        params = super().get_params(ctx)
-        for param in params:
-            _tidy(param)
-        return params
+        return _tidied(super().get_params(ctx))
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         """``[OPTIONS] COMMAND [ARGS]...``."""
