@@ -141,16 +141,6 @@ class SendWindow:
                 names.append(name)
             day += timedelta(days=1)
         return names
-        day = start.astimezone(self._zone).date()
-        last = end.astimezone(self._zone).date()
-        while day < last or day == start.astimezone(self._zone).date():
-            name = self.holidays.name_on(day)
-            if name is not None and name not in names:
-                names.append(name)
-            day += timedelta(days=1)
-            if (day - last).days > 0:
-                break
-        return names
 
     def _interval(self, day: date) -> tuple[datetime, datetime]:
         return _local(day, self._start, self._zone), _local(day, self._end, self._zone)

@@ -311,13 +311,6 @@ def audit(conn: Connection, *, action: str, subject: str, who: str, via: str,
         counts=json.dumps(counts, sort_keys=True)))
 
 
-def audit_rows(conn: Connection, limit: int = 100) -> list[dict[str, Any]]:
-    """The latest uses, newest first."""
-    a = privacy_audit.c
-    return [_row(r) for r in conn.execute(select(privacy_audit).order_by(a.id.desc())
-                                          .limit(limit))]
-
-
 def erased_in_events(conn: Connection, key_of: Callable[[], bytes | None]) -> list[str]:
     """Numbers in clear in ``events`` whose hash is on the suppression list: an erased
     person's late events (a message already on its way when they were erased, reported
