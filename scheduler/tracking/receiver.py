@@ -44,6 +44,7 @@ from scheduler.tracking import event_store, intake_counts
 from scheduler.tracking.apply import Applied, ApplyContext
 from scheduler.tracking.call_events import is_live_chunk
 from scheduler.tracking.call_rejection import CallRejecter, ClientSource
+from scheduler.tracking.event_store import EventWriter
 from scheduler.tracking.intake import (
     RawRequest,
     Rejected,
@@ -58,7 +59,6 @@ from scheduler.tracking.matching import match_events
 from scheduler.tracking.replies import OptOutWords
 from scheduler.tracking.store import TrackingStore
 from scheduler.tracking.urls import ACCOUNT_PATH, SESSION_PATH, receiver_token
-from scheduler.tracking.writer import EventWriter
 
 logger = logging.getLogger("scheduler.tracking")
 

@@ -12,9 +12,9 @@ from scheduler.ledger.exceptions import LedgerError
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.tracking_store import TrackingStore
 from scheduler.tracking.apply import ApplyContext
+from scheduler.tracking.event_store import EventWriter
 from scheduler.tracking.intake import incoming_from
 from scheduler.tracking.replies import OptOutWords
-from scheduler.tracking.writer import EventWriter
 from tests.factories import T0, number
 from tests.tracking.support import accepted_run, mid, receipt, rows, sent, table
 
