@@ -254,8 +254,8 @@ def test_steps_and_workers_are_counted(ledger: Ledger) -> None:
         conn.execute(update(d).where(d.c.id.in_([r.id for r in due[:2]])).values(worker="w1"))
         conn.execute(update(d).where(d.c.id.in_([r.id for r in due[2:5]])).values(worker="w2"))
     with ledger.engine.connect() as conn:
-        assert tallies.step_counts(conn, run_id) == {0: {"dispatching": 6},
-                                                     1: {"planned": 6}}
+        assert tallies.read(conn, run_id).steps() == {0: {"dispatching": 6},
+                                                      1: {"planned": 6}}
         assert tallies.read(conn, run_id).workers() == {"w1": 2, "w2": 3}
     check(ledger, run_id)
 

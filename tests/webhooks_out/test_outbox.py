@@ -310,23 +310,6 @@ def test_the_secret_is_nowhere_in_the_ledger(ledger: Ledger, clock: FakeClock,
     assert stored and not any(key in value for value in stored)
 
 
-def test_a_forgotten_number_leaves_the_recipient_events(ledger: Ledger) -> None:
-    from scheduler.ledger import outbox
-
-    run_id = make_run(ledger, 1)
-    with access.transaction(ledger.engine) as conn:
-        for number in ("5511900000001", "5511900000002"):
-            outbox.reply_stored(conn, run_id=run_id, delivery_id=1, number=number,
-                                kind="text", opted_out=True, received_at=ledger.clock(),
-                                now=ledger.clock())
-    with access.transaction(ledger.engine) as conn:
-        assert oq.erase_number(conn, ["5511900000001"], "erased:ab12") == 2
-    with access.read(ledger.engine) as conn:
-        numbers = sorted(json.loads(e.payload)["number"]
-                         for e in conn.execute(oq.outbox_events.select()))
-    assert numbers == ["5511900000002", "5511900000002", "erased:ab12", "erased:ab12"]
-
-
 @pytest.mark.parametrize("url", ["http://127.0.0.1:99999/hook", "http://127.0.0.1:port/hook",
                                  "ftp://127.0.0.1/hook"])
 def test_a_url_that_cannot_be_posted_to_is_a_clear_error(

@@ -53,15 +53,6 @@ def stop_worker(conn: Connection, worker_id: str, now: datetime) -> None:
     conn.execute(update(L).where(L.c.worker == worker_id).values(worker=None, expires_at=now))
 
 
-def all_workers(conn: Connection) -> list[WorkerRow]:
-    """Every worker ever registered, newest first."""
-    rows = conn.execute(select(workers.c.id, workers.c.host, workers.c.pid,
-                               workers.c.started_at, workers.c.heartbeat_at,
-                               workers.c.stopped_at, workers.c.wants, workers.c.target)
-                        .order_by(workers.c.started_at.desc()))
-    return [WorkerRow(*r) for r in rows]
-
-
 def live_workers(conn: Connection, since: datetime) -> list[WorkerRow]:
     """Workers not stopped whose heartbeat is not older than ``since``, by id."""
     rows = conn.execute(select(workers.c.id, workers.c.host, workers.c.pid,

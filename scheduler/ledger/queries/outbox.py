@@ -281,27 +281,3 @@ def prune(conn: Connection, before: datetime) -> int:
     result = conn.execute(delete(outbox_events).where(
         E.created_at < before, E.fanned_out_at.is_not(None), E.id.not_in(pending)))
     return int(result.rowcount or 0)
-
-
-def erase_number(conn: Connection, numbers: Collection[str], replacement: str) -> int:
-    """A person forgotten (issue 36): in the recipient events about any of ``numbers``
-    (the ledger's forms of one number), the number becomes ``replacement``; the events and
-    their deliveries stay (a delivery still waiting then carries the replacement). How many
-    events changed. In the caller's transaction."""
-    import json
-
-    changed = 0
-    for number in numbers:
-        pattern = f'%"number":{json.dumps(number)}%'
-        rows = conn.execute(select(E.id, E.payload).where(
-            E.type.in_(["recipient.replied", "recipient.opted_out"]),
-            E.payload.like(pattern))).all()
-        for event_id, payload in rows:
-            data = json.loads(payload)
-            if data.get("number") != number:
-                continue
-            data["number"] = replacement
-            conn.execute(update(outbox_events).where(E.id == event_id).values(
-                payload=json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
-            changed += 1
-    return changed

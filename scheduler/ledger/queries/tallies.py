@@ -294,11 +294,6 @@ def state_counts(conn: Connection, run_id: int) -> dict[str, int]:
     return read(conn, run_id).states()
 
 
-def step_counts(conn: Connection, run_id: int) -> dict[int, dict[str, int]]:
-    """``{step: {state: rows}}`` of the run."""
-    return read(conn, run_id).steps()
-
-
 def funnel(conn: Connection, run_id: int) -> dict[str, int]:
     """The run's funnel as the report defines it (see :meth:`Tally.funnel`)."""
     return read(conn, run_id).funnel()
