@@ -1,9 +1,10 @@
 """The outgoing webhooks' events: their names and payloads (see docs/webhooks-outgoing.md).
 
-Every body sent is an :class:`Envelope` (the Standard Webhooks convention: ``type``,
-``timestamp``, ``data``); ``data`` is one of the models below. Payloads are minimal: a run's
-or a sender's events carry no phone number; a recipient's event carries the number it is
-about (a CRM needs it to act on a reply or an opt-out) and never the reply's text.
+Every body sent is ``{"type", "timestamp", "data"}`` (the Standard Webhooks convention;
+``timestamp``: when the change happened, not when it was sent); ``data`` is one of the
+models below. Payloads are minimal: a run's or a sender's events carry no phone number; a
+recipient's event carries the number it is about (a CRM needs it to act on a reply or an
+opt-out) and never the reply's text.
 """
 
 from __future__ import annotations
@@ -99,13 +100,3 @@ class ExperimentData(_Data):
     goes: str
     decided_at: datetime
 
-
-class Envelope(BaseModel):
-    """The body of every delivery: ``{"type", "timestamp", "data"}``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    type: str
-    #: When the change happened (the event was written), not when it was sent.
-    timestamp: datetime
-    data: dict[str, object]

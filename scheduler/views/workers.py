@@ -1,5 +1,5 @@
 """What ``campaign workers`` and ``campaign status`` show of the ledger's workers: the live
-ones, the senders each holds, their last heartbeat, and what each sent of a run."""
+ones, the senders each holds, their last heartbeat."""
 
 from __future__ import annotations
 
@@ -42,15 +42,6 @@ class WorkersView(BaseModel):
     unheld: list[str]
 
 
-class WorkerRate(BaseModel):
-    """What one worker sent of a run: rows claimed, and their rate between its first and
-    last claim."""
-
-    worker: str
-    sent: int
-    per_s: float | None
-
-
 def workers_view(ledger: LedgerCore, lease_s: float, now: datetime) -> WorkersView:
     """The live workers, the senders each holds now, and the senders nobody holds."""
     with access.read(ledger.engine, "read the workers and their leases") as conn:
@@ -84,20 +75,3 @@ def served_by_workers(ledger: LedgerCore, lease_s: float, now: datetime) -> int:
     if ledger.engine.dialect.name == "sqlite":
         return 0
     return len(workers_view(ledger, lease_s, now).workers)
-
-
-def run_throughput(ledger: LedgerCore, run_id: int) -> list[WorkerRate]:
-    """Rows of the run each worker claimed, and at what rate."""
-    with access.read(ledger.engine, f"read what each worker sent of run {run_id}") as conn:
-        return read_throughput(conn, run_id)
-
-
-def read_throughput(conn: Connection, run_id: int) -> list[WorkerRate]:
-    """:func:`run_throughput` read on ``conn`` (a caller's snapshot)."""
-    rows = WorkerReads(conn).throughput(run_id)
-    rates = []
-    for r in rows:
-        span = (r.last_at - r.first_at).total_seconds() if r.first_at and r.last_at else 0.0
-        rates.append(WorkerRate(worker=r.worker, sent=r.sent,
-                                per_s=round(r.sent / span, 2) if span > 0 else None))
-    return rates
