@@ -124,12 +124,17 @@ class SmsFailureRow(NamedTuple):
 class Marks(NamedTuple):
     """Every mark of one run, read in one statement (``verdict_marks.read_marks``)."""
 
-    #: ``verdict_marks.run_born``.
+    #: When the run was made, as text (empty: no such run): a ledger made again at the same
+    #: place gives its run of the same id another moment.
     born: str
-    #: ``verdict_marks.unknown_mark`` and ``skipped_mark``.
+    #: Of the run's ``unknown`` (``skipped``) rows: how many, the sum of their ids, the sum
+    #: of the squares of their ids modulo ``verdict_marks.MODULUS``. Rows entering or
+    #: leaving the state change it (swaps with equal counts, sums and sums of squares
+    #: would not); a skipped row's reason never changes.
     unknown: tuple[int, int, int]
     skipped: tuple[int, int, int]
-    #: ``verdict_marks.newest_event``.
+    #: The newest event's id (0: none): a new proof (a ``messages.sent`` that may match no
+    #: row) changes it.
     newest_event: int
     #: A digest of the run's sends per minute (``run_minutes``, kept by triggers: a few
     #: thousand rows for a run of 1,000,000), made by the database: a row sent again moves

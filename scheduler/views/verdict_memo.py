@@ -9,7 +9,7 @@ it), the moment no longer matters and only the uptime up to the last horizon doe
 settled judgement is kept, per ledger and run (its id and when it was made), and given
 again while
 
-- the rows are the same (``verdict_marks.unknown_mark``:
+- the rows are the same (``Marks.unknown``:
   their count and id sums, from an index alone) and none was sent again (its dispatch
   time moves: the digest of its sends per minute, ``Marks.minutes``),
 - no event arrived since (a new ``messages.sent`` may be a stray proof), and no row had

@@ -9,55 +9,13 @@ from __future__ import annotations
 
 import hashlib
 
-from sqlalchemy import BigInteger, Connection, bindparam, cast, func, select, text
+from sqlalchemy import Connection, text
 
-from scheduler.ledger.queries.tables import deliveries, events, runs
 from scheduler.ledger.run_rows import Marks
 from scheduler.ledger.states import DeliveryState as S
 
 #: The ids' second sum is of their squares modulo this prime: it stays far below 2**63.
 MODULUS = 65521
-
-
-def state_mark(conn: Connection, run_id: int, state: str) -> tuple[int, int, int]:
-    """(how many rows of the run are in ``state``, the sum of their ids, the sum of the
-    squares of their ids modulo :data:`MODULUS`): rows entering or leaving the state change
-    it (swaps with equal counts, sums and sums of squares would not). On PostgreSQL an
-    index-only scan of ``ix_deliveries_marks`` (``unknown`` and ``skipped`` rows: the state
-    is written into the statement, so that every plan, a prepared one's too, can prove the
-    index's predicate); on SQLite of the claim index (its entries hold the rowid)."""
-    d = deliveries.c
-    folded = cast(d.id % MODULUS, BigInteger)  # its square overflows PostgreSQL's integer
-    count, total, squares = conn.execute(
-        select(func.count(), func.coalesce(func.sum(d.id), 0),
-               func.coalesce(func.sum(folded * folded), 0))
-        .where(d.run_id == run_id,
-               d.state == bindparam("state", str(state), literal_execute=True))).one()
-    return int(count), int(total), int(squares)
-
-
-def unknown_mark(conn: Connection, run_id: int) -> tuple[int, int, int]:
-    """:func:`state_mark` of the run's ``unknown`` rows."""
-    return state_mark(conn, run_id, str(S.UNKNOWN))
-
-
-def skipped_mark(conn: Connection, run_id: int) -> tuple[int, int, int]:
-    """:func:`state_mark` of the run's ``skipped`` rows (a skipped row's reason never
-    changes)."""
-    return state_mark(conn, run_id, str(S.SKIPPED))
-
-
-def newest_event(conn: Connection) -> int:
-    """The newest event's id (0: none): a new proof (a ``messages.sent`` that may match
-    no row) changes it."""
-    return int(conn.execute(select(func.coalesce(func.max(events.c.id), 0))).scalar_one())
-
-
-def run_born(conn: Connection, run_id: int) -> str:
-    """When the run was made (as text; empty for no such run): a ledger made again at the
-    same place gives its run of the same id another moment."""
-    born = conn.execute(select(runs.c.created_at).where(runs.c.id == run_id)).scalar()
-    return "" if born is None else str(born)
 
 
 #: The run's sends per minute (``run_minutes``, shards summed) as one text: "minute=n"
@@ -87,9 +45,10 @@ _MARKS_SQLITE = text(_MARKS.format(minutes=_MINUTES_SQLITE.text, modulus=MODULUS
 
 
 def read_marks(conn: Connection, run_id: int) -> Marks:
-    """:func:`run_born`, :func:`unknown_mark`, :func:`skipped_mark`, :func:`newest_event`
-    and the digest of the run's sends per minute, the same values in one round trip (each a
-    scalar subquery, the two states' marks one grouped index-only scan)."""
+    """Every :class:`Marks` of the run in one round trip: each a scalar subquery, the two
+    states' marks one grouped index-only scan (on PostgreSQL of ``ix_deliveries_marks``, the
+    states written into the statement so that every plan, a prepared one's too, can prove
+    the index's predicate; on SQLite of the claim index, whose entries hold the rowid)."""
     postgres = conn.dialect.name == "postgresql"
     rows = conn.execute(_MARKS_PG if postgres else _MARKS_SQLITE, {"run": run_id}).all()
     first = rows[0]
