@@ -95,14 +95,6 @@ class SessionStore:
             with self._lock:
                 self._drop(_key(token))
 
-    def end_user(self, user: str) -> int:
-        """End every session of ``user``; how many there were."""
-        with self._lock:
-            keys = [k for k, s in self._signed_in.items() if s.user == user]
-            for key in keys:
-                del self._signed_in[key]
-            return len(keys)
-
     def max_age_s(self) -> int:
         """The cookie's ``Max-Age``: a session never lives longer than this."""
         return int(self.lifetime.total_seconds())
