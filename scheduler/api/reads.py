@@ -58,7 +58,7 @@ def control_run(ledger: Ledger, settings: Settings, run_id: int, action: str,
     workers = served_by_workers(ledger, settings.worker_lease_s, now)
     if action == "resume":
         from scheduler.api.starts import live_workers
-        from scheduler.usecases.choose_run import check_target
+        from scheduler.usecases.launch import check_target
         from scheduler.wiring import target_value
 
         check_target(ledger.get_run(run_id), target_value(settings))

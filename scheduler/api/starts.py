@@ -112,8 +112,7 @@ def _plan(ledger: Ledger, settings: Settings, path: Path, body: dict[str, Any], 
     from rich.console import Console
 
     from scheduler.campaign.plan import load_campaign
-    from scheduler.usecases.choose_run import RunRefused
-    from scheduler.usecases.launch import check_senders, plan_new_run
+    from scheduler.usecases.launch import RunRefused, check_senders, plan_new_run
     from scheduler.usecases.planning import unfinished_run_for
     from scheduler.wiring import target_of
 

@@ -15,7 +15,7 @@ from scheduler.core.errors import SchedulerError
 if TYPE_CHECKING:  # the app's modules (and rich, the ledger) are imported when a command runs
     from rich.console import Console
 
-    from scheduler.usecases.choose_run import EditChoice
+    from scheduler.usecases.launch import EditChoice
 
 
 def _console() -> Console:
@@ -114,8 +114,8 @@ def resume_command(run_id: int = typer.Argument(..., help="Run id.")) -> None:
 
     from scheduler.ledger.exceptions import RunLocked
     from scheduler.ledger.states import describe_target
-    from scheduler.usecases.choose_run import check_target
     from scheduler.usecases.foreground import describe, run_foreground
+    from scheduler.usecases.launch import check_target
     from scheduler.wiring import open_project, target_value
 
     settings, ledger = open_project()

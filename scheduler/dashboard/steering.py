@@ -55,7 +55,7 @@ def control(dash: Dashboard, run_id: int, action: Literal["pause", "cancel"]) ->
 
 def resume(dash: Dashboard, run_id: int) -> Notice:
     """Resume the run: the live workers or its holder continue it, else a started child."""
-    from scheduler.usecases.choose_run import check_target
+    from scheduler.usecases.launch import check_target
     from scheduler.wiring import target_value
 
     run = dash.ledger.get_run(run_id)
