@@ -36,11 +36,6 @@ class ApiSettings(BaseModel):
         10, ge=1, le=10_000, description="Requests with a wrong, revoked or missing token a "
                                          "client may make per minute before 429.")
 
-    @property
-    def loopback(self) -> bool:
-        """Whether only this machine can reach the API."""
-        return self.host in LOOPBACK
-
     def address(self, port: int | None = None) -> str:
         """``http://host:port`` of the API (an IPv6 host in brackets)."""
         host = f"[{self.host}]" if ":" in self.host else self.host

@@ -69,11 +69,6 @@ class DashboardSettings(BaseModel):
         default_factory=dict, description="Logins by name; none: only a loopback host is "
                                           "allowed, and every visitor is an operator.")
 
-    @property
-    def loopback(self) -> bool:
-        """Whether only this machine can reach the pages."""
-        return self.host in LOOPBACK
-
     def address(self, port: int | None = None) -> str:
         """``http://host:port/`` of the pages (an IPv6 host in brackets)."""
         host = f"[{self.host}]" if ":" in self.host else self.host

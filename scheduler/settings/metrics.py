@@ -23,8 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: Where ``campaign serve``'s metrics listen unless ``config.toml`` says otherwise.
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8792
-#: The addresses that only this machine reaches.
-LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -52,11 +50,6 @@ class MetricsSettings(BaseModel):
             raise ValueError("not a SHA-256 in hex (64 digits 0-9a-f): make one with "
                              "`printf %s \"$TOKEN\" | sha256sum`")
         return value
-
-    @property
-    def loopback(self) -> bool:
-        """Whether only this machine can reach serve's /metrics."""
-        return self.host in LOOPBACK
 
     def address(self, port: int | None = None) -> str:
         """``http://host:port/metrics`` (an IPv6 host in brackets)."""
