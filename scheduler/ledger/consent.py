@@ -16,12 +16,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, Index, Table, Text, insert, select
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
 from scheduler.ledger import access
+from scheduler.ledger.table_parts import LedgerTable
 
 
-class Consent(SQLModel, table=True):
+class Consent(LedgerTable, table=True):
     """One consent record: a number agreed to ``channel`` at ``given_at``."""
 
     __tablename__ = "consents"

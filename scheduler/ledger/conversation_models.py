@@ -12,10 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Index, Text
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
+
+from scheduler.ledger.table_parts import LedgerTable
 
 
-class StepDecision(SQLModel, table=True):
+class StepDecision(LedgerTable, table=True):
     """Whether a step that waits for its condition goes to one recipient, why and when;
     a reply that came after it is noted (``late_at``, ``late_note``), never undoing it."""
 

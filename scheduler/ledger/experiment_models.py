@@ -9,10 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Text
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
+
+from scheduler.ledger.table_parts import LedgerTable
 
 
-class Experiment(SQLModel, table=True):
+class Experiment(LedgerTable, table=True):
     """A run's test of its variants: settings, sizes, when it is due and what it decided.
 
     ``decided_at`` is set once, by the conditional UPDATE that starts the decision's

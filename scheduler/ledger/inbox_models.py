@@ -21,12 +21,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Index, Table
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
 
 from scheduler.ledger.models import LinkClick, Reply
+from scheduler.ledger.table_parts import LedgerTable
 
 
-class ReplyHandled(SQLModel, table=True):
+class ReplyHandled(LedgerTable, table=True):
     """A reply a person has dealt with: who (the dashboard's user, or the CLI's name) and
     when. A reply without a row here is new, or to answer."""
 

@@ -7,10 +7,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Index, Text
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
+
+from scheduler.ledger.table_parts import LedgerTable
 
 
-class Link(SQLModel, table=True):
+class Link(LedgerTable, table=True):
     """A tracked link of a run (migration 0011): its number in the run (the one its tokens
     carry), the step it is in and the address it redirects to."""
 
@@ -22,7 +24,7 @@ class Link(SQLModel, table=True):
     url: str = Field(sa_type=Text)
 
 
-class LinkRow(SQLModel, table=True):
+class LinkRow(LedgerTable, table=True):
     """(run, CSV row, step) → delivery, for the steps with links: how a click finds its
     recipient (migration 0011 says why this and not an index on ``deliveries``)."""
 
@@ -34,7 +36,7 @@ class LinkRow(SQLModel, table=True):
     delivery_id: int = Field(primary_key=True)
 
 
-class LinkClick(SQLModel, table=True):
+class LinkClick(LedgerTable, table=True):
     """A hit on a valid tracked link: when, the user agent, whether it counts as a click
     and why not (see ``scheduler.links.clicks``); no IP address."""
 

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Index, Text, UniqueConstraint, text
-from sqlmodel import Field, SQLModel
+from sqlalchemy import Index, Text, UniqueConstraint
+from sqlmodel import Field
 
 # the tracked links' tables (migration 0011), kept in their own module, named here too
 from scheduler.ledger.link_models import Link as Link
 from scheduler.ledger.link_models import LinkClick as LinkClick
 from scheduler.ledger.link_models import LinkRow as LinkRow
+from scheduler.ledger.table_parts import LedgerTable, PartialIndex
 
 
-class Campaign(SQLModel, table=True):
+class Campaign(LedgerTable, table=True):
     """A campaign definition seen by the ledger, by its unique name."""
 
     __tablename__ = "campaigns"
@@ -31,16 +32,15 @@ class Campaign(SQLModel, table=True):
     updated_at: datetime
 
 
-class Run(SQLModel, table=True):
+class Run(LedgerTable, table=True):
     """One execution of a campaign; ``definition`` is a snapshot taken when it was planned."""
 
     __tablename__ = "runs"
     __table_args__ = (
         UniqueConstraint("campaign_id", "fire_time", name="uq_run_fire"),
         # one fallback run per parent (migration 0013)
-        Index("ux_runs_parent", "parent_run_id", unique=True,
-              sqlite_where=text("parent_run_id IS NOT NULL"),
-              postgresql_where=text("parent_run_id IS NOT NULL")),
+        PartialIndex("ux_runs_parent", "parent_run_id", unique=True,
+                     where="parent_run_id IS NOT NULL"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -91,7 +91,7 @@ MSGID_HELD = "message_id_norm IS NOT NULL"
 SENDER_SET = "sender IS NOT NULL"
 
 
-class Delivery(SQLModel, table=True):
+class Delivery(LedgerTable, table=True):
     """One message step for one recipient in one run: the ledger's row."""
 
     __tablename__ = "deliveries"
@@ -100,31 +100,26 @@ class Delivery(SQLModel, table=True):
         Index("ix_deliveries_claim", "run_id", "state", "seq"),
         # A message id's rows (events, replies); partial (migration 0016): a plan's rows
         # have none, and every reader matches by = or IN, which implies the predicate.
-        Index("ix_deliveries_msgid", "message_id_norm",
-              sqlite_where=text(MSGID_HELD), postgresql_where=text(MSGID_HELD)),
+        PartialIndex("ix_deliveries_msgid", "message_id_norm", where=MSGID_HELD),
         Index("ix_deliveries_to", "to", "run_id"),
         # A sender's sends since a time, over every run (warm-up caps, a taken-over day);
         # partial (0016): a plan's rows have no sender, every reader names its senders.
-        Index("ix_deliveries_sender_dispatched", "sender", "dispatched_at",
-              sqlite_where=text(SENDER_SET), postgresql_where=text(SENDER_SET)),
+        PartialIndex("ix_deliveries_sender_dispatched", "sender", "dispatched_at",
+                     where=SENDER_SET),
         # Second chances (migration 0013): never two rows for attempt n of one recipient
         # and step; the rows awaiting a verdict, in id order.
-        Index("ux_deliveries_attempt", "first_id", "attempt", unique=True,
-              sqlite_where=text("first_id IS NOT NULL"),
-              postgresql_where=text("first_id IS NOT NULL")),
-        Index("ix_deliveries_watch", "run_id", "id", sqlite_where=text(WATCHED),
-              postgresql_where=text(WATCHED)),
+        PartialIndex("ux_deliveries_attempt", "first_id", "attempt", unique=True,
+                     where="first_id IS NOT NULL"),
+        PartialIndex("ix_deliveries_watch", "run_id", "id", where=WATCHED),
         # a run's attempt rows (2nd attempt on), for its funnel per attempt: the run's
         # own only (ux_deliveries_attempt holds every run's)
-        Index("ix_deliveries_attempts", "run_id", sqlite_where=text("first_id IS NOT NULL"),
-              postgresql_where=text("first_id IS NOT NULL")),
+        PartialIndex("ix_deliveries_attempts", "run_id", where="first_id IS NOT NULL"),
         # steps that follow replies (migration 0019): the rows awaiting their decision
-        Index("ix_deliveries_gate", "run_id", "id", sqlite_where=text(GATED),
-              postgresql_where=text(GATED)),
+        PartialIndex("ix_deliveries_gate", "run_id", "id", where=GATED),
         # a run's unknown and skipped rows' ids, read by an index-only scan (migration
         # 0025); PostgreSQL only: SQLite's claim index holds each entry's rowid already
-        Index("ix_deliveries_marks", "run_id", "state", "id",
-              postgresql_where=text(MARKED)).ddl_if(dialect="postgresql"),
+        PartialIndex("ix_deliveries_marks", "run_id", "state", "id", where=MARKED,
+                     dialects=("postgresql",)).ddl_if(dialect="postgresql"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
@@ -178,7 +173,7 @@ class Delivery(SQLModel, table=True):
     gate: int | None = None
 
 
-class Event(SQLModel, table=True):
+class Event(LedgerTable, table=True):
     """A raw webhook event, stored before it is applied; ``dedupe_key`` makes repeats no-ops."""
 
     __tablename__ = "events"
@@ -197,7 +192,7 @@ class Event(SQLModel, table=True):
     payload: str = Field(sa_type=Text)
 
 
-class Reply(SQLModel, table=True):
+class Reply(LedgerTable, table=True):
     """A message a recipient sent back, tied to that recipient's latest delivery."""
 
     __tablename__ = "replies"
@@ -219,7 +214,7 @@ class Reply(SQLModel, table=True):
     choices: str | None = Field(default=None, sa_type=Text)
 
 
-class Suppression(SQLModel, table=True):
+class Suppression(LedgerTable, table=True):
     """A number that must never be sent anything, on any channel or campaign."""
 
     __tablename__ = "suppressions"
@@ -230,7 +225,7 @@ class Suppression(SQLModel, table=True):
     created_at: datetime
 
 
-class Fire(SQLModel, table=True):
+class Fire(LedgerTable, table=True):
     """A due run recorded by the trigger process, unique on (campaign, fire time)."""
 
     __tablename__ = "fires"
@@ -246,7 +241,7 @@ class Fire(SQLModel, table=True):
     reason: str | None = None
 
 
-class Schedule(SQLModel, table=True):
+class Schedule(LedgerTable, table=True):
     """A campaign registered with ``campaign schedule``."""
 
     __tablename__ = "schedules"
@@ -258,7 +253,7 @@ class Schedule(SQLModel, table=True):
     created_at: datetime
 
 
-class ReceiverUptime(SQLModel, table=True):
+class ReceiverUptime(LedgerTable, table=True):
     """An interval during which a webhook receiver of this ledger was listening."""
 
     __tablename__ = "receiver_uptime"
@@ -273,7 +268,7 @@ class ReceiverUptime(SQLModel, table=True):
     stopped_at: datetime | None = None
 
 
-class Label(SQLModel, table=True):
+class Label(LedgerTable, table=True):
     """A label of one session as its events last said it (see ``queries/labels.py``)."""
 
     __tablename__ = "labels"
@@ -291,7 +286,7 @@ class Label(SQLModel, table=True):
     updated_at: datetime
 
 
-class LabelChat(SQLModel, table=True):
+class LabelChat(LedgerTable, table=True):
     """Whether a label is on a chat of a session (``number``: the chat's phone, if any)."""
 
     __tablename__ = "label_chats"
@@ -305,7 +300,7 @@ class LabelChat(SQLModel, table=True):
     updated_at: datetime
 
 
-class LabelMessage(SQLModel, table=True):
+class LabelMessage(LedgerTable, table=True):
     """Whether a label is on one message of a chat (message id in lower case)."""
 
     __tablename__ = "label_messages"
@@ -319,7 +314,7 @@ class LabelMessage(SQLModel, table=True):
     updated_at: datetime
 
 
-class Worker(SQLModel, table=True):
+class Worker(LedgerTable, table=True):
     """A ``campaign serve`` worker of this ledger: alive while its heartbeat is fresh."""
 
     __tablename__ = "workers"
@@ -336,7 +331,7 @@ class Worker(SQLModel, table=True):
     target: str | None = None
 
 
-class SenderLease(SQLModel, table=True):
+class SenderLease(LedgerTable, table=True):
     """Which worker may send through a sender (a session, or the SMS/voice account), until
     when; ``epoch`` counts the hand-overs, ``last_sent_at`` is the sender's latest claim."""
 
@@ -349,7 +344,7 @@ class SenderLease(SQLModel, table=True):
     last_sent_at: datetime | None = None
 
 
-class SenderProfile(SQLModel, table=True):
+class SenderProfile(LedgerTable, table=True):
     """A sender's health and warm-up, shared by every run, campaign and worker: its state
     (see ``states.SenderStatus``) with why and since when, its warm-up day, latest score
     and the factor applied to its rate."""
@@ -370,7 +365,7 @@ class SenderProfile(SQLModel, table=True):
     throttle: float = Field(default=1.0, sa_column_kwargs={"server_default": "1.0"})
 
 
-class SenderStateChange(SQLModel, table=True):
+class SenderStateChange(LedgerTable, table=True):
     """One change of a sender's state or reason (append-only history): who made it
     (``engine``, ``operator``, ``event``), when, and the score then."""
 

@@ -23,13 +23,15 @@ reads the numbers of a few name ids with one bounded read instead.
 from __future__ import annotations
 
 from sqlalchemy import Index, String, Table
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
+
+from scheduler.ledger.table_parts import LedgerTable
 
 #: The key's type: byte order on PostgreSQL (a prefix is one range), plain elsewhere.
 KEY_TYPE = String().with_variant(String(collation="C"), "postgresql")
 
 
-class PersonName(SQLModel, table=True):
+class PersonName(LedgerTable, table=True):
     """A name as a CSV had it, once however many numbers and runs had it."""
 
     __tablename__ = "person_names"
@@ -38,21 +40,21 @@ class PersonName(SQLModel, table=True):
     name: str = Field(unique=True)
 
 
-class PersonNameKey(SQLModel, table=True):
+class PersonNameKey(LedgerTable, table=True):
     """One key (a folded word start) of a distinct name."""
 
     __tablename__ = "person_name_keys"
-    __table_args__ = {"sqlite_with_rowid": False}
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
     name_key: str = Field(primary_key=True, sa_type=KEY_TYPE)
     name_id: int = Field(primary_key=True)
 
 
-class RecipientName(SQLModel, table=True):
+class RecipientName(LedgerTable, table=True):
     """A name a number had in a run's CSV."""
 
     __tablename__ = "recipient_names"
-    __table_args__ = {"sqlite_with_rowid": False}
+    __table_args__ = ({"sqlite_with_rowid": False},)
 
     number: str = Field(primary_key=True)
     name_id: int = Field(primary_key=True)

@@ -12,10 +12,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Table, Text
-from sqlmodel import Field, SQLModel
+from sqlmodel import Field
+
+from scheduler.ledger.table_parts import LedgerTable
 
 
-class PrivacyAudit(SQLModel, table=True):
+class PrivacyAudit(LedgerTable, table=True):
     """One use of ``person export`` or ``person forget``: who, when, why, on whom."""
 
     __tablename__ = "privacy_audit"

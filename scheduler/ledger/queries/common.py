@@ -8,7 +8,6 @@ from typing import Any
 
 import orjson
 from sqlalchemy import Connection, Table, cast, or_, text, type_coerce
-from sqlalchemy.dialects import postgresql, sqlite
 
 from scheduler.ledger.queries.tables import deliveries
 
@@ -28,15 +27,31 @@ def details_key(conn: Connection, name: str) -> Any:
     """``deliveries.details[name]`` as JSON the database reads (``JSON_EXTRACT`` on SQLite,
     ``CAST(details AS JSONB) ->> name`` on PostgreSQL)."""
     if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects import postgresql
+
         return cast(deliveries.c.details, postgresql.JSONB)[name]
+    from sqlalchemy.dialects import sqlite
+
     return type_coerce(deliveries.c.details, sqlite.JSON)[name]
+
+
+def dialect_insert(dialect: str) -> Any:
+    """The ``insert`` of ``dialect`` (``sqlite`` or ``postgresql``), whose statements can be
+    made ``… ON CONFLICT …``. Imported here, when asked: the PostgreSQL dialect (with its
+    four drivers' modules) is no part of reading a SQLite ledger (issue 32)."""
+    if dialect == "sqlite":
+        from sqlalchemy.dialects import sqlite
+
+        return sqlite.insert
+    from sqlalchemy.dialects import postgresql
+
+    return postgresql.insert
 
 
 def insert_or_ignore(dialect: str, table: Table) -> Any:
     """An ``INSERT`` into ``table`` that can be made ``… ON CONFLICT DO NOTHING`` on SQLite
     and PostgreSQL (call ``.on_conflict_do_nothing()`` on it)."""
-    make: Any = sqlite.insert if dialect == "sqlite" else postgresql.insert
-    return make(table)
+    return dialect_insert(dialect)(table)
 
 
 #: The advisory lock key of :func:`lock_matching` (any constant; "cmpn" in ASCII).

@@ -25,8 +25,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, or_, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 
+from scheduler.ledger.queries.common import dialect_insert
 from scheduler.ledger.queries.tables import deliveries, sender_leases, workers
 from scheduler.ledger.rows import LeaseRow, WorkerRow, WorkerThroughput
 from scheduler.ledger.states import DeliveryState as S
@@ -78,8 +78,8 @@ def acquire(conn: Connection, sender: str, worker_id: str, now: datetime,
     One ``INSERT ... ON CONFLICT DO UPDATE ... WHERE ... RETURNING``: the conflicting row is
     locked while it is judged, so of two workers racing for a sender exactly one wins.
     """
-    make: Any = sqlite.insert if conn.dialect.name == "sqlite" else postgresql.insert
-    stmt = make(L).values(sender=sender, worker=worker_id, expires_at=until, epoch=1)
+    stmt: Any = dialect_insert(conn.dialect.name)(L).values(
+        sender=sender, worker=worker_id, expires_at=until, epoch=1)
     stmt = stmt.on_conflict_do_update(
         index_elements=[L.c.sender],
         set_={"worker": worker_id, "expires_at": until, "epoch": L.c.epoch + 1},
