@@ -35,6 +35,8 @@ a few per thousand sends.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sqlalchemy import Connection, text
 
 from scheduler.ledger.states import SENT_STATES
@@ -107,6 +109,27 @@ _PG_TRIGGERS = {
 }
 
 
+def pg_triggers(prefix: str, body: Callable[[list[tuple[str, int]]], str]) -> list[str]:
+    """PostgreSQL's statement-level triggers ``<prefix>_insert``, ``_update`` and
+    ``_delete`` on ``deliveries``, each with its function of the same name running ``body``
+    of its transition tables (with their sign); here and in :mod:`tallies`."""
+    out = []
+    for name, (event, referencing, sources) in _PG_TRIGGERS.items():
+        out.append(f"CREATE FUNCTION {prefix}_{name}() RETURNS trigger "
+                   f"LANGUAGE plpgsql AS $$ BEGIN {body(sources)}; RETURN NULL; END $$")
+        out.append(f"CREATE TRIGGER {prefix}_{name} AFTER {event} ON deliveries "
+                   f"REFERENCING {referencing} FOR EACH STATEMENT "
+                   f"EXECUTE FUNCTION {prefix}_{name}()")
+    return out
+
+
+def pg_drops(prefix: str) -> list[str]:
+    """Undo :func:`pg_triggers`."""
+    return [statement for name in _PG_TRIGGERS for statement in (
+        f"DROP TRIGGER IF EXISTS {prefix}_{name} ON deliveries",
+        f"DROP FUNCTION IF EXISTS {prefix}_{name}()")]
+
+
 def _pg_change(sources: list[tuple[str, int]]) -> str:
     """One grouped upsert per statement: ``sources`` are (transition table, sign)."""
     rows = " UNION ALL ".join(
@@ -117,34 +140,21 @@ def _pg_change(sources: list[tuple[str, int]]) -> str:
             "GROUP BY k1, k2, k3, k4 HAVING SUM(d) <> 0" + _UPSERT)
 
 
-def _pg_triggers() -> list[str]:
-    out = []
-    for name, (event, referencing, sources) in _PG_TRIGGERS.items():
-        out.append(f"CREATE FUNCTION run_sender_tallies_{name}() RETURNS trigger "
-                   f"LANGUAGE plpgsql AS $$ BEGIN {_pg_change(sources)}; RETURN NULL; END $$")
-        out.append(f"CREATE TRIGGER run_sender_tallies_{name} AFTER {event} ON deliveries "
-                   f"REFERENCING {referencing} FOR EACH STATEMENT "
-                   f"EXECUTE FUNCTION run_sender_tallies_{name}()")
-    return out
-
-
 # ---------------------------------------------------------------------- DDL (the migration)
 
 
 def create_statements(dialect: str) -> list[str]:
     """The triggers (and PostgreSQL's trigger functions) that keep the counters."""
-    return _sqlite_triggers() if dialect == "sqlite" else _pg_triggers()
+    if dialect == "sqlite":
+        return _sqlite_triggers()
+    return pg_triggers("run_sender_tallies", _pg_change)
 
 
 def drop_statements(dialect: str) -> list[str]:
     """Undo :func:`create_statements`."""
     if dialect == "sqlite":
         return [f"DROP TRIGGER IF EXISTS run_sender_tallies_{name}" for name in _PG_TRIGGERS]
-    out = []
-    for name in _PG_TRIGGERS:
-        out.append(f"DROP TRIGGER IF EXISTS run_sender_tallies_{name} ON deliveries")
-        out.append(f"DROP FUNCTION IF EXISTS run_sender_tallies_{name}()")
-    return out
+    return pg_drops("run_sender_tallies")
 
 
 def backfill_statements(dialect: str) -> list[str]:
@@ -188,4 +198,4 @@ def read(conn: Connection, run_ids: list[int]) -> dict[tuple[int, str], dict[str
 
 
 __all__ = ["COUNT_NEW", "INSERT_TRIGGER", "KEY", "backfill_statements", "counted",
-           "create_statements", "drop_statements", "read"]
+           "create_statements", "drop_statements", "pg_drops", "pg_triggers", "read"]

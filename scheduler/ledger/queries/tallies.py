@@ -149,33 +149,14 @@ def _pg_changes(sources: list[tuple[str, int]]) -> list[str]:
     ]
 
 
-_PG_TRIGGERS = {
-    # name: (event, REFERENCING clause, transition tables with their sign)
-    "insert": ("INSERT", "NEW TABLE AS new_rows", [("new_rows", 1)]),
-    "update": ("UPDATE", "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-               [("old_rows", -1), ("new_rows", 1)]),
-    "delete": ("DELETE", "OLD TABLE AS old_rows", [("old_rows", -1)]),
-}
-
-
-def _pg_triggers() -> list[str]:
-    out = []
-    for name, (event, referencing, sources) in _PG_TRIGGERS.items():
-        body = "; ".join(_pg_changes(sources))
-        out.append(f"CREATE FUNCTION run_tallies_{name}() RETURNS trigger LANGUAGE plpgsql "
-                   f"AS $$ BEGIN {body}; RETURN NULL; END $$")
-        out.append(f"CREATE TRIGGER run_tallies_{name} AFTER {event} ON deliveries "
-                   f"REFERENCING {referencing} FOR EACH STATEMENT "
-                   f"EXECUTE FUNCTION run_tallies_{name}()")
-    return out
-
-
 # ---------------------------------------------------------------------- DDL (the migration)
 
 
 def create_statements(dialect: str) -> list[str]:
     """The triggers (and PostgreSQL's trigger functions) that keep the tallies."""
-    return _sqlite_triggers() if dialect == "sqlite" else _pg_triggers()
+    if dialect == "sqlite":
+        return _sqlite_triggers()
+    return sender_tallies.pg_triggers("run_tallies", lambda s: "; ".join(_pg_changes(s)))
 
 
 def drop_statements(dialect: str) -> list[str]:
@@ -184,11 +165,7 @@ def drop_statements(dialect: str) -> list[str]:
         return [f"DROP TRIGGER IF EXISTS {table}_{event}"
                 for table in ("run_tallies", "run_minutes")
                 for event in ("insert", "update", "delete")]
-    out = []
-    for name in _PG_TRIGGERS:
-        out.append(f"DROP TRIGGER IF EXISTS run_tallies_{name} ON deliveries")
-        out.append(f"DROP FUNCTION IF EXISTS run_tallies_{name}()")
-    return out
+    return sender_tallies.pg_drops("run_tallies")
 
 
 def backfill_statements(dialect: str) -> list[str]:
