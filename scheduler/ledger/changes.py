@@ -1,6 +1,6 @@
 """What the dispatcher hands the store to write: a batch's changes, and rows in doubt.
 
-Plain data, so the engine can decide (:mod:`scheduler.dispatch.outcomes`,
+Plain data, so the engine can decide (:mod:`scheduler.dispatch.dispatcher.settling`,
 :mod:`scheduler.dispatch.reconcile`) and the ledger can write
 (:class:`scheduler.ledger.queue_store.QueueStore`) without either knowing the other's insides.
 """

@@ -12,10 +12,12 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from scheduler.dispatch import outcomes, picking
+from scheduler.dispatch import picking
 from scheduler.dispatch.channels import channel_for
 from scheduler.dispatch.channels.sms import SmsChannel
 from scheduler.dispatch.channels.voice import VoiceChannel, answers_for
+from scheduler.dispatch.dispatcher.run_state import SendOutcome
+from scheduler.dispatch.dispatcher.settling import settle
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.retry import Verdict, classify
 from scheduler.dispatch.senders import SenderPool
@@ -143,12 +145,12 @@ def test_voice_answers_dialed_head_and_skipped_tail() -> None:
 def test_a_wallet_that_ran_out_pauses_and_keeps_the_rows() -> None:
     senders = pool()
     state = senders.senders["account"]
-    batch = [outcomes.SendOutcome(row(i, {"text": "Oi"}), state,
-                              error=InsufficientBalance(402, "skipped")) for i in (1, 2)]
-    batch.append(outcomes.SendOutcome(row(3, {"text": "Oi"}), state, message_id="m3",
-                                  details={"segments": 1}))
-    settled = outcomes.settle(batch, senders, DispatchOptions(senders=("account",)),
-                              random.Random(1), T0, events_received=True)
+    batch = [SendOutcome(row(i, {"text": "Oi"}), state,
+                         error=InsufficientBalance(402, "skipped")) for i in (1, 2)]
+    batch.append(SendOutcome(row(3, {"text": "Oi"}), state, message_id="m3",
+                             details={"segments": 1}))
+    settled = settle(batch, senders, DispatchOptions(senders=("account",)),
+                     random.Random(1), T0, events_received=True)
     assert [r[0] for r in settled.retries] == [1, 2]  # back to the plan, not failed
     assert not settled.failed
     assert settled.stop_reason is not None and "skipped 2 recipients" in settled.stop_reason

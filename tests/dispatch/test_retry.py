@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from scheduler.dispatch.dispatcher.run_state import SendOutcome
+from scheduler.dispatch.dispatcher.settling import settle
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.outcomes import SendOutcome, settle
 from scheduler.dispatch.retry import Verdict, backoff_delay, classify, retry_delay
 from scheduler.dispatch.senders import SenderPool
 from scheduler.ledger.rows import DueDelivery

@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime, timedelta
 
-from scheduler.dispatch import caps, limits, outcomes, picking
+from scheduler.dispatch import caps, limits, picking
 from scheduler.dispatch.channel import Answer
 from scheduler.dispatch.dispatcher.care import SenderHealth
 from scheduler.dispatch.dispatcher.ownership import Ownership
-from scheduler.dispatch.dispatcher.run_state import RunContext, RunState
+from scheduler.dispatch.dispatcher.run_state import RunContext, RunState, SendOutcome
 from scheduler.dispatch.dispatcher.settling import Settling
 from scheduler.dispatch.dispatcher.setup import CONTROL_EVERY_S
 from scheduler.dispatch.senders import SenderState
@@ -125,7 +125,7 @@ class Claiming:
         except ServiceError as exc:
             answers = [Answer(error=exc) for _ in rows]
         state = self.state
-        state.outcomes.extend(outcomes.SendOutcome(row, sender, a.message_id, a.error, a.details)
+        state.outcomes.extend(SendOutcome(row, sender, a.message_id, a.error, a.details)
                               for row, a in zip(rows, answers, strict=True))
         if len(state.outcomes) >= state.want:
             state.batch_done.set()

@@ -2,8 +2,9 @@
 
 :class:`RunContext` is what does not change while the run is dispatched (its stores, the
 service, its options and channel, its setup); :class:`RunState` is everything that does:
-rows read ahead, answers not yet settled, settlements not yet written, sends in flight,
-the timeline and why the run stops. The roles (``claims``, ``settling``, ``waiting``,
+rows read ahead, answers not yet settled (each a :class:`SendOutcome`), settlements not
+yet written (each a :class:`Settlement`), sends in flight, the timeline and why the run
+stops. The roles (``claims``, ``settling``, ``waiting``,
 ``control``) are small classes over these two, so each can be read on its own.
 """
 
@@ -21,11 +22,37 @@ from scheduler.core.units import load_zone
 from scheduler.dispatch.channel import Channel, Quota, ServiceCalls
 from scheduler.dispatch.dispatcher.setup import RunSetup
 from scheduler.dispatch.options import DispatchOptions
-from scheduler.dispatch.outcomes import SendOutcome, Settlement
 from scheduler.dispatch.results import TimelineEntry
-from scheduler.dispatch.senders import SenderPool
+from scheduler.dispatch.senders import SenderPool, SenderState
 from scheduler.dispatch.store import RunStores
+from scheduler.ledger.changes import Changes
 from scheduler.ledger.rows import DueDelivery
+from scheduler.service.exceptions import ServiceError
+
+
+@dataclass(slots=True)
+class SendOutcome:
+    """The answer to one send: a message id, or the error."""
+
+    row: DueDelivery
+    sender: SenderState
+    message_id: str | None = None
+    error: ServiceError | None = None
+    details: dict[str, Any] | None = None
+
+
+@dataclass
+class Settlement(Changes):
+    """Ledger changes of one batch (written by the store), plus what the run should note or
+    do: ``stop_reason`` pauses it; ``fatal``: the stop is the account's (a wrong or revoked
+    API key), and the run's caller is told with :class:`RunStopped`."""
+
+    notes: list[TimelineEntry] = field(default_factory=list)
+    stop_reason: str | None = None
+    fatal: bool = False
+    #: (sender, signal) of each 429 (``rate_limited``) and server error or time-out
+    #: (``server_errors``): the health score's signals no row keeps.
+    trouble: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -115,4 +142,4 @@ class RunState:
         self.verify_at = due if self.verify_at is None else min(self.verify_at, due)
 
 
-__all__ = ["RunContext", "RunState"]
+__all__ = ["RunContext", "RunState", "SendOutcome", "Settlement"]
