@@ -108,16 +108,7 @@ class ApiKeyMiddleware:
             content_type = next((v.decode("latin-1") for k, v in scope["headers"]
                                  if k == b"content-type"), "")
             body = body_fields(raw, content_type)
-            sent = False
-
-            async def replay() -> Message:
-                nonlocal sent
-                if sent:
-                    return await receive()
-                sent = True
-                return {"type": "http.request", "body": raw, "more_body": False}
-
-            receive = replay
+            receive = _replay(raw, receive)
         # an unreadable body goes on to its handler, which refuses it (400) for anyone
         refused = None if body is None and method not in ("GET", "HEAD") else verdict(
             member, method, path, body)
