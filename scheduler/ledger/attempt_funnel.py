@@ -16,14 +16,15 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from scheduler.core.channel_terms import terms_of, title_of
+from scheduler.core.lazy_model import LazyModel
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
 from scheduler.ledger.queries import attempts as aq
-from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries import tallies
+from scheduler.ledger.run_reads import RunReads
 from scheduler.ledger.run_rows import Tally
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.settings.retry_rules import SHORT_CALL, RecycleOptions
@@ -38,7 +39,7 @@ OUTCOME_WORDS = {"no_answer": "no answer", "not_answered": "not answered",
                  SHORT_CALL: "answered under min_talk"}
 
 
-class AttemptLine(BaseModel):
+class AttemptLine(LazyModel):
     """One attempt of a step (issue 25: retry rules), or the fallback channel's step."""
 
     step: int = 0
@@ -67,7 +68,7 @@ class AttemptLine(BaseModel):
     awaiting: int | None = None
 
 
-class AttemptsView(BaseModel):
+class AttemptsView(LazyModel):
     """A run's funnel per attempt and channel: first attempts, each retry, the fallback."""
 
     #: The run whose recipients these are (a fallback run shows its parent's funnel).
@@ -138,7 +139,7 @@ def read_attempts(conn: Connection, run: Run, options: RunOptions | None = None,
     fam = aq.family(conn, run.id)
     channel = run.channel
     if fam.parent != run.id:  # a fallback run: its parent's recipients
-        parent = vq.run_by_id(conn, fam.parent)
+        parent = RunReads(conn).run(fam.parent)
         recycle = recycle_of(parent) if parent is not None else None
         channel = parent.channel if parent is not None else channel
     else:
@@ -217,7 +218,8 @@ def _step_lines(step: int, channel: str, reached_as: str, tally: Tally,
 
 def _fallback_line(conn: Connection, child_id: int) -> AttemptLine:
     """The fallback run's line: its own tallies (every row of it is a fallback send)."""
-    child = vq.run_by_id(conn, child_id)
+    reads = RunReads(conn)
+    child = reads.run(child_id)
     channel = child.channel if child is not None else "sms"
     tally = tallies.read(conn, child_id)
     counts = tally.funnel()
@@ -228,7 +230,7 @@ def _fallback_line(conn: Connection, child_id: int) -> AttemptLine:
                        made_by={"fallback": counts.get("planned", 0)},
                        rows=counts.get("planned", 0), sent=sent, reached=reached,
                        reached_as=reached_as, not_reached=max(sent - reached, 0),
-                       due=planned, next_due_at=vq.next_due(conn, child_id) if planned else None)
+                       due=planned, next_due_at=reads.next_due(child_id) if planned else None)
 
 
 # ---------------------------------------------------------------------- words

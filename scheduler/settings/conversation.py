@@ -36,7 +36,8 @@ DEFAULT_EXPECTED_RATE = 0.3
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first use, not at import (issue 32: every reading command imports these)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class StepCondition(_Frozen):

@@ -59,7 +59,8 @@ class OptionsError(SchedulerError):
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # built on first use, not at import (issue 32: every reading command imports these)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class WindowOptions(_Frozen):

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from scheduler.core.lazy_model import LazyModel
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.outcome_reads import OutcomeReads
@@ -50,7 +51,7 @@ def money(micro: int) -> str:
     return f"R$ {micro / 1_000_000:,.2f}"
 
 
-class SmsOutcomes(BaseModel):
+class SmsOutcomes(LazyModel):
     """An SMS run's outcomes so far."""
 
     channel: str = "sms"
@@ -89,7 +90,7 @@ class SmsOutcomes(BaseModel):
         return out
 
 
-class VoiceOutcomes(BaseModel):
+class VoiceOutcomes(LazyModel):
     """A voice run's outcomes so far."""
 
     channel: str = "voice"
@@ -123,7 +124,7 @@ class VoiceOutcomes(BaseModel):
         return out
 
 
-class CallsOutcomes(BaseModel):
+class CallsOutcomes(LazyModel):
     """A WhatsApp calls run's outcomes so far (``channel = "calls"``)."""
 
     channel: str = "calls"

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from scheduler.core.lazy_model import LazyModel
 from scheduler.ledger.attempt_funnel import AttemptsView
 
 
-class RunInfo(BaseModel):
+class RunInfo(LazyModel):
     """The run itself: what it sends, where, its status and its times."""
 
     id: int
@@ -39,7 +40,7 @@ class RunInfo(BaseModel):
     owner: str | None = None
 
 
-class Progress(BaseModel):
+class Progress(LazyModel):
     """How much of the run is done: rows that need nothing more, of the rows to send."""
 
     #: Rows to send (every row but the skipped ones: the funnel's *planned*).
@@ -54,7 +55,7 @@ class Progress(BaseModel):
     eta: datetime | None = None
 
 
-class StepFunnel(BaseModel):
+class StepFunnel(LazyModel):
     """One step's funnel (a campaign of several steps: a message, then a reminder …)."""
 
     step: int
@@ -66,7 +67,7 @@ class StepFunnel(BaseModel):
     failed: int = 0
 
 
-class SmsFunnel(BaseModel):
+class SmsFunnel(LazyModel):
     """An SMS run's own outcomes (read from counts, and the newest undelivered rows)."""
 
     delivered: int = 0
@@ -79,7 +80,7 @@ class SmsFunnel(BaseModel):
     sampled: int = 0
 
 
-class CallFunnel(BaseModel):
+class CallFunnel(LazyModel):
     """A voice or WhatsApp calls run: answered or not, and calls still in progress."""
 
     answered: int = 0
@@ -90,7 +91,7 @@ class CallFunnel(BaseModel):
     in_progress: int = 0
 
 
-class FunnelView(BaseModel):
+class FunnelView(LazyModel):
     """The run's funnel as :mod:`scheduler.ledger.funnel` defines it (the report's)."""
 
     channel: str
@@ -104,7 +105,7 @@ class FunnelView(BaseModel):
     calls: CallFunnel | None = None
 
 
-class SenderPace(BaseModel):
+class SenderPace(LazyModel):
     """One sender's sends of this run in the last minutes."""
 
     sender: str
@@ -115,7 +116,7 @@ class SenderPace(BaseModel):
     last_send_at: datetime | None = None
 
 
-class Wait(BaseModel):
+class Wait(LazyModel):
     """One reason the run does not send now, and until when (None: until someone acts)."""
 
     #: ``window`` (the sending window is closed), ``cap`` (daily cap or plan limit),
@@ -132,7 +133,7 @@ class Wait(BaseModel):
     advice: str | None = None
 
 
-class ErrorGroup(BaseModel):
+class ErrorGroup(LazyModel):
     """Failed rows with the same error."""
 
     state: str
@@ -141,7 +142,7 @@ class ErrorGroup(BaseModel):
     last_at: datetime | None = None
 
 
-class RecentEvent(BaseModel):
+class RecentEvent(LazyModel):
     """One of the run's newest webhook events or replies."""
 
     id: int
@@ -155,7 +156,7 @@ class RecentEvent(BaseModel):
     recipient: str | None = None
 
 
-class WorkerPace(BaseModel):
+class WorkerPace(LazyModel):
     """What one worker sent of this run (PostgreSQL ``campaign serve`` workers)."""
 
     worker: str
@@ -165,7 +166,7 @@ class WorkerPace(BaseModel):
     live: bool = False
 
 
-class Stuck(BaseModel):
+class Stuck(LazyModel):
     """Whether the run looks stuck: no send for longer than its pace explains, and no
     wait explains it."""
 
@@ -177,7 +178,7 @@ class Stuck(BaseModel):
     allowed_s: float | None = None
 
 
-class SenderGlance(BaseModel):
+class SenderGlance(LazyModel):
     """A sender at a glance: its state, score and why (``sender_profiles``)."""
 
     sender: str
@@ -197,7 +198,7 @@ class SenderGlance(BaseModel):
     warm_cap: int | None = None
 
 
-class RunView(BaseModel):
+class RunView(LazyModel):
     """Everything a run's page shows, as of ``read_at`` (one consistent snapshot)."""
 
     run: RunInfo

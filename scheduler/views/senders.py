@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, field_serializer
+from pydantic import field_serializer
 
 from scheduler.core.errors import SchedulerError
+from scheduler.core.lazy_model import LazyModel
 from scheduler.core.time_words import iso_utc
 from scheduler.core.units import load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
@@ -43,7 +44,7 @@ NEW = "new"
 SESSION, ACCOUNT = "session", "account"
 
 
-class PlanLimits(BaseModel):
+class PlanLimits(LazyModel):
     """A session's plan limits as the service reported them, and what is left today."""
 
     plan: str | None
@@ -61,7 +62,7 @@ class PlanLimits(BaseModel):
         return iso_utc(value)
 
 
-class SenderInfo(BaseModel):
+class SenderInfo(LazyModel):
     """One sender as ``campaign senders`` shows it."""
 
     sender: str
@@ -95,7 +96,7 @@ class SenderInfo(BaseModel):
         return iso_utc(value)
 
 
-class SendersView(BaseModel):
+class SendersView(LazyModel):
     """Every sender of the ledger (``campaign senders --json``)."""
 
     senders: list[SenderInfo]

@@ -14,8 +14,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel
-
+from scheduler.core.lazy_model import LazyModel
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive, planner_alive, worker_is_live
@@ -30,14 +29,14 @@ if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
 WAITING_FOR_A_SENDER = (RunStatus.PLANNED, RunStatus.RUNNING)
 
 
-class ServingWorker(BaseModel):
+class ServingWorker(LazyModel):
     """A live worker and where it sends (``runs.target``'s form; None: not recorded)."""
 
     id: str
     target: str | None = None
 
 
-class Unserved(BaseModel):
+class Unserved(LazyModel):
     """A run that no live process will send, why, and what to do."""
 
     run: int
