@@ -70,8 +70,6 @@ def api_command(
 
         typer.echo(json.dumps(openapi_document(), ensure_ascii=False, indent=2))
         return
-    import uvicorn
-
     from scheduler.api.app import create_api
     from scheduler.ledger.api_tokens import live_token_count
     from scheduler.wiring import open_project
@@ -93,14 +91,9 @@ def api_command(
         console.print("no API token yet: every request is refused until you make one with "
                       "`campaign api-token create NAME --role viewer|operator`", markup=False)
     from scheduler.commands.dashboard import check_campaign
+    from scheduler.core.httpserver import serve_until_stopped
 
-    config = uvicorn.Config(create_api(settings, ledger, check=check_campaign),
-                            log_level="warning", access_log=False, lifespan="on",
-                            timeout_graceful_shutdown=1)
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()
+    serve_until_stopped(create_api(settings, ledger, check=check_campaign), sock)
 
 
 @contextlib.contextmanager

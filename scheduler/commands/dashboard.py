@@ -73,8 +73,6 @@ def dashboard_command(
                                          "8790; 0: a free one)."),
 ) -> None:
     """Serve the live dashboard: runs, senders, campaigns; pause, resume, cancel, resend."""
-    import uvicorn
-
     from scheduler.wiring import open_project
 
     settings, ledger = open_project()
@@ -95,12 +93,9 @@ def dashboard_command(
         console.print("no logins configured: anyone on this machine acts as an operator "
                       "(add [dashboard.users] to config.toml to require logins)",
                       markup=False)
-    config = uvicorn.Config(build_app(settings, ledger), log_level="warning", access_log=False,
-                            lifespan="on", timeout_graceful_shutdown=1)
-    try:
-        uvicorn.Server(config).run(sockets=[sock])
-    finally:
-        sock.close()
+    from scheduler.core.httpserver import serve_until_stopped
+
+    serve_until_stopped(build_app(settings, ledger), sock)
 
 
 @contextlib.contextmanager

@@ -113,7 +113,6 @@ def receiver(
                                   help="Print the session webhook URL with its token."),
 ) -> None:
     """Serve the webhook receiver alone until Ctrl-C."""
-    import uvicorn
     from rich.markup import escape
 
     from scheduler.tracking import create_receiver, session_webhook_url
@@ -147,14 +146,13 @@ def receiver(
                       "(--show-url prints the URL with it, to register it by hand)")
     app = create_receiver(settings, ledger)
     app.state.receiver.listen_port = sock.getsockname()[1]
-    config = uvicorn.Config(app, log_level="warning",
-                            access_log=False, lifespan="on")
+    from scheduler.core.httpserver import serve_until_stopped
+
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        serve_until_stopped(app, sock, graceful_s=None)
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it handled: a normal stop
         console.print("receiver stopped")
     finally:
-        sock.close()
         ledger.engine.dispose()
 
 

@@ -1,4 +1,5 @@
-"""Run an ASGI app (sandbox, webhook receiver) on a real loopback port in a background thread.
+"""Run an ASGI app (sandbox, webhook receiver) on a real loopback port in a background thread,
+or a command's server in the foreground.
 
 Used by the demo, by ``campaign run`` for its receiver, and by the tests: a real uvicorn
 server on a real socket, never a mocked transport. Port 0 picks a free port.
@@ -72,6 +73,17 @@ def bind(host: str, port: int) -> socket.socket:
         raise SchedulerError(f"cannot listen on {host}:{port}: the address is in use or "
                              "not available")
     return sock
+
+
+def serve_until_stopped(app: Any, sock: socket.socket, graceful_s: float | None = 1) -> None:
+    """Serve ``app`` on ``sock`` in this thread until Ctrl-C (uvicorn re-raises it), then
+    close ``sock``: the foreground commands (``campaign api``, ``dashboard``, ``receiver``)."""
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            timeout_graceful_shutdown=graceful_s)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 @dataclass
