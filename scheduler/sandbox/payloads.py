@@ -101,21 +101,17 @@ def _text(body: rq.TextBody, ctx: Context) -> list[dict[str, Any]]:
 
 
 def _image(body: rq.ImageBody, ctx: Context) -> list[dict[str, Any]]:
-    return [_image_item(ctx, body.image, body.caption or "")]
-
-
-def _image_item(ctx: Context, url: str, caption: str, message_id: str | None = None) -> dict:
-    payload = _media(_base(ctx, "image", "", message_id), "image", url, ctx, caption=caption)
-    payload["body"] = caption
-    return payload
+    return [_captioned(ctx, "image", body.image, body.caption or "")]
 
 
 def _video(body: rq.VideoBody, ctx: Context) -> list[dict[str, Any]]:
-    return [_video_item(ctx, body.video, body.caption or "")]
+    return [_captioned(ctx, "video", body.video, body.caption or "")]
 
 
-def _video_item(ctx: Context, url: str, caption: str, message_id: str | None = None) -> dict:
-    payload = _media(_base(ctx, "video", "", message_id), "video", url, ctx, caption=caption)
+def _captioned(ctx: Context, kind: str, url: str, caption: str,
+               message_id: str | None = None) -> dict:
+    """An image or a video event (``kind``), its caption as its body too."""
+    payload = _media(_base(ctx, kind, "", message_id), kind, url, ctx, caption=caption)
     payload["body"] = caption
     return payload
 
@@ -206,8 +202,7 @@ def _album(body: rq.AlbumBody, ctx: Context) -> list[dict[str, Any]]:
     for position, item in enumerate(body.media):
         caption = item.caption or ((body.caption or "") if position == 0 else "")
         message_id = ctx.message_id if position == 0 or ctx.next_id is None else ctx.next_id()
-        build = _image_item if item.type == "image" else _video_item
-        events.append(build(ctx, item.url, caption, message_id))
+        events.append(_captioned(ctx, item.type, item.url, caption, message_id))
     return events
 
 

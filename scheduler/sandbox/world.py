@@ -163,24 +163,20 @@ class Sandbox:
 
     def disconnect(self, session_id: str) -> Session:
         """The phone dropped the session: ``disconnected``, a new QR code to scan."""
-        session = self.session(session_id)
-        now = self.now()
-        session.status = "disconnected"
-        session.new_qr(self.config.seed, now)
-        session.updated_at = now
-        announce_status(self, session, "disconnected", "phone disconnected")
-        announce_qr(self, session)
-        return session
+        return self._unlinked(session_id, "disconnected", "phone disconnected")
 
     def logout(self, session_id: str) -> Session:
         """The phone logged the session out: ``logged_out`` in its status event; the
         record says ``disconnected`` with a new QR code (it must be linked again)."""
+        return self._unlinked(session_id, "logged_out", "logged out")
+
+    def _unlinked(self, session_id: str, event: str, reason: str) -> Session:
         session = self.session(session_id)
         now = self.now()
         session.status = "disconnected"
         session.new_qr(self.config.seed, now)
         session.updated_at = now
-        announce_status(self, session, "logged_out", "logged out")
+        announce_status(self, session, event, reason)
         announce_qr(self, session)
         return session
 
