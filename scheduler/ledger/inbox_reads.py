@@ -29,9 +29,9 @@ from sqlalchemy import func, not_, select
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.inbox_models import reply_handled
-from scheduler.ledger.queries import run_view as vq
 from scheduler.ledger.queries.inbox import HANDLED, STATE, TO_ANSWER
 from scheduler.ledger.queries.tables import deliveries, replies, runs
+from scheduler.ledger.run_reads import RunSamples
 from scheduler.ledger.run_rows import EventRow
 
 #: The states of a reply, in the order the inbox offers them.
@@ -127,5 +127,5 @@ class InboxReads:
 
     def run_replies(self, run_id: int, limit: int) -> list[EventRow]:
         """Run ``run_id``'s newest ``limit`` replies, newest first, each with its
-        delivery's CSV values (``run_view.recent_replies``)."""
-        return vq.recent_replies(self.conn, run_id, limit)
+        delivery's CSV values (``RunSamples.replies``)."""
+        return RunSamples(self.conn).replies(run_id, limit)

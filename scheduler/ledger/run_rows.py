@@ -2,7 +2,7 @@
 
 :class:`Tally` is a run's trigger-kept counters (read by :mod:`.queries.tallies`, its
 ``marks`` bits :data:`MARKS`); :class:`RecentSends`, :class:`ErrorRow`, :class:`EventRow`
-and :class:`SmsFailureRow` the bounded reads of a run's page (:mod:`.queries.run_view`);
+and :class:`SmsFailureRow` the bounded reads of a run's page (:mod:`.run_reads`);
 :class:`Marks` what a run's kept verdicts depend on (:mod:`.queries.verdict_marks`).
 The doors that return them: :mod:`scheduler.ledger.run_reads`.
 """

@@ -18,11 +18,12 @@ from sqlalchemy import Connection, event, inspect, text
 from scheduler.ledger import access
 from scheduler.ledger.db import alembic_config
 from scheduler.ledger.models import Delivery
-from scheduler.ledger.queries import ambiguous, caps, handoff, run_view, sender_calls
+from scheduler.ledger.queries import ambiguous, caps, handoff, sender_calls
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import tracking as tq
+from scheduler.ledger.run_reads import RunReads, RunSamples, RunSenderReads
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
 from tests.factories import T0
@@ -114,7 +115,7 @@ def _by_message_id(run_id: int) -> dict[str, Callable[[Connection], object]]:
         "delivery_answered": lambda c: tq.delivery_answered(c, "m0", None),
         "merge_details": lambda c: tq.merge_details(c, "m0", {"k": 1}),
         "sent_events_for": lambda c: ambiguous.sent_events_for(c, "+100", None, T0),
-        "recent_events": lambda c: run_view.recent_events(c, run_id),
+        "recent_events": lambda c: RunSamples(c).events(run_id),
     }
 
 
@@ -126,8 +127,8 @@ def _by_sender(run_id: int) -> dict[str, Callable[[Connection], object]]:
         "sender_profiles.sends_since": lambda c: spq.sends_since(c, SENDERS, T0),
         "signals_since": lambda c: shq.signals_since(c, SENDERS, T0, T0),
         "last_sends": lambda c: shq.last_sends(c, SENDERS),
-        "recent_sends": lambda c: run_view.recent_sends(c, run_id, SENDERS, T0),
-        "dispatched_since": lambda c: run_view.dispatched_since(c, SENDERS, T0),
+        "recent_sends": lambda c: RunReads(c).recent_sends(run_id, SENDERS, T0),
+        "dispatched_since": lambda c: RunSenderReads(c).dispatched_since(SENDERS, T0),
         "calls_under_way": lambda c: sender_calls.calls_under_way(c, run_id, SENDERS, T0),
     }
 
