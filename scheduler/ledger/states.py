@@ -56,6 +56,11 @@ class SenderStatus(StrEnum):
     RETIRED = "retired"
 
 
+#: The state shown for a sender named by a run that has no profile yet (not a
+#: :class:`SenderStatus`: nothing is kept for it).
+NO_PROFILE = "new"
+
+
 #: Sender states that may send (a throttled sender at its reduced rate).
 SENDING_STATES = frozenset({SenderStatus.WARMING, SenderStatus.HEALTHY, SenderStatus.THROTTLED})
 #: Sender states that may not send until a person (or, for a disconnect, a reconnection)

@@ -23,14 +23,10 @@ from scheduler.dispatch import warmup
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.run_reads import RunSenderReads
-from scheduler.ledger.states import (
-    HELD_STATES,
-    ChangeSource,
-    SenderStatus,
-)
+from scheduler.ledger.states import HELD_STATES, ChangeSource, SenderStatus
+from scheduler.ledger.states import NO_PROFILE as NEW
 from scheduler.settings.run import RunOptions
 from scheduler.settings.senders import SenderCare
-from scheduler.views.senders import NEW
 
 if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
     from scheduler.ledger.core import LedgerCore

@@ -27,7 +27,7 @@ from scheduler.core.units import load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.ledger import access
 from scheduler.ledger.sender_reads import SenderReads
-from scheduler.ledger.states import SANDBOX_TARGET, SenderStatus, describe_target
+from scheduler.ledger.states import NO_PROFILE, SANDBOX_TARGET, SenderStatus, describe_target
 from scheduler.service.exceptions import ServiceError
 from scheduler.settings.load import Settings
 from scheduler.settings.run import SESSION_CHANNELS, OptionsError
@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # the client (aiohttp, httpx) comes with the service, when li
     from scheduler.service.responses import Limits  # and its wire model (status reads none)
 
 #: The state shown for a sender named by a run that has no profile yet.
-NEW = "new"
+NEW = NO_PROFILE
 #: What a sender is: a WhatsApp session (plan limits per session) or the SMS/voice account.
 SESSION, ACCOUNT = "session", "account"
 

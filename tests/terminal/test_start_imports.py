@@ -77,6 +77,7 @@ def test_the_command_imports_no_server_report_library_or_dispatcher(
     if args[0] in ("status", "runs"):  # ...after reading the ledger
         assert "scheduler.views.status" in modules
         assert "scheduler.service.responses" not in modules  # no limits read: no wire model
+        assert "scheduler.views.senders" not in modules  # campaign senders' view, not a run's
     if args[0] == "senders":  # ...after reading the ledger and the sandbox's limits
         assert "scheduler.sandbox.plan_limits" in modules
     assert heavy_among(modules) == []
