@@ -123,12 +123,6 @@ def family(conn: Connection, run_id: int) -> FamilyIds:
     return FamilyIds(int(root), int(child) if child is not None else None)
 
 
-def has_attempts(conn: Connection, run_id: int) -> bool:
-    """Whether the run holds an attempt row (one index probe)."""
-    sql = text(f"SELECT 1 {_attempts_from(conn.dialect.name)} LIMIT 1")
-    return conn.execute(sql, {"run": run_id}).first() is not None
-
-
 # ---------------------------------------------------------------------- the report
 
 # The report's per-recipient "reached by": each chain's last attempt (the report reads
@@ -153,4 +147,4 @@ def chain_ends(conn: Connection, run_ids: list[int]) -> dict[int, tuple[int, int
 
 
 __all__ = ["UNSENT", "AttemptRows", "FamilyIds", "attempt_rows", "awaiting_verdict",
-           "chain_ends", "family", "has_attempts"]
+           "chain_ends", "family"]
