@@ -311,11 +311,6 @@ class Recycled:
     made_due: list[int]
     earliest_due: datetime | None
 
-    @property
-    def written(self) -> int:
-        """Verdicts written (every non-Wait decision this transaction took)."""
-        return sum(self.retried.values()) + self.fell_back + self.final
-
 
 # ---- verdicts on watched rows: made by scheduler.dispatch.recycle.judge, written by the
 # ledger's recycle transaction (plain data, so both sides hold the same types)
