@@ -31,11 +31,14 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from scheduler.core.time_words import clock_time
-from scheduler.dispatch.store import UnknownsStore
 from scheduler.ledger.rows import UptimeInterval
 from scheduler.settings.engine import WEBHOOK_RETRY_HORIZON_S
+
+if TYPE_CHECKING:  # the dispatcher's store; a run's view judges from its own reads
+    from scheduler.dispatch.store import UnknownsStore
 
 #: The service's retry horizon by default (the settings' ``webhook_retry_horizon_s``).
 RETRY_HORIZON = timedelta(seconds=WEBHOOK_RETRY_HORIZON_S)

@@ -19,12 +19,12 @@ from pydantic import Field
 from scheduler.core.lazy_model import LazyModel
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
-from scheduler.ledger.outcome_reads import OutcomeReads
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_kinds import has_outcomes, outcome_kind
 
 if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
     from scheduler.ledger.core import LedgerCore
+    from scheduler.ledger.outcome_reads import OutcomeReads
 
 #: Digit sequences shown by ``status`` (the most frequent first).
 TOP_DIGITS = 5
@@ -152,8 +152,16 @@ class CallsOutcomes(LazyModel):
 ChannelOutcomes = SmsOutcomes | VoiceOutcomes | CallsOutcomes
 
 
+def _reads(conn: Connection) -> OutcomeReads:
+    """The channel's outcome reads (imported for an SMS, voice or calls run alone: a
+    WhatsApp run's status reads none; issue 32)."""
+    from scheduler.ledger.outcome_reads import OutcomeReads
+
+    return OutcomeReads(conn)
+
+
 def _calls(conn: Connection, run_id: int, counts: dict[str, int]) -> CallsOutcomes:
-    totals = OutcomeReads(conn).call_run_totals(run_id)
+    totals = _reads(conn).call_run_totals(run_id)
     return CallsOutcomes(
         answered=counts.get(S.ANSWERED, 0), not_answered=counts.get(S.NOT_ANSWERED, 0),
         in_progress=totals.open_calls, timed=totals.timed,
@@ -161,7 +169,7 @@ def _calls(conn: Connection, run_id: int, counts: dict[str, int]) -> CallsOutcom
 
 
 def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
-    reads = OutcomeReads(conn)
+    reads = _reads(conn)
     totals = reads.sms_totals(run_id)
     failures = reads.sms_failures(run_id)
     by_report, by_code = sms_failures_by(
@@ -178,7 +186,7 @@ def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
 def _voice(conn: Connection, run_id: int, counts: dict[str, int]) -> VoiceOutcomes:
     from scheduler.service.account_models import cause_text  # its 50 wire models: voice only
 
-    reads = OutcomeReads(conn)
+    reads = _reads(conn)
     totals = reads.call_totals(run_id)
     digits = reads.top_digits(run_id, TOP_DIGITS)
     causes = reads.not_answered_causes(run_id)
