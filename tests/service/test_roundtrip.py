@@ -1,5 +1,5 @@
-"""Every client method round-trips against the sandbox, and the events the sandbox posts
-(``messages.sent`` of every type, calls) parse into the event models."""
+"""Every client call and every send type round-trip against the sandbox, and the events the
+sandbox posts (``messages.sent`` of every type, calls) parse into the event models."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from scheduler.service import event_data as d
 from scheduler.service import events as ev
+from scheduler.service import requests as rq
 from scheduler.service.client import ServiceClient
 from scheduler.service.exceptions import (
     RateLimited,
@@ -24,27 +25,27 @@ SID = "rt1"
 TO = "5511988887777"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
-#: One call per send type: (method, arguments after session and recipient).
-SENDS: dict[str, tuple[str, dict[str, Any]]] = {
-    "text": ("send_text", {"text": "Olá!"}),
-    "image": ("send_image", {"image": "https://cdn.example.com/p.jpg", "caption": "Promo"}),
-    "video": ("send_video", {"video": "https://cdn.example.com/c.mp4", "caption": "Clip"}),
-    "audio": ("send_audio", {"audio": "https://cdn.example.com/n.ogg", "ptt": True}),
-    "document": ("send_document", {"document": "https://cdn.example.com/t.pdf",
-                                   "mimetype": "application/pdf", "file_name": "t.pdf"}),
-    "sticker": ("send_sticker", {"sticker": "https://cdn.example.com/s.webp"}),
-    "location": ("send_location", {"latitude": -23.55, "longitude": -46.63, "name": "Loja",
-                                   "address": "Av. Paulista"}),
-    "contact": ("send_contact", {"contact_name": "Suporte", "contact_phone": "5511900001111"}),
-    "poll": ("send_poll", {"question": "Cor?", "options": ["Azul", "Verde"]}),
-    "album": ("send_album", {"media": [{"type": "image", "url": "https://cdn.example.com/1.jpg"},
-                                       {"type": "video", "url": "https://cdn.example.com/2.mp4"}]}),
-    "list": ("send_list", {"description": "Escolha", "button_text": "Abrir", "title": "Menu",
-                           "sections": [{"title": "A", "rows": [{"rowId": "r1", "title": "Um"}]}]}),
-    "carousel": ("send_carousel", {"cards": [{"body": "Card 1"}, {"body": "Card 2"}]}),
-    "nativeflow": ("send_nativeflow", {"title": "T", "body": "B", "buttons": [
-        {"type": "quick_reply", "title": "Sim", "id": "yes"}]}),
-    "pix": ("send_pix", {"content": "Pague aqui", "pix_key": "loja@pix", "pix_amount": 10.5}),
+#: One body per send type (wire names, after session and recipient).
+SENDS: dict[str, dict[str, Any]] = {
+    "text": {"text": "Olá!"},
+    "image": {"image": "https://cdn.example.com/p.jpg", "caption": "Promo"},
+    "video": {"video": "https://cdn.example.com/c.mp4", "caption": "Clip"},
+    "audio": {"audio": "https://cdn.example.com/n.ogg", "ptt": True},
+    "document": {"document": "https://cdn.example.com/t.pdf", "mimetype": "application/pdf",
+                 "fileName": "t.pdf"},
+    "sticker": {"sticker": "https://cdn.example.com/s.webp"},
+    "location": {"latitude": -23.55, "longitude": -46.63, "name": "Loja",
+                 "address": "Av. Paulista"},
+    "contact": {"contactName": "Suporte", "contactPhone": "5511900001111"},
+    "poll": {"question": "Cor?", "options": ["Azul", "Verde"]},
+    "album": {"media": [{"type": "image", "url": "https://cdn.example.com/1.jpg"},
+                        {"type": "video", "url": "https://cdn.example.com/2.mp4"}]},
+    "list": {"description": "Escolha", "buttonText": "Abrir", "title": "Menu",
+             "sections": [{"title": "A", "rows": [{"rowId": "r1", "title": "Um"}]}]},
+    "carousel": {"cards": [{"body": "Card 1"}, {"body": "Card 2"}]},
+    "nativeflow": {"title": "T", "body": "B", "buttons": [
+        {"type": "quick_reply", "title": "Sim", "id": "yes"}]},
+    "pix": {"content": "Pague aqui", "pixKey": "loja@pix", "pixAmount": 10.5},
 }
 MEDIA_MODELS = {"image": d.ImageMedia, "video": d.VideoMedia, "audio": d.AudioMedia,
                 "document": d.DocumentMedia, "sticker": d.StickerMedia}
@@ -90,10 +91,12 @@ async def test_session_lifecycle(client: ServiceClient, sandbox: Any, webhook_si
 async def test_every_send_round_trips_and_its_event_parses(connected: ServiceClient,
                                                            sandbox: Any, webhook_sink: Any) -> None:
     results: dict[str, SendResult] = {}
-    for kind, (method, args) in SENDS.items():
-        results[kind] = await getattr(connected, method)(SID, TO, **args)
+    for kind, args in SENDS.items():
+        results[kind] = await connected.send(rq.SEND_KINDS[kind].model(sessionId=SID, to=TO,
+                                                                       **args))
         assert results[kind].messageId, kind
-    reaction = await connected.send_reaction(SID, TO, results["text"].messageId or "", "👍")
+    reaction = await connected.send(rq.ReactionBody(
+        sessionId=SID, to=TO, messageId=results["text"].messageId or "", emoji="👍"))
     results["reaction"] = reaction
     accepted = [s for s in sandbox.sends() if s.get("sessionId", SID) == SID]
     assert len(accepted) >= len(results)
