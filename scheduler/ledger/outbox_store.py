@@ -13,7 +13,7 @@ from datetime import datetime
 from scheduler.ledger import access, outbox
 from scheduler.ledger.access import Connection, Engine
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import metrics as mq
+from scheduler.ledger.overview_reads import OverviewReads
 from scheduler.ledger.queries import outbox as oq
 from scheduler.ledger.queries.outbox import Claimed, DeliveryRow
 from scheduler.ledger.states import RunStatus
@@ -80,7 +80,7 @@ class OutboxStore:
                    ) -> list[RunStuckData]:
         """The running runs ``judge`` finds stuck, read in one snapshot."""
         with access.snapshot(self.engine, "read whether runs are stuck") as conn:
-            found = (judge(conn, run) for run in mq.unfinished_runs(conn)
+            found = (judge(conn, run) for run in OverviewReads(conn).unfinished_runs()
                      if run.status == RunStatus.RUNNING and run.id is not None)
             return [data for data in found if data is not None]
 

@@ -31,11 +31,12 @@ from sqlalchemy import func, select, text
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
-from scheduler.ledger.queries import metrics as mq
 from scheduler.ledger.queries import outbox as oq
 from scheduler.ledger.queries.tables import runs
 from scheduler.ledger.states import RunStatus
 
+#: Runs that are not finished: their own series (``run`` label) stay bounded by these.
+UNFINISHED = (RunStatus.PLANNED, RunStatus.RUNNING, RunStatus.PAUSED)
 #: Finished runs whose duration is counted.
 FINISHED = (RunStatus.COMPLETED, RunStatus.CANCELLED, RunStatus.FAILED)
 
@@ -68,8 +69,11 @@ class OverviewReads:
         return {str(status): int(n) for status, n in self.conn.execute(stmt)}
 
     def unfinished_runs(self) -> list[Run]:
-        """Runs planned, running or paused, by id (``metrics.unfinished_runs``)."""
-        return mq.unfinished_runs(self.conn)
+        """Runs planned, running or paused, by id (also the outgoing webhooks' judge of
+        each unfinished run, :meth:`scheduler.ledger.outbox_store.OutboxStore.stuck_runs`)."""
+        rows = self.conn.execute(select(runs).where(
+            runs.c.status.in_([str(s) for s in UNFINISHED])).order_by(runs.c.id)).mappings()
+        return [Run(**row) for row in rows]
 
     def deliveries_by_channel(self) -> dict[tuple[str, str], int]:
         """``{(channel, state): rows}`` over every run (the kept tallies)."""
