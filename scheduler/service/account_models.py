@@ -10,12 +10,12 @@ channels when they build a bulk body.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from scheduler.service.requests import API, NonEmpty, PhoneDigits, WireModel
-from scheduler.service.responses import ResponseModel, normalise_message_id
+from scheduler.service.responses import ResponseModel, id_text, normalise_message_id
 
 SMS_SEND_PATH = f"{API}/sms/send"
 SMS_BULK_PATH = f"{API}/sms/bulk"
@@ -133,10 +133,6 @@ class AccountWebhookBody(WireModel):
 # --------------------------------------------------------------------------- answers
 
 
-def _text(value: Any) -> Any:
-    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
-
 class SmsSendResult(ResponseModel):
     """Answer of ``sms/send``."""
 
@@ -147,7 +143,7 @@ class SmsSendResult(ResponseModel):
     status: str | None = None
     costMicroReais: int | None = None
 
-    _ids = field_validator("messageId", "gatewayMessageId", mode="before")(_text)
+    _ids = field_validator("messageId", "gatewayMessageId", mode="before")(id_text)
 
     @property
     def message_key(self) -> str | None:
@@ -163,7 +159,7 @@ class SmsBulkItem(ResponseModel):
     status: Literal["sent", "failed", "skipped"]
     error: str | None = None
 
-    _ids = field_validator("messageId", mode="before")(_text)
+    _ids = field_validator("messageId", mode="before")(id_text)
 
 
 class SmsBulkResult(ResponseModel):
@@ -184,7 +180,7 @@ class VoiceCallResult(ResponseModel):
     reservedMicroReais: int | None = None
     tier: str | None = None
 
-    _ids = field_validator("callId", mode="before")(_text)
+    _ids = field_validator("callId", mode="before")(id_text)
 
 
 class VoiceBulkResult(ResponseModel):
@@ -199,7 +195,7 @@ class VoiceBulkResult(ResponseModel):
     scheduled: bool | None = None
     scheduledAt: str | None = None
 
-    _ids = field_validator("bulkId", mode="before")(_text)
+    _ids = field_validator("bulkId", mode="before")(id_text)
 
 
 class AccountWebhook(ResponseModel):

@@ -23,7 +23,7 @@ from urllib.parse import quote
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from scheduler.service.requests import API, NonEmpty, WireModel
-from scheduler.service.responses import ResponseModel, unwrap
+from scheduler.service.responses import ResponseModel, id_text, unwrap
 
 CATALOG_PRODUCT_PATH = f"{API}/catalog/product/get"
 #: Ours: the interface shows no endpoint for querying a queued command.
@@ -74,10 +74,7 @@ class CatalogProduct(BaseModel):
     imageUrl: str | None = None
     retailerId: str | None = None
 
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    _ids = field_validator("id", mode="before")(id_text)
 
     @classmethod
     def from_body(cls, raw: Any) -> CatalogProduct:
@@ -101,10 +98,7 @@ class CommandAck(ResponseModel):
     commandId: str
     status: CommandStatus | None = None
 
-    @field_validator("commandId", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    _ids = field_validator("commandId", mode="before")(id_text)
 
     @classmethod
     def from_body(cls, raw: Any) -> CommandAck:

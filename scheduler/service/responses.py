@@ -26,6 +26,11 @@ class ResponseModel(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
 
 
+def id_text(value: Any) -> Any:
+    """An id the service may send as a number, as text (a ``mode="before"`` validator)."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def unwrap(raw: Any, key: str) -> Any:
     """``raw["data"]`` when the body wraps its record there (no ``key`` at the top level)."""
     if isinstance(raw, dict) and key not in raw and isinstance(raw.get("data"), dict):
@@ -52,10 +57,7 @@ class SendResult(ResponseModel):
     status: str | None = None
     commandId: str | None = None
 
-    @field_validator("messageId", "commandId", mode="before")
-    @classmethod
-    def _id_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+    _ids = field_validator("messageId", "commandId", mode="before")(id_text)
 
     @field_validator("timestamp", mode="before")
     @classmethod
