@@ -75,7 +75,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve_until_stopped(app: Any, sock: socket.socket, graceful_s: float | None = 1) -> None:
+def serve_until_stopped(app: Any, sock: socket.socket, graceful_s: int | None = 1) -> None:
     """Serve ``app`` on ``sock`` in this thread until Ctrl-C (uvicorn re-raises it), then
     close ``sock``: the foreground commands (``campaign api``, ``dashboard``, ``receiver``)."""
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
