@@ -21,9 +21,11 @@ def normalise_message_id(message_id: str | None) -> str | None:
 
 
 class ResponseModel(BaseModel):
-    """Base of every response model: unknown fields are ignored, wire names kept."""
+    """Base of every response model: unknown fields are ignored, wire names kept; each is
+    built on first use (``campaign senders`` imports them all and reads the limits alone)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True,
+                              defer_build=True)
 
 
 def id_text(value: Any) -> Any:
