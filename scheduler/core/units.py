@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import tzinfo
+from datetime import UTC, datetime, time, tzinfo
 from typing import Any, ClassVar, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -168,6 +168,13 @@ def load_zone(name: str | tzinfo) -> tzinfo:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise UnitError(f"time zone {name!r} is not an IANA zone name") from None
+
+
+def day_start(now: datetime, zone: str | tzinfo) -> datetime:
+    """Midnight of ``now``'s day in ``zone``, in UTC."""
+    local = now.astimezone(load_zone(zone))
+    return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
+
 
 
 # ---------------------------------------------------------------- values kept with their text

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from scheduler.core.units import day_start
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
@@ -18,7 +19,7 @@ from scheduler.ledger.sender_reads import SenderReads
 from scheduler.ledger.states import HELD_STATES
 from scheduler.ledger.states import DeliveryState as S
 from scheduler.views.channel_status import short_outcomes
-from scheduler.views.reading import SENDER_DAY_COUNTED, day_start
+from scheduler.views.reading import SENDER_DAY_COUNTED
 from scheduler.views.run_models import SenderGlance
 from scheduler.views.run_senders import what_to_do
 

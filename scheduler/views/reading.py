@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, time, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from scheduler.core.channel_terms import terms_of
-from scheduler.core.units import load_zone
+from scheduler.core.units import day_start
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
 from scheduler.dispatch.unknowns import UnknownVerdicts
@@ -98,12 +98,6 @@ def glance(sender: RunSender) -> SenderGlance:
                         held=sender.held, what_to_do=sender.what_to_do,
                         sends_today=sender.sends_today, warm_day=sender.warm_day,
                         warm_cap=sender.warm_cap)
-
-
-def day_start(now: datetime, zone: str) -> datetime:
-    """Midnight of ``now``'s day in ``zone``, in UTC."""
-    local = now.astimezone(load_zone(zone))
-    return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
 
 
 def version_of(view: RunView) -> str:

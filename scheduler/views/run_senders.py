@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import re
 import textwrap
-from datetime import UTC, datetime, time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
 from scheduler.core.time_words import iso_utc, local_time
-from scheduler.core.units import load_zone
+from scheduler.core.units import day_start
 from scheduler.dispatch import warmup
 from scheduler.ledger import access
 from scheduler.ledger.access import Connection
@@ -88,11 +88,6 @@ def what_to_do(sender: str, state: str) -> str | None:
     return None
 
 
-def _day_start(now: datetime, zone: str) -> datetime:
-    local = now.astimezone(load_zone(zone))
-    return datetime.combine(local.date(), time(), tzinfo=local.tzinfo).astimezone(UTC)
-
-
 def read_run_senders(ledger: LedgerCore, run_id: int, options: RunOptions, care: SenderCare,
                      now: datetime) -> list[RunSender]:
     """The run's senders (its options' and any its rows went through), in one read."""
@@ -116,7 +111,7 @@ def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care
     stored = reads.profiles(names)
     # dispatched today, as the sender index counts them alone (a retry waiting counts: it
     # was tried today); the state as well would cost a read of each row
-    today_sends = (reads.dispatched_since(names, _day_start(now, options.timezone))
+    today_sends = (reads.dispatched_since(names, day_start(now, options.timezone))
                    if today else {})
     latest = reads.latest_changes(list(stored))  # one statement, every sender
     out = []

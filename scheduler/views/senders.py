@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING
 
 from pydantic import field_serializer
@@ -23,7 +23,7 @@ from pydantic import field_serializer
 from scheduler.core.errors import SchedulerError
 from scheduler.core.lazy_model import LazyModel
 from scheduler.core.time_words import iso_utc
-from scheduler.core.units import load_zone
+from scheduler.core.units import day_start, load_zone
 from scheduler.dispatch.warmup import cap_for_day, day_at, is_warming
 from scheduler.ledger import access
 from scheduler.ledger.sender_reads import SenderReads
@@ -136,13 +136,6 @@ def _named_by_runs(ledger: LedgerCore) -> tuple[dict[str, _Named], str]:
     return named, default or "UTC"
 
 
-def _day_start(now: datetime, zone: str) -> datetime:
-    """The start of ``now``'s day in ``zone``, in UTC."""
-    tz = load_zone(zone)
-    local = now.astimezone(tz)
-    return datetime.combine(local.date(), time(), tzinfo=tz).astimezone(UTC)
-
-
 def _kind(sender: str, named: _Named | None) -> str:
     if named is not None and named.channels:
         return SESSION if named.channels & SESSION_CHANNELS else ACCOUNT
@@ -160,7 +153,7 @@ def read_senders(ledger: LedgerCore, now: datetime) -> SendersView:
         today: dict[str, int] = {}
         for zone in sorted(set(zones.values())):
             members = [s for s in names if zones[s] == zone]
-            today.update(reads.sends_since(members, _day_start(now, zone)))
+            today.update(reads.sends_since(members, day_start(now, zone)))
     infos = []
     for sender in names:
         row = stored.get(sender)
