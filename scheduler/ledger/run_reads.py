@@ -46,12 +46,12 @@ from sqlalchemy import and_, func, select, text, union_all
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
+from scheduler.ledger.outcome_reads import SMS_NOT_DELIVERED
 from scheduler.ledger.queries import caps, run_senders, sender_profiles, tallies
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.queries import uptime as uq
 from scheduler.ledger.queries import verdict_marks as vm
-from scheduler.ledger.queries.channel_counts import SMS_NOT_DELIVERED
 from scheduler.ledger.queries.common import details_key
 from scheduler.ledger.queries.tables import deliveries, events, replies, runs
 from scheduler.ledger.rows import (
@@ -239,7 +239,7 @@ class RunSamples:
         return sorted(out, key=lambda e: (-e.n, e.state, e.message))
 
     def sms_failures(self, run_id: int) -> list[SmsFailureRow]:
-        """``channel_counts.sms_failures`` over the run's newest :data:`ERROR_SAMPLE`
+        """``OutcomeReads.sms_failures`` over the run's newest :data:`ERROR_SAMPLE`
         undelivered rows (the claim index walked backwards; each row's report through
         ``events``' message id index), most first."""
         d, e = deliveries.c, events.c

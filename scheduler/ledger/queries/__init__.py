@@ -1,4 +1,6 @@
-"""Every SQL statement of the program, grouped by concern; import the module you need::
+"""The ledger's SQL statements, grouped by concern (but those a read door alone reads,
+which it holds itself: :mod:`..run_reads`, :mod:`..outcome_reads`, :mod:`..overview_reads`);
+import the module you need::
 
     from scheduler.ledger.queries import dispatch as dq
     with access.transaction(ledger.engine, "claim deliveries") as conn:
@@ -22,8 +24,6 @@ HTTP call). Rows come back typed (:mod:`scheduler.ledger.rows`).
 - ``ambiguous``: rows in doubt and the ``messages.sent`` events that prove them sent;
 - ``events``: storing and reading webhook events;
 - ``tracking``: applying events to deliveries, replies, details, the funnel;
-- ``channel_counts``: each channel's own outcomes of a run (SMS reports, segments, cost;
-  calls, causes, digits), for ``status`` and the progress bar;
 - ``suppression``: the suppression list;
 - ``labels``: each session's labels and what they are on (upserts that keep the latest fact);
 - ``uptime``: when the receiver was listening (to judge ``unknown`` rows);
