@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 from typing import Any
 
 from sqlalchemy import Connection, Table, select, text
@@ -118,7 +119,10 @@ def _write(conn: Connection, pairs: list[tuple[str, str]], ids: dict[str, int]) 
     new = {name for _number, name in pairs if name not in ids}
     if new:
         _ids_of(conn, new, ids)
-    _insert(conn, "rows", [(number, ids[name]) for number, name in pairs])
+    # in the numbers' order, B-tree inserts one after another land in the same pages (P1's
+    # 1,000,000 numbers on SQLite: 1.1 s + 0.3 s to sort, not 1.8 s); the same set stored
+    _insert(conn, "rows", sorted([(number, ids[name]) for number, name in pairs],
+                                 key=itemgetter(0)))  # str keys: list.sort's fast compare
     return len(pairs)
 
 
@@ -128,10 +132,27 @@ def note_names(conn: Connection, chunk: Iterable[dict[str, Any]],
     planner built them; an erased person's rows carry no values, a row with an invalid
     number is left out); ``ids``: the names' ids known so far (one dict for a whole plan,
     updated here). The ``(number, name)`` pairs offered."""
-    return _write(conn, _pairs_of((str(r.get("to") or ""), r.get("variables"))
-                                  for r in chunk
-                                  if not str(r.get("reason") or "").startswith(_INVALID)),
-                  {} if ids is None else ids)
+    return _write(conn, _chunk_pairs(chunk), {} if ids is None else ids)
+
+
+def _chunk_pairs(chunk: Iterable[dict[str, Any]]) -> list[tuple[str, str]]:
+    """:func:`_pairs_of` the rows of a chunk with a valid number. A row with the values dict
+    and number of the last row kept (a recipient's later step) is passed over before its
+    reason is read: kept or invalid, it would add nothing (P1: 2,000,000 rows)."""
+    pairs: list[tuple[str, str]] = []
+    last_number: str | None = None
+    last_values: Any = None
+    for r in chunk:
+        values = r.get("variables")
+        if values is last_values and str(r.get("to") or "") == last_number:
+            continue
+        if str(r.get("reason") or "").startswith(_INVALID):
+            continue
+        last_number, last_values = str(r.get("to") or ""), values
+        name = name_in(values) if isinstance(values, dict) else None
+        if name is not None and last_number:
+            pairs.append((last_number, name))
+    return pairs
 
 
 def _parsed(found: Iterable[Any]) -> Iterator[tuple[str, Any]]:
