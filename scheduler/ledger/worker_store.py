@@ -11,13 +11,42 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 
+from sqlalchemy import case, func, select
+
 from scheduler.ledger import access
+from scheduler.ledger.access import Connection
 from scheduler.ledger.lease import owner_alive
-from scheduler.ledger.queries import handoff as hq
 from scheduler.ledger.queries import leases as lq
+from scheduler.ledger.queries.tables import deliveries
 from scheduler.ledger.rows import LeaseRow, WorkerRow
 from scheduler.ledger.runs import Ledger
+from scheduler.ledger.states import DeliveryState as S
 from scheduler.settings.run import RunOptions
+
+
+def day_sends(conn: Connection, since: datetime, senders: Collection[str]
+              ) -> dict[str, tuple[int, datetime | None]]:
+    """Per sender of ``senders`` with a row dispatched since ``since`` (the start of the
+    campaign's day), by any process in any run: (its sends, the latest one's dispatch
+    time). A row back in ``planned`` (a retry) is no send of the day, but its time still
+    counts for the pace: the service saw that request.
+
+    A sender moves between ``campaign serve`` workers (a lease taken over, or given up to
+    a newcomer), and a run may pass from a foreground ``campaign run`` to the workers: the
+    new holder counts the day's sends through the sender toward its daily cap and plan
+    limit, and paces on from the latest of them, whoever made it (the ledger's rows are
+    the one record every process writes). Once per sender taken over, never on the hot
+    path: one ``GROUP BY`` (the same scan as the day's count alone, with the latest time
+    from it).
+    """
+    if not senders:
+        return {}
+    sent = func.sum(case((deliveries.c.state != S.PLANNED, 1), else_=0))
+    stmt = (select(deliveries.c.sender, sent, func.max(deliveries.c.dispatched_at))
+            .where(deliveries.c.sender.in_(list(senders)),
+                   deliveries.c.dispatched_at >= since)
+            .group_by(deliveries.c.sender))
+    return {sender: (int(n or 0), latest) for sender, n, latest in conn.execute(stmt)}
 
 
 class WorkerStore:
@@ -44,9 +73,10 @@ class WorkerStore:
 
     def day_sends(self, since: datetime, senders: Collection[str]
                   ) -> dict[str, tuple[int, datetime | None]]:
-        """Per sender, its sends since ``since`` in any run and its latest claim."""
+        """Per sender, its sends since ``since`` in any run and its latest claim
+        (:func:`day_sends`)."""
         with access.read(self.ledger.engine, "read today's sends of the senders taken") as conn:
-            return hq.day_sends(conn, since, senders)
+            return day_sends(conn, since, senders)
 
     def beat(self, worker: str, now: datetime, wanted: int) -> None:
         """The worker's heartbeat (and how many senders its dispatchers want)."""
@@ -105,4 +135,4 @@ class WorkerStore:
             lq.stop_worker(conn, worker, now)
 
 
-__all__ = ["WorkerStore"]
+__all__ = ["WorkerStore", "day_sends"]

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, event, inspect, text
 from scheduler.ledger import access
 from scheduler.ledger.db import alembic_config
 from scheduler.ledger.models import Delivery
-from scheduler.ledger.queries import ambiguous, caps, handoff, sender_calls
+from scheduler.ledger.queries import ambiguous, caps, sender_calls
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
@@ -26,6 +26,7 @@ from scheduler.ledger.queries import tracking as tq
 from scheduler.ledger.run_reads import RunReads, RunSamples, RunSenderReads
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import DeliveryState as S
+from scheduler.ledger.worker_store import day_sends
 from tests.factories import T0
 from tests.senders.support import dispatched_run
 
@@ -123,7 +124,7 @@ def _by_sender(run_id: int) -> dict[str, Callable[[Connection], object]]:
     return {
         "sent_today_by_sender": lambda c: dq.sent_today_by_sender(c, T0),
         "nth_send_since": lambda c: caps.nth_send_since(c, "s1", T0, 1),
-        "day_sends": lambda c: handoff.day_sends(c, T0, SENDERS),
+        "day_sends": lambda c: day_sends(c, T0, SENDERS),
         "sender_profiles.sends_since": lambda c: spq.sends_since(c, SENDERS, T0),
         "signals_since": lambda c: shq.signals_since(c, SENDERS, T0, T0),
         "last_sends": lambda c: shq.last_sends(c, SENDERS),

@@ -27,7 +27,6 @@ HTTP call). Rows come back typed (:mod:`scheduler.ledger.rows`).
 - ``suppression``: the suppression list;
 - ``labels``: each session's labels and what they are on (upserts that keep the latest fact);
 - ``uptime``: when the receiver was listening (to judge ``unknown`` rows);
-- ``handoff``: a sender's sends of the day and its latest one, for the worker taking it;
 - ``runs``: a run's own row (status, control, lease);
 - ``schedules``: schedules and fires;
 - ``reports``: what a report reads.
