@@ -42,9 +42,8 @@ class RunFacts:
     #: The campaign's sending window (None: always open; also None when each recipient's
     #: own zone decides, which no single window says).
     window: SendWindow | None = None
-    #: Senders at their daily cap or plan limit, and how many senders the run has.
+    #: Senders at their daily cap or plan limit.
     capped: Sequence[CapWait] = ()
-    sender_count: int = 0
     senders: Sequence[SenderGlance] = ()
     #: When the first verification of a send in doubt ends.
     verifying_until: datetime | None = None

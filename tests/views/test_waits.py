@@ -28,7 +28,7 @@ def running(**changes: object) -> RunFacts:
     """A running run of 1,000 rows left through two healthy senders at 1/s each, its last
     send 3 s ago."""
     facts = RunFacts(run_id=7, status="running", timezone=ZONE, planned=1_000,
-                     started_at=NOW - timedelta(hours=1), sender_count=2,
+                     started_at=NOW - timedelta(hours=1),
                      senders=[SenderGlance(sender="s1", state="healthy"),
                               SenderGlance(sender="s2", state="healthy")],
                      planned_rate=2.0, last_send_at=NOW - timedelta(seconds=3))
