@@ -35,6 +35,7 @@ from scheduler.ledger.queries import conversation as cq
 from scheduler.ledger.queries import sender_calls
 from scheduler.ledger.queries.common import details_key, state_in
 from scheduler.ledger.queries.tables import deliveries, events
+from scheduler.ledger.run_rows import SmsFailureRow
 from scheduler.ledger.states import SENT_STATES
 from scheduler.ledger.states import DeliveryState as S
 
@@ -56,14 +57,6 @@ class SmsTotals(NamedTuple):
     priced: int
     #: messages the service counted in other segments than we did (``segmentsCounted``)
     recounted: int
-
-
-class SmsFailure(NamedTuple):
-    """Undelivered SMS of one report and error code."""
-
-    event: str | None
-    error_code: str | None
-    n: int
 
 
 class CallTotals(NamedTuple):
@@ -108,7 +101,7 @@ class OutcomeReads:
                          counted=int(row[0]), segments=int(row[1]), cost_micro=int(row[2]),
                          priced=int(row[3]), recounted=int(row[4]))
 
-    def sms_failures(self, run_id: int) -> list[SmsFailure]:
+    def sms_failures(self, run_id: int) -> list[SmsFailureRow]:
         """Undelivered SMS by report (``sms.failed`` …, None when no report is stored) and
         error code, most frequent first."""
         d, e = deliveries.c, events.c
@@ -124,7 +117,7 @@ class OutcomeReads:
         rows = self.conn.execute(select(per_row.c.event, per_row.c.code, n)
                                  .group_by(per_row.c.event, per_row.c.code)
                                  .order_by(n.desc(), per_row.c.event, per_row.c.code)).all()
-        return [SmsFailure(event, code_, int(count)) for event, code_, count in rows]
+        return [SmsFailureRow(event, code_, int(count)) for event, code_, count in rows]
 
     def call_totals(self, run_id: int) -> CallTotals:
         """Calls placed with no ``call.ended`` yet, calls where keys were pressed, and the

@@ -114,7 +114,8 @@ class EventRow(NamedTuple):
 
 
 class SmsFailureRow(NamedTuple):
-    """Undelivered SMS of one report and error code, over the newest rows sampled."""
+    """Undelivered SMS of one report and error code (all of a run's, or over its newest
+    rows sampled)."""
 
     event: str | None
     code: str | None

@@ -173,7 +173,7 @@ def _sms(conn: Connection, run_id: int, counts: dict[str, int]) -> SmsOutcomes:
     totals = reads.sms_totals(run_id)
     failures = reads.sms_failures(run_id)
     by_report, by_code = sms_failures_by(
-        (item.event, item.error_code, item.n) for item in failures)
+        (item.event, item.code, item.n) for item in failures)
     return SmsOutcomes(
         delivered=counts.get(S.DELIVERED, 0) + counts.get(S.READ, 0),
         undelivered=counts.get(S.UNDELIVERED, 0),
