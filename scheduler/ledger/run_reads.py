@@ -46,7 +46,6 @@ from sqlalchemy import and_, func, select, text, union_all
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
-from scheduler.ledger.outcome_reads import SMS_NOT_DELIVERED
 from scheduler.ledger.queries import caps, run_senders, sender_profiles, tallies
 from scheduler.ledger.queries import dispatch as dq
 from scheduler.ledger.queries import tracking as tq
@@ -242,6 +241,10 @@ class RunSamples:
         """``OutcomeReads.sms_failures`` over the run's newest :data:`ERROR_SAMPLE`
         undelivered rows (the claim index walked backwards; each row's report through
         ``events``' message id index), most first."""
+        # the channel outcome reads (and the conversation rows with them) for an SMS run
+        # alone: a WhatsApp run's status imports none (issue 32)
+        from scheduler.ledger.outcome_reads import SMS_NOT_DELIVERED
+
         d, e = deliveries.c, events.c
         code = details_key(self.conn, "errorCode").as_string()
         newest = (select(d.id, d.message_id_norm, code.label("code"))

@@ -78,6 +78,8 @@ def test_the_command_imports_no_server_report_library_or_dispatcher(
         assert "scheduler.views.status" in modules
         assert "scheduler.service.responses" not in modules  # no limits read: no wire model
         assert "scheduler.views.senders" not in modules  # campaign senders' view, not a run's
+        # a WhatsApp run: no SMS, voice or calls outcomes read (nor the conversation rows)
+        assert "scheduler.ledger.outcome_reads" not in modules
     if args[0] == "senders":  # ...after reading the ledger and the sandbox's limits
         assert "scheduler.sandbox.plan_limits" in modules
     assert heavy_among(modules) == []
