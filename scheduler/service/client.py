@@ -6,7 +6,7 @@
 :mod:`scheduler.service.exceptions`; no httpx or aiohttp exception reaches a caller, and the
 API key never appears in an exception, a repr or a log line.
 
-Sends: ``send_<type>`` and ``send`` (:mod:`scheduler.service.sends_client`) validate a body
+Sends: ``send`` and ``send_text`` (:mod:`scheduler.service.sends_client`) validate a body
 model, then use :meth:`ServiceClient.send_prepared`, the lean hot path for bodies validated
 at plan time.
 """
