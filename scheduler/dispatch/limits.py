@@ -3,7 +3,7 @@
 Both are asked by the dispatcher before it picks (:func:`scheduler.dispatch.picking.pick`):
 a run sent in each recipient's time zone defers a row whose local window is closed, and a
 voice run starts no more calls than its limit and the account's allow, counting the calls
-the ledger says are still in progress (see :mod:`scheduler.ledger.queries.voice_calls`).
+the ledger says are still in progress (see :mod:`scheduler.ledger.queries.sender_calls`).
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ from scheduler.ledger.queries import sender_calls as scq
 from scheduler.ledger.queries import sender_health as shq
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.queries import sessions as sq
-from scheduler.ledger.queries import voice_calls as cq
 from scheduler.ledger.queries.sender_health import SenderSignals
 from scheduler.ledger.rows import SenderChangeRow, SenderProfileRow, SessionStatusRow
 from scheduler.ledger.runs import Ledger
@@ -71,7 +70,7 @@ class SenderStore:
     def calls_in_progress(self, since: datetime, channel: str) -> tuple[int, int]:
         """Calls in progress in this run, and in every running run of ``channel``."""
         with access.read(self.ledger.engine, "count calls in progress") as conn:
-            return cq.calls_in_progress(conn, self.run_id, since, channel)
+            return scq.calls_in_progress(conn, self.run_id, since, channel)
 
     def calls_under_way(self, senders: Sequence[str], since: datetime
                         ) -> dict[str, datetime]:

@@ -1,12 +1,16 @@
-"""WhatsApp calls placed to a list (``calls`` runs): which senders have a call under way, and
-how a run's calls went.
+"""Calls in progress: WhatsApp calls placed to a list (``calls`` runs: which senders have a
+call under way, and how a run's calls went) and automated voice calls (what the voice
+channel's limit counts).
 
-A session places one call at a time: a call is under way from its claim (``dispatching``)
-until its terminal event (``call.ended`` / ``call.not_answered``) stamps ``ended_at``; one
-whose terminal event never came stops counting after the time-out the caller gives
-(``since``). :func:`calls_under_way` is read once per loop turn of a ``calls`` run, over
-the rows of the running ``calls`` runs that are still in a live state (the claim index
-``run_id, state``), so a few rows at most: one per sender.
+A call is under way from its claim (``dispatching``) until its terminal event
+(``call.ended`` / ``call.not_answered``) stamps ``ended_at``; one whose terminal event
+never came stops counting after the time-out the caller gives (``since``). A WhatsApp
+session places one call at a time: :func:`calls_under_way` is read once per loop turn of a
+``calls`` run, over the rows of the running ``calls`` runs that are still in a live state
+(the claim index ``run_id, state``), so a few rows at most: one per sender.
+:func:`calls_in_progress` is read once per loop turn of a voice run: the run's count uses
+the claim index, and the account's count repeats it over the voice runs that are running,
+never a scan of every delivery.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, and_, func, or_, select
 
 from scheduler.ledger.queries.common import details_key, state_in
 from scheduler.ledger.queries.tables import deliveries, runs
@@ -43,6 +47,23 @@ def calls_under_way(conn: Connection, run_id: int, senders: Sequence[str],
                    d.sender.in_(list(senders)), d.dispatched_at >= since)
             .group_by(d.sender))
     return {str(sender): at for sender, at in conn.execute(stmt) if at is not None}
+
+
+def calls_in_progress(conn: Connection, run_id: int, since: datetime,
+                      channel: str = "voice") -> tuple[int, int]:
+    """Calls in progress in run ``run_id``, and in every running run of its ``channel``
+    (voice; WhatsApp ``calls``) in the ledger."""
+    d = deliveries.c
+    live = and_(state_in(*_LIVE), d.ended_at.is_(None),
+                or_(d.accepted_at >= since,
+                    and_(d.accepted_at.is_(None), d.dispatched_at >= since)))
+    voice_runs = select(runs.c.id).where(runs.c.channel == channel,
+                                         runs.c.status == RunStatus.RUNNING)
+    ids = {run_id, *conn.execute(voice_runs).scalars()}
+    counts: dict[int, int] = dict(conn.execute(
+        select(d.run_id, func.count()).where(d.run_id.in_(sorted(ids)), live)
+        .group_by(d.run_id)).all())
+    return int(counts.get(run_id, 0)), int(sum(counts.values()))
 
 
 class CallRunTotals(NamedTuple):
