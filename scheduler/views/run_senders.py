@@ -13,23 +13,18 @@ from __future__ import annotations
 import re
 import textwrap
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, field_serializer
 
 from scheduler.core.time_words import iso_utc, local_time
 from scheduler.core.units import day_start
 from scheduler.dispatch import warmup
-from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.run_reads import RunSenderReads
 from scheduler.ledger.states import HELD_STATES, ChangeSource, SenderStatus
 from scheduler.ledger.states import NO_PROFILE as NEW
 from scheduler.settings.run import RunOptions
 from scheduler.settings.senders import SenderCare
-
-if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
-    from scheduler.ledger.core import LedgerCore
 
 #: Who made a change, as the text says it.
 _BY = {ChangeSource.OPERATOR: "by a person", ChangeSource.ENGINE: "by the health rules",
@@ -88,17 +83,11 @@ def what_to_do(sender: str, state: str) -> str | None:
     return None
 
 
-def read_run_senders(ledger: LedgerCore, run_id: int, options: RunOptions, care: SenderCare,
-                     now: datetime) -> list[RunSender]:
-    """The run's senders (its options' and any its rows went through), in one read."""
-    with access.read(ledger.engine, f"read the senders of run {run_id}") as conn:
-        return read_senders_of_run(conn, run_id, options, care, now)
-
-
 def read_senders_of_run(conn: Connection, run_id: int, options: RunOptions, care: SenderCare,
                         now: datetime, *, with_counts: bool = True,
                         today: bool = True) -> list[RunSender]:
-    """:func:`read_run_senders` read on ``conn`` (a caller's snapshot). ``with_counts``:
+    """The run's senders (its options' and any its rows went through), read on ``conn`` (a
+    caller's snapshot). ``with_counts``:
     also this run's rows per sender (the trigger-kept ``run_sender_tallies`` and the run's
     opt-out replies, a few rows each, see :meth:`RunSenderReads.counts`; ``campaign
     status --json`` shows them, with every sender the run's rows went through; the
@@ -201,5 +190,4 @@ def sender_lines(senders: list[RunSender], zone: str, *, width: int = 78,
     return lines
 
 
-__all__ = ["RunSender", "read_run_senders", "read_senders_of_run", "sender_lines",
-           "what_to_do"]
+__all__ = ["RunSender", "read_senders_of_run", "sender_lines", "what_to_do"]

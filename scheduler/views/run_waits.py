@@ -11,22 +11,18 @@ timeline say it). The sentences are :mod:`scheduler.dispatch.caps`'s, as on the 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from scheduler.core.time_words import iso_utc, local_time, span
 from scheduler.core.units import load_zone
 from scheduler.dispatch import caps
 from scheduler.dispatch.options import DispatchOptions
 from scheduler.dispatch.results import CapWait
-from scheduler.ledger import access
 from scheduler.ledger.access import Connection
 from scheduler.ledger.models import Run
 from scheduler.ledger.run_reads import RunSenderReads
 from scheduler.ledger.states import DeliveryState, RunStatus
 from scheduler.settings.run import RunOptions
-
-if TYPE_CHECKING:  # the reads only (issue 32: the writers stay unloaded)
-    from scheduler.ledger.core import LedgerCore
 
 
 def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) -> list[CapWait]:
@@ -41,17 +37,11 @@ def read_cap_waits(conn: Connection, options: DispatchOptions, now: datetime) ->
     return caps.waits_from_counts(options, sent_today, now, reads.nth_send_since)
 
 
-def run_waits(ledger: LedgerCore, run: Run, counts: dict[str, int],
-              now: datetime) -> dict[str, Any]:
-    """What a running run with deliveries still planned waits for at ``now``:
-    ``{"lines": [...], "capped": [...]}`` (times in UTC in ``capped``); empty otherwise."""
-    with access.read(ledger.engine, f"read what run {run.id} waits for") as conn:
-        return read_run_waits(conn, run, ledger.options(run), counts, now)
-
-
 def read_run_waits(conn: Connection, run: Run, stored: RunOptions, counts: dict[str, int],
                    now: datetime) -> dict[str, Any]:
-    """:func:`run_waits` read on ``conn`` (a caller's snapshot), with the run's options."""
+    """What a running run with deliveries still planned waits for at ``now``, read on
+    ``conn`` (a caller's snapshot), with the run's options: ``{"lines": [...], "capped":
+    [...]}`` (times in UTC in ``capped``); empty otherwise."""
     if run.status != RunStatus.RUNNING or not counts.get(DeliveryState.PLANNED):
         return {"lines": [], "capped": []}
     options = DispatchOptions.for_run(stored, start=run.started_at or now)
