@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from scheduler.campaign.exceptions import CampaignError, Issue
-from scheduler.core.channel_terms import terms_of
 from scheduler.core.display import clean_markup
 from scheduler.core.errors import SchedulerError
 from scheduler.core.time_words import iso_utc
@@ -41,7 +40,7 @@ if TYPE_CHECKING:
 
     from scheduler.campaign.loader import Campaign
     from scheduler.campaign.plan import PlanStats
-    from scheduler.dispatch.pacing import Quota
+    from scheduler.commands.plan_finish import PlanFigures
 
 #: The clock of ``campaign plan`` when ``--start`` is not given (tests replace it).
 clock: Callable[[], datetime] = utcnow
@@ -188,129 +187,35 @@ def _parse_start(text: str | None, campaign: Campaign) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=campaign.zone)
 
 
-async def _service_quotas(campaign: Campaign) -> list[Quota | None] | None:
-    from scheduler.dispatch.pacing import Quota
-    from scheduler.settings.load import load_settings
-
-    settings = load_settings(near=campaign.path)
-    service = settings.service_endpoint()  # half a configuration is an error, said above
-    if service is None:
-        return None
-    from scheduler.service.client import ServiceClient
-
-    quotas: list[Quota | None] = []
-    async with ServiceClient(*service, timeout_s=settings.http_timeout_s) as client:
-        for sender in campaign.senders:
-            limits = await client.get_limits(sender)
-            limit = limits.limits.messages
-            used = limits.used.messages or 0
-            resets = None
-            if limits.resetsAt:
-                try:
-                    resets = datetime.fromisoformat(limits.resetsAt.replace("Z", "+00:00"))
-                except ValueError:
-                    resets = None
-            quotas.append(Quota(limit, used, resets) if limit is not None else None)
-    return quotas
-
-
-def plan_quotas(campaign: Campaign) -> tuple[list[Quota | None], str]:
-    """Per-sender plan limits and where they came from: service, file or none. SMS and
-    voice send from the account, which has no per-session plan limit (as the engine's
-    channels say): only the file's ``plan_limit`` applies to them."""
-    import asyncio
-
-    from scheduler.dispatch.channels import known_channel
-    from scheduler.dispatch.pacing import Quota
-
-    channel = known_channel(campaign.spec.channel)
-    try:
-        quotas = None
-        if channel is not None and channel.sender_quotas:
-            quotas = asyncio.run(_service_quotas(campaign))
-    except SchedulerError as exc:
-        _note(f"[yellow]plan limits not read from the service:[/] {exc}")
-        quotas = None
-    if quotas is not None:
-        return quotas, "service"
-    limit = campaign.spec.pace.plan_limit
-    if limit is not None:
-        return [Quota(limit) for _ in campaign.senders], "file"
-    return [None for _ in campaign.senders], "none"
-
-
 def plan_report(path: Path, start_text: str | None, *,
                 call_seconds: float | None = None) -> tuple[dict[str, Any], list[Issue]]:
     """The ``campaign plan --json`` object and the errors found (the same as ``validate``'s;
     with ``--start`` the schedule's own start time is not checked). ``call_seconds``: how
     long a call lasts, ringing included (voice; default: the settings'
     ``voice_call_estimate_s``, which a rehearsal assumes too)."""
-    from scheduler.campaign.options import run_options
-    from scheduler.commands import plan_channels as pc
-    from scheduler.commands.preview import campaign_channel, engine_settings
-    from scheduler.dispatch.pacing import estimate_finish, mean_interval
-    from scheduler.dispatch.windows import SendWindow
+    from scheduler.commands.plan_finish import BulkTallies, plan_figures
 
-    tallies: list[pc.BulkTally] = []
-    settings: dict[str, Any] = {}
-
-    def tally(campaign: Campaign, rows: list[dict[str, Any]]) -> None:
-        if terms_of(campaign.spec.channel).step_endpoints:
-            return
-        if not tallies:
-            settings.update(engine_settings(campaign))
-            tallies.append(pc.BulkTally(campaign_channel(campaign, settings)))
-        tallies[0].feed(rows)
-
-    campaign, stats, issues = _check(path, clock() if start_text is None else None, tally)
+    tallies = BulkTallies()
+    campaign, stats, issues = _check(path, clock() if start_text is None else None,
+                                     tallies.feed)
     if campaign is None:
         return {"recipients": stats.recipients_json()}, issues
     start = _parse_start(start_text, campaign)
-    spec, steps = campaign.spec, campaign.steps
-    quotas, source = plan_quotas(campaign)
-    senders = campaign.senders
-    counts = [stats.recipients_per_sender[s] * len(steps) for s in senders]
-    options = run_options(campaign)
-    channel = tallies[0].channel if tallies else campaign_channel(campaign, settings)
-    bulk = tallies[0].finish() if tallies else None
-    deliveries = sum(stats.planned_per_step.values())
-    from scheduler.settings.engine import EngineSettings  # a pydantic model: not at start-up
+    figures = plan_figures(campaign, stats, tallies, start, call_seconds)
+    from scheduler.commands.plan_extras import later_parts
 
-    engine: EngineSettings = settings.get("engine") or EngineSettings()
-    call_s = call_seconds if call_seconds is not None else engine.voice_call_estimate_s
-    totals = pc.totals(
-        channel, bulk, recipients=stats.valid, deliveries=deliveries,
-        encodings=dict(stats.sms_encodings),
-        prices=dict(getattr(channel, "prices", {})), call_seconds=call_s,
-        call_seconds_source="--call-seconds" if call_seconds is not None
-        else "settings voice_call_estimate_s",
-        max_calls_asked=options.max_calls,
-        account_calls=engine.voice_max_calls)
-    rate, jitter, limited_by = pc.pace(channel, options, counts, deliveries,
-                                     bulk.total if bulk else 0, call_s)
-    timed = counts if bulk is None or channel.has_calls else \
-        pc.effective_counts(counts, deliveries, bulk.total)
-    from scheduler.dispatch.warmup_eta import ramp_caps
-    from scheduler.usecases.plan_warmup import plan_ramps
+    return (_report(campaign, stats, start, figures, issues)
+            | later_parts(campaign, stats, figures.options, start)), issues
 
-    ramps = plan_ramps(campaign.path, senders, start=start, tz=options.zone,
-                       normal_cap=options.daily_cap)
-    window = SendWindow.of(options.window, options.timezone)
-    estimate = estimate_finish(
-        timed,
-        start=start,
-        rate=rate,
-        jitter=jitter,
-        window=window,
-        daily_cap=options.daily_cap,
-        quotas=quotas,
-        tz=options.zone,
-        extra_delay_s=sum(options.step_delays_s) + (call_s if channel.has_calls else 0.0),
-        day_caps=[ramp_caps(r.profile, r.day, options.daily_cap) if (r := ramps.get(s))
-                  else None for s in senders],
-    )
-    latest = options.latest_for(start)
-    report: dict[str, Any] = {
+
+def _report(campaign: Campaign, stats: PlanStats, start: datetime, figures: PlanFigures,
+            issues: list[Issue]) -> dict[str, Any]:
+    """The first parts of ``campaign plan --json``: steps, senders, totals and times."""
+    from scheduler.dispatch.pacing import mean_interval
+
+    spec, options, estimate = campaign.spec, figures.options, figures.estimate
+    window, latest = figures.window, options.latest_for(start)
+    return {
         "campaign": spec.name,
         "channel": spec.channel,
         "recipients": stats.recipients_json(),
@@ -324,28 +229,28 @@ def plan_report(path: Path, start_text: str | None, *,
                 "skipped": stats.skipped_per_step[s.index],
                 "sms_segments": stats.sms_segments_per_step[s.index],
             }
-            for s in steps
+            for s in campaign.steps
         ],
         "senders": [
             {
                 "sender": s,
                 "recipients": stats.recipients_per_sender[s],
-                "deliveries": counts[i],
-                "plan_limit": q.limit if (q := quotas[i]) else None,
+                "deliveries": figures.counts[i],
+                "plan_limit": q.limit if (q := figures.quotas[i]) else None,
                 "finish": iso_utc(estimate.per_sender[i]),
             }
-            for i, s in enumerate(senders)
+            for i, s in enumerate(campaign.senders)
         ],
-        "channel_totals": totals,
+        "channel_totals": figures.channel_totals,
         "sms_segments": sum(stats.sms_segments_per_step.values()),
-        "limits_source": source,
+        "limits_source": figures.limits_source,
         "timezone": options.timezone,  # times are UTC (ISO 8601); text shows them in it
         "start": iso_utc(start),
         "finish": iso_utc(estimate.finish),
         "duration_s": estimate.duration.total_seconds(),
         "mean_interval_s": estimate.interval_s,
         "pace_interval_s": mean_interval(options.rate_per_s, options.jitter_s),
-        "limited_by": limited_by,
+        "limited_by": figures.limited_by,
         "latest": iso_utc(latest),
         "finishes_before_latest": None if latest is None else estimate.finish <= latest,
         "recipient_timezone": spec.recipient_timezone,
@@ -354,12 +259,9 @@ def plan_report(path: Path, start_text: str | None, *,
         "holidays_waited": [] if window is None else
         window.holiday_dates(start, estimate.finish),
         "audience": spec.audience.model_dump(),
-        "warmup": [r.as_dict() | {"line": r.line()} for r in ramps.values()],
+        "warmup": [r.as_dict() | {"line": r.line()} for r in figures.ramps.values()],
         "errors": [issue.as_dict() for issue in issues],
     }
-    from scheduler.commands.plan_extras import later_parts
-
-    return report | later_parts(campaign, stats, options, start), issues
 
 
 def plan(
