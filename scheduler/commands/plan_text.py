@@ -93,25 +93,28 @@ def stats_table(stats: PlanStats) -> Table:
 
 def print_plan(console: Console, report: dict[str, Any]) -> None:
     """The human form of a plan report; every line within 80 columns, nothing cut."""
-    # the channel's, variants' and retries' lines: with the engine's modules, for `plan` only
-    from scheduler.commands.plan_channels import totals_lines
-    from scheduler.commands.plan_retries import retry_lines
-    from scheduler.commands.plan_variants import variant_lines
     from scheduler.dispatch.channels import known_channel
 
-    channel, zone = report["channel"], report["timezone"]
-    known = known_channel(channel)
-    segments = known is not None and known.error_codes  # SMS: priced by segment
+    known = known_channel(report["channel"])
     # voice: calls from the account, max_calls at once (not one a sender)
     calls = known is not None and known.has_calls and not known.one_call_per_sender
+    _print_steps(console, report, segments=known is not None and bool(known.error_codes))
+    _print_senders(console, report)
+    _print_parts(console, report)
+    _print_times(console, report, calls=calls)
+
+
+def _print_steps(console: Console, report: dict[str, Any], *, segments: bool) -> None:
+    """The steps' table (SMS: with segments) and the recipients skipped before any step."""
+    from scheduler.commands.plan_branches import estimate_note, step_estimates
+
+    channel = report["channel"]
     steps = Table(title=f"Campaign {report['campaign']} ({channel})")
     endpoints = terms_of(channel).step_endpoints
     columns = ["step", "kind", *(["endpoint"] if endpoints else []), "delay",
                "planned", "skipped", *(["segments"] if segments else [])]
     for col in columns:
         steps.add_column(col, overflow="fold")
-    from scheduler.commands.plan_branches import estimate_note, step_estimates
-
     estimates = step_estimates(report.get("branches"))  # steps that follow replies
     for s in report["steps"]:
         cells = [str(s["step"]), s["kind"]]
@@ -126,16 +129,21 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     for line in estimate_note(report.get("branches"), sum(
             s["planned"] for s in report["steps"] if s["step"] in estimates)):
         console.print(line, highlight=False, markup=False)
-    if report["recipients"].get("no_consent"):
-        console.print(f"consent required: {report['recipients']['no_consent']:,} recipients "
+    recipients = report["recipients"]
+    if recipients.get("no_consent"):
+        console.print(f"consent required: {recipients['no_consent']:,} recipients "
                       "without it skipped (no_consent)", highlight=False, markup=False)
-    if report["recipients"].get("erased"):
-        console.print(f"erased at the person's request: {report['recipients']['erased']:,} "
+    if recipients.get("erased"):
+        console.print(f"erased at the person's request: {recipients['erased']:,} "
                       "recipients skipped (person forget)", highlight=False, markup=False)
-    if report["recipients"].get("suppressed_ledger"):
+    if recipients.get("suppressed_ledger"):
         console.print(f"on the ledger's suppression list: "
-                      f"{report['recipients']['suppressed_ledger']:,} recipients skipped "
+                      f"{recipients['suppressed_ledger']:,} recipients skipped "
                       "(suppressed)", highlight=False, markup=False)
+
+
+def _print_senders(console: Console, report: dict[str, Any]) -> None:
+    """The senders' table: deliveries, plan limit and last send of each."""
     senders = Table(title=f"Senders (plan limits: {report['limits_source']})")
     for col in ("sender", "recipients", "deliveries", "limit/day", "last send"):
         senders.add_column(col, overflow="fold")
@@ -145,9 +153,19 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
             f"{s['recipients']:,}",
             f"{s['deliveries']:,}",
             "–" if s["plan_limit"] is None else f"{s['plan_limit']:,}",
-            _at(s["finish"], zone),
+            _at(s["finish"], report["timezone"]),
         )
     console.print(senders)
+
+
+def _print_parts(console: Console, report: dict[str, Any]) -> None:
+    """Warm-up, label filter, the channel's totals, variants, retries and branches."""
+    # the channel's, variants' and retries' lines: with the engine's modules, for `plan` only
+    from scheduler.commands.plan_branches import branch_lines
+    from scheduler.commands.plan_channels import totals_lines
+    from scheduler.commands.plan_retries import retry_lines
+    from scheduler.commands.plan_variants import variant_lines
+
     for line in warmup_lines(report.get("warmup")):
         console.print(line, highlight=False, markup=False)
     for line in label_lines(report.get("label_filter")):
@@ -156,12 +174,15 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
         console.print(line)
     for line in variant_lines(report.get("variants")):
         console.print(line, highlight=False, markup=False)
-    for line in retry_lines(report.get("retries"), channel, zone):
+    for line in retry_lines(report.get("retries"), report["channel"], report["timezone"]):
         console.print(line, highlight=False, markup=False)
-    from scheduler.commands.plan_branches import branch_lines
-
     for line in branch_lines(report.get("branches")):
         console.print(line, highlight=False, markup=False)
+
+
+def _print_times(console: Console, report: dict[str, Any], *, calls: bool) -> None:
+    """Start, finish and pace, and what holds the sends: holidays, audience, latest time."""
+    zone = report["timezone"]
     what = "call" if calls else "send"
     console.print(f"start  {_at(report['start'], zone)}\n"
                   f"finish {_at(report['finish'], zone)} (≈ {span(report['duration_s'])})\n"
@@ -169,7 +190,7 @@ def print_plan(console: Console, report: dict[str, Any]) -> None:
     if report["limited_by"] == "calls in progress":
         console.print(f"       calls in progress allow one every "
                       f"{report['mean_interval_s']:.2f} s on average")
-    if not endpoints:
+    if not terms_of(report["channel"]).step_endpoints:
         console.print("       a request of n recipients spends n sends of the pace; the "
                       "finish")
         console.print("       is when the last request goes out"
