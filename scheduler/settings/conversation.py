@@ -6,7 +6,7 @@ Built from the campaign's ``when`` tables and ``[replies]`` when the run is plan
 (:mod:`scheduler.dispatch.conversation`). Every value is already parsed: step indexes,
 seconds, keywords folded.
 
-A condition's ``kind`` is one of :data:`KINDS`:
+A condition's ``kind`` is one of :data:`Kind`:
 
 - ``replied``: the step goes when the looked-at step gets a reply within ``wait_s``;
 - ``reply_matches``: ... a reply matching ``pattern`` (or one of ``keywords``);
@@ -23,12 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["replied", "reply_matches", "not_replied", "read", "not_read", "clicked",
                "not_clicked"]
-KINDS: tuple[str, ...] = ("replied", "reply_matches", "not_replied", "read", "not_read",
-                          "clicked", "not_clicked")
-#: Kinds decided by the first reply (the others by a time or a read or a click).
-REPLY_KINDS = frozenset({"replied", "reply_matches", "not_replied"})
-#: Kinds whose step goes when nothing happened in time.
-NEGATIVE_KINDS = frozenset({"not_replied", "not_read", "not_clicked"})
 #: ``[replies] wait``: how long a reply (read, click) condition waits when it names no time.
 DEFAULT_WAIT_S = 24 * 3600.0
 #: ``[replies] expected_rate``: the share of recipients ``plan`` expects to reply.
@@ -84,5 +78,5 @@ class ConversationOptions(_Frozen):
         return tuple(out)
 
 
-__all__ = ["DEFAULT_EXPECTED_RATE", "DEFAULT_WAIT_S", "KINDS", "NEGATIVE_KINDS",
-           "REPLY_KINDS", "ConversationOptions", "Kind", "StepCondition"]
+__all__ = ["DEFAULT_EXPECTED_RATE", "DEFAULT_WAIT_S", "ConversationOptions", "Kind",
+           "StepCondition"]
