@@ -61,8 +61,9 @@ class Tally:
                    if (state is not None and s in state) or m & marks)
 
     def funnel(self) -> dict[str, int]:
-        """The report's funnel (``scheduler.ledger.funnel``): planned, sent, delivered,
-        read, replied, answered, undelivered, skipped (``rq.funnel_counts``)."""
+        """The report's funnel (``scheduler.ledger.funnel``, ``campaign status``): planned,
+        sent, delivered, read, replied, answered, undelivered, skipped; the same conditions
+        as ``queries.reports.state_groups``, so status and report agree."""
         return {
             "planned": sum(n for _st, s, _m, _w, n in self.rows if s != S.SKIPPED),
             "sent": self.count(_SENT, ACCEPTED | SENT | DELIVERED | READ),

@@ -132,7 +132,7 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     reads, samples = RunReads(conn), RunSamples(conn)
     options = options_of(run)
     # the run's tallies read once: its counts, funnel and tracking are sums of them (as
-    # dq.counts_by_state, rq.funnel_counts and tq.funnel sum them)
+    # dq.counts_by_state and tq.funnel sum them)
     tally = reads.tally(run_id)
     counts = tally.states()
     funnel_counts = tally.funnel()

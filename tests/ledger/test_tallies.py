@@ -116,7 +116,7 @@ def check(ledger: Ledger, *run_ids: int) -> None:
             assert dq.counts_by_state(conn, run_id) == dict(
                 conn.execute(text(_OLD_STATES), params).all())
             old = dict(conn.execute(text(_OLD_FUNNEL_COUNTS), params).mappings().one())
-            assert rq.funnel_counts(conn, run_id) == old
+            assert tallies.read(conn, run_id).funnel() == old
             old = dict(conn.execute(text(_OLD_TRACKING), params).mappings().one())
             assert {k: v for k, v in tq.funnel(conn, run_id).as_dict().items()
                     if k != "opted_out"} == old

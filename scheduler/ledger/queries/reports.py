@@ -23,8 +23,8 @@ from scheduler.ledger.models import Run
 from scheduler.ledger.queries import tallies
 from scheduler.ledger.queries.tables import runs
 
-if TYPE_CHECKING:  # pandas is imported by the queries that return frames (the report's):
-    import pandas as pd  # `campaign status` reads funnel_counts without it
+if TYPE_CHECKING:  # pandas is imported by the queries that return frames, when called
+    import pandas as pd
 
 #: States that count as errors in the Errors sheet (besides any row with a last error).
 ERROR_STATES = ("failed", "unknown", "expired", "undelivered")
@@ -35,7 +35,8 @@ _TIME_COLUMNS = ("dispatched_at", "accepted_at", "sent_at", "delivered_at", "rea
 
 #: When a row counts as sent, delivered, read or replied although its state says less (a
 #: later failure, say): a time that proves it. The funnel's definition is
-#: ``scheduler.ledger.funnel``; ``state_groups`` and ``funnel_counts`` both read these.
+#: ``scheduler.ledger.funnel``; ``state_groups`` reads these, and ``Tally.funnel`` (status)
+#: counts by the same conditions.
 _SENT_TIME = "COALESCE(accepted_at, sent_at, delivered_at, read_at)"
 _DELIVERED_TIME = "COALESCE(delivered_at, read_at)"
 _REPLIED = "replied_at IS NOT NULL OR reply_text IS NOT NULL"
@@ -81,14 +82,6 @@ def state_groups(conn: Connection, run_ids: Sequence[int]) -> pd.DataFrame:
         frame[name] = frame[name].astype("int64")
     frame["sender"] = frame["sender"].astype(object).where(frame["sender"].notna(), "")
     return frame
-
-
-def funnel_counts(conn: Connection, run_id: int) -> dict[str, int]:
-    """One run's funnel as ``scheduler.ledger.funnel`` defines it (``campaign status``):
-    planned, sent, delivered, read, replied, answered, undelivered, skipped. The same
-    conditions as :func:`state_groups`, so status and report agree; counted from the run's
-    trigger-kept tallies (:meth:`.run_rows.Tally.funnel`), not by scanning its rows."""
-    return tallies.funnel(conn, run_id)
 
 
 def detail_rows(conn: Connection, run_ids: Sequence[int], chunk_rows: int

@@ -271,11 +271,6 @@ def state_counts(conn: Connection, run_id: int) -> dict[str, int]:
     return read(conn, run_id).states()
 
 
-def funnel(conn: Connection, run_id: int) -> dict[str, int]:
-    """The run's funnel as the report defines it (see :meth:`Tally.funnel`)."""
-    return read(conn, run_id).funnel()
-
-
 def minutes(conn: Connection, run_id: int) -> list[tuple[Any, int]]:
     """Sends of the run per UTC minute, oldest first: ``(minute, n)``; the minute is the
     database's own value (text ``YYYY-MM-DD HH:MM`` on SQLite, a UTC time on PostgreSQL)."""
