@@ -10,9 +10,7 @@ ledger, as the dashboard's downloads) into a temporary folder, sent, and deleted
 from __future__ import annotations
 
 import shutil
-import tempfile
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi import Path as PathParam
@@ -23,31 +21,11 @@ from scheduler.api import reads
 from scheduler.api.auth import caller, operator
 from scheduler.api.schemas import Problem, RecentEvents, ResendIn, ResendResult
 from scheduler.ledger.api_tokens import TokenInfo
-
-if TYPE_CHECKING:
-    from scheduler.ledger.runs import Ledger
-    from scheduler.settings.load import Settings
+from scheduler.reports.output import MEDIA, download
 
 Viewer = Annotated[TokenInfo, Depends(caller)]
 Operator = Annotated[TokenInfo, Depends(operator)]
 RunId = Annotated[int, PathParam(ge=1, le=2_147_483_647, description="The run's id.")]
-MEDIA = {"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-         "csv": "text/csv; charset=utf-8"}
-
-
-def write_report(ledger: Ledger, settings: Settings, run_id: int,
-                 fmt: str) -> tuple[Path, Path]:
-    """The run's report written into a new temporary folder: (its file, the folder)."""
-    from scheduler.reports.api import write_report as write
-
-    ledger.get_run(run_id)  # an unknown run: its 404 before any file is made
-    folder = Path(tempfile.mkdtemp(prefix=f"campaign-api-run-{run_id}-"))
-    try:
-        result = write(ledger, [run_id], fmt=fmt, output=folder, settings=settings)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return result.path, folder
 
 
 def add_run_routes(app: FastAPI, prefix: str, errors: dict[int | str, dict[str, Any]],
@@ -75,7 +53,7 @@ def add_run_routes(app: FastAPI, prefix: str, errors: dict[int | str, dict[str, 
     def report_route(fmt: str) -> Any:
         def report(request: Request, run_id: RunId, token: Viewer) -> FileResponse:
             ledger, settings = request.app.state.api.both()
-            path, folder = write_report(ledger, settings, run_id, fmt)
+            path, folder = download(ledger, settings, run_id, fmt, "api")
             return FileResponse(path, media_type=MEDIA[fmt], filename=path.name,
                                 background=BackgroundTask(shutil.rmtree, folder,
                                                           ignore_errors=True))

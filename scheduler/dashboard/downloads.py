@@ -8,8 +8,6 @@ into a temporary folder, sent, and deleted once sent.
 from __future__ import annotations
 
 import shutil
-import tempfile
-from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
 from starlette.background import BackgroundTask
@@ -18,25 +16,8 @@ from starlette.responses import FileResponse
 
 from scheduler.dashboard import auth
 from scheduler.dashboard.errors import PageError
-from scheduler.dashboard.web import Dashboard, RunId, dashboard_of
-
-MEDIA = {"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-         "csv": "text/csv; charset=utf-8"}
-
-
-def write(dash: Dashboard, run_id: int, fmt: str) -> tuple[Path, Path]:
-    """The report written into a new temporary folder: (its file, the folder)."""
-    from scheduler.reports.api import write_report
-
-    dash.ledger.get_run(run_id)  # an unknown run: its 404 before any file is made
-    folder = Path(tempfile.mkdtemp(prefix=f"campaign-dashboard-run-{run_id}-"))
-    try:
-        result = write_report(dash.ledger, [run_id], fmt=fmt, output=folder,
-                              settings=dash.settings)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return result.path, folder
+from scheduler.dashboard.web import RunId, dashboard_of
+from scheduler.reports.output import MEDIA, download
 
 
 def router() -> APIRouter:
@@ -48,7 +29,9 @@ def router() -> APIRouter:
         if fmt not in MEDIA:
             raise PageError(404, f"There is no {fmt!r} report: download report.xlsx or "
                                  "report.csv.", back=f"/runs/{run_id}")
-        path, folder = await run_in_threadpool(write, dashboard_of(request), run_id, fmt)
+        dash = dashboard_of(request)
+        path, folder = await run_in_threadpool(download, dash.ledger, dash.settings, run_id,
+                                               fmt, "dashboard")
         return FileResponse(path, media_type=MEDIA[fmt], filename=path.name,
                             background=BackgroundTask(shutil.rmtree, folder,
                                                       ignore_errors=True))
