@@ -47,11 +47,6 @@ def local_zone() -> tzinfo:
     return zone if zone is not None else UTC
 
 
-def iso_ms(moment: datetime) -> str:
-    """ISO 8601 UTC with millisecond precision and a ``Z``."""
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
 class SimulatedClock:
     """A clock that only moves when someone sleeps on it (rehearsals and tests)."""
 
