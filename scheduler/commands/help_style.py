@@ -26,12 +26,14 @@ from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import DefaultPlaceholder
 
 
-def _tidy(param: Any) -> None:
-    """A flag shows no value type; an argument shows its name in capitals."""
-    if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
-        param.metavar = ""  # Typer shows the metavar instead of the type: nothing
-    elif isinstance(param, TyperArgument) and param.metavar is None:
-        param.metavar = (param.name or "value").upper()
+def _tidied(params: list[Any]) -> list[Any]:
+    """``params``, each flag showing no value type and each argument its name in capitals."""
+    for param in params:
+        if isinstance(param, TyperOption) and param.is_flag and param.metavar is None:
+            param.metavar = ""  # Typer shows the metavar instead of the type: nothing
+        elif isinstance(param, TyperArgument) and param.metavar is None:
+            param.metavar = (param.name or "value").upper()
+    return params
 
 
 def _usage(command: TyperCommand | TyperGroup, ctx: Any) -> list[str]:
@@ -61,12 +63,6 @@ def _summary(command: Any) -> str:
     paragraph, on one line (the list wraps it)."""
     text = inspect.cleandoc(command.short_help or command.help or "")
     return " ".join(text.split("\n\n")[0].split())
-
-
-def _tidied(params: list[Any]) -> list[Any]:
-    for param in params:
-        _tidy(param)
-    return params
 
 
 def _plain(command: Any) -> None:
