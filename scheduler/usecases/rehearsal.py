@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -42,6 +42,7 @@ from scheduler.usecases.sender_seed import project_profiles
 from scheduler.wiring import dispatch_run, ensure_senders, run_store, service_target
 
 if TYPE_CHECKING:
+    from scheduler.campaign.loader import Campaign
     from scheduler.ledger.models import Run
     from scheduler.service.client import ServiceClient
     from scheduler.settings.load import Settings
@@ -125,15 +126,10 @@ def _reply_script(ledger: Ledger, run: Run, options: RunOptions, seed: int,
 
 async def _rehearse(path: Path, start: datetime, seed: int,
                     replies: dict[str, object] | None = None) -> Rehearsal:
-    from scheduler.campaign.loader import load_campaign
+    """Plan ``path`` into a throw-away ledger and dispatch it to the embedded sandbox on a
+    simulated clock from ``start``."""
     from scheduler.service.client import ServiceClient
-    from scheduler.settings.load import Settings, load_settings
-    from scheduler.usecases.consent_lookup import (
-        project_consent,
-        project_erased,
-        project_listed,
-    )
-    from scheduler.usecases.label_lookup import project_label_audience
+    from scheduler.settings.load import Settings
 
     clock = SimulatedClock(start)
     notes: list[str] = []
@@ -141,32 +137,11 @@ async def _rehearse(path: Path, start: datetime, seed: int,
         engine = open_ledger(f"sqlite:///{Path(folder) / 'rehearsal.db'}")
         try:
             ledger = Ledger(engine, clock=clock)
-            # a label filter reads the project's label state (the throw-away ledger has none)
-            campaign = load_campaign(path)
-            run_id = plan_run(ledger, path, start_at=start, campaign=campaign,
-                              labels=project_label_audience(campaign), rehearsal=True,
-                              consent=project_consent(campaign),
-                              erased=project_erased(campaign),
-                              listed=project_listed(campaign))
-            run = ledger.get_run(run_id)
+            campaign, run = _plan(ledger, path, start)
             senders = list(ledger.options(run).senders)
-            # retry rules and fallbacks judge outcomes: a receiver takes the sandbox's
-            # events into the throw-away ledger (its calls and reports in real time, fast)
-            outcomes = second_chances(ledger.options(run))
             settings = Settings(base_url=None, state_dir=Path(folder) / "state",
                                 webhook_secret=secrets.token_hex(16), receiver_port=0)
-            sandbox: dict[str, object] = {"seed": seed, "clock": clock, "reply_rate": 0.0}
-            # steps that follow replies: the sandbox answers as scripted (or drawn), and
-            # a receiver takes the replies and receipts into the throw-away ledger
-            script = _reply_script(ledger, run, ledger.options(run), seed, replies)
-            if script is not None:
-                sandbox["whatsapp_replies_by_number"] = script
-                sandbox["recipient_delay_ms"] = (10.0, 20.0)
-                outcomes = True
-            if outcomes:
-                sandbox["voice_time_scale"] = REHEARSAL_VOICE_SCALE
-            else:  # nothing reads the receipts
-                sandbox["delivered_rate"] = 0.0
+            sandbox, outcomes = _sandbox_config(ledger, run, clock, seed, replies)
             with service_target(settings, force_sandbox=True, sandbox_config=sandbox) as target, \
                     contextlib.ExitStack() as stack:
                 async with ServiceClient(target.base_url, target.api_key) as client:
@@ -176,46 +151,113 @@ async def _rehearse(path: Path, start: datetime, seed: int,
                         await rehearsal_connections(client, campaign, senders)
                         await ensure_senders(client, target, senders, hooks.get("session"))
                     assert run.id is not None
-                    # the project's [senders] (warm-up and health) apply as in a real run,
-                    # each sender starting where the project's ledger has it
-                    project = load_settings(near=path)
-                    try:
-                        profiles = project_profiles(project, senders)
-                    except LedgerOutOfDate as exc:
-                        profiles = []
-                        notes.append(f"{exc}; every sender starts as new")
-                    seed_profiles(engine, profiles, start)
-                    setup = RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
-                                     rng=random.Random(seed), care=project.senders)
+                    setup = _run_setup(ledger, path, senders, start, clock, seed, notes)
                     result = await dispatch_run(run_store(ledger, run.id), client, run, setup)
-                    # the fallback run, rehearsed after its parent on the same clock (one
-                    # simulated clock cannot be slept on by two dispatchers at once)
-                    child_id = ledger.fallback_run_of(run.id)
-                    if child_id is not None:
-                        child = ledger.get_run(child_id)
-                        if ledger.counts(child_id):
-                            fallback = await dispatch_run(run_store(ledger, child_id), client,
-                                                          child, setup)
-                            name = f"{child.channel.upper()} fallback run"
-                            result.timeline.extend(
-                                dataclasses.replace(entry, what=f"{name}: {entry.what}")
-                                for entry in fallback.timeline)
-                            for state, n in fallback.counts.items():
-                                result.counts[f"fallback {state}"] = n
+                    await _dispatch_fallback(ledger, client, run, setup, result)
                 sends = target.sandbox.state.sandbox.world.sends
-                per_sender: dict[str, int] = {}
-                sent: list[tuple[datetime, str]] = []
-                for send in sends:
-                    to = send.get("to")
-                    at = datetime.fromisoformat(str(send["at"]).replace("Z", "+00:00"))
-                    sent.extend((at, str(n)) for n in (to if isinstance(to, list) else [to]))
-                    who = send.get("sessionId") or (senders[0] if senders else "account")
-                    per_sender[who] = per_sender.get(who, 0) + (
-                        len(to) if isinstance(to, list) else 1)
+                per_sender, sent = _tally_sends(sends, senders)
             return Rehearsal(run.campaign_name, run.timezone, start, clock(), result,
                              len(sends), per_sender, notes, sent)
         finally:
             engine.dispose()
+
+
+def _plan(ledger: Ledger, path: Path, start: datetime) -> tuple[Campaign, Run]:
+    """Plan the campaign at ``path`` into the throw-away ``ledger`` as a rehearsal."""
+    from scheduler.campaign.loader import load_campaign
+    from scheduler.usecases.consent_lookup import (
+        project_consent,
+        project_erased,
+        project_listed,
+    )
+    from scheduler.usecases.label_lookup import project_label_audience
+
+    # a label filter reads the project's label state (the throw-away ledger has none)
+    campaign = load_campaign(path)
+    run_id = plan_run(ledger, path, start_at=start, campaign=campaign,
+                      labels=project_label_audience(campaign), rehearsal=True,
+                      consent=project_consent(campaign),
+                      erased=project_erased(campaign),
+                      listed=project_listed(campaign))
+    return campaign, ledger.get_run(run_id)
+
+
+def _sandbox_config(ledger: Ledger, run: Run, clock: SimulatedClock, seed: int,
+                    replies: dict[str, object] | None) -> tuple[dict[str, object], bool]:
+    """The embedded sandbox's configuration for ``run``, and whether the rehearsal takes
+    the sandbox's events back (outcomes judged, or steps that follow replies)."""
+    # retry rules and fallbacks judge outcomes: a receiver takes the sandbox's
+    # events into the throw-away ledger (its calls and reports in real time, fast)
+    outcomes = second_chances(ledger.options(run))
+    sandbox: dict[str, object] = {"seed": seed, "clock": clock, "reply_rate": 0.0}
+    # steps that follow replies: the sandbox answers as scripted (or drawn), and
+    # a receiver takes the replies and receipts into the throw-away ledger
+    script = _reply_script(ledger, run, ledger.options(run), seed, replies)
+    if script is not None:
+        sandbox["whatsapp_replies_by_number"] = script
+        sandbox["recipient_delay_ms"] = (10.0, 20.0)
+        outcomes = True
+    if outcomes:
+        sandbox["voice_time_scale"] = REHEARSAL_VOICE_SCALE
+    else:  # nothing reads the receipts
+        sandbox["delivered_rate"] = 0.0
+    return sandbox, outcomes
+
+
+def _run_setup(ledger: Ledger, path: Path, senders: list[str], start: datetime,
+               clock: SimulatedClock, seed: int, notes: list[str]) -> RunSetup:
+    """The dispatch setup on the simulated clock, with the senders seeded as the project's
+    ledger has them (a ledger it could not read is said in ``notes``)."""
+    from scheduler.settings.load import load_settings
+
+    # the project's [senders] (warm-up and health) apply as in a real run,
+    # each sender starting where the project's ledger has it
+    project = load_settings(near=path)
+    try:
+        profiles = project_profiles(project, senders)
+    except LedgerOutOfDate as exc:
+        profiles = []
+        notes.append(f"{exc}; every sender starts as new")
+    seed_profiles(ledger.engine, profiles, start)
+    return RunSetup(timing=Timing.simulated_by(clock, clock.sleep),
+                    rng=random.Random(seed), care=project.senders)
+
+
+async def _dispatch_fallback(ledger: Ledger, client: ServiceClient, run: Run,
+                             setup: RunSetup, result: RunResult) -> None:
+    """Dispatch ``run``'s fallback run, if it has deliveries, after its parent on the same
+    clock (one simulated clock cannot be slept on by two dispatchers at once); its timeline
+    and counts go into ``result``."""
+    assert run.id is not None
+    child_id = ledger.fallback_run_of(run.id)
+    if child_id is None:
+        return
+    child = ledger.get_run(child_id)
+    if not ledger.counts(child_id):
+        return
+    fallback = await dispatch_run(run_store(ledger, child_id), client, child, setup)
+    name = f"{child.channel.upper()} fallback run"
+    result.timeline.extend(
+        dataclasses.replace(entry, what=f"{name}: {entry.what}")
+        for entry in fallback.timeline)
+    for state, n in fallback.counts.items():
+        result.counts[f"fallback {state}"] = n
+
+
+def _tally_sends(sends: list[dict[str, Any]], senders: list[str],
+                 ) -> tuple[dict[str, int], list[tuple[datetime, str]]]:
+    """The sandbox's sends counted per sender (bulk: each number), and each number's send
+    time in order."""
+    per_sender: dict[str, int] = {}
+    sent: list[tuple[datetime, str]] = []
+    for send in sends:
+        to = send.get("to")
+        at = datetime.fromisoformat(str(send["at"]).replace("Z", "+00:00"))
+        sent.extend((at, str(n)) for n in (to if isinstance(to, list) else [to]))
+        who = send.get("sessionId") or (senders[0] if senders else "account")
+        per_sender[who] = per_sender.get(who, 0) + (
+            len(to) if isinstance(to, list) else 1)
+    return per_sender, sent
 
 
 def rehearse_campaign(path: Path, *, start: datetime | None = None, seed: int = 1,
