@@ -83,10 +83,21 @@ def _can_draw(text: str) -> bool:
     return True
 
 
-def _show_qr(settings: Settings, session_id: str, qr: QrCode, png: bytes,
-             output: Path | None) -> None:
-    from scheduler.service.session_admin import default_qr_path, qr_terminal_text, save_png
+def _show_qr(settings: Settings, session_id: str, output: Path | None) -> None:
+    """Fetch the session's QR code, save it as a PNG and draw it in the terminal."""
+    from scheduler.service.session_admin import (
+        call_service,
+        default_qr_path,
+        fetch_qr,
+        qr_terminal_text,
+        save_png,
+    )
 
+    async def qr_of(client: ServiceClient) -> tuple[QrCode, bytes]:
+        return await fetch_qr(client, session_id)
+
+    qr, png = call_service(settings, qr_of, doing=f"fetching the QR code of {session_id}",
+                           session_id=session_id)
     path = save_png(output or default_qr_path(settings, session_id), png)
     status = qr.status or "waiting"
     _say(f"Session {session_id} is {status}: scan this QR code with {LINK_STEPS}:")
@@ -180,7 +191,7 @@ def create_command(
 ) -> None:
     """Create a session and show the QR code to scan with the sender's phone."""
     from scheduler.service.exceptions import RequestRejected
-    from scheduler.service.session_admin import SessionCommandError, call_service, fetch_qr
+    from scheduler.service.session_admin import SessionCommandError, call_service
 
     if webhook is not None:
         _check_url(webhook, "--webhook")
@@ -205,28 +216,13 @@ def create_command(
     if record.status == "connected":
         _say(f"It is already connected{f' as {record.phone}' if record.phone else ''}.")
         return
-
-    async def qr_of(client: ServiceClient) -> tuple[QrCode, bytes]:
-        return await fetch_qr(client, session_id)
-
-    qr, png = call_service(settings, qr_of, doing=f"fetching the QR code of {session_id}",
-                           session_id=session_id)
-    _show_qr(settings, session_id, qr, png, output)
+    _show_qr(settings, session_id, output)
 
 
 @sessions_app.command("qr")
 def qr_command(session_id: str = SESSION_ID, output: Path | None = OUTPUT_OPTION) -> None:
     """Print the session's QR code in the terminal and save it as a PNG."""
-    from scheduler.service.session_admin import call_service, fetch_qr
-
-    settings = _settings()
-
-    async def qr_of(client: ServiceClient) -> tuple[QrCode, bytes]:
-        return await fetch_qr(client, session_id)
-
-    qr, png = call_service(settings, qr_of, doing=f"fetching the QR code of {session_id}",
-                           session_id=session_id)
-    _show_qr(settings, session_id, qr, png, output)
+    _show_qr(_settings(), session_id, output)
 
 
 def last_status_event(settings: Settings,
