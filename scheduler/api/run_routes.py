@@ -21,7 +21,7 @@ from scheduler.api import reads
 from scheduler.api.auth import caller, operator
 from scheduler.api.schemas import Problem, RecentEvents, ResendIn, ResendResult
 from scheduler.ledger.api_tokens import TokenInfo
-from scheduler.reports.output import MEDIA, download
+from scheduler.reports.output import MEDIA
 
 Viewer = Annotated[TokenInfo, Depends(caller)]
 Operator = Annotated[TokenInfo, Depends(operator)]
@@ -52,6 +52,8 @@ def add_run_routes(app: FastAPI, prefix: str, errors: dict[int | str, dict[str, 
 
     def report_route(fmt: str) -> Any:
         def report(request: Request, run_id: RunId, token: Viewer) -> FileResponse:
+            from scheduler.reports.api import download
+
             ledger, settings = request.app.state.api.both()
             path, folder = download(ledger, settings, run_id, fmt, "api")
             return FileResponse(path, media_type=MEDIA[fmt], filename=path.name,

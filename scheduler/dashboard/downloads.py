@@ -17,7 +17,7 @@ from starlette.responses import FileResponse
 from scheduler.dashboard import auth
 from scheduler.dashboard.errors import PageError
 from scheduler.dashboard.web import RunId, dashboard_of
-from scheduler.reports.output import MEDIA, download
+from scheduler.reports.output import MEDIA
 
 
 def router() -> APIRouter:
@@ -29,6 +29,8 @@ def router() -> APIRouter:
         if fmt not in MEDIA:
             raise PageError(404, f"There is no {fmt!r} report: download report.xlsx or "
                                  "report.csv.", back=f"/runs/{run_id}")
+        from scheduler.reports.api import download
+
         dash = dashboard_of(request)
         path, folder = await run_in_threadpool(download, dash.ledger, dash.settings, run_id,
                                                fmt, "dashboard")

@@ -8,6 +8,7 @@ targets under temporary names and renamed into place only when all of them are c
 from __future__ import annotations
 
 import csv
+import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -134,6 +135,21 @@ def write_report(
         raise OutputNotWritable(f"cannot write the report: {exc.strerror or exc}") from None
     return ReportResult(target, fmt, tuple(r.id for r in runs), tuple(pngs), rows,
                         seconds_since(started))  # fmt: skip
+
+
+def download(ledger: Ledger, settings: Settings | None, run_id: int, fmt: str,
+             by: str) -> tuple[Path, Path]:
+    """One run's report for a download (``by``: ``api``, ``dashboard``), written into a new
+    temporary folder: (its file, the folder), which the caller deletes once sent."""
+    ledger.get_run(run_id)  # an unknown run: its 404 before any file is made
+    folder = Path(tempfile.mkdtemp(prefix=f"campaign-{by}-run-{run_id}-"))
+    try:
+        result = write_report(ledger, [run_id], fmt=fmt, output=folder, settings=settings)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return result.path, folder
+
 
 
 # ---------------------------------------------------------------------- pieces

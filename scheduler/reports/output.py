@@ -11,18 +11,11 @@ import contextlib
 import os
 import re
 import secrets
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
 
 from scheduler.reports.exceptions import OutputNotWritable
-
-if TYPE_CHECKING:
-    from scheduler.ledger.runs import Ledger
-    from scheduler.settings.load import Settings
 
 #: The media type of each report format, for a download.
 MEDIA = {"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
@@ -30,22 +23,6 @@ MEDIA = {"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sh
 
 #: First characters that make a spreadsheet treat a cell as a formula (OWASP's list).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def download(ledger: Ledger, settings: Settings | None, run_id: int, fmt: str,
-             by: str) -> tuple[Path, Path]:
-    """One run's report for a download (``by``: ``api``, ``dashboard``), written into a new
-    temporary folder: (its file, the folder), which the caller deletes once sent."""
-    from scheduler.reports.api import write_report
-
-    ledger.get_run(run_id)  # an unknown run: its 404 before any file is made
-    folder = Path(tempfile.mkdtemp(prefix=f"campaign-{by}-run-{run_id}-"))
-    try:
-        result = write_report(ledger, [run_id], fmt=fmt, output=folder, settings=settings)
-    except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
-    return result.path, folder
 
 
 def formula_like(value: str) -> bool:
