@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, insert
 
 from scheduler.ledger.exceptions import LedgerError
@@ -34,7 +36,7 @@ _SQLITE_TIME = "%Y-%m-%d %H:%M:%S.%f"
 _MARKS_AND_WORKER = {"accepted_at", "sent_at", "delivered_at", "read_at", "replied_at",
                      "reply_text", "ended_at", "worker"}
 _COUNTED_HERE = not _MARKS_AND_WORKER & set(_INSERT_COLUMNS)
-_STEP, _STATE = _INSERT_COLUMNS.index("step"), _INSERT_COLUMNS.index("state")
+_STEP_STATE = itemgetter(_INSERT_COLUMNS.index("step"), _INSERT_COLUMNS.index("state"))
 # PostgreSQL fast path: COPY streams the rows in one statement (psycopg 3's ``copy``), far
 # cheaper than an INSERT per row, even batched. Binary format: the server parses nothing and
 # psycopg's C dumpers format the values (measured 25 % less client CPU, 8 % less wall time
@@ -65,29 +67,28 @@ def insert_deliveries(
     planned_state = S.PLANNED.value
     batch: list[tuple[Any, ...]] = []
     append = batch.append
-    seq = first_seq
+    encode = orjson.dumps  # common.dumps without its call per row: bytes, decoded here
     # a recipient's steps share one variables dict: encoded once, for its first step
     last_variables: Any = None
     variables_text = "{}"
-    for row in rows:
+    for seq, row in enumerate(rows, first_seq):
         state = str(row["state"])
         step = row["step"]
         variables = row.get("variables")
         if variables is not last_variables:
-            last_variables, variables_text = variables, dumps(variables or {})
+            last_variables, variables_text = variables, encode(variables or {}).decode()
         append((
             run_id, seq, row["row"], step, row["kind"], row["path"], row["to"],
-            row.get("region"), dumps(row["payload"]), variables_text,
+            row.get("region"), encode(row["payload"]).decode(), variables_text,
             state, row.get("reason"),
             due0 if step == 0 and state == planned_state else None, 0,
             row.get("variant"), dumps(choices) if (choices := row.get("choices")) else None,
             row.get("watch"), dumps(fallback) if (fallback := row.get("fallback")) else None,
         ))
-        seq += 1
     if not batch:
         return 0
     if sqlite:  # counted in one grouped upsert, not by the row triggers (see tallies)
-        counts = Counter((r[_STEP], r[_STATE]) for r in batch) if _COUNTED_HERE else None
+        counts = Counter(map(_STEP_STATE, batch)) if _COUNTED_HERE else None
         tallies.count_bulk_insert(conn, run_id,
                                   lambda: conn.exec_driver_sql(_SQLITE_INSERT, batch),
                                   send_times=bool(_SEND_TIMES & set(_INSERT_COLUMNS)),
