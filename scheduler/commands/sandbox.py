@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from scheduler.core.errors import SchedulerError
+
+if TYPE_CHECKING:
+    from scheduler.sandbox import SandboxConfig
 
 KEY_ENV = "CAMPAIGN_SANDBOX_API_KEY"
 
@@ -67,34 +71,45 @@ def sandbox(
     ),
 ) -> None:
     """Serve the sandbox (an emulation of the service) until Ctrl-C."""
-    import uvicorn
-    from pydantic import ValidationError
+    key, origin = _api_key(api_key)
+    config = _config(api_key=key, seed=seed, latency_ms=latency_ms, fail_rate=fail_rate,
+                     timeout_rate=timeout_rate, throttle_rate=throttle_rate,
+                     reply_rate=reply_rate, webhook_retry_base_s=webhook_retry_base_s)
+    _serve(config, host, port, origin)
 
-    from scheduler.sandbox import SandboxConfig, create_app
+
+def _api_key(given: str | None) -> tuple[str, str]:
+    """The key clients must send, and where it came from (as the banner says it)."""
     from scheduler.sandbox.config import DEFAULT_API_KEY
 
-    if api_key:
-        key, origin = api_key, "from --api-key"
-    elif os.environ.get(KEY_ENV):
-        key, origin = os.environ[KEY_ENV], f"from {KEY_ENV}"
-    else:
-        key, origin = DEFAULT_API_KEY, f"{DEFAULT_API_KEY} (default)"
+    if given:
+        return given, "from --api-key"
+    if os.environ.get(KEY_ENV):
+        return os.environ[KEY_ENV], f"from {KEY_ENV}"
+    return DEFAULT_API_KEY, f"{DEFAULT_API_KEY} (default)"
+
+
+def _config(**fields: Any) -> SandboxConfig:
+    """The sandbox's configuration from the options; its problems as one error."""
+    from pydantic import ValidationError
+
+    from scheduler.sandbox import SandboxConfig
+
     try:
-        config = SandboxConfig(
-            api_key=key,
-            seed=seed,
-            latency_ms=latency_ms,
-            fail_rate=fail_rate,
-            timeout_rate=timeout_rate,
-            throttle_rate=throttle_rate,
-            reply_rate=reply_rate,
-            webhook_retry_base_s=webhook_retry_base_s,
-        )
+        return SandboxConfig(**fields)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
         raise SchedulerError(f"sandbox settings: {problems}") from None
+
+
+def _serve(config: SandboxConfig, host: str, port: int, origin: str) -> None:
+    """Listen on ``host:port``, say where and with which key, and serve until Ctrl-C."""
+    import uvicorn
+
+    from scheduler.sandbox import create_app
+
     sock = _listen(host, port)
     shown_host = f"[{host}]" if ":" in host else host
     typer.echo(f"Sandbox serving at http://{shown_host}:{sock.getsockname()[1]}", nl=True)
