@@ -228,10 +228,11 @@ class PhoneNormalizer:
         fast, region, slow = self.fast_typed, self.region, self.slow
         out: list[Normalized] = []
         append = out.append
+        make = tuple.__new__  # a Normalized without the call of its Python __new__
         for raw in values:
             found = fast(raw)
             if found is not None:
-                append(Normalized(found[0], region, None, found[1]))
+                append(make(Normalized, (found[0], region, None, found[1], False)))
             elif not raw.strip():
                 append(Normalized(None, None, "empty"))
             else:
