@@ -173,7 +173,6 @@ class SenderProfileRow(NamedTuple):
 
     sender: str
     first_seen_at: datetime
-    last_sent_at: datetime | None
     state: str
     reason: str | None
     since: datetime

@@ -154,6 +154,7 @@ def read_senders(ledger: LedgerCore, now: datetime) -> SendersView:
         for zone in sorted(set(zones.values())):
             members = [s for s in names if zones[s] == zone]
             today.update(reads.sends_since(members, day_start(now, zone)))
+        last = reads.last_sends(list(stored))
     infos = []
     for sender in names:
         row = stored.get(sender)
@@ -167,7 +168,7 @@ def read_senders(ledger: LedgerCore, now: datetime) -> SendersView:
             continue
         infos.append(SenderInfo(
             state=row.state, since=row.since, reason=row.reason,
-            first_seen_at=row.first_seen_at, last_sent_at=row.last_sent_at,
+            first_seen_at=row.first_seen_at, last_sent_at=last.get(sender),
             warm_profile=row.warm_profile, warm_day=row.warm_day,
             warm_day_date=row.warm_day_date, score=row.score, throttle=row.throttle,
             **common))

@@ -8,11 +8,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from scheduler.cli import app
 from scheduler.core import timeutil
 from scheduler.ledger import access
+from scheduler.ledger.models import Delivery
 from scheduler.ledger.queries import sender_profiles as spq
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import ChangeSource, SenderStatus
@@ -30,11 +32,13 @@ MONDAY = T0.date()
 def warming(ledger: Ledger) -> Ledger:
     """A run naming s1, s2, s3 and s4: s1 on warm-up day 3 for Monday and sent that
     day; s2 on day 2, throttled; s3 with no profile yet; s4 on day 9 (its ramp done)."""
-    make_run(ledger, 4, senders=("s1", "s2", "s3", "s4"))
+    run_id = make_run(ledger, 4, senders=("s1", "s2", "s3", "s4"))
     with access.transaction(ledger.engine) as conn:
         spq.ensure_profiles(conn, ["s1", "s2", "s4"], T0 - 5 * DAY)
         spq.advance_warm_day(conn, "s1", MONDAY, 3)
-        spq.note_sends(conn, {"s1": T0, "s2": T0})
+        for row, sender in ((1, "s1"), (2, "s2")):  # each sent one message at T0
+            conn.execute(update(Delivery).where(Delivery.run_id == run_id, Delivery.row == row)
+                         .values(sender=sender, dispatched_at=T0, state="accepted"))
         spq.advance_warm_day(conn, "s2", MONDAY, 2)
         spq.change_state(conn, "s2", SenderStatus.THROTTLED, "score 60: 429s 12.0% of 50 "
                          "sends", ChangeSource.ENGINE, T0, throttle=0.6)
@@ -76,9 +80,12 @@ def test_the_command_says_todays_cap_in_text_and_json(
     assert (by["s1"]["warm_day_today"], by["s1"]["warm_days"],
             by["s1"]["warm_cap_today"]) == (3, 8, 65)
     assert by["s4"]["warm_cap_today"] is None
+    # the latest send is the ledger's dispatched row, as the dispatcher's warm-up reads it
+    assert datetime.fromisoformat(by["s1"]["last_sent_at"]) == T0
+    assert by["s4"]["last_sent_at"] is None
     text = runner.invoke(app, ["senders"]).stdout
     flat = " ".join(line.strip() for line in text.splitlines())
-    assert "warm-up day 3 of 8: at most 65 sends today, 0 sent" in flat
+    assert "warm-up day 3 of 8: at most 65 sends today, 1 sent" in flat
     assert "warm-up day 1 of 8: at most 20 sends today" in flat  # s3, new
     assert flat.count("warm-up day") == 3
     assert max(len(line) for line in text.splitlines() if not line.startswith("ledger")) <= 80

@@ -8,17 +8,16 @@ state or its reason changes, in the caller's transaction, so the two never disag
 
 Hot: :func:`sends_since` (a warm-up cap counted exactly inside the claim transaction, over
 every run and worker) reads ``ix_deliveries_sender_dispatched`` (migration 0009), the
-sender's rows since the time given only; :func:`note_sends` is one ``executemany`` per
-claim. The rest runs when a state changes or a person asks.
+sender's rows since the time given only. The rest runs when a state changes or a person asks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, or_, select, update
+from sqlalchemy import Connection, and_, func, or_, select, update
 
 from scheduler.ledger.queries.common import insert_or_ignore
 from scheduler.ledger.queries.tables import deliveries, sender_profiles, sender_state_changes
@@ -28,9 +27,10 @@ from scheduler.ledger.states import ChangeSource, DeliveryState, SenderStatus
 P = sender_profiles
 H = sender_state_changes
 
-_PROFILE_COLUMNS = (P.c.sender, P.c.first_seen_at, P.c.last_sent_at, P.c.state, P.c.reason,
-                    P.c.since, P.c.warm_profile, P.c.warm_day, P.c.warm_day_date, P.c.score,
-                    P.c.throttle)
+#: ``last_sent_at`` is not read: nothing writes it since leases took the claims over; a
+#: sender's latest send is its newest dispatched row (``sender_health.last_sends``).
+_PROFILE_COLUMNS = (P.c.sender, P.c.first_seen_at, P.c.state, P.c.reason, P.c.since,
+                    P.c.warm_profile, P.c.warm_day, P.c.warm_day_date, P.c.score, P.c.throttle)
 
 #: The reason of a profile's first state, unless the caller gives one.
 NEW_SENDER_REASON = "new sender: warm-up starts"
@@ -76,9 +76,9 @@ def profiles(conn: Connection, senders: Collection[str] | None = None
 
 def _profile(row: Sequence[Any]) -> SenderProfileRow:
     values = list(row)  # the columns above; numbers as Python's (PostgreSQL: float8)
-    values[7] = int(values[7])
-    values[9] = None if values[9] is None else float(values[9])
-    values[10] = float(values[10])
+    values[6] = int(values[6])
+    values[8] = None if values[8] is None else float(values[8])
+    values[9] = float(values[9])
     return SenderProfileRow(*values)
 
 
@@ -156,20 +156,6 @@ def latest_changes(conn: Connection, senders: Collection[str]) -> dict[str, Send
     stmt = select(H.c.id, H.c.sender, H.c.at, H.c.from_state, H.c.to_state, H.c.reason,
                   H.c.source, H.c.score).where(H.c.id.in_(newest))
     return {str(row.sender): SenderChangeRow(*row) for row in conn.execute(stmt)}
-
-
-def note_sends(conn: Connection, sender_last_sent: Mapping[str, datetime]) -> None:
-    """Record each sender's latest send: ``last_sent_at`` becomes the given time when it is
-    later than the stored one (a late writer never moves it back).
-
-    Once per claim: one ``executemany`` by primary key."""
-    if not sender_last_sent:
-        return
-    at = bindparam("at", type_=P.c.last_sent_at.type)
-    stmt = (update(P).where(P.c.sender == bindparam("s"),
-                            or_(P.c.last_sent_at.is_(None), P.c.last_sent_at < at))
-            .values(last_sent_at=at))
-    conn.execute(stmt, [{"s": s, "at": t} for s, t in sender_last_sent.items()])
 
 
 def advance_warm_day(conn: Connection, sender: str, local_date: date, new_day: int) -> bool:
