@@ -157,15 +157,6 @@ class LeaseRow(NamedTuple):
     last_sent_at: datetime | None
 
 
-class WorkerThroughput(NamedTuple):
-    """What one worker sent of a run: rows claimed, between its first and last claim."""
-
-    worker: str
-    sent: int
-    first_at: datetime | None
-    last_at: datetime | None
-
-
 class SenderProfileRow(NamedTuple):
     """A sender's profile (``sender_profiles``): its state with why and since when, its
     warm-up day (``warm_day_date``: the local date it was last advanced for), its latest

@@ -12,11 +12,11 @@ from datetime import datetime
 
 from scheduler.ledger.access import Connection
 from scheduler.ledger.queries import leases as lq
-from scheduler.ledger.rows import LeaseRow, WorkerRow, WorkerThroughput
+from scheduler.ledger.rows import LeaseRow, WorkerRow
 
 
 class WorkerReads:
-    """The workers, their sender leases and what each sent of a run (see the module)."""
+    """The workers and their sender leases (see the module)."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -28,10 +28,6 @@ class WorkerReads:
     def leases(self) -> list[LeaseRow]:
         """Every lease row, by sender."""
         return lq.all_leases(self.conn)
-
-    def throughput(self, run_id: int) -> list[WorkerThroughput]:
-        """Rows of the run each worker claimed, with its first and last claim."""
-        return lq.throughput(self.conn, run_id)
 
 
 __all__ = ["WorkerReads"]

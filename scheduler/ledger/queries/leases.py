@@ -24,11 +24,11 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, or_, select, text, update
+from sqlalchemy import Connection, or_, select, text, update
 
 from scheduler.ledger.queries.common import dialect_insert
 from scheduler.ledger.queries.tables import deliveries, sender_leases, workers
-from scheduler.ledger.rows import LeaseRow, WorkerRow, WorkerThroughput
+from scheduler.ledger.rows import LeaseRow, WorkerRow
 from scheduler.ledger.states import DeliveryState as S
 
 L = sender_leases
@@ -172,14 +172,3 @@ def orphaned_rows(conn: Connection, run_id: int, live_ids: Collection[str], *,
         deliveries.c.run_id == run_id, deliveries.c.state == S.DISPATCHING,
         deliveries.c.due_at.is_(None), who))
     return set(rows.scalars())
-
-
-def throughput(conn: Connection, run_id: int) -> list[WorkerThroughput]:
-    """Rows of the run each worker claimed, with its first and last claim (a ``GROUP BY``
-    over the run's rows, for ``campaign status``)."""
-    stmt = (select(deliveries.c.worker, func.count(), func.min(deliveries.c.dispatched_at),
-                   func.max(deliveries.c.dispatched_at))
-            .where(deliveries.c.run_id == run_id, deliveries.c.worker.is_not(None),
-                   deliveries.c.dispatched_at.is_not(None))
-            .group_by(deliveries.c.worker).order_by(deliveries.c.worker))
-    return [WorkerThroughput(*r) for r in conn.execute(stmt)]
