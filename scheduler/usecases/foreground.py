@@ -12,7 +12,7 @@ import math
 import signal
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,9 +28,9 @@ from rich.progress import (
 from rich.text import Text
 
 from scheduler.core.display import clean
-from scheduler.core.time_words import clock_time, local_time
+from scheduler.core.time_words import local_time
 from scheduler.core.timeutil import Clock, monotonic, utcnow
-from scheduler.dispatch.channels import from_account, has_outcomes
+from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.results import RunResult, TimelineEntry
 from scheduler.dispatch.unknowns import RETRY_HORIZON, judge_run
@@ -39,7 +39,7 @@ from scheduler.ledger.runs import Ledger
 from scheduler.ledger.states import SENT_STATES, DeliveryState
 from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
-from scheduler.settings.run import SESSION_CHANNELS
+from scheduler.settings.run import SESSION_CHANNELS, RunOptions
 from scheduler.usecases.fallback_run import (
     as_fallback,
     fallback_lines,
@@ -47,7 +47,7 @@ from scheduler.usecases.fallback_run import (
     point_webhook,
     with_fallback,
 )
-from scheduler.usecases.reports_wait import wait_for_reports
+from scheduler.usecases.reports_wait import hold_for_proof, wait_for_events
 from scheduler.views.channel_status import (
     ChannelOutcomes,
     channel_outcomes,
@@ -258,44 +258,23 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
                                   server, webhook_url)
             stop = asyncio.Event()
             counts = ledger.counts(run.id or 0)
-            total, done = progress_totals(counts)
-            run_id = run.id or 0
             overrides = {**settings.engine_overrides(), **(option_overrides or {})}
-            state = BarState.for_run(options, channel=run.channel,
-                                     retry_every_s=overrides["engine"].sender_cooloff_s)
-            bar = RunProgress(console, total, done, channel=run.channel,
-                              outcomes=lambda counts: channel_outcomes(ledger, run_id,
-                                                                    run.channel, counts),
-                              state=state, clock=ledger.clock)
+            bar = _run_bar(console, ledger, run, options, counts, overrides)
             outgoing = stack.enter_context(outgoing_webhooks(settings, ledger.engine, console))
             with _sigint_sets(stop), (bar.progress if show_progress
                                       else contextlib.nullcontext()):
                 bar.update(counts)
-                zone = options.timezone
-
-                async def dispatch_now(this: Run) -> RunResult:
-                    assert this.id is not None
-                    setup = RunSetup(stop_event=stop, events_received=server is not None,
-                                     # the bar counts the run (its fallback run's in status)
-                                     on_progress=bar.update if this.id == run_id else None,
-                                     progress_every_s=0.25,
-                                     on_note=lambda entry: bar.note(
-                                         entry if this.id == run_id else as_fallback(entry,
-                                                                                     this),
-                                         zone),
-                                     care=settings.senders)
-                    return await dispatch_run(run_store(ledger, this.id), client, this, setup,
-                                              option_overrides=overrides)
-
+                dispatch_now = _dispatcher(settings, ledger, client, run, options.timezone,
+                                           bar, stop, overrides, events=server is not None)
                 result = await with_fallback(dispatch_now(run), child, dispatch_now)
                 if server is not None:
-                    await _wait_for_events(settings, ledger, run, child, result, stop,
-                                           console, settle)
+                    await wait_for_events(settings, ledger, run, child, result, stop,
+                                          console, settle)
                 # events applied while the run ended change the counts the summary prints
                 result.counts.clear()
-                result.counts.update(ledger.counts(run_id))
+                result.counts.update(ledger.counts(run.id or 0))
                 if server is not None:
-                    result = await _hold_for_proof(
+                    result = await hold_for_proof(
                         ledger, run, result, stop, console, dispatch_now,
                         horizon=settings.retry_horizon(),
                         resend=options.resend_unproven)
@@ -303,6 +282,42 @@ async def run_foreground(settings: Settings, ledger: Ledger, run: Run, console: 
             if outgoing is not None:  # what is due now, once more, before the process ends
                 await outgoing.finish()
     return result
+
+
+def _run_bar(console: Console, ledger: Ledger, run: Run, options: RunOptions,
+             counts: dict[str, int], overrides: dict[str, Any]) -> RunProgress:
+    """The progress bar of ``run``, from its state ``counts`` so far."""
+    total, done = progress_totals(counts)
+    run_id = run.id or 0
+    state = BarState.for_run(options, channel=run.channel,
+                             retry_every_s=overrides["engine"].sender_cooloff_s)
+    return RunProgress(console, total, done, channel=run.channel,
+                       outcomes=lambda counts: channel_outcomes(ledger, run_id,
+                                                                run.channel, counts),
+                       state=state, clock=ledger.clock)
+
+
+def _dispatcher(settings: Settings, ledger: Ledger, client: ServiceClient, run: Run,
+                zone: str, bar: RunProgress, stop: asyncio.Event, overrides: dict[str, Any],
+                *, events: bool) -> Callable[[Run], Awaitable[RunResult]]:
+    """How this process dispatches ``run`` or its fallback run: until ``stop``, with the
+    bar counting ``run`` and noting both (``events``: a receiver takes their events)."""
+    run_id = run.id or 0
+
+    async def dispatch_now(this: Run) -> RunResult:
+        assert this.id is not None
+        setup = RunSetup(stop_event=stop, events_received=events,
+                         # the bar counts the run (its fallback run's in status)
+                         on_progress=bar.update if this.id == run_id else None,
+                         progress_every_s=0.25,
+                         on_note=lambda entry: bar.note(
+                             entry if this.id == run_id else as_fallback(entry, this),
+                             zone),
+                         care=settings.senders)
+        return await dispatch_run(run_store(ledger, this.id), client, this, setup,
+                                  option_overrides=overrides)
+
+    return dispatch_now
 
 
 async def _point_webhooks(settings: Settings, client: ServiceClient, target: ServiceTarget,
@@ -319,60 +334,6 @@ async def _point_webhooks(settings: Settings, client: ServiceClient, target: Ser
         await ensure_senders(client, target, senders, webhook_url)
     if child is not None:
         await point_webhook(client, settings, child, server)
-
-
-async def _wait_for_events(settings: Settings, ledger: Ledger, run: Run, child: Run | None,
-                           result: RunResult, stop: asyncio.Event, console: Console,
-                           settle: Callable[[], Awaitable[None]] | None) -> None:
-    """With the receiver up after the dispatch: wait for the channels' reports, ``settle``."""
-    if has_outcomes(run.channel) and result.status == "completed":
-        await wait_for_reports(ledger, run.id or 0, run.channel, stop, console,
-                               wait_s=settings.report_wait_s)
-    if child is not None and result.status == "completed" and from_account(child.channel):
-        assert child.id is not None
-        await wait_for_reports(ledger, child.id, child.channel, stop, console,
-                               wait_s=settings.report_wait_s)
-    if settle is not None:
-        await settle()
-
-
-async def _hold_for_proof(ledger: Ledger, run: Run, result: RunResult, stop: asyncio.Event,
-                          console: Console,
-                          dispatch_now: Callable[[Run], Awaitable[RunResult]], *,
-                          horizon: timedelta, resend: bool) -> RunResult:
-    """Keep the receiver up while sends of the run are in doubt and the service may still
-    prove them (its retry horizon after each), saying so and until when; with ``resend``
-    (``resend_unproven = true``) send again exactly those it did not take (see
-    ``unknowns``). Ctrl-C, or a run that did not complete, stops listening at once and says
-    how to let the proof arrive."""
-    assert run.id is not None
-    zone = ledger.options(run).timezone
-    told: datetime | None = None
-    while True:
-        verdicts = judge_run(ledger, run.id, ledger.clock(), horizon=horizon)
-        going_on = result.status == "completed" and not stop.is_set()
-        if resend and going_on and verdicts.unproven:
-            n = ledger.requeue(run.id, ["unknown"], ids=verdicts.unproven)
-            console.print(f"{n:,} unknown sends were not taken by the service (no proof "
-                          "although a receiver listened without a break through its retry "
-                          "horizon): sending them again (resend_unproven = true)",
-                          highlight=False)
-            result = await dispatch_now(ledger.get_run(run.id))
-            continue
-        if not verdicts.waiting or verdicts.settles_at is None:
-            return result
-        if not going_on:
-            console.print(verdicts.stop_note(zone), style="yellow", highlight=False)
-            return result
-        if told is None or verdicts.settles_at > told:
-            told = verdicts.settles_at
-            console.print(f"waiting until {clock_time(told, zone)} for the service's proof "
-                          f"of {len(verdicts.waiting):,} sends in doubt: the receiver "
-                          "listens until then (Ctrl-C stops it)", highlight=False)
-        # past the horizon, a row may wait for the receiver's next heartbeat (every 5 s)
-        wait_s = (verdicts.settles_at - ledger.clock()).total_seconds() + 0.5
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), timeout=max(wait_s, 1.0))
 
 
 def describe(result: RunResult, console: Console, ledger: Ledger | None = None, *,
