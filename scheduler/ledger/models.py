@@ -16,7 +16,7 @@ from sqlmodel import Field
 from scheduler.ledger.link_models import Link as Link
 from scheduler.ledger.link_models import LinkClick as LinkClick
 from scheduler.ledger.link_models import LinkRow as LinkRow
-from scheduler.ledger.table_parts import LedgerTable, PartialIndex
+from scheduler.ledger.table_parts import LedgerTable, PartialIndex, RunTable
 
 
 class Campaign(LedgerTable, table=True):
@@ -32,7 +32,7 @@ class Campaign(LedgerTable, table=True):
     updated_at: datetime
 
 
-class Run(LedgerTable, table=True):
+class Run(RunTable, table=True):
     """One execution of a campaign; ``definition`` is a snapshot taken when it was planned."""
 
     __tablename__ = "runs"

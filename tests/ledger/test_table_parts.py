@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from sqlalchemy import Connection, inspect, text
 from sqlmodel import SQLModel
 
-from scheduler.ledger.models import Run
+from scheduler.ledger.models import Delivery, Run
 from scheduler.ledger.runs import Ledger
 from scheduler.ledger.table_parts import PartialIndex
 
@@ -71,3 +71,11 @@ def test_a_table_model_validates_what_it_is_given() -> None:
     with pytest.raises(ValidationError, match="created_at"):
         Run.model_validate({"campaign_id": 1, "campaign_name": "c", "channel": "sms",
                             "status": "planned", "created_at": "not a time"})
+
+
+def test_runs_have_a_mapper_registry_of_their_own_and_the_ledgers_metadata() -> None:
+    """Reading runs configures Run's mapper alone (RunTable); its table is the ledger's as
+    every other (Alembic and the person's export read the tables from that metadata)."""
+    assert Run.__table__ is SQLModel.metadata.tables["runs"]  # type: ignore[attr-defined]
+    assert Run._sa_registry is not Delivery._sa_registry
+    assert Run._sa_registry.metadata is SQLModel.metadata
