@@ -41,6 +41,8 @@ from scheduler.views.verdict_memo import kept_skips, kept_verdicts
 from scheduler.views.waits import RunFacts, judge_stuck, run_waits
 
 if TYPE_CHECKING:
+    from scheduler.ledger.attempt_funnel import AttemptsView
+    from scheduler.ledger.run_rows import Marks, RecentSends, Tally
     from scheduler.settings.load import Settings
 
 #: The window of "recent" sends: pace per sender and per worker, the ETA.
@@ -128,28 +130,61 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
     ``every_row``, every unknown row judged and every skipped row's reason (as many rows
     as there are)."""
     assert run.id is not None
-    run_id = run.id
-    reads, samples = RunReads(conn), RunSamples(conn)
+    reads = RunReads(conn)
     options = options_of(run)
     # the run's tallies read once: its counts, funnel and tracking are sums of them (as
     # dq.counts_by_state and tq.funnel sum them)
-    tally = reads.tally(run_id)
-    counts = tally.states()
-    funnel_counts = tally.funnel()
-    tracking = reads.tracking(run_id, tally).as_dict()
+    tally = reads.tally(run.id)
+    tracking = reads.tracking(run.id, tally).as_dict()
     if sends_today:  # a day of a million sends takes 0.3 s to count per sender: not then
         day = reads.sends_since(day_start(now, options.timezone))
         sends_today = day <= SENDER_DAY_COUNTED
-    senders = read_senders_of_run(conn, run_id, options, settings.senders, now,
+    senders = read_senders_of_run(conn, run.id, options, settings.senders, now,
                                   with_counts=sender_counts, today=sends_today)
     names = [s.sender for s in senders]
-    recent, by_worker = reads.recent_sends(run_id, names, now - PACE_WINDOW)
-    last_send = reads.last_send(run_id, names)
+    recent = _Recent(names, *reads.recent_sends(run.id, names, now - PACE_WINDOW),
+                     last_send=reads.last_send(run.id, names))
+    counts = tally.states()
     dispatch = DispatchOptions.for_run(options, start=run.started_at or now)
     capped = (read_cap_waits(conn, dispatch, now)
               if run.status == RunStatus.RUNNING and counts.get(S.PLANNED) else [])
-    dispatching, verifying = (reads.dispatching(run_id)
-                              if counts.get(S.DISPATCHING) else (0, None))
+    judged = _judge(conn, run.id, counts, settings, now, every_row=every_row)
+    unserved = _unserved(conn, run, settings, now)
+    facts = _facts(reads, run, options, counts, dispatch, capped, senders, recent,
+                   judged.verdicts, unserved, now)
+    attempts = read_attempts(conn, run, options, every_row=every_row)
+    facts.extra = second_chance_waits(run, attempts, facts.planned)
+    view = _view(conn, run, options, settings, now, (tally, counts, tracking), recent, facts,
+                 judged, attempts)
+    view.version = version_of(view)
+    return RunRead(view=view, run=run, options=options, senders=senders, capped=capped,
+                   verdicts=judged.verdicts, unserved=unserved, tracking=tracking)
+
+
+@dataclass(frozen=True)
+class _Recent:
+    """The run's recent sends (within :data:`PACE_WINDOW`) per sender and per worker, and
+    its newest send."""
+
+    names: list[str]
+    by_sender: dict[str, RecentSends]
+    by_worker: dict[str, RecentSends]
+    last_send: datetime | None
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """How far the view judges the run's unknown rows and counts its skipped rows' reasons."""
+
+    judged: bool  # every unknown row judged (else none)
+    sampled: int  # the newest skipped rows counted (0: every one, from the kept reasons)
+    marks: Marks | None  # what the kept verdicts and skip reasons depend on
+    verdicts: UnknownVerdicts
+
+
+def _judge(conn: Connection, run_id: int, counts: dict[str, int], settings: Settings,
+           now: datetime, *, every_row: bool) -> _Judged:
+    """The verdicts on the run's unknown rows, when few enough (or ``every_row``)."""
     unknown = counts.get(S.UNKNOWN, 0)
     judged = every_row or unknown <= UNKNOWN_JUDGED
     # kept between reads while nothing they come from changed (views/verdict_memo.py)
@@ -160,50 +195,72 @@ def read_run(conn: Connection, run: Run, settings: Settings, now: datetime, *,
              if (unknown and judged) or (skipped and not sampled) else None)
     verdicts = (kept_verdicts(conn, run_id, now, settings.retry_horizon(), marks=marks)
                 if unknown and judged else UnknownVerdicts())
-    unserved = _unserved(conn, run, settings, now)
-    running = run.status == RunStatus.RUNNING and bool(counts.get(S.PLANNED))
-    facts = RunFacts(
-        run_id=run_id, status=run.status, timezone=options.timezone,
+    return _Judged(judged, sampled, marks, verdicts)
+
+
+def _sending(run: Run, counts: dict[str, int]) -> bool:
+    """Whether the run is running with rows still to send."""
+    return run.status == RunStatus.RUNNING and bool(counts.get(S.PLANNED))
+
+
+def _facts(reads: RunReads, run: Run, options: RunOptions, counts: dict[str, int],
+           dispatch: DispatchOptions, capped: list[CapWait], senders: list[RunSender],
+           recent: _Recent, verdicts: UnknownVerdicts, unserved: Unserved | None,
+           now: datetime) -> RunFacts:
+    """What the run's waits and stuck flag are decided from."""
+    assert run.id is not None
+    dispatching, verifying = (reads.dispatching(run.id)
+                              if counts.get(S.DISPATCHING) else (0, None))
+    return RunFacts(
+        run_id=run.id, status=run.status, timezone=options.timezone,
         planned=counts.get(S.PLANNED, 0), dispatching=dispatching, control=run.control,
         started_at=run.started_at,
         window=None if dispatch.recipient_timezone else dispatch.window,
         capped=capped,
         senders=[glance(s) for s in senders], verifying_until=verifying,
         unknown_waiting=len(verdicts.waiting), unknown_settles_at=verdicts.settles_at,
-        next_due=reads.next_due(run_id) if running else None,
+        next_due=reads.next_due(run.id) if _sending(run, counts) else None,
         unserved=(unserved.reason, unserved.advice) if unserved else None,
         planned_rate=vf.planned_rate(options.rate_per_s, senders),
-        last_send_at=last_send, latest=dispatch.latest)
-    attempts = read_attempts(conn, run, options, every_row=every_row)
-    facts.extra = second_chance_waits(run, attempts, facts.planned)
+        last_send_at=recent.last_send, latest=dispatch.latest)
+
+
+def _view(conn: Connection, run: Run, options: RunOptions, settings: Settings,
+          now: datetime, tallied: tuple[Tally, dict[str, int], dict[str, int]],
+          recent: _Recent, facts: RunFacts, judged: _Judged,
+          attempts: AttemptsView | None) -> RunView:
+    """The run's page from what was read (``tallied``: the run's tally, its counts by state
+    and tracking), with the samples of its errors and events."""
+    assert run.id is not None
+    tally, counts, tracking = tallied
+    run_id, samples, funnel_counts = run.id, RunSamples(conn), tally.funnel()
     waits: list[Wait] = run_waits(facts, now)
     claimed = tally.workers()  # PostgreSQL workers' rows (none on SQLite)
-    view = RunView(
+    skipped, unknown = counts.get(S.SKIPPED, 0), counts.get(S.UNKNOWN, 0)
+    sampled, verdicts = judged.sampled, judged.verdicts
+    return RunView(
         run=run_info(run, options, now), counts=counts,
         funnel=vf.funnel_view(run.channel, tally, funnel_counts, tracking,
                               samples.sms_failures(run_id)
                               if terms_of(run.channel).error_codes and counts.get(S.UNDELIVERED)
                               else []),
-        progress=vf.progress(funnel_counts, counts, recent, PACE_WINDOW, now,
-                             sending=running),
-        pace=vf.pace(names, recent, PACE_WINDOW), waits=waits,
+        progress=vf.progress(funnel_counts, counts, recent.by_sender, PACE_WINDOW, now,
+                             sending=_sending(run, counts)),
+        pace=vf.pace(recent.names, recent.by_sender, PACE_WINDOW), waits=waits,
         errors=vf.errors(samples.errors(run_id, [str(s) for s in ERROR_STATES
                                                  if counts.get(s)])),
         events=vf.events(samples.events(run_id), samples.replies(run_id)),
-        workers=vf.workers(claimed, by_worker if claimed else {},
+        workers=vf.workers(claimed, recent.by_worker if claimed else {},
                            _live_workers(conn, settings, now), PACE_WINDOW),
-        stuck=judge_stuck(facts, waits, now), last_send_at=last_send,
+        stuck=judge_stuck(facts, waits, now), last_send_at=recent.last_send,
         senders=facts.senders, read_at=now,
         skipped_by_reason=(samples.skip_kinds(run_id, sampled) if sampled else
-                           kept_skips(conn, run_id, marks=marks) if skipped else {}),
-        skipped_sampled=sampled, unknown_judged=judged,
+                           kept_skips(conn, run_id, marks=judged.marks) if skipped else {}),
+        skipped_sampled=sampled, unknown_judged=judged.judged,
         unknown_detail=({"waiting": len(verdicts.waiting), "unproven": len(verdicts.unproven),
                          "unknowable": len(verdicts.unknowable)}
-                        if unknown and judged else {}),
+                        if unknown and judged.judged else {}),
         attempts=attempts)
-    view.version = version_of(view)
-    return RunRead(view=view, run=run, options=options, senders=senders, capped=capped,
-                   verdicts=verdicts, unserved=unserved, tracking=tracking)
 
 
 def _live_workers(conn: Connection, settings: Settings, now: datetime) -> set[str]:
