@@ -322,9 +322,9 @@ def read_chunks(
                 for i, slug in enumerate(layout.slugs)
             }
             n = len(frame)
-            blank = [True] * n
-            for values in columns.values():
-                blank = [b and not v for b, v in zip(blank, values, strict=True)]
+            # blank: every value empty, in one pass over the lines (not one per column)
+            blank = ([not any(line) for line in zip(*columns.values(), strict=True)]
+                     if columns else [True] * n)
             yield RowChunk(next_row, columns, blank)
             next_row += n
     if problems is None:
