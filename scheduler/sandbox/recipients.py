@@ -76,57 +76,75 @@ class Recipients:
         reply_rate = _reply_rate(cfg, body)
         if not (cfg.delivered_rate or reply_rate or (kind == "poll" and cfg.poll_vote_rate)):
             return
+        at = self._receipts(cfg, session, to, event_id)
+        if kind == "reaction":
+            return
+        if kind == "poll" and self._rng.random() < cfg.poll_vote_rate:
+            at = self._vote(cfg, session.session_id, to, event_id, body, at)
+        if self._rng.random() < reply_rate:
+            self._reply(cfg, session.session_id, to, event_id, kind, body, at)
+
+    def _receipts(self, cfg: SandboxConfig, session: Session, to: str, event_id: str) -> float:
+        """Draw whether the send is delivered, then read, and schedule the receipts; returns
+        when the last of them happens (seconds from now)."""
         session_id = session.session_id
         # Receipts are only worth a timer when someone can hear them.
         hears = session.webhook_url is not None or session.webhook_config is not None
-        rng = self._rng
         jid = user_jid(to)
         at = 0.0
-        if rng.random() < cfg.delivered_rate:
+        if self._rng.random() < cfg.delivered_rate:
             at += self._delay(cfg)
             if hears:
                 self._receipt(at, session_id, "message.delivered", event_id, jid)
-            if rng.random() < cfg.read_rate:
+            if self._rng.random() < cfg.read_rate:
                 at += self._delay(cfg)
                 if hears:
                     self._receipt(at, session_id, "message.read", event_id, jid)
-        if kind == "reaction":
-            return
-        if kind == "poll" and rng.random() < cfg.poll_vote_rate:
-            at += self._delay(cfg)
-            options = list(body.options)
-            count = rng.randint(1, len(options)) if body.multipleAnswers else 1
-            chosen = sorted(rng.sample(range(len(options)), count))
-            selected = [options[i] for i in chosen]
+        return at
+
+    def _vote(self, cfg: SandboxConfig, session_id: str, to: str, event_id: str, body: Any,
+              at: float) -> float:
+        """A drawn vote on a poll, a delay after ``at``; returns when it is cast."""
+        rng = self._rng
+        at += self._delay(cfg)
+        options = list(body.options)
+        count = rng.randint(1, len(options)) if body.multipleAnswers else 1
+        chosen = sorted(rng.sample(range(len(options)), count))
+        selected = [options[i] for i in chosen]
+        self._inbound(
+            at,
+            session_id,
+            to,
+            lambda ctx: payloads.received_poll_update(ctx, event_id, selected),
+        )
+        return at
+
+    def _reply(self, cfg: SandboxConfig, session_id: str, to: str, event_id: str, kind: str,
+               body: Any, at: float) -> None:
+        """A drawn reply a delay after ``at``: an opt-out word, a list's row, or a text."""
+        rng = self._rng
+        at += self._delay(cfg)
+        if rng.random() < cfg.opt_out_rate:
+            word = rng.choice(DEFAULT_OPT_OUT_WORDS)
+            text = rng.choice((word, word.lower(), word.capitalize()))
+            self._text_reply(at, session_id, to, text, opt_out=True)
+        elif kind == "list":
+            rows = [row for section in body.sections for row in section.rows]
+            row = rng.choice(rows)
+            picked = {
+                "row_id": row.rowId,
+                "title": row.title,
+                "description": row.description or "",
+            }
             self._inbound(
                 at,
                 session_id,
                 to,
-                lambda ctx: payloads.received_poll_update(ctx, event_id, selected),
+                lambda ctx: payloads.received_list_response(ctx, event_id, picked),
             )
-        if rng.random() < reply_rate:
-            at += self._delay(cfg)
-            if rng.random() < cfg.opt_out_rate:
-                word = rng.choice(DEFAULT_OPT_OUT_WORDS)
-                text = rng.choice((word, word.lower(), word.capitalize()))
-                self._text_reply(at, session_id, to, text, opt_out=True)
-            elif kind == "list":
-                rows = [row for section in body.sections for row in section.rows]
-                row = rng.choice(rows)
-                picked = {
-                    "row_id": row.rowId,
-                    "title": row.title,
-                    "description": row.description or "",
-                }
-                self._inbound(
-                    at,
-                    session_id,
-                    to,
-                    lambda ctx: payloads.received_list_response(ctx, event_id, picked),
-                )
-            else:  # a reply quotes the message it answers (opt-out words do not)
-                self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False,
-                                 quoted=event_id)
+        else:  # a reply quotes the message it answers (opt-out words do not)
+            self._text_reply(at, session_id, to, rng.choice(REPLIES), opt_out=False,
+                             quoted=event_id)
 
     def _scripted(self, session: Session, to: str, event_id: str,
                   reply: ScriptedReply | None) -> None:
