@@ -16,13 +16,12 @@ import asyncio
 import contextlib
 from collections import Counter
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from scheduler.core.errors import SchedulerError
-from scheduler.core.time_words import local_time, span
+from scheduler.core.time_words import span
 from scheduler.dispatch.channels import from_account
 from scheduler.dispatch.dispatcher import RunSetup
 from scheduler.dispatch.exceptions import DispatchError
@@ -30,7 +29,6 @@ from scheduler.dispatch.shared_senders import SharedSenders
 from scheduler.dispatch.triggers import DEFAULT_START_GRACE_S, Triggers
 from scheduler.dispatch.workers import WorkerSeat
 from scheduler.ledger.exceptions import RunLocked
-from scheduler.ledger.fire_store import FireStore
 from scheduler.ledger.lease import owner_alive
 from scheduler.ledger.models import Run
 from scheduler.ledger.runs import Ledger
@@ -38,7 +36,7 @@ from scheduler.ledger.states import RunStatus, describe_target
 from scheduler.service.client import ServiceClient
 from scheduler.settings.load import Settings
 from scheduler.usecases.foreground import start_tracking
-from scheduler.usecases.plan_process import PlanProcesses, run_of
+from scheduler.usecases.serve_fires import DueFires
 from scheduler.wiring import (
     ServiceTarget,
     client_for,
@@ -85,10 +83,9 @@ class Server:
         self.pointing = asyncio.Lock()
         #: Runs dispatched at once pace a sender they share together (shared_senders).
         self.shared = SharedSenders()
-        #: Due fires being planned, each in a child process with a time limit.
-        self.planner = PlanProcesses(ledger, ledger.engine.url.render_as_string(
-            hide_password=False), settings.plan_limit_s)
-        self.planning: dict[int, asyncio.Task[None]] = {}
+        #: Due fires being planned into runs (the trigger leader's).
+        self.fires = DueFires(ledger, target, console, start_grace=self.start_grace,
+                              plan_limit_s=settings.plan_limit_s)
         #: Runs whose dispatch could not start (the service refused a set-up call): when to
         #: try again, and the error last said (said again only when it changes).
         self.retry_at: dict[int, datetime] = {}
@@ -101,56 +98,6 @@ class Server:
         so that a dead worker's receiver is never left receiving its senders' events."""
         return self.seat.leasing and self.events_received and not self.settings.webhook_url
 
-    def start_due_fires(self) -> None:
-        """Start planning each recorded due fire in a child process (late ones are recorded
-        as missed); the worker goes on serving while they plan (see ``_plan_fire``)."""
-        now = self.ledger.clock()
-        # a killed planning must not block its fire (ours settle their own runs)
-        self.ledger.discard_interrupted_plans(spare=self.planner.in_flight)
-        for fire, zone in FireStore(self.ledger.engine).due_fires(skip=self.planning):
-            if now - fire.fire_time > self.start_grace:
-                self._settle_fire(fire, zone, "missed", None,
-                                  f"noticed {span(now - fire.fire_time)} later, more than the "
-                                  f"start grace of {span(self.start_grace)}: not started")
-                continue
-            if not self._settle_if_planned(fire, zone):
-                self.planning[fire.id] = asyncio.create_task(self._plan_fire(fire, zone, now))
-
-    def _settle_if_planned(self, fire: Any, zone: str) -> bool:
-        """A fire whose run was stored although the fire was not settled (the worker stopped
-        or died between the two) is ``started``; it must not be planned a second time."""
-        run_id = run_of(self.ledger, fire.definition_path, fire.fire_time)
-        run = self.ledger.get_run(run_id) if run_id is not None else None
-        if run is None or (run.status == RunStatus.PLANNED and not run.planned_count):
-            return False
-        self._settle_fire(fire, zone, "started", run_id, None)
-        return True
-
-    async def _plan_fire(self, fire: Any, zone: str, now: datetime) -> None:
-        """Plan one due fire in a child process, then record what became of it; a campaign
-        file that fails, breaks a render bound or hangs fails its own run only."""
-        try:
-            outcome = await self.planner.plan(Path(fire.definition_path), start_at=now,
-                                              fire_time=fire.fire_time,
-                                              target=self.target.ledger_value)
-            if outcome.error is None:
-                self._settle_fire(fire, zone, "started", outcome.run_id, None)
-            else:
-                self._settle_fire(fire, zone, "failed", outcome.run_id, outcome.error)
-        except asyncio.CancelledError:
-            self._settle_if_planned(fire, zone)  # stored before the stop: started
-            raise
-        finally:
-            self.planning.pop(fire.id, None)
-
-    def _settle_fire(self, fire: Any, zone: str, status: str, run_id: int | None,
-                     reason: str | None) -> None:
-        at = local_time(fire.fire_time, zone)
-        FireStore(self.ledger.engine).settle_fire(fire.id, status, run_id, reason)
-        self.console.print(f"{fire.campaign_name} due at {at}: {status}"
-                           + (f" (run {run_id})" if run_id else "")
-                           + (f": {reason}" if reason else ""), markup=False)
-
     def runs_to_dispatch(self) -> list[Run]:
         """Unfinished runs that are not paused and that no task of ours is dispatching.
 
@@ -158,7 +105,7 @@ class Server:
         one whose planner died is discarded and, if it came from a fire, planned again
         (unless the planner was a child of ours: this worker marks its run failed).
         """
-        for run_id in self.ledger.discard_interrupted_plans(spare=self.planner.in_flight):
+        for run_id in self.ledger.discard_interrupted_plans(spare=self.fires.planner.in_flight):
             self.console.print(f"run {run_id}: its planning was interrupted; discarded")
         now = self.ledger.clock()
         runs = [run for run in self.ledger.unfinished_runs()
@@ -327,18 +274,9 @@ class Server:
 
     async def serve(self, stop: asyncio.Event) -> None:
         """Run until ``stop`` is set; in-flight sends finish before returning."""
-
         client = client_for(self.settings, self.target)
         async with client:
-            receiver, self.webhook_url = start_tracking(self.settings, self.ledger, client,
-                                                        self.target, self.console)
-            self.events_received = receiver is not None
-            # rows a dead worker left in doubt wait for their events as a restart's do
-            self.seat.grace_s = self.settings.engine.verify_grace_s if self.events_received else 0.0
-            if receiver is not None:
-                from scheduler.tracking import account_webhook_url
-
-                self.account_url = account_webhook_url(self.settings, receiver)
+            receiver = self._start_receiver(client)
             keeper: asyncio.Task[None] | None = None
             outgoing_stop = asyncio.Event()  # set when serving ends, however it ends
             outgoing = self._outgoing_webhooks(outgoing_stop)  # the outbox, while it serves
@@ -346,46 +284,66 @@ class Server:
                 self.seat.register()
                 await self._tick(client)
                 keeper = asyncio.create_task(self._keep_seat(client, stop))
-                self.console.print(f"serving as worker {self.seat.id}"
-                                   + (" (trigger leader)" if self.seat.leader else "")
-                                   + (f", receiver {self.webhook_url.split('?')[0]}"
-                                      if self.webhook_url else ""))
-                from scheduler.privacy.retention import daily_purge  # [privacy], daily
-
-                purge = daily_purge(self.settings, self.ledger.engine, self.ledger.clock,
-                                    self.console.print)
-                while not stop.is_set():
-                    if self.triggers is not None:
-                        self.triggers.sync()
-                        self.start_due_fires()
-                        purge.run_if_due()  # the trigger leader's: one worker purges
-                    for run in self.runs_to_dispatch():
-                        assert run.id is not None
-                        self.stops[run.id] = asyncio.Event()
-                        self.tasks[run.id] = asyncio.create_task(self._dispatch_one(client, run))
-                    for _ in range(max(1, int(self.poll_s / 0.1))):
-                        if self.seat.dirty:  # a dispatcher is ready: lease its senders now
-                            await self._tick(client)
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(stop.wait(), timeout=min(0.1, self.poll_s))
-                        if stop.is_set():
-                            break
+                await self._serve_runs(client, stop)
             finally:
                 if keeper is not None:
                     await keeper
                 outgoing_stop.set()
                 if outgoing is not None:
                     await outgoing
-                for planning in self.planning.values():  # cut short: stores nothing, and
-                    planning.cancel()                    # the next serve plans it again
-                if self.planning:
-                    await asyncio.gather(*self.planning.values(), return_exceptions=True)
-                if self.triggers is not None:
-                    self.triggers.stop()
-                for event in self.stops.values():
-                    event.set()
-                if self.tasks:
-                    await asyncio.gather(*self.tasks.values(), return_exceptions=True)
-                self.seat.stop()
+                await self._wind_down()
                 if receiver is not None:
                     receiver.stop()
+
+    def _start_receiver(self, client: ServiceClient) -> Any:
+        """The webhook receiver when events can reach this worker (else None), its URLs."""
+        receiver, self.webhook_url = start_tracking(self.settings, self.ledger, client,
+                                                    self.target, self.console)
+        self.events_received = receiver is not None
+        # rows a dead worker left in doubt wait for their events as a restart's do
+        self.seat.grace_s = self.settings.engine.verify_grace_s if self.events_received else 0.0
+        if receiver is not None:
+            from scheduler.tracking import account_webhook_url
+
+            self.account_url = account_webhook_url(self.settings, receiver)
+        return receiver
+
+    async def _serve_runs(self, client: ServiceClient, stop: asyncio.Event) -> None:
+        """Until ``stop``: due fires planned and the daily purge (the trigger leader's), a
+        dispatcher started for each run to dispatch, senders leased as dispatchers ready."""
+        self.console.print(f"serving as worker {self.seat.id}"
+                           + (" (trigger leader)" if self.seat.leader else "")
+                           + (f", receiver {self.webhook_url.split('?')[0]}"
+                              if self.webhook_url else ""))
+        from scheduler.privacy.retention import daily_purge  # [privacy], daily
+
+        purge = daily_purge(self.settings, self.ledger.engine, self.ledger.clock,
+                            self.console.print)
+        while not stop.is_set():
+            if self.triggers is not None:
+                self.triggers.sync()
+                self.fires.start_due_fires()
+                purge.run_if_due()  # the trigger leader's: one worker purges
+            for run in self.runs_to_dispatch():
+                assert run.id is not None
+                self.stops[run.id] = asyncio.Event()
+                self.tasks[run.id] = asyncio.create_task(self._dispatch_one(client, run))
+            for _ in range(max(1, int(self.poll_s / 0.1))):
+                if self.seat.dirty:  # a dispatcher is ready: lease its senders now
+                    await self._tick(client)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), timeout=min(0.1, self.poll_s))
+                if stop.is_set():
+                    break
+
+    async def _wind_down(self) -> None:
+        """Cut plannings short, stop the triggers, let every dispatcher finish its in-flight
+        sends, and leave the seat."""
+        await self.fires.cancel()
+        if self.triggers is not None:
+            self.triggers.stop()
+        for event in self.stops.values():
+            event.set()
+        if self.tasks:
+            await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        self.seat.stop()
