@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the app's modules (and rich, the ledger) are imported when 
     from rich.console import Console
 
     from scheduler.usecases.launch import EditChoice
+    from scheduler.views.unserved import Unserved
 
 
 def _console() -> Console:
@@ -232,7 +233,7 @@ def status_command(
     delivered / read / replied / opted out; SMS: delivered / undelivered, segments, cost;
     voice: answered / not answered, digits pressed)."""
     from scheduler.core.timeutil import utcnow
-    from scheduler.views.experiment_status import experiment_lines, experiment_of_run
+    from scheduler.views.experiment_status import experiment_of_run
     from scheduler.views.status import status_row
     from scheduler.views.unserved import Unserved
     from scheduler.wiring import open_reader
@@ -247,6 +248,14 @@ def status_command(
     if as_json:
         typer.echo(json.dumps(row, ensure_ascii=False, indent=2))
         return
+    _print_head(console, row, unserved)
+    _print_lines(console, row, sender_text)
+
+
+def _print_head(console: Console, row: dict[str, Any], unserved: Unserved | None) -> None:
+    """The run, where it sends, its times, why nobody serves it, and its counts by state."""
+    from rich.table import Table
+
     reason = f" ({display.clean_markup(row['reason'])})" if row["reason"] else ""
     console.print(f"run {row['run']} · {display.clean_markup(row['campaign'])} · "
                   f"{row['channel']} · [bold]{row['status']}[/]{reason}", highlight=False)
@@ -254,12 +263,17 @@ def status_command(
     console.print(_times_line(row), highlight=False)
     for line in unserved.lines() if unserved else []:
         console.print(line, style="yellow", highlight=False, markup=False)
-    from rich.table import Table
-
     table = Table("state", "deliveries", show_edge=False)
     for state, n in sorted(row["counts"].items()):
         table.add_row(state, f"{n:,}")
     console.print(table)
+
+
+def _print_lines(console: Console, row: dict[str, Any], sender_text: list[str]) -> None:
+    """The status's lines under the counts: funnel, waits, outcomes, attempts, answers,
+    decisions, skips, workers, senders and the A/B test."""
+    from scheduler.views.experiment_status import experiment_lines
+
     for line in _packed(row["funnel"]["line"].split(" · "), console.width - 2):
         console.print(f"  {line}", highlight=False)
     for line in row["waits"]["lines"]:
