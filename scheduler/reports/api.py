@@ -211,8 +211,37 @@ def _channel_panels(summ: summary.Summary) -> dict[str, list[charts.Panel]]:
     return out
 
 
+@dataclass(frozen=True)
+class _Book:
+    """What the workbook and its charts show, read from the report's snapshot."""
+
+    summ: summary.Summary
+    hourly: pd.DataFrame
+    errors: pd.DataFrame
+    sender_sheet: senders.SenderSheet
+    experiment_sheet: experiment.ExperimentSheet
+    link_sheet: links.LinkSheet
+    attempt_sheet: attempts.AttemptSheet
+    tables: list[Table]
+    zone: str  # the runs' one time zone, else "local time"
+
+
 def _write_xlsx(reads: ReportReads, runs: list[source.RunInfo], target: Path,
                 files: AtomicFiles) -> tuple[dict[str, int], list[Path]]:  # fmt: skip
+    """The workbook at ``target`` and its PNG charts beside it; rows per sheet."""
+    book = _read_book(reads, runs)
+    channel_pngs = _channel_panels(book.summ)
+    pngs = [target.with_name(f"{target.stem}-sends-per-hour.png"),
+            target.with_name(f"{target.stem}-funnel.png"),
+            *(target.with_name(f"{target.stem}-{name}.png") for name in channel_pngs)]  # fmt: skip
+    png_temps = [files.temp_for(path) for path in pngs]
+    book_temp = files.temp_for(target)
+    _draw_charts(book, runs, png_temps, channel_pngs)
+    return _write_book(book, book_temp), pngs
+
+
+def _read_book(reads: ReportReads, runs: list[source.RunInfo]) -> _Book:
+    """Every sheet's content and the charts' data, read from ``reads``."""
     ids = [r.id for r in runs]
     zones = {r.id: r.timezone for r in runs}
     groups = reads.state_groups(ids)
@@ -233,31 +262,37 @@ def _write_xlsx(reads: ReportReads, runs: list[source.RunInfo], target: Path,
         _recipients(reads, runs, variables, scan),
         *_other_tables(reads, runs, variables, optouts),
     ]
-
-    channel_pngs = _channel_panels(summ)
-    pngs = [target.with_name(f"{target.stem}-sends-per-hour.png"),
-            target.with_name(f"{target.stem}-funnel.png"),
-            *(target.with_name(f"{target.stem}-{name}.png") for name in channel_pngs)]  # fmt: skip
-    png_temps = [files.temp_for(path) for path in pngs]
-    book_temp = files.temp_for(target)
     zone_names = set(zones.values())
     zone = zone_names.pop() if len(zone_names) == 1 else "local time"
-    charts.sends_per_hour_png(png_temps[0], hourly, _title(runs), zone)
-    charts.funnel_png(png_temps[1], summ.funnel, _title(runs), summ.channel)
+    return _Book(summ, hourly, errors, sender_sheet, experiment_sheet, link_sheet,
+                 attempt_sheet, tables, zone)
+
+
+def _draw_charts(book: _Book, runs: list[source.RunInfo], png_temps: list[Path],
+                 channel_pngs: dict[str, list[charts.Panel]]) -> None:  # fmt: skip
+    """The report's PNG charts into ``png_temps``: sends per hour, the funnel, and the
+    channels' own."""
+    charts.sends_per_hour_png(png_temps[0], book.hourly, _title(runs), book.zone)
+    charts.funnel_png(png_temps[1], book.summ.funnel, _title(runs), book.summ.channel)
     for temp, panels in zip(png_temps[2:], channel_pngs.values(), strict=True):
         charts.channel_png(temp, panels, _title(runs))
 
+
+def _write_book(book: _Book, book_temp: Path) -> dict[str, int]:
+    """The workbook written to ``book_temp``: a draft by xlsxwriter, the row tables'
+    sheets streamed into it; rows per sheet."""
+    tables = book.tables
     with tempfile.TemporaryDirectory(prefix="campaign-report-") as scratch:
         draft = Path(scratch) / "draft.xlsx"
         writer = WorkbookWriter(draft)
-        _sheet, sections = writer.summary(summ)
+        _sheet, sections = writer.summary(book.summ)
         parts = [part for table in tables for part in writer.row_table(table)]
-        writer.errors(errors)
-        sender_rows = senders.write_senders(writer, sender_sheet)
-        experiment_rows = experiment.write_experiments(writer, experiment_sheet)
-        link_rows = links.write_links(writer, link_sheet)  # only when there are links
-        attempt_rows = attempts.write_sheet(writer, attempt_sheet)  # only with retries
-        writer.charts(summ, sections, writer.hourly(hourly, zone), zone)
+        writer.errors(book.errors)
+        sender_rows = senders.write_senders(writer, book.sender_sheet)
+        experiment_rows = experiment.write_experiments(writer, book.experiment_sheet)
+        link_rows = links.write_links(writer, book.link_sheet)  # only when there are links
+        attempt_rows = attempts.write_sheet(writer, book.attempt_sheet)  # only with retries
+        writer.charts(book.summ, sections, writer.hourly(book.hourly, book.zone), book.zone)
         styles = writer.close()
         streamed = []
         for table in tables:
@@ -269,7 +304,7 @@ def _write_xlsx(reads: ReportReads, runs: list[source.RunInfo], target: Path,
         written = splice(draft, book_temp, streamed)
     rows = {table.name: sum(written.get(p.sheet, 0) for p in parts if p.table is table)
             for table in tables}  # fmt: skip
-    rows["Errors"] = len(errors)
+    rows["Errors"] = len(book.errors)
     rows[senders.SHEET] = sender_rows
     if experiment_rows:  # only when a run has variants
         rows[experiment.SHEET] = experiment_rows
@@ -277,7 +312,7 @@ def _write_xlsx(reads: ReportReads, runs: list[source.RunInfo], target: Path,
         rows[links.SHEET] = link_rows
     if attempt_rows:
         rows[attempts.SHEET] = attempt_rows
-    return rows, pngs
+    return rows
 
 
 def _csv_values(frame: dict[str, Any], columns: Sequence[Column]) -> pd.DataFrame:
