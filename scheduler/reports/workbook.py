@@ -145,58 +145,65 @@ class WorkbookWriter:
         the first and last row of each section."""
         ws = self.book.add_worksheet("Summary")
         self.chart_sheet = self.book.add_worksheet("Charts")
+        cells = _Cells(self, ws)
+        row, sections = self._summary_metrics(cells, summary)
+        row, header_rows = self._summary_tables(cells, summary, row)
+        widths = cells.widths()
+        for col, width in enumerate(widths):
+            ws.set_column(col, col, width)
+        for header_row, headers in header_rows:
+            ws.set_row(header_row, layout.header_height(headers, widths))
+        self._summary_notes(ws, summary, row + 1, widths)
+        return ws, sections
+
+    @staticmethod
+    def _summary_metrics(cells: _Cells, summary: Summary,
+                         ) -> tuple[int, dict[str, tuple[int, int]]]:
+        """The header row and the metric sections, a column per run (and a total of several
+        runs); returns the next row and the first and last row of each section."""
         runs = summary.runs
         total = len(runs) > 1
         values = len(runs) + (1 if total else 0)
-        seen: dict[int, list[tuple[Any, str]]] = {}  # column → (value, kind): for widths
-        heads: dict[int, list[str]] = {}  # column → table headers in it (they wrap)
-
-        def put(row: int, col: int, value: Any, kind: str, style: str | None = None) -> None:
-            seen.setdefault(col, []).append((value, kind))
-            if style is not None:
-                ws.write_string(row, col, str(value), self.formats[style])
-            else:
-                self.put(ws, row, col, value, kind)
-
         for col, head in enumerate(["Metric", *(f"Run {r.id}" for r in runs),
                                     *(["Total"] if total else [])]):  # fmt: skip
-            put(0, col, head, "text", "header")
+            cells.put(0, col, head, "text", "header")
         row, sections = 0, {}
         for title, metrics in summary.sections:
             row += 1
-            put(row, 0, title, "text", "section")
+            cells.put(row, 0, title, "text", "section")
             row += 1
             sections[title] = (row, row + len(metrics) - 1)
             for metric in metrics:
-                put(row, 0, metric.label, "user_text")  # reasons come from data
+                cells.put(row, 0, metric.label, "user_text")  # reasons come from data
                 for col, value in enumerate(metric.values, start=1):
-                    put(row, col, value, _capped(metric.kind))
+                    cells.put(row, col, value, _capped(metric.kind))
                 if total:
-                    put(row, values, metric.total, _capped(metric.kind))
+                    cells.put(row, values, metric.total, _capped(metric.kind))
                 row += 1
+        return row, sections
+
+    def _summary_tables(self, cells: _Cells, summary: Summary, row: int,
+                        ) -> tuple[int, list[tuple[int, list[str]]]]:
+        """The Summary's tables from ``row`` on (see :meth:`_tables`); returns the next row
+        and each table's header row with its headers."""
         header_rows = []
         for title, (columns, frame) in self._tables(summary):
             row += 1
-            put(row, 0, title, "text", "section")
+            cells.put(row, 0, title, "text", "section")
             row += 1
-            self.header(ws, row, columns)
-            for col, column in enumerate(columns):
-                heads.setdefault(col, []).append(column.header)
+            cells.header(row, columns)
             header_rows.append((row, [c.header for c in columns]))
             row += 1
             for record in frame.to_dict("records"):
                 for col, column in enumerate(columns):
                     kind = "key" if column.key == "run_id" else column.kind
-                    put(row, col, record.get(column.key), kind)
+                    cells.put(row, col, record.get(column.key), kind)
                 row += 1
-        widths = [max([layout.width_for(seen.get(col, []))] +
-                      [layout.width_for([], h) for h in heads.get(col, [])])
-                  for col in range(max(seen) + 1)]  # fmt: skip
-        for col, width in enumerate(widths):
-            ws.set_column(col, col, width)
-        for header_row, headers in header_rows:
-            ws.set_row(header_row, layout.header_height(headers, widths))
-        row += 1
+        return row, header_rows
+
+    def _summary_notes(self, ws: Any, summary: Summary, row: int,
+                       widths: Sequence[float]) -> None:
+        """"How to read" at ``row``, the frozen first row and column, and the page setup."""
         ws.write_string(row, 0, "How to read", self.formats["section"])
         notes = [*summary.notes,
                  "Times are local to each run's time zone (spreadsheets have no zones).",
@@ -205,7 +212,6 @@ class WorkbookWriter:
             ws.write_string(row + offset, 0, note, self.formats["note"])
         ws.freeze_panes(1, 1)
         layout.page_setup(ws, widths, one_page=row + len(notes) <= layout.ONE_PAGE_ROWS)
-        return ws, sections
 
     @staticmethod
     def _tables(summary: Summary) -> list[tuple[str, tuple[list[Column], pd.DataFrame]]]:
@@ -262,3 +268,32 @@ class WorkbookWriter:
         self.book.close()
         return {kind: self.formats[name].xf_index or 0 for kind, name in _STREAMED_STYLES.items()
                 if self.formats[name].xf_index is not None}  # fmt: skip
+
+
+class _Cells:
+    """A sheet's cells as they are written, remembered by column for the column widths."""
+
+    def __init__(self, writer: WorkbookWriter, ws: Any) -> None:
+        self.writer, self.ws = writer, ws
+        self.seen: dict[int, list[tuple[Any, str]]] = {}  # column → (value, kind): for widths
+        self.heads: dict[int, list[str]] = {}  # column → table headers in it (they wrap)
+
+    def put(self, row: int, col: int, value: Any, kind: str, style: str | None = None) -> None:
+        """Write one value as its kind, or as text in the format ``style``."""
+        self.seen.setdefault(col, []).append((value, kind))
+        if style is not None:
+            self.ws.write_string(row, col, str(value), self.writer.formats[style])
+        else:
+            self.writer.put(self.ws, row, col, value, kind)
+
+    def header(self, row: int, columns: Sequence[Column]) -> None:
+        """A table's header row (its headers wrap, and widen their columns so far)."""
+        self.writer.header(self.ws, row, columns)
+        for col, column in enumerate(columns):
+            self.heads.setdefault(col, []).append(column.header)
+
+    def widths(self) -> list[float]:
+        """Each column's width: its widest value or header word."""
+        return [max([layout.width_for(self.seen.get(col, []))] +
+                    [layout.width_for([], h) for h in self.heads.get(col, [])])
+                for col in range(max(self.seen) + 1)]  # fmt: skip
