@@ -163,15 +163,48 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
     data, text = _read_toml(path, label)
     root = path.parent.parent
     found = Collector(label, key_lines(text))
-    spec: CampaignSpec | None = None
+    spec = _validate(data, found, lenient=lenient)
+    recipients_file, suppression_files = _data_files(data, root, found)
+    bounds = spec.bounds if spec is not None else BoundsSpec()
+    linker = Linker(track=spec.track_links if spec is not None else True)
+    env = make_environment([root / "templates", path.parent], bounds.render_limits(), linker)
+    steps, fallback = _compile_steps(data, spec, env, found, bounds)
+    if not lenient or spec is None or recipients_file is None:
+        found.raise_if_any()
+    assert spec is not None and recipients_file is not None
+    return Campaign(
+        path,
+        root,
+        spec,
+        steps,
+        recipients_file,
+        suppression_files,
+        env,
+        lines=found.lines,
+        issues=found.issues,
+        fallback=fallback,
+    )
+
+
+def _validate(data: dict[str, Any], found: Collector, *, lenient: bool) -> CampaignSpec | None:
+    """The definition checked by its model (problems into ``found``); when ``lenient``, a
+    best-effort one despite them, else None on any."""
     try:
-        spec = CampaignSpec.model_validate(data)
+        return CampaignSpec.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors(include_url=False):
             found.add(*_keyed(err))
-        if lenient:
-            spec = lenient_spec(data)
-            _cross_checks(spec, found)
+        if not lenient:
+            return None
+        spec = lenient_spec(data)
+        _cross_checks(spec, found)
+        return spec
+
+
+def _data_files(data: dict[str, Any], root: Path, found: Collector,
+                ) -> tuple[Path | None, list[Path]]:
+    """The recipients file and the suppression files, resolved under ``root``; a missing
+    one is a problem in ``found`` (and left out)."""
     raw_recipients = data.get("recipients")
     recipients: dict[str, Any] = raw_recipients if isinstance(raw_recipients, dict) else {}
     recipients_file: Path | None = None
@@ -195,9 +228,14 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
                     f"suppression file {name!r} not found ({resolved})",
                     f"recipients.suppression[{i}]",
                 )
-    bounds = spec.bounds if spec is not None else BoundsSpec()
-    linker = Linker(track=spec.track_links if spec is not None else True)
-    env = make_environment([root / "templates", path.parent], bounds.render_limits(), linker)
+    return recipients_file, suppression_files
+
+
+def _compile_steps(data: dict[str, Any], spec: CampaignSpec | None, env: SandboxedEnvironment,
+                   found: Collector, bounds: BoundsSpec,
+                   ) -> tuple[list[CompiledStep], CompiledStep | None]:
+    """Every step compiled from the file's raw keys (so a wrong key elsewhere does not hide
+    a step's problems), then the variants, the conversation and the fallback checked."""
     raw_channel = data.get("channel")
     channel = raw_channel if raw_channel in CHANNELS else "whatsapp"
     raw_senders = data.get("senders")
@@ -215,22 +253,7 @@ def load_campaign(path: Path | str, *, lenient: bool = False) -> Campaign:
             steps.append(step)
     _check_variants(steps, spec, found)
     _check_conversation(raw_steps, spec, channel, found)
-    fallback = _check_fallback(spec, session, env, found, bounds, zone)
-    if not lenient or spec is None or recipients_file is None:
-        found.raise_if_any()
-    assert spec is not None and recipients_file is not None
-    return Campaign(
-        path,
-        root,
-        spec,
-        steps,
-        recipients_file,
-        suppression_files,
-        env,
-        lines=found.lines,
-        issues=found.issues,
-        fallback=fallback,
-    )
+    return steps, _check_fallback(spec, session, env, found, bounds, zone)
 
 
 def _check_fallback(spec: CampaignSpec | None, session: str, env: SandboxedEnvironment,
