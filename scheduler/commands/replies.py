@@ -8,11 +8,15 @@ Thin: :mod:`scheduler.views.inbox` reads it. Times are shown in each reply's run
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
 from scheduler.core.display import clean
 from scheduler.core.time_words import local_time
+
+if TYPE_CHECKING:
+    from scheduler.views.inbox import InboxReply, InboxView
 
 
 def replies_command(
@@ -49,32 +53,42 @@ def replies_command(
         typer.echo(json.dumps({"ledger": ledger_label(settings),
                                **view.model_dump(mode="json")}, ensure_ascii=False, indent=2))
         return
-    typer.echo(f"ledger: {ledger_label(settings)}")
+    filtered = bool(run or campaign or state or to_answer or since)
+    _print_inbox(view, ledger_label(settings), filtered=filtered)
+
+
+def _print_inbox(view: InboxView, ledger: str, *, filtered: bool) -> None:
+    """The inbox for people: the counts by state, then two lines per reply."""
+    typer.echo(f"ledger: {ledger}")
     counts = " · ".join(f"{n:,} {name}" for name, n in view.counts.items())
     typer.echo(f"replies: {counts}")
     if not view.replies:
-        typer.echo("no replies" + (" under this filter" if run or campaign or state
-                                   or to_answer or since else " yet"))
+        typer.echo("no replies" + (" under this filter" if filtered else " yet"))
         return
     for reply in view.replies:
-        zone = reply.timezone or "UTC"
-        where = (f"run {reply.run_id} ({clean(reply.campaign)}) step {reply.step + 1}"
-                 if reply.run_id is not None and reply.step is not None
-                 else "answers no delivery")
-        if reply.attempt and reply.attempt > 1:
-            where += f" attempt {reply.attempt}"
-        who = reply.number + (f" {clean(reply.name)}" if reply.name else "")
-        via = f" via {clean(reply.sender)}" if reply.sender else ""
-        typer.echo(f"{local_time(reply.received_at, zone)}  #{reply.id}  {reply.state}  "
-                   f"{where}  {who}{via}")
-        text = clean(reply.text) if reply.text else f"({clean(reply.kind)})"
-        extra = " [opt-out]" if reply.opt_out else ""
-        if reply.handled_by:
-            extra += (f" [handled by {clean(reply.handled_by)} "
-                      f"{local_time(reply.handled_at, zone)}]")
-        typer.echo(f"    {text}{extra}")
+        for line in _reply_lines(reply):
+            typer.echo(line)
     if view.more:
         typer.echo(f"(the newest {len(view.replies):,} shown: --limit shows more)")
+
+
+def _reply_lines(reply: InboxReply) -> tuple[str, str]:
+    """One reply: when, its id and state, what it answers and who sent it; then its text."""
+    zone = reply.timezone or "UTC"
+    where = (f"run {reply.run_id} ({clean(reply.campaign)}) step {reply.step + 1}"
+             if reply.run_id is not None and reply.step is not None
+             else "answers no delivery")
+    if reply.attempt and reply.attempt > 1:
+        where += f" attempt {reply.attempt}"
+    who = reply.number + (f" {clean(reply.name)}" if reply.name else "")
+    via = f" via {clean(reply.sender)}" if reply.sender else ""
+    text = clean(reply.text) if reply.text else f"({clean(reply.kind)})"
+    extra = " [opt-out]" if reply.opt_out else ""
+    if reply.handled_by:
+        extra += (f" [handled by {clean(reply.handled_by)} "
+                  f"{local_time(reply.handled_at, zone)}]")
+    return (f"{local_time(reply.received_at, zone)}  #{reply.id}  {reply.state}  "
+            f"{where}  {who}{via}", f"    {text}{extra}")
 
 
 def register(app: typer.Typer) -> None:
