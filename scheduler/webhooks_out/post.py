@@ -1,4 +1,4 @@
-"""One POST of a delivery with httpx; its outcome as (status, error), httpx's errors
+"""One POST of a delivery with httpx; one try, :class:`PostTry` (status, error), httpx's errors
 translated here, at the boundary, into one short line (never the URL's query or a secret).
 """
 
@@ -13,7 +13,7 @@ ERROR_CHARS = 200
 
 
 @dataclass(frozen=True)
-class Outcome:
+class PostTry:
     """One try: the HTTP status (None: no answer) and, unless delivered, why not."""
 
     status: int | None
@@ -36,14 +36,14 @@ def _why(exc: httpx.HTTPError) -> str:
 
 
 async def post(client: httpx.AsyncClient, url: str, body: str,
-               headers: dict[str, str]) -> Outcome:
-    """POST ``body`` to ``url``; any answer or failure is an :class:`Outcome`."""
+               headers: dict[str, str]) -> PostTry:
+    """POST ``body`` to ``url``; any answer or failure is an :class:`PostTry`."""
     try:
         response = await client.post(url, content=body.encode(), headers=headers)
     except httpx.HTTPError as exc:
-        return Outcome(None, _why(exc))
+        return PostTry(None, _why(exc))
     if 200 <= response.status_code < 300:
-        return Outcome(response.status_code, None)
+        return PostTry(response.status_code, None)
     text = " ".join(response.text.split())[:ERROR_CHARS]
-    return Outcome(response.status_code,
+    return PostTry(response.status_code,
                    f"HTTP {response.status_code}" + (f": {text}" if text else ""))

@@ -26,7 +26,7 @@ from scheduler.core.timeutil import Clock, utcnow
 from scheduler.ledger.outbox_store import Claimed, OutboxStore
 from scheduler.settings.webhooks import WebhookDelivery, WebhookSubscription
 from scheduler.webhooks_out.backoff import next_attempt
-from scheduler.webhooks_out.post import Outcome, post
+from scheduler.webhooks_out.post import PostTry, post
 from scheduler.webhooks_out.signing import headers
 from scheduler.webhooks_out.stuck import StuckWatch
 
@@ -87,13 +87,13 @@ class WebhookWorker:
         until = now + timedelta(seconds=CLAIM_LEASES * self.delivery.timeout_s)
         return self.store.claim(now, until, self.delivery.batch, self.subscriptions)
 
-    async def _send(self, client: httpx.AsyncClient, claimed: Claimed) -> Outcome:
+    async def _send(self, client: httpx.AsyncClient, claimed: Claimed) -> PostTry:
         sub = self.subscriptions[claimed.subscription]
         body = body_of(claimed)
         return await post(client, sub.url, body, headers(
             sub.secret.get_secret_value(), claimed.msg_id, self.wall(), body))
 
-    def record(self, tries: Sequence[tuple[Claimed, Outcome]]) -> None:
+    def record(self, tries: Sequence[tuple[Claimed, PostTry]]) -> None:
         """Write each try's outcome: delivered, due again after its back-off, or failed."""
         now = self.clock()
         d = self.delivery
