@@ -211,8 +211,9 @@ def check_step(
             product = product_ref(raw["product"])
         except ValueError as exc:
             found.add(str(exc), f"{key}.product")
-    for name in DISPATCHER_KEYS & raw.keys():
-        found.add(f"{name} is set by the dispatcher; remove it from the step", f"{key}.{name}")
+    for field_name in DISPATCHER_KEYS & raw.keys():
+        found.add(f"{field_name} is set by the dispatcher; remove it from the step",
+                  f"{key}.{field_name}")
     fields = {k: v for k, v in raw.items()
               if k not in RESERVED_KEYS | DISPATCHER_KEYS | {"variants"}}
     variants: list[VariantTree] = []
@@ -222,11 +223,11 @@ def check_step(
         for where, message in problems:
             found.add(message, where)
         weighted = any("weight" in table for _n, _w, table in tables)
-        for i, (name, weight, table) in enumerate(tables):
+        for i, (variant, weight, table) in enumerate(tables):
             mark = len(found.issues)
             tree = _body_tree(kind, merged_fields(fields, table), f"{key}.variants[{i}]",
                               session, env, found, bounds)
-            variants.append(VariantTree(name, weight, tree, ok=len(found.issues) == mark))
+            variants.append(VariantTree(variant, weight, tree, ok=len(found.issues) == mark))
     tree = (variants[0].tree if variants
             else _body_tree(kind, fields, key, session, env, found, bounds))
     return CompiledStep(index, kind, delay, tree, ok=len(found.issues) == before,

@@ -75,3 +75,16 @@ def test_the_experiment_needs_variants_and_a_known_fallback(project: Project) ->
     for wrong in ("0%", "100%", "abc", True, 1.5):
         with pytest.raises(ValueError):
             ExperimentSpec(test_share=wrong)
+
+
+def test_a_varied_step_keeps_its_own_key_for_the_plans_errors(project: Project) -> None:
+    """A step's key (``steps[i]``, what a row's render error names) is its own, not its
+    last variant's name nor a dispatcher field's: the loops over them once rebound it."""
+    steps = ('[[steps]]\ntype = "text"\ntext = "a"\n'
+             '[[steps]]\ntype = "text"\nvariants = [{name = "A", text = "a"}, '
+             '{name = "B", text = "b"}]\n')
+    campaign = load_campaign(project.basic(steps))
+    assert [step.key for step in campaign.steps] == ["steps[0]", "steps[1]"]
+    wrong = load_campaign(project.basic('[[steps]]\ntype = "text"\ntext = "a"\nto = "x"\n'),
+                          lenient=True)
+    assert wrong.steps[0].key == "steps[0]"
