@@ -353,7 +353,6 @@ class SenderProfile(LedgerTable, table=True):
 
     sender: str = Field(primary_key=True)
     first_seen_at: datetime
-    last_sent_at: datetime | None = None
     state: str = Field(default="warming", sa_column_kwargs={"server_default": "warming"})
     reason: str | None = Field(default=None, sa_type=Text)
     since: datetime

@@ -27,8 +27,7 @@ from scheduler.ledger.states import ChangeSource, DeliveryState, SenderStatus
 P = sender_profiles
 H = sender_state_changes
 
-#: ``last_sent_at`` is not read: nothing writes it since leases took the claims over; a
-#: sender's latest send is its newest dispatched row (``sender_health.last_sends``).
+#: A sender's latest send is its newest dispatched row (``sender_health.last_sends``).
 _PROFILE_COLUMNS = (P.c.sender, P.c.first_seen_at, P.c.state, P.c.reason, P.c.since,
                     P.c.warm_profile, P.c.warm_day, P.c.warm_day_date, P.c.score, P.c.throttle)
 
